@@ -1,0 +1,117 @@
+/* snapshot.h: the in-memory form of a heap snapshot and its binary .snap encoding.
+ * Linked into both the agent (which fills and encodes one) and the CLI (which
+ * decodes, validates, stores, diffs and reports). The byte format is documented in
+ * memwatch-snapshot(5). This code never calls exit and never prints. */
+#ifndef MEMWATCH_SNAPSHOT_H
+#define MEMWATCH_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SNAPSHOT_VERSION 1
+#define SNAP_NO_MODULE UINT32_MAX /* frame outside every known module: offset is the raw address */
+
+/* A loaded object of the target at snapshot time. */
+struct snap_module {
+	char *path;              /* as the loader saw it; "" for the main program if unknown */
+	uint8_t build_id[64];    /* GNU build-id, build_id_len bytes (0: none) */
+	uint32_t build_id_len;
+	uint64_t bias;           /* load bias (dlpi_addr) */
+	uint64_t lo, hi;         /* lowest and highest+1 address of its PT_LOAD segments */
+};
+
+/* One frame: a return address (or the allocation call's own address for frame 0)
+ * made module-relative: address = modules[module].bias + offset. */
+struct snap_frame {
+	uint32_t module;         /* index into modules, or SNAP_NO_MODULE */
+	uint64_t offset;
+};
+
+enum snap_stack_flags {
+	SNAP_STACK_TRUNCATED = 1 << 0,   /* deeper than the depth limit: frames cut */
+};
+
+/* One distinct call stack and what is attributed to it. Estimated figures are the
+ * sums of the Poisson weights s / -expm1(-s/R) of the sampled blocks. */
+struct snap_stack {
+	uint32_t flags;              /* enum snap_stack_flags */
+	uint32_t nframes;
+	struct snap_frame *frames;   /* innermost (the allocation call site) first */
+	uint64_t live_bytes;         /* estimated bytes still allocated */
+	uint64_t live_blocks;        /* estimated blocks still allocated */
+	uint64_t live_samples;       /* sampled blocks still allocated (exact count) */
+	uint64_t alloc_bytes;        /* estimated bytes allocated since capture start */
+	uint64_t alloc_blocks;       /* estimated blocks allocated since capture start */
+};
+
+/* The allocator's own view at snapshot time (glibc mallinfo2). */
+struct snap_mallinfo {
+	bool present;
+	uint64_t arena;          /* non-mmapped bytes obtained from the system (arena) */
+	uint64_t mmapped;        /* bytes in mmapped chunks (hblkhd) */
+	uint64_t in_use;         /* bytes in allocated chunks (uordblks + hblkhd) */
+	uint64_t free_bytes;     /* free bytes retained by the allocator (fordblks) */
+	uint64_t releasable;     /* releasable top-most free bytes (keepcost) */
+};
+
+/* One resolved source frame, for the optional symbol section. */
+struct snap_symframe {
+	char *function;          /* demangled name, or NULL */
+	char *file;              /* source file, or NULL */
+	uint32_t line;           /* 0: unknown */
+};
+
+/* The resolved frames of one address (inlined frames first, then the function
+ * that contains them), written by --embed-symbols. */
+struct snap_symbol {
+	uint32_t module;
+	uint64_t offset;
+	uint32_t nframes;
+	struct snap_symframe *frames;
+};
+
+struct snapshot {
+	uint32_t version;            /* format version read (SNAPSHOT_VERSION written) */
+	int32_t pid;
+	char *exe;                   /* /proc/PID/exe at snapshot time */
+	char *cmdline;               /* arguments joined by spaces, may be "" */
+	uint64_t time_ns;            /* CLOCK_REALTIME when taken */
+	uint64_t capture_start_ns;   /* CLOCK_REALTIME when sampling started */
+	uint64_t sample_rate;        /* mean bytes between samples (R); 1 = every allocation */
+	uint32_t max_depth;          /* stack depth limit in force */
+	uint64_t rss_bytes;          /* process RSS when taken (0: unknown) */
+	uint64_t dropped_stacks;     /* distinct stacks not stored because of the stack limit */
+	uint64_t dropped_bytes;      /* estimated live bytes of the dropped stacks */
+	struct snap_mallinfo mallinfo;
+	size_t nmodules;
+	struct snap_module *modules;
+	size_t nstacks;
+	struct snap_stack *stacks;
+	size_t nsymbols;             /* 0 unless symbols were embedded */
+	struct snap_symbol *symbols;
+};
+
+/* Encode s into a malloc'd buffer (*buf, *len; caller frees). 0, or -1 (ENOMEM). */
+int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len);
+
+/* Decode and validate buf. Returns a new snapshot (caller frees with
+ * snapshot_free), or NULL with *cause (caller frees) saying precisely what is wrong
+ * ("truncated at byte 123", "checksum mismatch", "version 9 is newer than ..."). */
+struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause);
+
+/* Read and decode a file. NULL with *cause naming the file on failure. */
+struct snapshot *snapshot_read(const char *path, char **cause);
+
+/* Write s (or already-encoded bytes) to path atomically: a temporary file beside
+ * it, renamed into place. Without force an existing path is refused. 0 or -1 with
+ * *cause. */
+int snapshot_write(const struct snapshot *s, const char *path, bool force, char **cause);
+int snapshot_write_bytes(const unsigned char *buf, size_t len, const char *path, bool force,
+			 char **cause);
+
+/* Free a snapshot from snapshot_decode/snapshot_read, or one built by hand with
+ * malloc'd members. NULL is fine. */
+void snapshot_free(struct snapshot *s);
+
+#endif

@@ -1,0 +1,91 @@
+/* runlog.h: the run.log file: one memory sample per line, with metadata and events.
+ *
+ * Format (version 1), plain text, readable by gnuplot, awk and people:
+ *
+ *   # memwatch run.log 1
+ *   # command: memwatch -p 1234 -i 1s
+ *   # start: 2026-11-22T10:00:00Z 1763805600.123
+ *   # interval_ms: 1000
+ *   # process: 1234 /usr/bin/foo --flag          (one per process, as found)
+ *   # pss: yes|no
+ *   time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib
+ *   0.000 1234 10240 8192 2048 0 0 65536 - -
+ *   1.000 1234 10300 8252 2048 0 0 65536 - -
+ *   1.000 total 20600 ...                        (--children / several pids: the sum)
+ *   # event 5.002 1234 trigger rss=75000 baseline=10240 rule=+64MiB
+ *   # event 5.011 1234 attach pause_ms=9.8 tid=1236
+ *   # event 5.300 1234 snapshot path=run.1234.1.snap live=123456
+ *   # event 9.000 1234 exit status=0
+ *   # event 9.000 - end reason=exited
+ *
+ * Sample lines: time in seconds since start, the pid (or "total"), then KiB;
+ * "-" where a figure was not measured (pss/uss without --pss) or could not be read.
+ * The column header is the first line that does not start with '#'.
+ * Event lines: "# event <time_s> <pid or -> <kind> [key=value ...]"; values
+ * contain no spaces (paths with spaces are written with %20). Kinds: start,
+ * process (a child joined), trigger, attach, attach-failed, capture-start,
+ * snapshot, snapshot-failed, capture-stop, exit, signal, end.
+ * Every line is flushed when written, so a killed memwatch loses at most one line. */
+#ifndef MEMWATCH_RUNLOG_H
+#define MEMWATCH_RUNLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RUNLOG_MAGIC "# memwatch run.log "
+#define RUNLOG_VERSION 1
+#define RUNLOG_NONE UINT64_MAX /* a figure that was not measured */
+
+/* One memory sample of one process (or the total). All sizes in KiB. */
+struct mem_sample {
+	int pid;                 /* 0 for the "total" line */
+	uint64_t rss, anon, file, shmem, swap, vsz;
+	uint64_t pss, uss;       /* RUNLOG_NONE unless measured */
+};
+
+/* ---- writing ---- */
+struct runlog;
+/* Create path (refusing an existing file unless force); the header lines are
+ * written at once. command is memwatch's own command line. NULL with *cause. */
+struct runlog *runlog_create(const char *path, bool force, const char *command,
+			     uint64_t interval_ms, bool pss, char **cause);
+/* "# <key>: <value>" metadata line. */
+void runlog_meta(struct runlog *log, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A sample line at t seconds since start. */
+void runlog_sample(struct runlog *log, double t, const struct mem_sample *s);
+/* An event line: pid 0 is written "-"; detail is "key=value ..." or NULL. */
+void runlog_event(struct runlog *log, double t, int pid, const char *kind,
+		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+const char *runlog_path(const struct runlog *log);
+/* Seconds since the log's start (monotonic). */
+double runlog_elapsed(const struct runlog *log);
+/* Flush and close; 0, or -1 with *cause when any write failed. */
+int runlog_close(struct runlog *log, char **cause);
+
+/* ---- reading (memwatch plot) ---- */
+struct runlog_event_rec {
+	double t;
+	int pid;                 /* 0 for "-" */
+	char *kind;
+	char *detail;            /* the rest of the line, may be "" */
+};
+
+struct runlog_data {
+	char *command;           /* from "# command:", may be NULL */
+	bool has_pss;
+	size_t nsamples;
+	struct runlog_sample_rec { double t; struct mem_sample s; } *samples;
+	size_t nevents;
+	struct runlog_event_rec *events;
+	size_t npids;
+	int *pids;               /* distinct pids in order of appearance; 0 = total */
+};
+
+/* Parse a run.log. NULL with *cause ("'x.log' line 12: expected 10 columns, found 3",
+ * "'x.log' is not a memwatch run.log", "'x.log' holds no samples"). */
+struct runlog_data *runlog_read(const char *path, char **cause);
+void runlog_data_free(struct runlog_data *d);
+
+#endif

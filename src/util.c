@@ -1,0 +1,465 @@
+/* util.c: helpers shared by every command: errors, parsing, atomic output files. */
+#include "config.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fputs(prefix, stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void mw_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("memwatch: ", fmt, ap);
+	va_end(ap);
+}
+
+void mw_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("memwatch: warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void mw_hint(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("  hint: ", fmt, ap);
+	va_end(ap);
+}
+
+static void oom(void)
+{
+	fputs("memwatch: out of memory\n", stderr);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xvasprintf(const char *fmt, va_list ap)
+{
+	char *s;
+	if (vasprintf(&s, fmt, ap) < 0)
+		oom();
+	return s;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	s = xvasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* Split "1.5MiB" into a finite non-negative number and its unit suffix. */
+static int split_number(const char *s, double *v, const char **unit, char **cause,
+			const char *what)
+{
+	char *end;
+	if (!s || !*s || !(*s >= '0' && *s <= '9') ) {
+		if (!(s && *s == '.' && s[1] >= '0' && s[1] <= '9')) {
+			*cause = xasprintf("invalid %s '%s'", what, s ? s : "");
+			return -1;
+		}
+	}
+	errno = 0;
+	*v = strtod(s, &end);
+	if (errno || end == s || !isfinite(*v) || *v < 0) {
+		*cause = xasprintf("invalid %s '%s'", what, s);
+		return -1;
+	}
+	*unit = end;
+	return 0;
+}
+
+int parse_duration_ms(const char *s, uint64_t *ms, char **cause)
+{
+	static const struct { const char *u; double ms; } units[] = {
+		{ "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "sec", 1000 },
+		{ "m", 60000 }, { "min", 60000 }, { "h", 3600000 }, { "d", 86400000 },
+	};
+	const char *unit;
+	double v;
+	size_t i;
+
+	if (split_number(s, &v, &unit, cause, "duration") < 0)
+		return -1;
+	for (i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (strcmp(unit, units[i].u) == 0) {
+			double r = v * units[i].ms;
+			if (r < 1 || r > 1e15) {
+				*cause = xasprintf("duration '%s' out of range (1ms and more)", s);
+				return -1;
+			}
+			*ms = (uint64_t)(r + 0.5);
+			return 0;
+		}
+	}
+	*cause = xasprintf("invalid duration '%s' (use ms, s, m, h or d, e.g. 500ms, 1s, 2m)", s);
+	return -1;
+}
+
+int parse_size(const char *s, uint64_t *bytes, char **cause)
+{
+	static const struct { const char *u; double mul; } units[] = {
+		{ "", 1 }, { "B", 1 },
+		{ "K", 1024.0 }, { "KB", 1024.0 }, { "KiB", 1024.0 }, { "k", 1024.0 },
+		{ "M", 1048576.0 }, { "MB", 1048576.0 }, { "MiB", 1048576.0 },
+		{ "G", 1073741824.0 }, { "GB", 1073741824.0 }, { "GiB", 1073741824.0 },
+		{ "T", 1099511627776.0 }, { "TB", 1099511627776.0 }, { "TiB", 1099511627776.0 },
+	};
+	const char *unit;
+	double v;
+	size_t i;
+
+	if (split_number(s, &v, &unit, cause, "size") < 0)
+		return -1;
+	for (i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (strcmp(unit, units[i].u) == 0) {
+			double r = v * units[i].mul;
+			if (r >= 18446744073709551615.0) {
+				*cause = xasprintf("size '%s' out of range", s);
+				return -1;
+			}
+			*bytes = (uint64_t)(r + 0.5);
+			return 0;
+		}
+	}
+	*cause = xasprintf("invalid size '%s' (use K, M, G or T, binary units, e.g. 64MiB)", s);
+	return -1;
+}
+
+int parse_pid(const char *s, int *pid, char **cause)
+{
+	const char *p = s;
+	char *end;
+	long v;
+
+	if (strncmp(p, "/proc/", 6) == 0)
+		p += 6;
+	if (!(*p >= '0' && *p <= '9')) {
+		*cause = xasprintf("invalid pid '%s'", s);
+		return -1;
+	}
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (*end == '/' && end[1] == '\0')
+		end++;
+	if (errno || *end || v <= 0 || v > INT_MAX) {
+		*cause = xasprintf("invalid pid '%s'", s);
+		return -1;
+	}
+	*pid = (int)v;
+	return 0;
+}
+
+const char *fmt_bytes(char *buf, size_t n, double bytes)
+{
+	static const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double a = fabs(bytes);
+	int i = 0;
+	while (a >= 1024 && i < 4) {
+		a /= 1024;
+		bytes /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(buf, n, "%.0f %s", bytes, u[i]);
+	else
+		snprintf(buf, n, a >= 100 ? "%.0f %s" : a >= 10 ? "%.1f %s" : "%.2f %s", bytes, u[i]);
+	return buf;
+}
+
+const char *fmt_seconds(char *buf, size_t n, double s)
+{
+	if (s < 1)
+		snprintf(buf, n, "%.0f ms", s * 1000);
+	else if (s < 60)
+		snprintf(buf, n, "%.1f s", s);
+	else if (s < 3600)
+		snprintf(buf, n, "%d m %02d s", (int)s / 60, (int)s % 60);
+	else
+		snprintf(buf, n, "%d h %02d m", (int)s / 3600, (int)s % 3600 / 60);
+	return buf;
+}
+
+uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct outfile {
+	char *path;   /* final name, or NULL for stdout */
+	char *tmp;    /* temporary name beside it */
+	FILE *f;
+};
+
+struct outfile *outfile_open(const char *path, bool force, char **cause)
+{
+	struct outfile *o = xcalloc(1, sizeof *o);
+	struct stat st;
+	int fd;
+
+	if (strcmp(path, "-") == 0) {
+		o->f = stdout;
+		return o;
+	}
+	if (!force && lstat(path, &st) == 0) {
+		*cause = xasprintf("'%s' exists (use --force to overwrite)", path);
+		free(o);
+		return NULL;
+	}
+	o->path = xstrdup(path);
+	o->tmp = xasprintf("%s.tmp.XXXXXX", path);
+	fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	{
+		mode_t um = umask(0);
+		umask(um);
+		fchmod(fd, 0666 & ~um);
+	}
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+		close(fd);
+		unlink(o->tmp);
+		goto fail;
+	}
+	return o;
+fail:
+	free(o->path);
+	free(o->tmp);
+	free(o);
+	return NULL;
+}
+
+FILE *outfile_stream(struct outfile *o)
+{
+	return o->f;
+}
+
+const char *outfile_path(const struct outfile *o)
+{
+	return o->path ? o->path : "<stdout>";
+}
+
+static void outfile_free(struct outfile *o)
+{
+	free(o->path);
+	free(o->tmp);
+	free(o);
+}
+
+int outfile_commit(struct outfile *o, char **cause)
+{
+	int err = 0;
+
+	if (!o->path) {
+		if (fflush(stdout) != 0 || ferror(stdout))
+			err = errno ? errno : EIO;
+		outfile_free(o);
+		if (err) {
+			*cause = xasprintf("cannot write to standard output: %s", strerror(err));
+			return -1;
+		}
+		return 0;
+	}
+	if (fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0)
+		err = errno ? errno : EIO;
+	if (fclose(o->f) != 0 && !err)
+		err = errno ? errno : EIO;
+	if (!err && rename(o->tmp, o->path) != 0)
+		err = errno;
+	if (err) {
+		*cause = xasprintf("cannot write '%s': %s", o->path, strerror(err));
+		unlink(o->tmp);
+		outfile_free(o);
+		return -1;
+	}
+	outfile_free(o);
+	return 0;
+}
+
+void outfile_abort(struct outfile *o)
+{
+	if (!o)
+		return;
+	if (o->path) {
+		fclose(o->f);
+		unlink(o->tmp);
+	}
+	outfile_free(o);
+}
+
+/* Directory of the running executable, caller frees; NULL if unknown. */
+static char *exe_dir(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	char *slash;
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	return xstrdup(buf);
+}
+
+static char *first_existing(const char *env, const char *const *rel, const char *installed,
+			    const char *name)
+{
+	const char *e = getenv(env);
+	char *dir, *p;
+	size_t i;
+
+	if (e && *e) {
+		struct stat st;
+		if (stat(e, &st) == 0 && S_ISDIR(st.st_mode))
+			return xasprintf("%s/%s", e, name);
+		return xstrdup(e);
+	}
+	dir = exe_dir();
+	for (i = 0; dir && rel[i]; i++) {
+		p = xasprintf("%s/%s%s", dir, rel[i], name);
+		if (access(p, R_OK) == 0) {
+			free(dir);
+			return p;
+		}
+		free(p);
+	}
+	free(dir);
+	return xasprintf("%s/%s", installed, name);
+}
+
+char *find_agent_library(void)
+{
+	static const char *const rel[] = { "", ".libs/", NULL };
+	return first_existing("MEMWATCH_AGENT", rel, PKGLIBDIR, "libmemwatch-agent.so");
+}
+
+char *find_data_file(const char *name)
+{
+	static const char *const rel[] = { "plot/", NULL };
+	return first_existing("MEMWATCH_DATADIR", rel, PKGDATADIR, name);
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+void stop_signals_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int stop_signal_pending(void)
+{
+	return stop_sig;
+}

@@ -1,0 +1,90 @@
+/* util.h: small helpers every memwatch command shares: errors, exit statuses,
+ * parsing of sizes and durations, atomic output files, finding installed files. */
+#ifndef MEMWATCH_UTIL_H
+#define MEMWATCH_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit statuses, one per kind of failure; documented in memwatch(1) and --help. */
+enum mw_exit {
+	MW_EXIT_OK = 0,         /* done: duration elapsed, report printed, file written */
+	MW_EXIT_FAILURE = 1,    /* run-time failure: I/O error, cannot write output */
+	MW_EXIT_USAGE = 2,      /* bad command line: unknown option, bad interval or size */
+	MW_EXIT_BADFILE = 3,    /* an input file is not what it should be: snapshot, run.log */
+	MW_EXIT_NOPROC = 4,     /* no such process, or it cannot be read (another user) */
+	MW_EXIT_ATTACH = 5,     /* the agent could not be loaded or reached: ptrace refused, no safe point */
+	MW_EXIT_EXTERNAL = 6,   /* an external program is missing or failed (gnuplot) */
+	MW_EXIT_GONE = 7,       /* every watched process exited during the watch */
+	MW_EXIT_SIGNAL = 128,   /* + signal number: ended by SIGINT (130) or SIGTERM (143) */
+};
+
+/* Print "memwatch: <message>" on stderr. */
+void mw_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "memwatch: warning: <message>" on stderr. */
+void mw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print a hint line (the fix) under an error: "  hint: ...". */
+void mw_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Allocation that cannot fail: aborts with a message when memory is exhausted. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+/* Formatted string, caller frees. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap);
+
+/* Parse a duration ("500ms", "1s", "2m", "1h", "1.5s"; a bare number is seconds)
+ * into *ms. Returns 0, or -1 with *cause set (caller frees). Zero is refused. */
+int parse_duration_ms(const char *s, uint64_t *ms, char **cause);
+/* Parse a size ("512", "64K", "64KiB", "1.5MiB", "2G"; binary units) into bytes. */
+int parse_size(const char *s, uint64_t *bytes, char **cause);
+/* Parse a PID argument: "123" or "/proc/123". Returns the pid or -1 with *cause. */
+int parse_pid(const char *s, int *pid, char **cause);
+
+/* Format bytes for people: "812 B", "12.3 KiB", "1.50 GiB". buf holds >= 32. */
+const char *fmt_bytes(char *buf, size_t n, double bytes);
+/* Format a duration in seconds for people: "950 ms", "12.5 s", "3 m 20 s". */
+const char *fmt_seconds(char *buf, size_t n, double seconds);
+
+/* Monotonic and wall clock, nanoseconds. */
+uint64_t mono_ns(void);
+uint64_t wall_ns(void);
+
+/* Output written to a temporary file beside its final name and renamed into place
+ * on commit, so a reader never sees a half-written file. */
+struct outfile;
+/* Open "path" for writing; without force an existing file is refused (EEXIST).
+ * Returns NULL with *cause set. "-" means stdout (no rename). */
+struct outfile *outfile_open(const char *path, bool force, char **cause);
+FILE *outfile_stream(struct outfile *o);
+const char *outfile_path(const struct outfile *o);
+/* Flush, fsync, rename into place and free. Returns 0, or -1 with *cause set
+ * (the temporary file is removed then). */
+int outfile_commit(struct outfile *o, char **cause);
+/* Remove the temporary file and free. */
+void outfile_abort(struct outfile *o);
+
+/* Where memwatch's own files are: the agent library and the plot scripts.
+ * Looked up in the environment (MEMWATCH_AGENT, MEMWATCH_DATADIR), then beside
+ * the executable (an uninstalled build tree), then in the installed location.
+ * Caller frees. */
+char *find_agent_library(void);
+char *find_data_file(const char *name);
+
+/* Write all of buf to fd, retrying on EINTR and short writes. 0 or -errno. */
+int write_all(int fd, const void *buf, size_t len);
+/* Read exactly len bytes. 0, -errno, or -EPIPE on early end of file. */
+int read_all(int fd, void *buf, size_t len);
+
+/* Signals that end a watch: installs handlers for SIGINT and SIGTERM that only
+ * record the signal (no SA_RESTART, so sleeps wake). */
+void stop_signals_install(void);
+/* The signal that asked us to stop, or 0. */
+int stop_signal_pending(void);
+
+#endif

@@ -1,0 +1,23 @@
+#!/bin/sh
+# install-deps.sh: install the Debian packages memwatch needs to build and test.
+# Run as root (or through sudo). Safe to run again.
+set -e
+packages="build-essential autoconf automake libtool pkg-config
+	libproc2-dev libunwind-dev libdw-dev libelf-dev libdebuginfod-dev zlib1g-dev
+	libcmocka-dev gnuplot-nox debuginfod libc6-dbg file procps
+	clang libclang-rt-14-dev valgrind g++"
+missing=
+for p in $packages; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "install-deps: missing packages:$missing (run as root or with sudo)" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	# libunwind-dev conflicts with LLVM's libunwind-14-dev; -y lets apt resolve it.
+	apt-get install -y -q --no-install-recommends $missing
+fi

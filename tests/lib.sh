@@ -1,0 +1,105 @@
+# tests/lib.sh: sourced by every tests/run-*.sh. Gives each test a private
+# directory, kills what it started, and has helpers that check exit statuses
+# without ever piping the binary under test.
+set -u
+
+: "${MEMWATCH:?run the tests with make check}"
+: "${TARGETS:?run the tests with make check}"
+
+testname=$(basename "$0" .sh)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-$testname.XXXXXX")
+started_pids=
+cleanup() {
+	for p in $started_pids; do
+		kill -9 "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	if [ "${KEEP_TMP:-}" = "" ]; then
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+cd "$tmp" || exit 99
+
+fails=0
+# fail MESSAGE: record a failure and go on.
+fail() {
+	echo "FAIL: $*" >&2
+	fails=$((fails + 1))
+}
+# skip REASON: the whole test is skipped (exit 77) for a missing capability.
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+# finish: the test's verdict.
+finish() {
+	if [ "$fails" -ne 0 ]; then
+		echo "$testname: $fails check(s) failed" >&2
+		exit 1
+	fi
+	exit 0
+}
+
+# run_mw EXPECTED_STATUS ARGS...: run memwatch with stdout to out, stderr to err;
+# check the status. The status is in $status afterwards.
+run_mw() {
+	local expected=$1
+	shift
+	"$MEMWATCH" "$@" >out 2>err
+	status=$?
+	if [ "$status" -ne "$expected" ]; then
+		fail "memwatch $*: exit status $status, expected $expected"
+		sed 's/^/  stderr: /' err >&2
+	fi
+	return 0
+}
+
+# expect_err_line PATTERN: stderr is exactly one line, "memwatch: ..." matching
+# the extended regular expression PATTERN.
+expect_err_line() {
+	local n
+	n=$(grep -c '' err)
+	if [ "$n" -lt 1 ]; then
+		fail "expected an error line matching '$1', stderr is empty"
+		return 0
+	fi
+	if ! head -n 1 err | grep -Eq "^memwatch: .*$1"; then
+		fail "first stderr line does not match 'memwatch: .*$1':"
+		sed 's/^/  stderr: /' err >&2
+	fi
+	# further lines may only be hints
+	if grep -v '^memwatch: ' err | grep -vq '^  hint: '; then
+		fail "stderr has more than the error line and hints:"
+		sed 's/^/  stderr: /' err >&2
+	fi
+}
+
+# expect_grep PATTERN FILE: FILE has a line matching PATTERN (extended regex).
+expect_grep() {
+	grep -Eq -- "$1" "$2" || { fail "'$2' has no line matching '$1'"; sed 's/^/  | /' "$2" | head -n 40 >&2; }
+}
+expect_no_grep() {
+	! grep -Eq -- "$1" "$2" || fail "'$2' has a line matching '$1'"
+}
+
+# start_target PROGRAM ARGS...: start a target in the background; $target_pid.
+start_target() {
+	"$@" &
+	target_pid=$!
+	started_pids="$started_pids $target_pid"
+}
+
+# wait_for FILE-TEST SECONDS: poll until "test $1" holds, or fail after $2 s.
+wait_until() {
+	local cond=$1 secs=${2:-10} i=0
+	while ! eval "$cond"; do
+		i=$((i + 1))
+		if [ "$i" -gt $((secs * 20)) ]; then
+			fail "timed out after ${secs}s waiting for: $cond"
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 0
+}
