@@ -1,0 +1,47 @@
+/* capture.h: the capture of one watched process: the trigger, loading and
+ * driving the agent, the snapshot schedule, the report at the end. The watch loop
+ * (watch.c) calls these for every process it watches. */
+#ifndef MEMWATCH_CAPTURE_H
+#define MEMWATCH_CAPTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runlog.h"
+#include "trigger.h"
+
+enum capture_mode {
+	CAPTURE_GROWTH,          /* when the trigger fires (default) */
+	CAPTURE_NOW,             /* at once */
+	CAPTURE_NEVER,           /* watch only */
+};
+
+struct capture_opts {
+	enum capture_mode mode;
+	struct trigger_rule trigger;     /* --trigger (default +64MiB) */
+	struct snap_step snap_every;     /* --snap-every (default +32MiB) */
+	unsigned max_snaps;              /* --max-snaps (default 10; the last one at the end is extra) */
+	uint64_t sample_rate;            /* --sample-rate (default 512KiB) */
+	unsigned max_depth;              /* --max-depth (default 64) */
+	uint64_t max_stacks;             /* --max-stacks (0: the agent's default) */
+	bool preloaded;                  /* memwatch run: the agent is in already */
+	bool report;                     /* print the growth report at the end (default yes) */
+	bool force;                      /* overwrite existing snapshot files */
+	const char *snap_prefix;         /* snapshot names: <prefix>.<pid>.<n>.snap */
+};
+
+/* Defaults for every field. */
+void capture_opts_init(struct capture_opts *o);
+
+struct capture;
+/* A capture for pid, logging its events into log. Never NULL (with mode NEVER it
+ * does nothing). */
+struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog *log);
+/* Feed one sample of this process (t: seconds since start). */
+void capture_sample(struct capture *c, double t, const struct mem_sample *s);
+/* The watch ends (reason: "duration", "signal", "exited"): a last snapshot when
+ * the process is still there, stop capture, remove hooks, print the report. */
+void capture_end(struct capture *c, double t, const char *reason, bool process_gone);
+void capture_free(struct capture *c);
+
+#endif

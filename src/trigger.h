@@ -1,0 +1,59 @@
+/* trigger.h: when memory growth is real, and when to take the next snapshot.
+ * Pure policy over the RSS series: no I/O, unit-tested. */
+#ifndef MEMWATCH_TRIGGER_H
+#define MEMWATCH_TRIGGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+enum trigger_kind {
+	TRIGGER_ABSOLUTE,        /* "+64MiB": RSS at least this much above the baseline */
+	TRIGGER_RELATIVE,        /* "+20%": RSS at least this share above the baseline */
+	TRIGGER_RATE,            /* "10MiB/min": sustained growth rate at least this */
+};
+
+struct trigger_rule {
+	enum trigger_kind kind;
+	uint64_t bytes;          /* ABSOLUTE */
+	double percent;          /* RELATIVE */
+	double bytes_per_s;      /* RATE */
+};
+
+/* Parse "+64MiB", "+20%", "10MiB/min" (also /s, /h). 0 or -1 with *cause. */
+int trigger_parse(const char *s, struct trigger_rule *r, char **cause);
+/* "+64 MiB over baseline" etc. for events and messages, into buf. */
+const char *trigger_describe(const struct trigger_rule *r, char *buf, size_t n);
+
+/* The evaluation state of one process's trigger. */
+struct trigger_state {
+	struct trigger_rule rule;
+	bool have_baseline;
+	uint64_t baseline;       /* bytes: RSS at the first sample */
+	bool fired;
+	/* rate estimation over a window of recent samples (ring buffer) */
+	double win_t[64];
+	double win_v[64];
+	unsigned win_n, win_head;
+};
+
+void trigger_init(struct trigger_state *st, const struct trigger_rule *r);
+/* Feed one sample (t seconds, RSS bytes). Returns true exactly once: when the
+ * rule first holds. */
+bool trigger_update(struct trigger_state *st, double t, uint64_t rss);
+
+/* The snapshot schedule after the trigger: "+32MiB" (each further growth step
+ * over the RSS at the previous snapshot) or "5m" (each interval of time). */
+struct snap_step {
+	enum { STEP_BYTES, STEP_TIME } kind;
+	uint64_t bytes;
+	uint64_t ms;
+};
+/* Parse "+32MiB" (growth) or "30s"/"5m" (time). 0 or -1 with *cause. */
+int snap_step_parse(const char *s, struct snap_step *st, char **cause);
+/* True when a snapshot is due: now t (s), rss (bytes), and the time and RSS at the
+ * previous snapshot. */
+bool snap_step_due(const struct snap_step *st, double t, uint64_t rss, double last_t,
+		   uint64_t last_rss);
+
+#endif
