@@ -1,0 +1,105 @@
+/* snapio.c: reading and writing .snap files for the CLI: the whole file is read
+ * and decoded with the name in every message; writes go through a temporary file
+ * renamed into place, so a failed write (a full disk) leaves no file behind. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snapshot.h"
+#include "util.h"
+
+/* Read all of fd into a new buffer (*buf, *len; caller frees). Grows the buffer
+ * geometrically, so pipes and files of any size work. 0 or -errno. */
+static int slurp(int fd, unsigned char **buf, size_t *len)
+{
+	size_t cap = 64 * 1024, n = 0;
+	unsigned char *b = xmalloc(cap);
+
+	for (;;) {
+		if (n == cap) {
+			cap *= 2;
+			b = xrealloc(b, cap);
+		}
+		ssize_t r = read(fd, b + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int err = errno;
+			free(b);
+			return -err;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+struct snapshot *snapshot_read(const char *path, char **cause)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char *why = NULL;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*cause = xasprintf("cannot read '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	err = slurp(fd, &buf, &len);
+	close(fd);
+	if (err < 0) {
+		*cause = xasprintf("cannot read '%s': %s", path, strerror(-err));
+		return NULL;
+	}
+	struct snapshot *s = snapshot_decode(buf, len, &why);
+	free(buf);
+	if (!s) {
+		*cause = xasprintf("'%s': %s", path, why ? why : "out of memory");
+		free(why);
+		return NULL;
+	}
+	return s;
+}
+
+int snapshot_write_bytes(const unsigned char *buf, size_t len, const char *path, bool force,
+			 char **cause)
+{
+	struct outfile *o = outfile_open(path, force, cause);
+
+	if (!o)
+		return -1;
+	if (len && fwrite(buf, 1, len, outfile_stream(o)) != len) {
+		*cause = xasprintf("cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+		outfile_abort(o);
+		return -1;
+	}
+	return outfile_commit(o, cause);
+}
+
+int snapshot_write(const struct snapshot *s, const char *path, bool force, char **cause)
+{
+	unsigned char *buf;
+	size_t len;
+	int ret;
+
+	if (snapshot_encode(s, &buf, &len) < 0) {
+		if (errno == EINVAL)
+			*cause = xasprintf("cannot write '%s': the snapshot is inconsistent (a module index out of range, or a build-id over 64 bytes)",
+					   path);
+		else
+			*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	ret = snapshot_write_bytes(buf, len, path, force, cause);
+	free(buf);
+	return ret;
+}

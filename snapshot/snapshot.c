@@ -1,0 +1,899 @@
+/* snapshot.c: the .snap binary encoding (memwatch-snapshot(5)): encoder, validating
+ * decoder and release. Compiled into the CLI and into the agent, which runs inside
+ * the target: only malloc/free, string functions and zlib's crc32 are used here,
+ * never stdio, and nothing exits or prints. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "snapshot.h"
+
+/* The fixed frame of the format: see memwatch-snapshot(5). */
+#define SNAP_MAGIC "MEMWSNAP"
+#define SNAP_MAGIC_LEN 8
+#define SNAP_HEADER_LEN 16     /* magic, u16 version, u16 flags, u32 section count */
+#define SNAP_SECTION_HDR_LEN 16 /* u32 type, u32 flags, u64 length */
+#define SNAP_TRAILER_LEN 4     /* u32 CRC-32 of every byte before it */
+#define SNAP_BUILD_ID_MAX 64
+#define SNAP_VARINT_MAX 10     /* bytes of the longest LEB128 encoding of a u64 */
+
+enum snap_section_type {
+	SEC_PROCESS = 1,
+	SEC_MALLINFO = 2,
+	SEC_MODULES = 3,
+	SEC_STACKS = 4,
+	SEC_SYMBOLS = 5,
+	SEC_KNOWN_MAX = SEC_SYMBOLS,
+};
+
+enum snap_section_flags {
+	/* A reader that does not know this section type must refuse the file. */
+	SNAP_SECTION_REQUIRED = 1 << 0,
+};
+
+/* Smallest encoded size of one record of each list, used to refuse a count that
+ * the bytes left could not possibly hold before anything is allocated for it. */
+#define MIN_MODULE_LEN (4 + 1 + 3 * 8) /* path length, build-id length, bias, lo, hi */
+#define MIN_STACK_LEN 7                /* flags, nframes and five figures, 1 byte each */
+#define MIN_FRAME_LEN 2                /* module, offset */
+#define MIN_SYMBOL_LEN 3               /* module, offset, nframes */
+#define MIN_SYMFRAME_LEN 3             /* function, file, line */
+
+/* Name of a known section type, for messages. */
+static const char *section_name(uint32_t type)
+{
+	switch (type) {
+	case SEC_PROCESS: return "process";
+	case SEC_MALLINFO: return "mallinfo";
+	case SEC_MODULES: return "modules";
+	case SEC_STACKS: return "stacks";
+	case SEC_SYMBOLS: return "symbols";
+	default: return "unknown";
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Messages without stdio: a small formatter for the cause strings. */
+
+struct msgbuf {
+	char s[320];
+	size_t n;
+};
+
+/* Append a string, silently cut at the buffer's end. */
+static void msg_str(struct msgbuf *m, const char *s)
+{
+	while (*s && m->n + 1 < sizeof m->s)
+		m->s[m->n++] = *s++;
+	m->s[m->n] = '\0';
+}
+
+/* Append an unsigned number in decimal. */
+static void msg_u64(struct msgbuf *m, uint64_t v)
+{
+	char d[24];
+	int i = sizeof d - 1;
+	d[i] = '\0';
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	msg_str(m, d + i);
+}
+
+/* Set *cause to a new string formatted from fmt, which knows %s, %u, %d, %zu and
+ * %llu (enough for every message here). On memory exhaustion *cause stays NULL. */
+__attribute__((format(printf, 2, 3)))
+static void set_cause(char **cause, const char *fmt, ...)
+{
+	struct msgbuf m = { .n = 0 };
+	va_list ap;
+
+	if (!cause || *cause)
+		return; /* the first, most precise, message wins */
+	m.s[0] = '\0';
+	va_start(ap, fmt);
+	for (const char *p = fmt; *p; p++) {
+		char c[2] = { *p, '\0' };
+		if (*p != '%') {
+			msg_str(&m, c);
+			continue;
+		}
+		p++;
+		if (*p == 's') {
+			const char *s = va_arg(ap, const char *);
+			msg_str(&m, s ? s : "(null)");
+		} else if (*p == 'u') {
+			msg_u64(&m, va_arg(ap, unsigned int));
+		} else if (*p == 'd') {
+			int v = va_arg(ap, int);
+			if (v < 0)
+				msg_str(&m, "-");
+			msg_u64(&m, v < 0 ? -(uint64_t)v : (uint64_t)v);
+		} else if (p[0] == 'z' && p[1] == 'u') {
+			p++;
+			msg_u64(&m, va_arg(ap, size_t));
+		} else if (p[0] == 'l' && p[1] == 'l' && p[2] == 'u') {
+			p += 2;
+			msg_u64(&m, va_arg(ap, unsigned long long));
+		} else if (*p == '%') {
+			msg_str(&m, "%");
+		} else {
+			break; /* not a conversion this formatter knows: stop here */
+		}
+	}
+	va_end(ap);
+	*cause = strdup(m.s);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Encoding. The same code runs twice: once with no buffer to measure the exact
+ * size, once into a buffer of that size, so encoding allocates exactly once. */
+
+struct writer {
+	unsigned char *buf;  /* NULL while measuring */
+	size_t pos;
+};
+
+/* Append n bytes (or only count them while measuring). */
+static void put_bytes(struct writer *w, const void *p, size_t n)
+{
+	if (w->buf && n)
+		memcpy(w->buf + w->pos, p, n);
+	w->pos += n;
+}
+
+/* Store v little-endian in n bytes at dst. */
+static void store_le(unsigned char *dst, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		dst[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Append an unsigned little-endian integer of n bytes. */
+static void put_le(struct writer *w, uint64_t v, int n)
+{
+	unsigned char b[8];
+	store_le(b, v, n);
+	put_bytes(w, b, (size_t)n);
+}
+
+static void put_u8(struct writer *w, uint8_t v) { put_le(w, v, 1); }
+static void put_u16(struct writer *w, uint16_t v) { put_le(w, v, 2); }
+static void put_u32(struct writer *w, uint32_t v) { put_le(w, v, 4); }
+static void put_u64(struct writer *w, uint64_t v) { put_le(w, v, 8); }
+
+/* Append v as unsigned LEB128: seven bits a byte, low bits first, the high bit
+ * set on every byte but the last. */
+static void put_varint(struct writer *w, uint64_t v)
+{
+	unsigned char b[SNAP_VARINT_MAX];
+	size_t n = 0;
+	do {
+		b[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	put_bytes(w, b, n);
+}
+
+/* A module index on the wire: index + 1, so "no module" (UINT32_MAX) is 0. */
+static void put_module_ref(struct writer *w, uint32_t module)
+{
+	put_varint(w, (uint32_t)(module + 1));
+}
+
+/* Append a string with a u32 length prefix (NULL is written as ""). */
+static void put_str32(struct writer *w, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	put_u32(w, (uint32_t)n);
+	put_bytes(w, s, n);
+}
+
+/* Append an optional string: varint 0 for NULL, else length + 1, then the bytes. */
+static void put_optstr(struct writer *w, const char *s)
+{
+	if (!s) {
+		put_varint(w, 0);
+		return;
+	}
+	size_t n = strlen(s);
+	put_varint(w, (uint64_t)n + 1);
+	put_bytes(w, s, n);
+}
+
+/* Begin a section: write its header with a zero length; returns where the
+ * payload starts so end_section can fill the length in. */
+static size_t begin_section(struct writer *w, uint32_t type, uint32_t flags)
+{
+	put_u32(w, type);
+	put_u32(w, flags);
+	put_u64(w, 0);
+	return w->pos;
+}
+
+/* End a section: patch its length field now that the payload is written. */
+static void end_section(struct writer *w, size_t payload_start)
+{
+	if (w->buf)
+		store_le(w->buf + payload_start - 8, w->pos - payload_start, 8);
+}
+
+/* CRC-32 of len bytes, in pieces small enough for zlib's uInt lengths. */
+static uint32_t crc_of(const unsigned char *p, size_t len)
+{
+	uLong crc = crc32(0L, Z_NULL, 0);
+	while (len) {
+		size_t chunk = len > UINT_MAX / 2 ? UINT_MAX / 2 : len;
+		crc = crc32(crc, p, (uInt)chunk);
+		p += chunk;
+		len -= chunk;
+	}
+	return (uint32_t)crc;
+}
+
+/* Write the whole encoding of s (header, sections, trailer) into w. */
+static void encode_into(struct writer *w, const struct snapshot *s)
+{
+	uint32_t nsections = 3 + (s->mallinfo.present ? 1 : 0) + (s->nsymbols ? 1 : 0);
+	size_t at;
+
+	put_bytes(w, SNAP_MAGIC, SNAP_MAGIC_LEN);
+	put_u16(w, SNAPSHOT_VERSION);
+	put_u16(w, 0);
+	put_u32(w, nsections);
+
+	at = begin_section(w, SEC_PROCESS, SNAP_SECTION_REQUIRED);
+	put_u32(w, (uint32_t)s->pid);
+	put_u32(w, s->max_depth);
+	put_u64(w, s->time_ns);
+	put_u64(w, s->capture_start_ns);
+	put_u64(w, s->sample_rate);
+	put_u64(w, s->rss_bytes);
+	put_u64(w, s->dropped_stacks);
+	put_u64(w, s->dropped_bytes);
+	put_str32(w, s->exe);
+	put_str32(w, s->cmdline);
+	end_section(w, at);
+
+	if (s->mallinfo.present) {
+		at = begin_section(w, SEC_MALLINFO, 0);
+		put_u64(w, s->mallinfo.arena);
+		put_u64(w, s->mallinfo.mmapped);
+		put_u64(w, s->mallinfo.in_use);
+		put_u64(w, s->mallinfo.free_bytes);
+		put_u64(w, s->mallinfo.releasable);
+		end_section(w, at);
+	}
+
+	at = begin_section(w, SEC_MODULES, SNAP_SECTION_REQUIRED);
+	put_u32(w, (uint32_t)s->nmodules);
+	for (size_t i = 0; i < s->nmodules; i++) {
+		const struct snap_module *m = &s->modules[i];
+		put_str32(w, m->path);
+		put_u8(w, (uint8_t)m->build_id_len);
+		put_bytes(w, m->build_id, m->build_id_len);
+		put_u64(w, m->bias);
+		put_u64(w, m->lo);
+		put_u64(w, m->hi);
+	}
+	end_section(w, at);
+
+	at = begin_section(w, SEC_STACKS, SNAP_SECTION_REQUIRED);
+	put_varint(w, s->nstacks);
+	for (size_t i = 0; i < s->nstacks; i++) {
+		const struct snap_stack *st = &s->stacks[i];
+		put_varint(w, st->flags);
+		put_varint(w, st->nframes);
+		for (uint32_t f = 0; f < st->nframes; f++) {
+			put_module_ref(w, st->frames[f].module);
+			put_varint(w, st->frames[f].offset);
+		}
+		put_varint(w, st->live_bytes);
+		put_varint(w, st->live_blocks);
+		put_varint(w, st->live_samples);
+		put_varint(w, st->alloc_bytes);
+		put_varint(w, st->alloc_blocks);
+	}
+	end_section(w, at);
+
+	if (s->nsymbols) {
+		at = begin_section(w, SEC_SYMBOLS, 0);
+		put_varint(w, s->nsymbols);
+		for (size_t i = 0; i < s->nsymbols; i++) {
+			const struct snap_symbol *sym = &s->symbols[i];
+			put_module_ref(w, sym->module);
+			put_varint(w, sym->offset);
+			put_varint(w, sym->nframes);
+			for (uint32_t f = 0; f < sym->nframes; f++) {
+				put_optstr(w, sym->frames[f].function);
+				put_optstr(w, sym->frames[f].file);
+				put_varint(w, sym->frames[f].line);
+			}
+		}
+		end_section(w, at);
+	}
+
+	/* The trailer: computed over everything written so far. */
+	if (w->buf)
+		put_u32(w, crc_of(w->buf, w->pos));
+	else
+		w->pos += SNAP_TRAILER_LEN;
+}
+
+/* Is a module reference valid against n modules? */
+static bool module_ref_ok(uint32_t module, size_t n)
+{
+	return module == SNAP_NO_MODULE || module < n;
+}
+
+/* Check that s is something the decoder would accept, so the encoder never
+ * writes a file that cannot be read back. */
+static bool encodable(const struct snapshot *s)
+{
+	if (s->sample_rate == 0 || s->nmodules > UINT32_MAX - 1)
+		return false;
+	if ((s->nmodules && !s->modules) || (s->nstacks && !s->stacks) ||
+	    (s->nsymbols && !s->symbols))
+		return false;
+	for (size_t i = 0; i < s->nmodules; i++) {
+		const struct snap_module *m = &s->modules[i];
+		if (m->build_id_len > SNAP_BUILD_ID_MAX)
+			return false;
+		if (m->path && strlen(m->path) > UINT32_MAX)
+			return false;
+	}
+	for (size_t i = 0; i < s->nstacks; i++) {
+		const struct snap_stack *st = &s->stacks[i];
+		if (st->nframes && !st->frames)
+			return false;
+		for (uint32_t f = 0; f < st->nframes; f++)
+			if (!module_ref_ok(st->frames[f].module, s->nmodules))
+				return false;
+	}
+	for (size_t i = 0; i < s->nsymbols; i++) {
+		const struct snap_symbol *sym = &s->symbols[i];
+		if (!module_ref_ok(sym->module, s->nmodules) || (sym->nframes && !sym->frames))
+			return false;
+	}
+	return true;
+}
+
+int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len)
+{
+	struct writer w = { .buf = NULL, .pos = 0 };
+	size_t size;
+
+	if (!encodable(s)) {
+		errno = EINVAL;
+		return -1;
+	}
+	encode_into(&w, s);
+	size = w.pos;
+	w.buf = malloc(size);
+	if (!w.buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	w.pos = 0;
+	encode_into(&w, s);
+	*buf = w.buf;
+	*len = size;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Decoding. Every read goes through a cursor that knows where its section ends,
+ * so nothing is read out of bounds, and the first failure is kept as the cause. */
+
+struct reader {
+	const unsigned char *buf;
+	size_t pos;          /* next byte, as an offset from the start of the file */
+	size_t end;          /* end of the current section's payload */
+	const char *section; /* for messages */
+	const char *what;    /* the item being read, for messages: "stack", "module" */
+	size_t index;        /* its index */
+	char **cause;
+	bool failed;
+};
+
+/* Record that the current item runs past its section's end. */
+static void overrun(struct reader *r)
+{
+	if (r->failed)
+		return;
+	r->failed = true;
+	if (r->what)
+		set_cause(r->cause, "section '%s' ends at byte %zu inside %s %zu", r->section,
+			  r->end, r->what, r->index);
+	else
+		set_cause(r->cause, "section '%s' ends at byte %zu inside its fixed fields",
+			  r->section, r->end);
+}
+
+/* Take n bytes; NULL (and the cause set) if the section has fewer left. */
+static const unsigned char *take(struct reader *r, size_t n)
+{
+	if (r->failed)
+		return NULL;
+	if (r->end - r->pos < n) {
+		overrun(r);
+		return NULL;
+	}
+	const unsigned char *p = r->buf + r->pos;
+	r->pos += n;
+	return p;
+}
+
+/* Load an n-byte little-endian unsigned integer. */
+static uint64_t load_le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Read a little-endian integer of n bytes (0 after a failure). */
+static uint64_t get_le(struct reader *r, int n)
+{
+	const unsigned char *p = take(r, (size_t)n);
+	return p ? load_le(p, n) : 0;
+}
+
+static uint8_t get_u8(struct reader *r) { return (uint8_t)get_le(r, 1); }
+static uint32_t get_u32(struct reader *r) { return (uint32_t)get_le(r, 4); }
+static uint64_t get_u64(struct reader *r) { return get_le(r, 8); }
+
+/* Read an unsigned LEB128 number; at most 10 bytes and 64 bits of value. */
+static uint64_t get_varint(struct reader *r)
+{
+	uint64_t v = 0;
+	size_t start = r->pos;
+	for (int shift = 0; shift < 70; shift += 7) {
+		const unsigned char *p = take(r, 1);
+		if (!p)
+			return 0;
+		uint64_t bits = *p & 0x7f;
+		if (shift == 63 && bits > 1) {
+			break; /* more than 64 bits */
+		}
+		v |= bits << shift;
+		if (!(*p & 0x80))
+			return v;
+	}
+	r->failed = true;
+	set_cause(r->cause, "section '%s': number at byte %zu is longer than 64 bits (%s %zu)",
+		  r->section, start, r->what ? r->what : "field", r->index);
+	return 0;
+}
+
+/* Read a varint that must fit in 32 bits. */
+static uint32_t get_varint32(struct reader *r, const char *field)
+{
+	size_t at = r->pos;
+	uint64_t v = get_varint(r);
+	if (v > UINT32_MAX && !r->failed) {
+		r->failed = true;
+		set_cause(r->cause, "section '%s': %s %llu at byte %zu does not fit in 32 bits (%s %zu)",
+			  r->section, field, (unsigned long long)v, at, r->what ? r->what : "field",
+			  r->index);
+	}
+	return (uint32_t)v;
+}
+
+/* Read a count of records that need at least min_len bytes each, refusing a count
+ * that the rest of the section could not hold (so no allocation follows from a
+ * forged count). */
+static size_t get_count(struct reader *r, uint64_t count, size_t min_len, const char *what)
+{
+	if (r->failed)
+		return 0;
+	if (count > (r->end - r->pos) / min_len) {
+		r->failed = true;
+		set_cause(r->cause, "section '%s': %llu %s cannot fit in the %zu bytes left at byte %zu",
+			  r->section, (unsigned long long)count, what, r->end - r->pos, r->pos);
+		return 0;
+	}
+	return (size_t)count;
+}
+
+/* Copy n bytes into a new NUL-terminated string, refusing an embedded NUL. */
+static char *get_chars(struct reader *r, size_t n, const char *field)
+{
+	size_t at = r->pos;
+	const unsigned char *p = take(r, n);
+	if (!p)
+		return NULL;
+	if (memchr(p, '\0', n)) {
+		r->failed = true;
+		set_cause(r->cause, "section '%s': %s at byte %zu contains a NUL byte", r->section,
+			  field, at);
+		return NULL;
+	}
+	char *s = malloc(n + 1);
+	if (!s) {
+		r->failed = true;
+		set_cause(r->cause, "out of memory");
+		return NULL;
+	}
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* Read a string with a u32 length prefix. */
+static char *get_str32(struct reader *r, const char *field)
+{
+	uint32_t n = get_u32(r);
+	return r->failed ? NULL : get_chars(r, n, field);
+}
+
+/* Read an optional string (varint 0: absent, else length + 1). */
+static char *get_optstr(struct reader *r, const char *field)
+{
+	uint64_t n = get_varint(r);
+	if (r->failed || n == 0)
+		return NULL;
+	if (n - 1 > r->end - r->pos) {
+		overrun(r);
+		return NULL;
+	}
+	return get_chars(r, (size_t)(n - 1), field);
+}
+
+/* Read a module reference (index + 1; 0 is "no module"); the caller checks it
+ * against the module table, to name the frame in its message. */
+static uint32_t get_module_ref(struct reader *r)
+{
+	return get_varint32(r, "module reference") - 1;
+}
+
+/* Refuse a module reference beyond the table: "stack 5 frame 2 names module 17
+ * of 3". sub is "" or " frame N" already formatted by the caller. */
+static void check_module_ref(struct reader *r, uint32_t module, size_t nmodules, size_t at,
+			     const char *sub)
+{
+	if (r->failed || module_ref_ok(module, nmodules))
+		return;
+	r->failed = true;
+	set_cause(r->cause, "%s %zu%s names module %u of %zu (byte %zu)", r->what, r->index, sub,
+		  module, nmodules, at);
+}
+
+/* Allocate n zeroed records (n already checked against the input length). */
+static void *alloc_records(struct reader *r, size_t n, size_t size)
+{
+	if (r->failed || n == 0)
+		return NULL;
+	void *p = calloc(n, size);
+	if (!p) {
+		r->failed = true;
+		set_cause(r->cause, "out of memory");
+	}
+	return p;
+}
+
+/* Where each known section sits in the input. */
+struct section_loc {
+	bool seen;
+	size_t start, end; /* payload bounds */
+};
+
+/* Position r on a section's payload. */
+static void enter_section(struct reader *r, const struct section_loc *loc, uint32_t type)
+{
+	r->pos = loc->start;
+	r->end = loc->end;
+	r->section = section_name(type);
+	r->what = NULL;
+	r->index = 0;
+}
+
+/* The process section: fixed fields, then exe and cmdline. */
+static void decode_process(struct reader *r, struct snapshot *s)
+{
+	size_t rate_at;
+	s->pid = (int32_t)get_u32(r);
+	s->max_depth = get_u32(r);
+	s->time_ns = get_u64(r);
+	s->capture_start_ns = get_u64(r);
+	rate_at = r->pos;
+	s->sample_rate = get_u64(r);
+	s->rss_bytes = get_u64(r);
+	s->dropped_stacks = get_u64(r);
+	s->dropped_bytes = get_u64(r);
+	s->exe = get_str32(r, "exe");
+	s->cmdline = get_str32(r, "cmdline");
+	if (!r->failed && s->sample_rate == 0) {
+		r->failed = true;
+		set_cause(r->cause, "section 'process': sample rate 0 at byte %zu is not valid",
+			  rate_at);
+	}
+}
+
+/* The mallinfo section: five u64 figures. */
+static void decode_mallinfo(struct reader *r, struct snapshot *s)
+{
+	s->mallinfo.arena = get_u64(r);
+	s->mallinfo.mmapped = get_u64(r);
+	s->mallinfo.in_use = get_u64(r);
+	s->mallinfo.free_bytes = get_u64(r);
+	s->mallinfo.releasable = get_u64(r);
+	s->mallinfo.present = !r->failed;
+}
+
+/* The modules section: u32 count, then path, build-id, bias and range each. */
+static void decode_modules(struct reader *r, struct snapshot *s)
+{
+	uint32_t count = get_u32(r);
+	size_t n = get_count(r, count, MIN_MODULE_LEN, "modules");
+	if (n == UINT32_MAX) { /* the index UINT32_MAX means "no module" */
+		r->failed = true;
+		set_cause(r->cause, "section 'modules': too many modules (%zu)", n);
+		return;
+	}
+	s->modules = alloc_records(r, n, sizeof *s->modules);
+	if (!s->modules)
+		return;
+	s->nmodules = n;
+	r->what = "module";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_module *m = &s->modules[i];
+		r->index = i;
+		m->path = get_str32(r, "module path");
+		size_t at = r->pos;
+		m->build_id_len = get_u8(r);
+		if (!r->failed && m->build_id_len > SNAP_BUILD_ID_MAX) {
+			r->failed = true;
+			set_cause(r->cause, "section 'modules': module %zu build-id of %u bytes at byte %zu (at most %d)",
+				  i, m->build_id_len, at, SNAP_BUILD_ID_MAX);
+			return;
+		}
+		const unsigned char *id = take(r, m->build_id_len);
+		if (id)
+			memcpy(m->build_id, id, m->build_id_len);
+		m->bias = get_u64(r);
+		at = r->pos;
+		m->lo = get_u64(r);
+		m->hi = get_u64(r);
+		if (!r->failed && m->lo > m->hi) {
+			r->failed = true;
+			set_cause(r->cause, "section 'modules': module %zu range at byte %zu ends before it starts",
+				  i, at);
+		}
+	}
+}
+
+/* The stacks section: varint count, then per stack flags, frames and figures. */
+static void decode_stacks(struct reader *r, struct snapshot *s)
+{
+	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
+	s->stacks = alloc_records(r, n, sizeof *s->stacks);
+	if (!s->stacks)
+		return;
+	s->nstacks = n;
+	r->what = "stack";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_stack *st = &s->stacks[i];
+		r->index = i;
+		st->flags = get_varint32(r, "flags");
+		uint32_t nframes = get_varint32(r, "frame count");
+		size_t nf = get_count(r, nframes, MIN_FRAME_LEN, "frames");
+		st->frames = alloc_records(r, nf, sizeof *st->frames);
+		if (r->failed)
+			return;
+		st->nframes = (uint32_t)nf;
+		for (uint32_t f = 0; f < nf && !r->failed; f++) {
+			struct msgbuf sub = { .n = 0 };
+			size_t at = r->pos;
+			msg_str(&sub, " frame ");
+			msg_u64(&sub, f);
+			st->frames[f].module = get_module_ref(r);
+			check_module_ref(r, st->frames[f].module, s->nmodules, at, sub.s);
+			st->frames[f].offset = get_varint(r);
+		}
+		st->live_bytes = get_varint(r);
+		st->live_blocks = get_varint(r);
+		st->live_samples = get_varint(r);
+		st->alloc_bytes = get_varint(r);
+		st->alloc_blocks = get_varint(r);
+	}
+}
+
+/* The symbols section: varint count, then per address its resolved frames. */
+static void decode_symbols(struct reader *r, struct snapshot *s)
+{
+	size_t n = get_count(r, get_varint(r), MIN_SYMBOL_LEN, "symbols");
+	s->symbols = alloc_records(r, n, sizeof *s->symbols);
+	if (!s->symbols)
+		return;
+	s->nsymbols = n;
+	r->what = "symbol";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_symbol *sym = &s->symbols[i];
+		size_t at = r->pos;
+		r->index = i;
+		sym->module = get_module_ref(r);
+		check_module_ref(r, sym->module, s->nmodules, at, "");
+		sym->offset = get_varint(r);
+		uint32_t nframes = get_varint32(r, "frame count");
+		size_t nf = get_count(r, nframes, MIN_SYMFRAME_LEN, "symbol frames");
+		sym->frames = alloc_records(r, nf, sizeof *sym->frames);
+		if (r->failed)
+			return;
+		sym->nframes = (uint32_t)nf;
+		for (uint32_t f = 0; f < nf && !r->failed; f++) {
+			sym->frames[f].function = get_optstr(r, "function name");
+			sym->frames[f].file = get_optstr(r, "file name");
+			sym->frames[f].line = get_varint32(r, "line");
+		}
+	}
+}
+
+/* Check the header and walk the section headers (before the checksum, so a cut
+ * file is reported as truncated, with where, rather than as merely corrupt);
+ * fill locs for the known sections. 0 or -1 with *cause. */
+static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s,
+			struct section_loc locs[SEC_KNOWN_MAX + 1], char **cause)
+{
+	size_t body_end, pos;
+	uint32_t nsections;
+
+	if (len == 0) {
+		set_cause(cause, "empty file: not a memwatch snapshot");
+		return -1;
+	}
+	size_t cmp = len < SNAP_MAGIC_LEN ? len : SNAP_MAGIC_LEN;
+	if (memcmp(buf, SNAP_MAGIC, cmp) != 0) {
+		set_cause(cause, "not a memwatch snapshot (no MEMWSNAP signature at byte 0)");
+		return -1;
+	}
+	if (len < SNAP_HEADER_LEN + SNAP_TRAILER_LEN) {
+		set_cause(cause, "truncated at byte %zu (header)", len);
+		return -1;
+	}
+	s->version = (uint32_t)load_le(buf + 8, 2);
+	if (s->version == 0) {
+		set_cause(cause, "format version 0 at byte 8 is not valid");
+		return -1;
+	}
+	if (s->version > SNAPSHOT_VERSION) {
+		set_cause(cause, "format version %u is newer than this memwatch reads (%d)",
+			  s->version, SNAPSHOT_VERSION);
+		return -1;
+	}
+	nsections = (uint32_t)load_le(buf + 12, 4);
+
+	body_end = len - SNAP_TRAILER_LEN;
+	pos = SNAP_HEADER_LEN;
+	for (uint32_t i = 0; i < nsections; i++) {
+		if (body_end - pos < SNAP_SECTION_HDR_LEN) {
+			set_cause(cause, "truncated at byte %zu (header of section %u of %u)", len,
+				  i + 1, nsections);
+			return -1;
+		}
+		uint32_t type = (uint32_t)load_le(buf + pos, 4);
+		uint32_t flags = (uint32_t)load_le(buf + pos + 4, 4);
+		uint64_t length = load_le(buf + pos + 8, 8);
+		size_t hdr_at = pos;
+		pos += SNAP_SECTION_HDR_LEN;
+		if (length > body_end - pos) {
+			if (type >= SEC_PROCESS && type <= SEC_KNOWN_MAX)
+				set_cause(cause, "truncated at byte %zu (section '%s')", len,
+					  section_name(type));
+			else
+				set_cause(cause, "truncated at byte %zu (section of type %u)", len, type);
+			return -1;
+		}
+		if (type >= SEC_PROCESS && type <= SEC_KNOWN_MAX) {
+			if (locs[type].seen) {
+				set_cause(cause, "section '%s' appears twice (again at byte %zu)",
+					  section_name(type), hdr_at);
+				return -1;
+			}
+			locs[type].seen = true;
+			locs[type].start = pos;
+			locs[type].end = pos + (size_t)length;
+		} else if (flags & SNAP_SECTION_REQUIRED) {
+			set_cause(cause, "section of type %u at byte %zu is required but unknown to this memwatch (format %d)",
+				  type, hdr_at, SNAPSHOT_VERSION);
+			return -1;
+		}
+		pos += (size_t)length;
+	}
+	if (pos != body_end) {
+		/* Either bytes were appended, or the section count was damaged. */
+		set_cause(cause, "%zu unexpected bytes after the last section at byte %zu",
+			  body_end - pos, pos);
+		return -1;
+	}
+	if (crc_of(buf, body_end) != (uint32_t)load_le(buf + body_end, 4)) {
+		set_cause(cause, "checksum mismatch (file corrupted)");
+		return -1;
+	}
+	for (uint32_t t = SEC_PROCESS; t <= SEC_KNOWN_MAX; t++) {
+		if (!locs[t].seen && t != SEC_MALLINFO && t != SEC_SYMBOLS) {
+			set_cause(cause, "section '%s' is missing", section_name(t));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
+{
+	struct section_loc locs[SEC_KNOWN_MAX + 1];
+	struct snapshot *s;
+	struct reader r = { .buf = buf, .cause = cause };
+
+	if (cause)
+		*cause = NULL;
+	s = calloc(1, sizeof *s);
+	if (!s) {
+		set_cause(cause, "out of memory");
+		return NULL;
+	}
+	memset(locs, 0, sizeof locs);
+	if (decode_frame(buf, len, s, locs, cause) < 0) {
+		snapshot_free(s);
+		return NULL;
+	}
+	/* Modules first: stacks and symbols refer to them. Bytes after the fields a
+	 * section is known to have are ignored (later versions may append fields). */
+	enter_section(&r, &locs[SEC_PROCESS], SEC_PROCESS);
+	decode_process(&r, s);
+	if (!r.failed && locs[SEC_MALLINFO].seen) {
+		enter_section(&r, &locs[SEC_MALLINFO], SEC_MALLINFO);
+		decode_mallinfo(&r, s);
+	}
+	if (!r.failed) {
+		enter_section(&r, &locs[SEC_MODULES], SEC_MODULES);
+		decode_modules(&r, s);
+	}
+	if (!r.failed) {
+		enter_section(&r, &locs[SEC_STACKS], SEC_STACKS);
+		decode_stacks(&r, s);
+	}
+	if (!r.failed && locs[SEC_SYMBOLS].seen) {
+		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
+		decode_symbols(&r, s);
+	}
+	if (r.failed) {
+		snapshot_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void snapshot_free(struct snapshot *s)
+{
+	if (!s)
+		return;
+	free(s->exe);
+	free(s->cmdline);
+	for (size_t i = 0; s->modules && i < s->nmodules; i++)
+		free(s->modules[i].path);
+	free(s->modules);
+	for (size_t i = 0; s->stacks && i < s->nstacks; i++)
+		free(s->stacks[i].frames);
+	free(s->stacks);
+	for (size_t i = 0; s->symbols && i < s->nsymbols; i++) {
+		struct snap_symbol *sym = &s->symbols[i];
+		for (uint32_t f = 0; sym->frames && f < sym->nframes; f++) {
+			free(sym->frames[f].function);
+			free(sym->frames[f].file);
+		}
+		free(sym->frames);
+	}
+	free(s->symbols);
+	free(s);
+}
