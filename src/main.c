@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,10 @@ int main(int argc, char **argv)
 	size_t i;
 
 	atexit(close_stdout);
+	/* A closed control socket or pipe, or a file size limit, must come back as
+	 * an error from write() that is reported, not kill memwatch mid-write. */
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
 	if (argc >= 2) {
 		if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 			usage_all();
