@@ -59,6 +59,9 @@ void runlog_sample(struct runlog *log, double t, const struct mem_sample *s);
 void runlog_event(struct runlog *log, double t, int pid, const char *kind,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 const char *runlog_path(const struct runlog *log);
+/* 0, or the errno of the first write that failed (a full disk): the watch must
+ * end then; what was written before stays. */
+int runlog_error(const struct runlog *log);
 /* Seconds since the log's start (monotonic). */
 double runlog_elapsed(const struct runlog *log);
 /* Flush and close; 0, or -1 with *cause when any write failed. */
@@ -81,6 +84,8 @@ struct runlog_data {
 	struct runlog_event_rec *events;
 	size_t npids;
 	int *pids;               /* distinct pids in order of appearance; 0 = total */
+	size_t nprocs;           /* "# process:" lines, in order (names for legends) */
+	struct runlog_process_rec { int pid; char *cmd; } *procs;
 };
 
 /* Parse a run.log. NULL with *cause ("'x.log' line 12: expected 10 columns, found 3",

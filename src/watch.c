@@ -1,14 +1,830 @@
-/* watch.c: memwatch watch (placeholder until implemented). */
+/* watch.c: memwatch [watch] -p PID: sample processes' memory every interval into
+ * a run log, feed each process's capture, and end cleanly on the duration, a
+ * signal, or the processes' exit. Also the loop behind memwatch run. */
 #include "config.h"
-#include "commands.h"
-#include "util.h"
 
-const char watch_usage[] = "  memwatch watch ...\n";
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "proc.h"
+#include "runlog.h"
+#include "util.h"
+#include "watch.h"
+
+const char watch_usage[] =
+	"  memwatch [watch] -p PID [options]\n"
+	"    Watch processes' memory every interval into a run log; when it grows, load\n"
+	"    the sampling agent and take heap snapshots.\n"
+	"  -p, --pid PID          process to watch: 123, /proc/123, a list 1,2; repeatable\n"
+	"  -c, --children         watch each PID's whole process tree (re-scanned every sample)\n"
+	"  -i, --interval TIME    time between samples: 500ms, 1s, 2m (default 1s)\n"
+	"  -d, --duration TIME    stop after this long (default: until the processes exit)\n"
+	"  -o, --output FILE      run log (default memwatch-PID.log; - for stdout)\n"
+	"  -f, --force            overwrite an existing run log and snapshots\n"
+	"      --pss              also PSS and USS (smaps_rollup: a page-table walk costing\n"
+	"                         about 30 us + 60 us per GiB resident per sample)\n"
+	"  -q, --quiet            no live status line on the terminal\n"
+	"      --capture WHEN     load the agent: growth (default), now, never\n"
+	"  -t, --trigger RULE     growth that starts capture: +64MiB (default), +20%,\n"
+	"                         10MiB/min (slope over the last 30-60 s)\n"
+	"      --snap-every STEP  next snapshot after growth +32MiB (default) or time 5m\n"
+	"      --max-snaps N      at most N snapshots before the last one (default 10)\n"
+	"  -r, --sample-rate SIZE mean bytes between sampled allocations (default 512KiB;\n"
+	"                         1 records every allocation)\n"
+	"      --max-depth N      frames kept per stack (default 64)\n"
+	"      --max-stacks N     distinct stacks the agent keeps (default: the agent's)\n"
+	"      --no-report        no growth report at the end\n"
+	"  -h, --help             this help\n"
+	"    The run log has one line per sample: time_s pid rss_kib anon_kib file_kib\n"
+	"    shmem_kib swap_kib vsz_kib pss_kib uss_kib, and '# event' lines.\n";
+
+enum {
+	OPT_PSS = 256, OPT_CAPTURE, OPT_SNAP_EVERY, OPT_MAX_SNAPS, OPT_MAX_DEPTH,
+	OPT_MAX_STACKS, OPT_NO_REPORT,
+};
+
+static const struct option long_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "children", no_argument, NULL, 'c' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "pss", no_argument, NULL, OPT_PSS },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "capture", required_argument, NULL, OPT_CAPTURE },
+	{ "trigger", required_argument, NULL, 't' },
+	{ "snap-every", required_argument, NULL, OPT_SNAP_EVERY },
+	{ "max-snaps", required_argument, NULL, OPT_MAX_SNAPS },
+	{ "sample-rate", required_argument, NULL, 'r' },
+	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
+	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+void watch_opts_init(struct watch_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->interval_ms = 1000;
+	capture_opts_init(&o->capture);
+}
+
+void watch_opts_release(struct watch_opts *o)
+{
+	free(o->pids);
+	o->pids = NULL;
+	o->npids = 0;
+}
+
+/* Add the pids of one -p argument ("1,2", "/proc/3"). */
+static int add_pids(struct watch_opts *o, const char *arg)
+{
+	char *copy = xstrdup(arg), *save = NULL, *tok, *cause = NULL;
+	int pid;
+	size_t i;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (parse_pid(tok, &pid, &cause) < 0) {
+			mw_error("%s", cause);
+			free(cause);
+			free(copy);
+			return MW_EXIT_USAGE;
+		}
+		for (i = 0; i < o->npids; i++)
+			if (o->pids[i] == pid)
+				break;
+		if (i < o->npids)
+			continue;
+		o->pids = xrealloc(o->pids, (o->npids + 1) * sizeof *o->pids);
+		o->pids[o->npids++] = pid;
+	}
+	free(copy);
+	if (o->npids == 0) {
+		mw_error("invalid pid '%s'", arg);
+		return MW_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* A count option: a whole number from min to max. */
+static int parse_count(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *v)
+{
+	char *end;
+	unsigned long long n;
+
+	errno = 0;
+	n = strtoull(arg, &end, 10);
+	if (!(arg[0] >= '0' && arg[0] <= '9') || *end || errno || n < min || n > max) {
+		mw_error("invalid %s '%s' (a whole number from %llu to %llu)", opt, arg,
+			 (unsigned long long)min, (unsigned long long)max);
+		return -1;
+	}
+	*v = n;
+	return 0;
+}
+
+/* Print a parser's cause as the one error line and give the usage status. */
+static int usage_error(char *cause, const char *opt)
+{
+	if (opt)
+		mw_error("%s: %s", opt, cause);
+	else
+		mw_error("%s", cause);
+	free(cause);
+	return MW_EXIT_USAGE;
+}
+
+int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int *argi)
+{
+	/* "+": in run mode the first non-option is the command, whose own options
+	 * must not be taken for ours */
+	const char *shortopts = run_mode ? "+:ci:d:o:fqt:r:h" : ":p:ci:d:o:fqt:r:h";
+	char *cause = NULL;
+	uint64_t v;
+	int c;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (run_mode) {
+				mw_error("memwatch run starts its own process: -p is not accepted");
+				return MW_EXIT_USAGE;
+			}
+			if ((c = add_pids(o, optarg)) != 0)
+				return c;
+			break;
+		case 'c':
+			o->children = true;
+			break;
+		case 'i':
+			if (parse_duration_ms(optarg, &o->interval_ms, &cause) < 0)
+				return usage_error(cause, "--interval");
+			break;
+		case 'd':
+			if (parse_duration_ms(optarg, &o->duration_ms, &cause) < 0)
+				return usage_error(cause, "--duration");
+			break;
+		case 'o':
+			if (!*optarg) {
+				mw_error("empty output file name");
+				return MW_EXIT_USAGE;
+			}
+			o->output = optarg;
+			break;
+		case 'f':
+			o->force = true;
+			break;
+		case OPT_PSS:
+			o->pss = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case OPT_CAPTURE:
+			if (strcmp(optarg, "growth") == 0)
+				o->capture.mode = CAPTURE_GROWTH;
+			else if (strcmp(optarg, "now") == 0)
+				o->capture.mode = CAPTURE_NOW;
+			else if (strcmp(optarg, "never") == 0)
+				o->capture.mode = CAPTURE_NEVER;
+			else {
+				mw_error("invalid --capture '%s' (growth, now or never)", optarg);
+				return MW_EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (trigger_parse(optarg, &o->capture.trigger, &cause) < 0)
+				return usage_error(cause, NULL);
+			break;
+		case OPT_SNAP_EVERY:
+			if (snap_step_parse(optarg, &o->capture.snap_every, &cause) < 0)
+				return usage_error(cause, NULL);
+			break;
+		case OPT_MAX_SNAPS:
+			if (parse_count("--max-snaps", optarg, 0, 100000, &v) < 0)
+				return MW_EXIT_USAGE;
+			o->capture.max_snaps = (unsigned)v;
+			break;
+		case 'r':
+			if (parse_size(optarg, &o->capture.sample_rate, &cause) < 0)
+				return usage_error(cause, NULL);
+			if (o->capture.sample_rate == 0) {
+				mw_error("invalid sample rate '%s' (1 or more bytes)", optarg);
+				return MW_EXIT_USAGE;
+			}
+			break;
+		case OPT_MAX_DEPTH:
+			if (parse_count("--max-depth", optarg, 1, 1024, &v) < 0)
+				return MW_EXIT_USAGE;
+			o->capture.max_depth = (unsigned)v;
+			break;
+		case OPT_MAX_STACKS:
+			if (parse_count("--max-stacks", optarg, 1, UINT32_MAX, &v) < 0)
+				return MW_EXIT_USAGE;
+			o->capture.max_stacks = v;
+			break;
+		case OPT_NO_REPORT:
+			o->capture.report = false;
+			break;
+		case 'h':
+			return WATCH_PARSE_HELP;
+		case ':':
+			mw_error("option '%s' needs an argument", argv[optind - 1]);
+			mw_hint("memwatch --help");
+			return MW_EXIT_USAGE;
+		default:
+			if (optopt && optopt < 256)
+				mw_error("unknown option '-%c'", optopt);
+			else
+				mw_error("unknown option '%s'", argv[optind - 1]);
+			mw_hint("memwatch --help");
+			return MW_EXIT_USAGE;
+		}
+	}
+	o->capture.force = o->force;
+	if (run_mode) {
+		*argi = optind;
+		return 0;
+	}
+	if (optind < argc) {
+		mw_error("unexpected argument '%s'", argv[optind]);
+		mw_hint("the pid is given with -p: memwatch -p %s", argv[optind]);
+		return MW_EXIT_USAGE;
+	}
+	if (o->npids == 0) {
+		mw_error("no process to watch: -p PID is missing");
+		mw_hint("memwatch -p PID, or memwatch run -- COMMAND (memwatch --help)");
+		return MW_EXIT_USAGE;
+	}
+	*argi = optind;
+	return 0;
+}
+
+char *watch_command_line(const char *name, int argc, char **argv)
+{
+	size_t len = strlen(name) + 1;
+	char *s, *p;
+	int i;
+
+	for (i = 1; i < argc; i++)
+		len += strlen(argv[i]) + 3;
+	s = p = xmalloc(len);
+	p = stpcpy(p, name);
+	for (i = 1; i < argc; i++) {
+		bool quote = argv[i][0] == '\0' || strpbrk(argv[i], " \t\n'\"") != NULL;
+		*p++ = ' ';
+		if (quote)
+			*p++ = '\'';
+		p = stpcpy(p, argv[i]);
+		if (quote)
+			*p++ = '\'';
+	}
+	*p = '\0';
+	return s;
+}
+
+/* ---- the loop ---- */
+
+/* One watched process. */
+struct member {
+	int pid;
+	bool root;               /* given with -p, or memwatch run's child */
+	bool gone;
+	bool pss_warned;
+	struct capture *cap;
+};
+
+/* Run mode: memwatch's own signals are recorded with their origin, and the
+ * child's exit wakes the sleep. */
+static volatile sig_atomic_t run_sig_count, run_sig_last, run_sig_code, chld_seen;
+
+static void on_run_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	run_sig_last = sig;
+	run_sig_code = si ? si->si_code : 0;
+	run_sig_count++;
+}
+
+static void on_chld(int sig)
+{
+	(void)sig;
+	chld_seen = 1;
+}
+
+/* Encode a value for an event line: no spaces, "%" kept decodable. */
+static char *event_value(const char *s)
+{
+	char *out = xmalloc(strlen(s) * 3 + 1), *p = out;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch <= ' ' || ch == '%' || ch == 0x7f)
+			p += sprintf(p, "%%%02X", ch);
+		else
+			*p++ = (char)ch;
+	}
+	*p = '\0';
+	return out;
+}
+
+/* The live status line on the terminal. */
+struct status_line {
+	bool on;
+	bool shown;
+	uint64_t first_kib;
+	double rt[64];           /* RSS history for the rate, >= 1 s apart */
+	uint64_t rv[64];
+	unsigned rn, rhead;
+};
+
+static void status_clear(struct status_line *sl)
+{
+	if (sl->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		sl->shown = false;
+	}
+}
+
+/* Show RSS now, since the start, its rate over the last minute, elapsed time. */
+static void status_show(struct status_line *sl, double t, uint64_t rss_kib, size_t nproc)
+{
+	char now[32], diff[32], rate[32], el[32];
+	double d, r = 0;
+	unsigned oldest;
+
+	if (!sl->on)
+		return;
+	if (sl->rn == 0)
+		sl->first_kib = rss_kib;
+	if (sl->rn == 0 || t - sl->rt[(sl->rhead + 63) % 64] >= 1.0) {
+		sl->rt[sl->rhead] = t;
+		sl->rv[sl->rhead] = rss_kib;
+		sl->rhead = (sl->rhead + 1) % 64;
+		if (sl->rn < 64)
+			sl->rn++;
+	}
+	/* the oldest point no more than a minute back */
+	for (oldest = (sl->rhead + 64 - sl->rn) % 64;
+	     oldest != (sl->rhead + 63) % 64 && t - sl->rt[oldest] > 60;
+	     oldest = (oldest + 1) % 64)
+		;
+	if (t - sl->rt[oldest] > 0.5)
+		r = ((double)rss_kib - (double)sl->rv[oldest]) * 1024 / (t - sl->rt[oldest]) * 60;
+	d = ((double)rss_kib - (double)sl->first_kib) * 1024;
+	fmt_bytes(now, sizeof now, (double)rss_kib * 1024);
+	fmt_bytes(diff, sizeof diff, d);
+	fmt_bytes(rate, sizeof rate, r);
+	fmt_seconds(el, sizeof el, t);
+	fprintf(stderr, "\rRSS %s%s  %s%s since start  %s%s/min  %s\033[K",
+		now, nproc > 1 ? " (total)" : "", d >= 0 ? "+" : "", diff, r >= 0 ? "+" : "", rate, el);
+	fflush(stderr);
+	sl->shown = true;
+}
+
+/* The default run log name: memwatch-PID.log, memwatch-P1-P2.log, memwatch-run-PID.log. */
+static char *default_output(const struct watch_opts *o)
+{
+	char *s, *p;
+	size_t i, n;
+
+	if (o->run_child > 0)
+		return xasprintf("memwatch-run-%d.log", o->run_child);
+	n = o->npids > 4 ? 4 : o->npids;
+	s = p = xmalloc(16 + n * 12 + 8);
+	p = stpcpy(p, "memwatch");
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "-%d", o->pids[i]);
+	if (o->npids > n)
+		p = stpcpy(p, "-more");
+	strcpy(p, ".log");
+	return s;
+}
+
+/* The snapshot prefix from the log name: "run.log" gives "run". Caller frees. */
+static char *snap_prefix(const char *log)
+{
+	size_t n = strlen(log);
+	if (strcmp(log, "-") == 0)
+		return xstrdup("memwatch");
+	if (n > 4 && strcmp(log + n - 4, ".log") == 0)
+		n -= 4;
+	return strndup(log, n) ?: xstrdup("memwatch");
+}
+
+/* Check that each pid can be watched; warn about another user's processes. */
+static int check_pids(const int *pids, size_t n, struct proc_ident *ids, bool pss)
+{
+	size_t i;
+	int e;
+
+	for (i = 0; i < n; i++) {
+		e = proc_identify(pids[i], &ids[i]);
+		if (e == -ESRCH) {
+			if (kill(pids[i], 0) == 0 || errno == EPERM) {
+				mw_error("pid %d: cannot read /proc/%d: the process is hidden from us", pids[i], pids[i]);
+				mw_hint("/proc is mounted with hidepid; run memwatch as the process's user or root");
+			} else {
+				mw_error("pid %d: no such process", pids[i]);
+			}
+			return MW_EXIT_NOPROC;
+		}
+		if (e < 0) {
+			mw_error("pid %d: cannot read /proc/%d: %s", pids[i], pids[i], strerror(-e));
+			mw_hint("run memwatch as the process's user or root");
+			return MW_EXIT_NOPROC;
+		}
+		if (ids[i].other_user)
+			mw_warn("pid %d belongs to another user (uid %u): only what /proc shows "
+				"every user is read: RSS, anon, file, shmem, swap, VSZ%s; no capture",
+				pids[i], (unsigned)ids[i].uid, pss ? "; not PSS/USS" : "");
+	}
+	return 0;
+}
+
+/* Reap memwatch run's child if it has exited; true then, with its status. */
+static bool reap_child(int pid, bool block, int *wstatus)
+{
+	pid_t r;
+	do
+		r = waitpid(pid, wstatus, block ? 0 : WNOHANG);
+	while (r < 0 && errno == EINTR);
+	return r == pid;
+}
+
+/* Sleep until the absolute monotonic deadline; false when woken early by a
+ * signal that the loop must look at. */
+static bool sleep_until(uint64_t deadline_ns, bool run_mode, unsigned handled_sigs)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(deadline_ns / 1000000000u),
+		.tv_nsec = (long)(deadline_ns % 1000000000u),
+	};
+	for (;;) {
+		if (stop_signal_pending() ||
+		    (run_mode && (chld_seen || (unsigned)run_sig_count != handled_sigs)))
+			return false;
+		int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		if (r == 0)
+			return true;
+		if (r != EINTR)
+			return true;
+	}
+}
+
+int watch_loop(struct watch_opts *o, const char *command_line)
+{
+	const bool run_mode = o->run_child > 0;
+	const bool multi = o->children || o->npids > 1;
+	struct proc_ident *ids = NULL;
+	struct proc_reader *reader = NULL;
+	struct proc_tree *tree = NULL;
+	struct runlog *log = NULL;
+	struct member *m = NULL;
+	size_t nm = 0, capm = 0, i;
+	int *pids = NULL;
+	struct proc_stat *stats = NULL;
+	size_t cap_arr = 0;
+	const int *roots;
+	size_t nroots;
+	char *outname = NULL, *prefix = NULL, *cause = NULL;
+	struct status_line sl = { 0 };
+	struct sigaction sa_run, old_int, old_term, old_chld;
+	const char *reason = NULL;
+	int status = MW_EXIT_OK, child_wstatus = 0;
+	bool child_done = false;
+	unsigned handled_sigs = 0;
+	uint64_t start_ns, interval_ns = o->interval_ms * 1000000u, k = 0;
+	int e;
+
+	/* run mode watches the child; it is a root like a -p pid */
+	if (run_mode) {
+		o->pids = xrealloc(o->pids, (o->npids + 1) * sizeof *o->pids);
+		memmove(o->pids + 1, o->pids, o->npids * sizeof *o->pids);
+		o->pids[0] = o->run_child;
+		o->npids++;
+	}
+	roots = o->pids;
+	nroots = o->npids;
+	ids = xcalloc(nroots, sizeof *ids);
+	if ((status = check_pids(roots, nroots, ids, o->pss)) != 0)
+		goto out;
+	reader = proc_reader_new(o->pss, &cause);
+	if (!reader) {
+		mw_error("%s", cause);
+		status = MW_EXIT_FAILURE;
+		goto out;
+	}
+	if (o->children)
+		tree = proc_tree_new();
+
+	outname = o->output ? xstrdup(o->output) : default_output(o);
+	log = runlog_create(outname, o->force, command_line, o->interval_ms, o->pss, &cause);
+	if (!log) {
+		mw_error("%s", cause);
+		status = MW_EXIT_FAILURE;
+		goto out;
+	}
+	prefix = snap_prefix(outname);
+	o->capture.snap_prefix = prefix;
+	o->capture.force = o->force;
+	for (i = 0; i < nroots; i++)
+		runlog_meta(log, "process", "%d %s", roots[i], ids[i].cmdline);
+	if (o->children)
+		runlog_meta(log, "children", "yes");
+
+	if (run_mode) {
+		memset(&sa_run, 0, sizeof sa_run);
+		sa_run.sa_sigaction = on_run_signal;
+		sa_run.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa_run.sa_mask);
+		sigaction(SIGINT, &sa_run, &old_int);
+		sigaction(SIGTERM, &sa_run, &old_term);
+		sa_run.sa_handler = on_chld;
+		sa_run.sa_flags = SA_NOCLDSTOP;
+		sigaction(SIGCHLD, &sa_run, &old_chld);
+	} else {
+		stop_signals_install();
+	}
+	sl.on = !o->quiet && isatty(STDERR_FILENO);
+
+	start_ns = mono_ns();
+	runlog_event(log, 0, 0, "start", NULL);
+	for (i = 0; i < nroots; i++) {
+		if (nm == capm) {
+			capm = capm ? capm * 2 : 8;
+			m = xrealloc(m, capm * sizeof *m);
+		}
+		/* another user's process was warned about already, PSS included */
+		m[nm++] = (struct member){ .pid = roots[i], .root = true,
+					   .pss_warned = ids[i].other_user,
+					   .cap = capture_new(&o->capture, roots[i], log) };
+	}
+
+	for (;;) {
+		double t;
+		struct mem_sample total = { .pid = 0 };
+		bool total_pss = true;
+		size_t live = 0;
+
+		if (run_mode && !child_done && reap_child(o->run_child, false, &child_wstatus))
+			child_done = true;
+		chld_seen = 0;
+		t = (double)(mono_ns() - start_ns) / 1e9;
+
+		/* new members of the trees: everything below any live member */
+		if (o->children) {
+			const int *kids, *kppids;
+			size_t nk, j;
+			for (i = 0, j = 0; i < nm; i++)
+				if (!m[i].gone) {
+					if (j == cap_arr) {
+						cap_arr = cap_arr ? cap_arr * 2 : 16;
+						pids = xrealloc(pids, cap_arr * sizeof *pids);
+						stats = xrealloc(stats, cap_arr * sizeof *stats);
+					}
+					pids[j++] = m[i].pid;
+				}
+			if (proc_tree_scan(tree, pids, j, &kids, &kppids, &nk) == 0) {
+				for (j = 0; j < nk; j++) {
+					struct proc_ident id;
+					char *v;
+					if (proc_identify(kids[j], &id) < 0)
+						continue;
+					v = event_value(id.cmdline);
+					runlog_event(log, t, kids[j], "process", "ppid=%d cmd=%s", kppids[j], v);
+					free(v);
+					free(id.cmdline);
+					if (nm == capm) {
+						capm *= 2;
+						m = xrealloc(m, capm * sizeof *m);
+					}
+					m[nm++] = (struct member){ .pid = kids[j],
+						.cap = capture_new(&o->capture, kids[j], log) };
+				}
+			}
+		}
+
+		if (nm > cap_arr) {
+			cap_arr = nm * 2;
+			pids = xrealloc(pids, cap_arr * sizeof *pids);
+			stats = xrealloc(stats, cap_arr * sizeof *stats);
+		}
+		for (i = 0; i < nm; i++)
+			pids[i] = m[i].pid;
+		e = proc_read(reader, pids, nm, stats);
+		if (e < 0) {
+			mw_error("cannot read /proc: %s", strerror(-e));
+			status = MW_EXIT_FAILURE;
+			reason = "error";
+			break;
+		}
+
+		for (i = 0; i < nm; i++) {
+			struct proc_stat *ps = &stats[i];
+			bool is_child = run_mode && m[i].pid == o->run_child;
+
+			if (is_child && ps->found && ps->zombie && !child_done)
+				child_done = reap_child(o->run_child, true, &child_wstatus);
+			if (!ps->found || ps->zombie || (is_child && child_done)) {
+				status_clear(&sl);
+				if (is_child && child_done && WIFSIGNALED(child_wstatus))
+					runlog_event(log, t, m[i].pid, "exit", "signal=%d",
+						     WTERMSIG(child_wstatus));
+				else if (is_child && child_done)
+					runlog_event(log, t, m[i].pid, "exit", "status=%d",
+						     WEXITSTATUS(child_wstatus));
+				else
+					runlog_event(log, t, m[i].pid, "exit", NULL);
+				capture_end(m[i].cap, t, "exited", true);
+				capture_free(m[i].cap);
+				m[i].cap = NULL;
+				m[i].gone = true;
+				continue;
+			}
+			if (ps->pss_denied && !m[i].pss_warned) {
+				status_clear(&sl);
+				mw_warn("pid %d: cannot read /proc/%d/smaps_rollup: PSS and USS are written as '-'",
+					m[i].pid, m[i].pid);
+				m[i].pss_warned = true;
+			}
+			runlog_sample(log, t, &ps->s);
+			capture_sample(m[i].cap, t, &ps->s);
+			live++;
+			total.rss += ps->s.rss;
+			total.anon += ps->s.anon;
+			total.file += ps->s.file;
+			total.shmem += ps->s.shmem;
+			total.swap += ps->s.swap;
+			total.vsz += ps->s.vsz;
+			if (ps->s.pss == RUNLOG_NONE)
+				total_pss = false;
+			else {
+				total.pss += ps->s.pss;
+				total.uss += ps->s.uss;
+			}
+		}
+		if (!total_pss || !o->pss)
+			total.pss = total.uss = RUNLOG_NONE;
+		if (multi && live > 0)
+			runlog_sample(log, t, &total);
+
+		/* forget the members that are gone, keep the order of the rest */
+		{
+			size_t j = 0;
+			for (i = 0; i < nm; i++)
+				if (!m[i].gone)
+					m[j++] = m[i];
+			nm = j;
+		}
+		if (live > 0)
+			status_show(&sl, t, total.rss, live);
+
+		if (runlog_error(log)) {
+			status_clear(&sl);
+			mw_error("cannot write '%s': %s", runlog_path(log), strerror(runlog_error(log)));
+			status = MW_EXIT_FAILURE;
+			reason = "error";
+			break;
+		}
+		if (run_mode && child_done) {
+			reason = "exited";
+			break;
+		}
+		if (!run_mode && nm == 0) {
+			reason = "exited";
+			status = MW_EXIT_GONE;
+			break;
+		}
+		if (o->duration_ms && mono_ns() - start_ns >= o->duration_ms * 1000000u) {
+			reason = "duration";
+			break;
+		}
+
+		/* the next deadline on the grid start + k * interval; missed ones skipped */
+		{
+			uint64_t now = mono_ns(), next;
+			k = (now - start_ns) / interval_ns + 1;
+			next = start_ns + k * interval_ns;
+			if (o->duration_ms && next > start_ns + o->duration_ms * 1000000u)
+				next = start_ns + o->duration_ms * 1000000u;
+			if (!sleep_until(next, run_mode, handled_sigs)) {
+				if (!run_mode) {
+					status = MW_EXIT_SIGNAL + stop_signal_pending();
+					reason = "signal";
+					t = (double)(mono_ns() - start_ns) / 1e9;
+					runlog_event(log, t, 0, "signal", "signal=%d", stop_signal_pending());
+					break;
+				}
+			}
+		}
+		if (run_mode && (unsigned)run_sig_count != handled_sigs) {
+			/* a signal typed at the terminal went to the child's process group
+			 * already; one sent to memwatch alone is passed on to the child */
+			int sig = run_sig_last;
+			bool from_tty = run_sig_code == SI_KERNEL;
+			handled_sigs = run_sig_count;
+			if (!from_tty && !child_done)
+				kill(o->run_child, sig);
+			t = (double)(mono_ns() - start_ns) / 1e9;
+			runlog_event(log, t, 0, "signal", "signal=%d forwarded=%s", sig,
+				     from_tty ? "no" : "yes");
+			if (handled_sigs >= 3) {
+				/* the child does not end: stop waiting, leave it running */
+				status_clear(&sl);
+				mw_warn("pid %d does not exit after 3 signals: the watch ends, it goes on running",
+					o->run_child);
+				status = MW_EXIT_SIGNAL + sig;
+				reason = "signal";
+				break;
+			}
+		}
+	}
+
+	{
+		double t = (double)(mono_ns() - start_ns) / 1e9;
+		status_clear(&sl);
+		for (i = 0; i < nm; i++) {
+			capture_end(m[i].cap, t, reason, false);
+			capture_free(m[i].cap);
+		}
+		nm = 0;
+		runlog_event(log, t, 0, "end", "reason=%s", reason);
+	}
+	if (run_mode && child_done) {
+		status = WIFSIGNALED(child_wstatus) ? MW_EXIT_SIGNAL + WTERMSIG(child_wstatus)
+						    : WEXITSTATUS(child_wstatus);
+	}
+	if (run_mode) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGCHLD, &old_chld, NULL);
+	}
+	if (runlog_close(log, &cause) < 0) {
+		if (status != MW_EXIT_FAILURE || strcmp(reason, "error") != 0)
+			mw_error("%s", cause);
+		free(cause);
+		cause = NULL;
+		if (status == MW_EXIT_OK || status == MW_EXIT_GONE)
+			status = MW_EXIT_FAILURE;
+	}
+	log = NULL;
+out:
+	if (run_mode) {
+		/* give the pid list back as the caller made it */
+		memmove(o->pids, o->pids + 1, (o->npids - 1) * sizeof *o->pids);
+		o->npids--;
+	}
+	o->capture.snap_prefix = NULL;
+	free(cause);
+	for (i = 0; ids && i < nroots; i++)
+		free(ids[i].cmdline);
+	free(ids);
+	free(m);
+	free(pids);
+	free(stats);
+	free(outname);
+	free(prefix);
+	proc_tree_free(tree);
+	proc_reader_free(reader);
+	return status;
+}
 
 int cmd_watch(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	mw_error("watch: not implemented yet");
-	return MW_EXIT_FAILURE;
+	struct watch_opts o;
+	char *cmdline;
+	int r, argi = 0;
+	bool named = argc > 0 && strcmp(argv[0], "watch") == 0;
+
+	watch_opts_init(&o);
+	r = watch_parse(argc, argv, &o, false, &argi);
+	if (r == WATCH_PARSE_HELP) {
+		fputs("Usage:\n", stdout);
+		fputs(watch_usage, stdout);
+		watch_opts_release(&o);
+		return MW_EXIT_OK;
+	}
+	if (r != 0) {
+		watch_opts_release(&o);
+		return r;
+	}
+	cmdline = watch_command_line(named ? "memwatch watch" : "memwatch", argc, argv);
+	r = watch_loop(&o, cmdline);
+	free(cmdline);
+	watch_opts_release(&o);
+	return r;
 }

@@ -1,0 +1,53 @@
+/* proc.h: reading processes' memory figures through libproc2 (procps), telling
+ * who a process is, and finding the members of a process tree. */
+#ifndef MEMWATCH_PROC_H
+#define MEMWATCH_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "runlog.h"
+
+/* A libproc2 context kept for the whole watch, so that one sample costs a few
+ * reads of /proc and no allocation. */
+struct proc_reader;
+
+/* pss: also read PSS and USS (smaps_rollup: a walk of the page tables, whose cost
+ * grows with the resident size). NULL with *cause (caller frees). */
+struct proc_reader *proc_reader_new(bool pss, char **cause);
+void proc_reader_free(struct proc_reader *r);
+
+/* One process's figures at one sample. */
+struct proc_stat {
+	bool found;              /* false: no such process (exited and reaped) */
+	bool zombie;             /* exited, not reaped yet: counts as gone */
+	bool pss_denied;         /* --pss, but smaps_rollup could not be read */
+	int ppid;
+	struct mem_sample s;     /* KiB; pss/uss RUNLOG_NONE unless read */
+};
+
+/* Read the figures of pids[0..n) into out[0..n) in one pass over /proc.
+ * Returns 0, or -errno when libproc2 failed as a whole. */
+int proc_read(struct proc_reader *r, const int *pids, size_t n, struct proc_stat *out);
+
+/* Who a process is, read once at the start. */
+struct proc_ident {
+	uid_t uid;               /* owner (real uid) */
+	bool other_user;         /* not ours and we are not root: /proc shows only part */
+	char *cmdline;           /* its command line, or "[comm]"; caller frees */
+};
+/* 0, -ESRCH (no such process) or -EACCES (its /proc entry cannot be read). */
+int proc_identify(int pid, struct proc_ident *id);
+
+/* The tree of descendants of some processes, re-scanned at every sample. */
+struct proc_tree;
+struct proc_tree *proc_tree_new(void);
+void proc_tree_free(struct proc_tree *t);
+/* Every descendant of roots[0..nroots) (not the roots themselves), with its
+ * parent: *pids and *ppids point into t (valid until the next scan), *n their
+ * number. 0 or -errno. */
+int proc_tree_scan(struct proc_tree *t, const int *roots, size_t nroots,
+		   const int **pids, const int **ppids, size_t *n);
+
+#endif

@@ -1,0 +1,224 @@
+/* runlog.c: writing run.log: metadata, the column header, one line per sample and
+ * event lines, each written with one write(2) so a killed memwatch loses at most
+ * the line it was writing. (Reading is in runlog_read.c.) */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runlog.h"
+#include "util.h"
+
+#define COLUMNS "time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib\n"
+
+struct runlog {
+	char *path;
+	int fd;
+	bool own_fd;             /* false for "-" (standard output) */
+	bool pss;
+	bool columns_written;    /* "# pss:" and the column header are out */
+	int err;                 /* errno of the first failed write, 0 if none */
+	uint64_t start_ns;       /* monotonic */
+};
+
+/* Write one line; after the first failure nothing more is written, and the
+ * error is kept for runlog_error and runlog_close. */
+static void put(struct runlog *log, const char *buf, size_t len)
+{
+	int r;
+	if (log->err)
+		return;
+	r = write_all(log->fd, buf, len);
+	if (r < 0)
+		log->err = -r;
+}
+
+/* The metadata that must come last, and the column header, before the first
+ * sample or event line (so that "# process:" lines can come before them). */
+static void put_columns(struct runlog *log)
+{
+	char buf[160];
+	int n;
+	if (log->columns_written)
+		return;
+	log->columns_written = true;
+	n = snprintf(buf, sizeof buf, "# pss: %s\n" COLUMNS, log->pss ? "yes" : "no");
+	put(log, buf, (size_t)n);
+}
+
+struct runlog *runlog_create(const char *path, bool force, const char *command,
+			     uint64_t interval_ms, bool pss, char **cause)
+{
+	struct runlog *log;
+	uint64_t wall = wall_ns();
+	time_t secs = (time_t)(wall / 1000000000u);
+	struct tm tm;
+	char stamp[64];
+	char *head;
+
+	log = xcalloc(1, sizeof *log);
+	log->pss = pss;
+	log->start_ns = mono_ns();
+	if (strcmp(path, "-") == 0) {
+		log->fd = STDOUT_FILENO;
+		log->path = xstrdup("<stdout>");
+	} else {
+		/* The log is written as the watch goes, so it cannot be written aside and
+		 * renamed at the end: O_EXCL is what keeps an existing file safe. */
+		int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
+		log->fd = open(path, flags, 0666);
+		if (log->fd < 0) {
+			if (errno == EEXIST)
+				*cause = xasprintf("'%s' exists (use --force to overwrite)", path);
+			else
+				*cause = xasprintf("cannot create '%s': %s", path, strerror(errno));
+			free(log);
+			return NULL;
+		}
+		log->own_fd = true;
+		log->path = xstrdup(path);
+	}
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	head = xasprintf(RUNLOG_MAGIC "%d\n# command: %s\n# start: %s %llu.%03u\n"
+			 "# interval_ms: %llu\n",
+			 RUNLOG_VERSION, command ? command : "", stamp,
+			 (unsigned long long)secs, (unsigned)(wall / 1000000u % 1000u),
+			 (unsigned long long)interval_ms);
+	put(log, head, strlen(head));
+	free(head);
+	if (log->err) {
+		*cause = xasprintf("cannot write '%s': %s", path, strerror(log->err));
+		if (log->own_fd)
+			close(log->fd);
+		free(log->path);
+		free(log);
+		return NULL;
+	}
+	return log;
+}
+
+void runlog_meta(struct runlog *log, const char *key, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n, m;
+
+	n = snprintf(buf, sizeof buf, "# %s: ", key);
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += m;
+	if ((size_t)n > sizeof buf - 2)
+		n = sizeof buf - 2;
+	/* a value is one line whatever it holds */
+	for (char *p = buf; p < buf + n; p++)
+		if (*p == '\n')
+			*p = ' ';
+	buf[n++] = '\n';
+	put(log, buf, (size_t)n);
+}
+
+/* Append " <v>" or " -" to buf at *n. */
+static void put_kib(char *buf, size_t size, int *n, uint64_t v)
+{
+	if (v == RUNLOG_NONE)
+		*n += snprintf(buf + *n, size - (size_t)*n, " -");
+	else
+		*n += snprintf(buf + *n, size - (size_t)*n, " %llu", (unsigned long long)v);
+}
+
+void runlog_sample(struct runlog *log, double t, const struct mem_sample *s)
+{
+	char buf[256];
+	int n;
+
+	put_columns(log);
+	if (s->pid > 0)
+		n = snprintf(buf, sizeof buf, "%.3f %d", t, s->pid);
+	else
+		n = snprintf(buf, sizeof buf, "%.3f total", t);
+	put_kib(buf, sizeof buf, &n, s->rss);
+	put_kib(buf, sizeof buf, &n, s->anon);
+	put_kib(buf, sizeof buf, &n, s->file);
+	put_kib(buf, sizeof buf, &n, s->shmem);
+	put_kib(buf, sizeof buf, &n, s->swap);
+	put_kib(buf, sizeof buf, &n, s->vsz);
+	put_kib(buf, sizeof buf, &n, s->pss);
+	put_kib(buf, sizeof buf, &n, s->uss);
+	buf[n++] = '\n';
+	put(log, buf, (size_t)n);
+}
+
+void runlog_event(struct runlog *log, double t, int pid, const char *kind,
+		  const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+	int n;
+
+	put_columns(log);
+	if (pid > 0)
+		n = snprintf(buf, sizeof buf, "# event %.3f %d %s", t, pid, kind);
+	else
+		n = snprintf(buf, sizeof buf, "# event %.3f - %s", t, kind);
+	if (fmt && *fmt) {
+		int m;
+		buf[n++] = ' ';
+		va_start(ap, fmt);
+		m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+		va_end(ap);
+		if (m > 0)
+			n += m;
+		if ((size_t)n > sizeof buf - 2)
+			n = sizeof buf - 2;
+	}
+	for (char *p = buf; p < buf + n; p++)
+		if (*p == '\n')
+			*p = ' ';
+	buf[n++] = '\n';
+	put(log, buf, (size_t)n);
+}
+
+const char *runlog_path(const struct runlog *log)
+{
+	return log->path;
+}
+
+double runlog_elapsed(const struct runlog *log)
+{
+	return (double)(mono_ns() - log->start_ns) / 1e9;
+}
+
+int runlog_error(const struct runlog *log)
+{
+	return log->err;
+}
+
+int runlog_close(struct runlog *log, char **cause)
+{
+	int err;
+
+	if (!log)
+		return 0;
+	put_columns(log);
+	err = log->err;
+	if (log->own_fd) {
+		/* data loss on close (NFS, a full disk found late) is a write error too */
+		if (close(log->fd) != 0 && !err && errno != EINTR)
+			err = errno;
+	}
+	if (err)
+		*cause = xasprintf("cannot write '%s': %s", log->path, strerror(err));
+	free(log->path);
+	free(log);
+	return err ? -1 : 0;
+}

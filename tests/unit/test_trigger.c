@@ -1,0 +1,222 @@
+/* test_trigger.c: unit tests for the growth trigger and the snapshot schedule:
+ * parsing good and bad rules, each rule firing exactly once at the right sample,
+ * and when the next snapshot is due. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "trigger.h"
+
+#define MiB (1024.0 * 1024.0)
+
+static void test_parse_good(void **state)
+{
+	struct trigger_rule r;
+	char *cause = NULL;
+	(void)state;
+
+	assert_int_equal(trigger_parse("+64MiB", &r, &cause), 0);
+	assert_int_equal(r.kind, TRIGGER_ABSOLUTE);
+	assert_int_equal(r.bytes, 64u << 20);
+	assert_int_equal(trigger_parse("+512K", &r, &cause), 0);
+	assert_int_equal(r.kind, TRIGGER_ABSOLUTE);
+	assert_int_equal(r.bytes, 512u << 10);
+	assert_int_equal(trigger_parse("+20%", &r, &cause), 0);
+	assert_int_equal(r.kind, TRIGGER_RELATIVE);
+	assert_true(r.percent == 20.0);
+	assert_int_equal(trigger_parse("+2.5%", &r, &cause), 0);
+	assert_true(r.percent == 2.5);
+	assert_int_equal(trigger_parse("10MiB/min", &r, &cause), 0);
+	assert_int_equal(r.kind, TRIGGER_RATE);
+	assert_true(r.bytes_per_s > 10 * MiB / 60 - 1e-6 && r.bytes_per_s < 10 * MiB / 60 + 1e-6);
+	assert_int_equal(trigger_parse("1MiB/s", &r, &cause), 0);
+	assert_true(r.bytes_per_s == MiB);
+	assert_int_equal(trigger_parse("+360MiB/h", &r, &cause), 0);
+	assert_true(r.bytes_per_s == 0.1 * MiB);
+	assert_int_equal(trigger_parse("60M/m", &r, &cause), 0);
+	assert_true(r.bytes_per_s == MiB);
+	assert_null(cause);
+}
+
+static void test_parse_bad(void **state)
+{
+	static const char *bad[] = {
+		"", "64MiB", "+", "+0", "+0%", "+-5%", "+x%", "+%", "+5Q", "10MiB/",
+		"10MiB/day", "/min", "0/min", "+abc", "20%", "+1e400%", "-64MiB",
+	};
+	struct trigger_rule r;
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *cause = NULL;
+		if (trigger_parse(bad[i], &r, &cause) != -1)
+			fail_msg("trigger '%s' was accepted", bad[i]);
+		assert_non_null(cause);
+		free(cause);
+	}
+}
+
+static void test_describe(void **state)
+{
+	struct trigger_rule r;
+	char *cause = NULL, buf[64];
+	(void)state;
+	assert_int_equal(trigger_parse("+64MiB", &r, &cause), 0);
+	assert_string_equal(trigger_describe(&r, buf, sizeof buf), "+64.0 MiB over baseline");
+	assert_int_equal(trigger_parse("+20%", &r, &cause), 0);
+	assert_string_equal(trigger_describe(&r, buf, sizeof buf), "+20% over baseline");
+	assert_int_equal(trigger_parse("10MiB/min", &r, &cause), 0);
+	assert_string_equal(trigger_describe(&r, buf, sizeof buf), "10.0 MiB/min sustained");
+}
+
+/* Feed samples 1 s apart from rss(i); return the index where the rule fired, -1
+ * if never; fail if it fires twice. */
+static int fire_index(const char *rule, uint64_t (*rss)(int), int n, double dt)
+{
+	struct trigger_rule r;
+	struct trigger_state st;
+	char *cause = NULL;
+	int i, at = -1;
+
+	assert_int_equal(trigger_parse(rule, &r, &cause), 0);
+	trigger_init(&st, &r);
+	for (i = 0; i < n; i++) {
+		if (trigger_update(&st, i * dt, rss(i))) {
+			if (at >= 0)
+				fail_msg("rule %s fired twice (%d and %d)", rule, at, i);
+			at = i;
+		}
+	}
+	return at;
+}
+
+/* 100 MiB, growing by 1 MiB per sample */
+static uint64_t linear(int i)
+{
+	return (uint64_t)((100 + i) * MiB);
+}
+
+/* 100 MiB and flat, with +-2 MiB of noise */
+static uint64_t flat(int i)
+{
+	static const int noise[] = { 0, 2, -1, 1, -2, 0, 1, -1 };
+	return (uint64_t)((100 + noise[i % 8]) * MiB);
+}
+
+/* flat, then one jump of 80 MiB at sample 20 and flat again */
+static uint64_t step(int i)
+{
+	return (uint64_t)((i < 20 ? 100 : 180) * MiB);
+}
+
+/* below the baseline first (memory freed), then growing */
+static uint64_t dip(int i)
+{
+	return (uint64_t)((i < 10 ? 100 - i : 90 + (i - 10) * 2) * MiB);
+}
+
+static void test_absolute(void **state)
+{
+	(void)state;
+	/* baseline 100 MiB: 164 MiB at sample 64 */
+	assert_int_equal(fire_index("+64MiB", linear, 200, 1), 64);
+	assert_int_equal(fire_index("+64MiB", flat, 200, 1), -1);
+	assert_int_equal(fire_index("+64MiB", step, 100, 1), 20);
+	/* 164 MiB = 90 + 2 * (i - 10) at i = 47 */
+	assert_int_equal(fire_index("+64MiB", dip, 100, 1), 47);
+}
+
+static void test_relative(void **state)
+{
+	(void)state;
+	assert_int_equal(fire_index("+20%", linear, 200, 1), 20);
+	assert_int_equal(fire_index("+20%", flat, 200, 1), -1);
+	assert_int_equal(fire_index("+100%", step, 100, 1), -1);
+	assert_int_equal(fire_index("+80%", step, 100, 1), 20);
+}
+
+static void test_rate(void **state)
+{
+	(void)state;
+	/* 1 MiB/s = 60 MiB/min: fires once the window spans 30 s, at sample 30 */
+	assert_int_equal(fire_index("30MiB/min", linear, 200, 1), 30);
+	assert_int_equal(fire_index("60MiB/min", linear, 200, 1), 30);
+	/* faster than the growth: never */
+	assert_int_equal(fire_index("61MiB/min", linear, 200, 1), -1);
+	assert_int_equal(fire_index("1MiB/min", flat, 200, 1), -1);
+	/* at 125 ms intervals the window still needs 30 s: sample 240 */
+	assert_int_equal(fire_index("100MiB/min", linear, 1000, 0.125), 240);
+	/* 8 MiB/s at 125 ms, and a 60 s window still fits the ring */
+	assert_int_equal(fire_index("400MiB/min", linear, 2000, 0.125), 240);
+	/* at 10 s intervals 5 points span 40 s: sample 4 */
+	assert_int_equal(fire_index("5MiB/min", linear, 100, 10), 4);
+	/* one jump of 80 MiB is not sustained growth at 200 MiB/min: the slope over
+	 * the window is at most ~2.7 MiB/s, and it decays */
+	assert_int_equal(fire_index("200MiB/min", step, 200, 1), -1);
+}
+
+static void test_step_parse(void **state)
+{
+	struct snap_step st;
+	char *cause = NULL;
+	static const char *bad[] = { "", "+", "+0", "32MiB", "0", "5x", "+5x", "-5m" };
+	size_t i;
+	(void)state;
+
+	assert_int_equal(snap_step_parse("+32MiB", &st, &cause), 0);
+	assert_int_equal(st.kind, STEP_BYTES);
+	assert_int_equal(st.bytes, 32u << 20);
+	assert_int_equal(snap_step_parse("5m", &st, &cause), 0);
+	assert_int_equal(st.kind, STEP_TIME);
+	assert_int_equal(st.ms, 300000);
+	assert_int_equal(snap_step_parse("30s", &st, &cause), 0);
+	assert_int_equal(st.ms, 30000);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cause = NULL;
+		if (snap_step_parse(bad[i], &st, &cause) != -1)
+			fail_msg("step '%s' was accepted", bad[i]);
+		assert_non_null(cause);
+		free(cause);
+	}
+}
+
+static void test_step_due(void **state)
+{
+	struct snap_step st;
+	char *cause = NULL;
+	(void)state;
+
+	assert_int_equal(snap_step_parse("+32MiB", &st, &cause), 0);
+	assert_false(snap_step_due(&st, 10, 131 << 20, 5, 100 << 20));
+	assert_true(snap_step_due(&st, 10, 132 << 20, 5, 100 << 20));
+	assert_true(snap_step_due(&st, 10, 200 << 20, 5, 100 << 20));
+	/* less than at the last snapshot: not due, no wrap-around */
+	assert_false(snap_step_due(&st, 10, 50 << 20, 5, 100 << 20));
+
+	assert_int_equal(snap_step_parse("5m", &st, &cause), 0);
+	assert_false(snap_step_due(&st, 299, 0, 0, 0));
+	assert_false(snap_step_due(&st, 310, 0, 11, 0));
+	/* a sample a millisecond early by scheduling jitter still counts */
+	assert_true(snap_step_due(&st, 299.999, 0, 0, 0));
+	assert_true(snap_step_due(&st, 300, 0, 0, 0));
+	assert_true(snap_step_due(&st, 311, 1 << 30, 11, 0));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_good),
+		cmocka_unit_test(test_parse_bad),
+		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_absolute),
+		cmocka_unit_test(test_relative),
+		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_step_parse),
+		cmocka_unit_test(test_step_due),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
