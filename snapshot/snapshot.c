@@ -739,14 +739,18 @@ static void decode_symbols(struct reader *r, struct snapshot *s)
 	}
 }
 
-/* Check the header and walk the section headers (before the checksum, so a cut
- * file is reported as truncated, with where, rather than as merely corrupt);
- * fill locs for the known sections. 0 or -1 with *cause. */
+/* Check the header, the checksum and the section headers; fill locs for the
+ * known sections. The checksum decides how a fault is named: when it holds, the
+ * bytes are what the writer wrote and a fault is a malformed file; when it does
+ * not, a section running past the end means the file was cut ("truncated at
+ * byte N"), and anything else means it was damaged ("checksum mismatch"). 0 or
+ * -1 with *cause. */
 static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s,
 			struct section_loc locs[SEC_KNOWN_MAX + 1], char **cause)
 {
 	size_t body_end, pos;
 	uint32_t nsections;
+	bool crc_ok;
 
 	if (len == 0) {
 		set_cause(cause, "empty file: not a memwatch snapshot");
@@ -761,45 +765,57 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 		set_cause(cause, "truncated at byte %zu (header)", len);
 		return -1;
 	}
+	/* The version comes first: a newer format may frame its bytes differently. */
 	s->version = (uint32_t)load_le(buf + 8, 2);
-	if (s->version == 0) {
-		set_cause(cause, "format version 0 at byte 8 is not valid");
-		return -1;
-	}
 	if (s->version > SNAPSHOT_VERSION) {
 		set_cause(cause, "format version %u is newer than this memwatch reads (%d)",
 			  s->version, SNAPSHOT_VERSION);
 		return -1;
 	}
+	body_end = len - SNAP_TRAILER_LEN;
+	crc_ok = crc_of(buf, body_end) == (uint32_t)load_le(buf + body_end, 4);
+	if (s->version == 0) {
+		set_cause(cause, crc_ok ? "format version 0 at byte 8 is not valid"
+					: "checksum mismatch (file corrupted)");
+		return -1;
+	}
 	nsections = (uint32_t)load_le(buf + 12, 4);
 
-	body_end = len - SNAP_TRAILER_LEN;
 	pos = SNAP_HEADER_LEN;
 	for (uint32_t i = 0; i < nsections; i++) {
 		if (body_end - pos < SNAP_SECTION_HDR_LEN) {
-			set_cause(cause, "truncated at byte %zu (header of section %u of %u)", len,
-				  i + 1, nsections);
+			if (crc_ok)
+				set_cause(cause, "section %u of %u: no room for its header at byte %zu (the file ends at %zu)",
+					  i + 1, nsections, pos, body_end);
+			else
+				set_cause(cause, "truncated at byte %zu (header of section %u of %u)",
+					  len, i + 1, nsections);
 			return -1;
 		}
 		uint32_t type = (uint32_t)load_le(buf + pos, 4);
 		uint32_t flags = (uint32_t)load_le(buf + pos + 4, 4);
 		uint64_t length = load_le(buf + pos + 8, 8);
 		size_t hdr_at = pos;
+		bool known = type >= SEC_PROCESS && type <= SEC_KNOWN_MAX;
 		pos += SNAP_SECTION_HDR_LEN;
 		if (length > body_end - pos) {
-			if (type >= SEC_PROCESS && type <= SEC_KNOWN_MAX)
+			if (crc_ok)
+				set_cause(cause, "section at byte %zu declares %llu bytes, only %zu remain",
+					  hdr_at, (unsigned long long)length, body_end - pos);
+			else if (known)
 				set_cause(cause, "truncated at byte %zu (section '%s')", len,
 					  section_name(type));
 			else
 				set_cause(cause, "truncated at byte %zu (section of type %u)", len, type);
 			return -1;
 		}
-		if (type >= SEC_PROCESS && type <= SEC_KNOWN_MAX) {
-			if (locs[type].seen) {
-				set_cause(cause, "section '%s' appears twice (again at byte %zu)",
-					  section_name(type), hdr_at);
-				return -1;
-			}
+		if (!crc_ok) {
+			/* Structure is only judged on intact bytes; skip to the next. */
+		} else if (known && locs[type].seen) {
+			set_cause(cause, "section '%s' appears twice (again at byte %zu)",
+				  section_name(type), hdr_at);
+			return -1;
+		} else if (known) {
 			locs[type].seen = true;
 			locs[type].start = pos;
 			locs[type].end = pos + (size_t)length;
@@ -810,14 +826,19 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 		}
 		pos += (size_t)length;
 	}
-	if (pos != body_end) {
-		/* Either bytes were appended, or the section count was damaged. */
-		set_cause(cause, "%zu unexpected bytes after the last section at byte %zu",
-			  body_end - pos, pos);
+	if (!crc_ok) {
+		/* A whole snapshot followed by something else reads well up to its own
+		 * trailer: say so rather than calling it corrupt. */
+		if (pos < body_end && crc_of(buf, pos) == (uint32_t)load_le(buf + pos, 4))
+			set_cause(cause, "%zu unexpected bytes after the end of the snapshot at byte %zu",
+				  len - pos - SNAP_TRAILER_LEN, pos + SNAP_TRAILER_LEN);
+		else
+			set_cause(cause, "checksum mismatch (file corrupted)");
 		return -1;
 	}
-	if (crc_of(buf, body_end) != (uint32_t)load_le(buf + body_end, 4)) {
-		set_cause(cause, "checksum mismatch (file corrupted)");
+	if (pos != body_end) {
+		set_cause(cause, "%zu unexpected bytes after the last section at byte %zu",
+			  body_end - pos, pos);
 		return -1;
 	}
 	for (uint32_t t = SEC_PROCESS; t <= SEC_KNOWN_MAX; t++) {

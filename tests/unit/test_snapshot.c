@@ -153,6 +153,12 @@ static struct snapshot *expect_ok(const unsigned char *buf, size_t len)
 	return s;
 }
 
+/* Decode, expect success and drop the result. */
+static void expect_ok_free(const unsigned char *buf, size_t len)
+{
+	snapshot_free(expect_ok(buf, len));
+}
+
 /* Compare two optional strings. */
 static void assert_str_same(const char *a, const char *b)
 {
@@ -397,9 +403,15 @@ static void test_every_bit_flip(void **state)
 			buf[i] ^= (unsigned char)(1 << b);
 		}
 	}
-	/* a flip in a payload byte is reported as corruption */
+	/* a flip in a payload byte, or in a section's type, is reported as
+	 * corruption, not as a format fault */
 	buf[len / 2] ^= 4;
 	expect_reject(buf, len, "checksum mismatch (file corrupted)");
+	buf[len / 2] ^= 4;
+	buf[16 + 2] ^= 0x40;
+	expect_reject(buf, len, "checksum mismatch (file corrupted)");
+	buf[16 + 2] ^= 0x40;
+	expect_ok_free(buf, len);
 	free(buf);
 	snapshot_free(s);
 }
@@ -590,7 +602,20 @@ static void test_structure(void **state)
 	f = xmalloc(len + 3);
 	memcpy(f, buf, len);
 	memset(f + len, 0, 3);
-	expect_reject(f, len + 3, "unexpected bytes after the last section");
+	char want[96];
+	snprintf(want, sizeof want, "3 unexpected bytes after the end of the snapshot at byte %zu", len);
+	expect_reject(f, len + 3, want);
+	free(f);
+
+	/* a section count one short, behind a valid checksum */
+	f = assemble(1, sec, n, &len2);
+	le(f + 12, n - 1, 4);
+	le(f + len2 - 4, crc32(0, f, (uInt)(len2 - 4)), 4);
+	expect_reject(f, len2, "unexpected bytes after the last section");
+	/* and one too many */
+	le(f + 12, n + 1, 4);
+	le(f + len2 - 4, crc32(0, f, (uInt)(len2 - 4)), 4);
+	expect_reject(f, len2, "no room for its header");
 	free(f);
 
 	size_t st = find_section(sec, n, T_STACKS);

@@ -1,0 +1,93 @@
+#!/bin/sh
+# make-snapshot-corpus.sh: (re)build the seed corpus of fuzz_snapshot in
+# tests/fuzz/corpus/snapshot/ with snapdump --from-text: a few valid snapshots and
+# a few broken ones (cut, bit-flipped, newer version, unknown section, not a
+# snapshot). The fuzz target repairs the checksum itself, so broken seeds with a
+# stale CRC still reach the section parsers.
+#   tests/fuzz/make-snapshot-corpus.sh BUILDDIR/tests/tools/snapdump
+set -eu
+snapdump=$1
+out=$(cd "$(dirname "$0")" && pwd)/corpus/snapshot
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cat >"$tmp/empty.txt" <<'T'
+sample_rate 1
+T
+cat >"$tmp/small.txt" <<'T'
+pid 12
+exe "/bin/t"
+cmdline "t"
+sample_rate 524288
+max_depth 64
+module 0 bias=0x555555554000 lo=0x555555554000 hi=0x555555559000 build_id=00112233445566778899aabbccddeeff00112233 path="/bin/t"
+stack 0 live_bytes=1048576 live_blocks=2 live_samples=2 alloc_bytes=2097152 alloc_blocks=4 flags=0x0
+  0:0x1139
+  0:0x1180
+T
+cat >"$tmp/rich.txt" <<'T'
+pid 4242
+exe "/usr/bin/grower"
+cmdline "grower --rate \"fast\""
+time_ns 1763770000123456789
+capture_start_ns 1763769000000000000
+sample_rate 524288
+max_depth 128
+rss_bytes 104857600
+dropped_stacks 3
+dropped_bytes 12345
+mallinfo arena=135168 mmapped=0 in_use=98304 free_bytes=36864 releasable=36000
+module 0 bias=0x555555554000 lo=0x555555554000 hi=0x555555559000 build_id=0123456789abcdef0123456789abcdef01234567 path="/usr/bin/grower"
+module 1 bias=0x7ffff7c00000 lo=0x7ffff7c28000 hi=0x7ffff7e1d000 build_id=- path="/lib/x86_64-linux-gnu/libc.so.6"
+module 2 bias=0x7ffff7fc3000 lo=0x7ffff7fc3000 hi=0x7ffff7fff000 build_id=ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff path=""
+stack 0 live_bytes=1048576 live_blocks=1024 live_samples=2 alloc_bytes=2097152 alloc_blocks=2048 flags=0x0
+  0:0x1234
+  0:0x1300
+  1:0x29d90
+  1:0x29e40
+  0:0x1025
+stack 1 live_bytes=18446744073709551615 live_blocks=1 live_samples=1 alloc_bytes=10 alloc_blocks=1 flags=0x1
+  -:0x7fffdeadbeef
+  2:0x0
+stack 2 live_bytes=0 live_blocks=0 live_samples=0 alloc_bytes=0 alloc_blocks=0 flags=0x0
+symbol 0:0x1234 nframes=2
+  function="grow_inner" file="grow.c" line=12
+  function="grow" file=- line=0
+symbol -:0x7fffdeadbeef nframes=1
+  function=- file=- line=0
+T
+for t in empty small rich; do
+	"$snapdump" --from-text "$tmp/$t.txt" "$out/valid-$t.snap"
+done
+
+rich=$out/valid-rich.snap
+size=$(wc -c <"$rich")
+head -c $((size / 2)) "$rich" >"$out/broken-cut-half.snap"
+head -c $((size - 1)) "$rich" >"$out/broken-cut-trailer.snap"
+head -c 20 "$rich" >"$out/broken-cut-header.snap"
+# a bit flipped in the middle (the checksum no longer matches)
+cp "$rich" "$out/broken-bitflip.snap"
+printf '\377' | dd of="$out/broken-bitflip.snap" bs=1 seek=$((size / 3)) conv=notrunc 2>/dev/null
+# format version 2
+cp "$rich" "$out/broken-version.snap"
+printf '\002' | dd of="$out/broken-version.snap" bs=1 seek=8 conv=notrunc 2>/dev/null
+# an unknown section (type 99, 5 bytes) before the others, section count + 1,
+# with the CRC-32 made right again (gzip's trailer holds the CRC-32 of its input,
+# little-endian, as the .snap trailer does)
+small=$out/valid-small.snap
+ssize=$(wc -c <"$small")
+{
+	head -c 12 "$small"
+	printf '\004\000\000\000'
+	printf '\143\000\000\000\000\000\000\000\005\000\000\000\000\000\000\000hello'
+	tail -c +17 "$small" | head -c $((ssize - 16 - 4))
+} >"$tmp/unknown-body"
+{
+	cat "$tmp/unknown-body"
+	gzip -c <"$tmp/unknown-body" | tail -c 8 | head -c 4
+} >"$out/valid-unknown-section.snap"
+rm -f "$out/unknown-section.snap"
+printf '# memwatch run.log version 1\n' >"$out/broken-not-snapshot.snap"
+: >"$out/broken-empty.snap"
+ls "$out"

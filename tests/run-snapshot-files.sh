@@ -1,0 +1,82 @@
+#!/bin/sh
+# run-snapshot-files.sh: .snap files on disk: snapdump prints a valid one as
+# stable text that builds the same file again, refuses every broken one with one
+# error line and exit status 3, and the fuzz corpus (past findings included)
+# replays cleanly through the decoder.
+. "$top_srcdir/tests/lib.sh"
+
+snapdump=$top_builddir/tests/tools/snapdump
+corpus=$top_srcdir/tests/fuzz/corpus/snapshot
+
+# dump FILE: snapdump FILE to out/err, status in $status.
+dump() {
+	"$snapdump" "$1" >out 2>err
+	status=$?
+}
+
+# Valid seeds: dump, rebuild from the text, dump again: the same text.
+for f in "$corpus"/valid-*.snap; do
+	dump "$f"
+	[ "$status" -eq 0 ] || { fail "snapdump $f: status $status"; cat err >&2; continue; }
+	[ -s err ] && fail "snapdump $f wrote to stderr"
+	mv out first.txt
+	"$snapdump" --from-text first.txt again.snap 2>err || fail "--from-text of the dump of $f failed"
+	dump again.snap
+	cmp -s first.txt out || fail "dump of $f does not round-trip through --from-text"
+done
+
+# The unknown section of the forward-compatibility seed is skipped: the rest is read.
+dump "$corpus/valid-unknown-section.snap"
+expect_grep '^module 0 .*path="/bin/t"$' out
+expect_grep '^  0:0x1180$' out
+
+# A text fixture with known figures reads back exactly.
+cat >fixture.txt <<'T'
+pid 77
+exe "/opt/app"
+cmdline "app -x"
+sample_rate 524288
+module 0 bias=0x400000 lo=0x400000 hi=0x401000 build_id=abcd path="/opt/app"
+stack 0 live_bytes=3145728 live_blocks=3 live_samples=3 alloc_bytes=4194304 alloc_blocks=4 flags=0x1
+  0:0x42
+  -:0x7f0000001234
+T
+"$snapdump" --from-text fixture.txt fixture.snap || fail "--from-text fixture.txt"
+dump fixture.snap
+expect_grep '^pid 77$' out
+expect_grep '^stack 0 live_bytes=3145728 live_blocks=3 live_samples=3 alloc_bytes=4194304 alloc_blocks=4 flags=0x1 nframes=2$' out
+expect_grep '^  -:0x7f0000001234$' out
+expect_grep '^mallinfo none$' out
+
+# expect_refused FILE PATTERN: status 3, one "memwatch: 'FILE': ..." line.
+expect_refused() {
+	dump "$1"
+	[ "$status" -eq 3 ] || fail "snapdump $1: status $status, expected 3"
+	[ "$(grep -c '' err)" -eq 1 ] || { fail "snapdump $1: not one error line"; cat err >&2; }
+	grep -Eq "^memwatch: '$1': $2" err || { fail "snapdump $1: error does not match '$2'"; cat err >&2; }
+	[ -s out ] && fail "snapdump $1 printed something for a bad file"
+}
+cp "$corpus/valid-rich.snap" rich.snap
+size=$(wc -c <rich.snap)
+head -c 100 rich.snap >cut.snap
+expect_refused cut.snap "truncated at byte 100 \(section 'process'\)$"
+cp rich.snap flipped.snap
+printf '\001' | dd of=flipped.snap bs=1 seek=$((size - 40)) conv=notrunc 2>/dev/null
+expect_refused flipped.snap 'checksum mismatch \(file corrupted\)$'
+cp rich.snap newer.snap
+printf '\011' | dd of=newer.snap bs=1 seek=8 conv=notrunc 2>/dev/null
+expect_refused newer.snap 'format version 9 is newer than this memwatch reads \(1\)$'
+printf 'hello\n' >text.snap
+expect_refused text.snap 'not a memwatch snapshot'
+: >empty.snap
+expect_refused empty.snap 'empty file'
+"$snapdump" missing.snap >out 2>err
+[ $? -eq 3 ] || fail "snapdump missing.snap: expected status 3"
+expect_grep "^memwatch: cannot read 'missing.snap': No such file or directory$" err
+
+# Every seed, valid or not, through the decoder and its properties.
+"$top_builddir/tests/fuzz/fuzz_snapshot_replay" "$corpus" >out 2>err ||
+	{ fail "replaying the fuzz corpus failed"; cat err >&2; }
+expect_grep '^replayed [0-9]+ inputs$' out
+
+finish
