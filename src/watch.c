@@ -389,7 +389,7 @@ static void status_show(struct status_line *sl, double t, uint64_t rss_kib, size
 	fmt_bytes(diff, sizeof diff, d);
 	fmt_bytes(rate, sizeof rate, r);
 	fmt_seconds(el, sizeof el, t);
-	fprintf(stderr, "\rRSS %s%s  %s%s since start  %s%s/min  %s\033[K",
+	fprintf(stderr, "\rRSS %s%s  %s%s since start  %s%s/min  %s elapsed\033[K",
 		now, nproc > 1 ? " (total)" : "", d >= 0 ? "+" : "", diff, r >= 0 ? "+" : "", rate, el);
 	fflush(stderr);
 	sl->shown = true;

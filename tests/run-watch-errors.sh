@@ -1,0 +1,78 @@
+#!/bin/sh
+# run-watch-errors.sh: bad input gives one line "memwatch: ..." and its status:
+# bad interval, duration, size, trigger (2), -p missing (2), no such process (4),
+# an existing output (1, untouched), an unwritable output path (1), a full disk (1).
+. "$top_srcdir/tests/lib.sh"
+
+start_target "$TARGETS/flat" 1
+p=$target_pid
+
+run_mw 2 -p "$p" -i 0
+expect_err_line "--interval: duration '0' out of range"
+run_mw 2 -p "$p" -i 5x
+expect_err_line "--interval: invalid duration '5x'"
+run_mw 2 -p "$p" --interval=
+expect_err_line "--interval: invalid duration ''"
+run_mw 2 -p "$p" -d -3s
+expect_err_line "--duration: invalid duration '-3s'"
+run_mw 2 -p "$p" -d soon
+expect_err_line "--duration: invalid duration 'soon'"
+run_mw 2 -p "$p" -r 12Q
+expect_err_line "invalid size '12Q'"
+run_mw 2 -p "$p" -r 0
+expect_err_line "invalid sample rate '0'"
+run_mw 2 -p "$p" -t 64MiB
+expect_err_line "invalid trigger '64MiB'"
+run_mw 2 -p "$p" --snap-every sometimes
+expect_err_line "invalid snapshot step 'sometimes'"
+run_mw 2 -p "$p" --capture maybe
+expect_err_line "invalid --capture 'maybe'"
+run_mw 2 -p "$p" --max-snaps -1
+expect_err_line "invalid --max-snaps '-1'"
+run_mw 2 -p "$p" --frobnicate
+expect_err_line "unknown option '--frobnicate'"
+run_mw 2 -p
+expect_err_line "option '-p' needs an argument"
+run_mw 2 -p 12ab
+expect_err_line "invalid pid '12ab'"
+run_mw 2 -i 1s
+expect_err_line "no process to watch: -p PID is missing"
+run_mw 2 watch
+expect_err_line "no process to watch: -p PID is missing"
+run_mw 2 -p "$p" "$p"
+expect_err_line "unexpected argument '$p'"
+[ -n "$(ls)" ] && [ "$(ls | grep -v '^out$' | grep -v '^err$')" != "" ] &&
+	fail "a usage error left files: $(ls)"
+
+# a pid that does not exist: the highest possible pid + 1 cannot
+max=$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 4194304)
+run_mw 4 -p "$max"
+expect_err_line "pid $max: no such process"
+[ -e "memwatch-$max.log" ] && fail "a log was created for a missing pid"
+
+# an existing output is refused and left as it was
+echo precious > keep.log
+run_mw 1 -p "$p" -d 200ms -o keep.log
+expect_err_line "'keep.log' exists \(use --force to overwrite\)"
+[ "$(cat keep.log)" = precious ] || fail "keep.log was changed"
+# also through a symbolic link to elsewhere
+ln -s keep.log link.log
+run_mw 1 -p "$p" -d 200ms -o link.log
+expect_err_line "'link.log' exists"
+[ "$(cat keep.log)" = precious ] || fail "keep.log was changed through a link"
+
+# an unwritable path
+run_mw 1 -p "$p" -d 200ms -o no/such/dir/run.log
+expect_err_line "cannot create 'no/such/dir/run.log': No such file or directory"
+if [ "$(id -u)" -ne 0 ]; then
+	mkdir ro && chmod 555 ro
+	run_mw 1 -p "$p" -d 200ms -o ro/run.log
+	expect_err_line "cannot create 'ro/run.log': Permission denied"
+fi
+
+# a full disk: the watch ends at once with status 1 and says so
+if [ -w /dev/full ]; then
+	run_mw 1 -p "$p" -i 100ms -d 10s -o /dev/full --force
+	expect_err_line "cannot write '/dev/full': No space left on device"
+fi
+finish
