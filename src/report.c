@@ -1,23 +1,1091 @@
-/* report.c: memwatch diff and show (placeholder until implemented). */
+/* report.c: memwatch show (what one snapshot holds, by call stack) and memwatch
+ * diff (what grew between two snapshots, by call stack), as a table for people,
+ * folded stacks for flame graphs, or JSON. Stacks are matched by (module
+ * build-id, offset) frames, never by raw addresses, so snapshots of two runs of
+ * the same binaries diff cleanly whatever their address layouts. */
 #include "config.h"
 #include "commands.h"
+#include "snapshot.h"
+#include "symbolize.h"
 #include "util.h"
 
-const char diff_usage[] = "  memwatch diff ...\n";
-const char show_usage[] = "  memwatch show ...\n";
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define JSON_VERSION 1
+
+const char diff_usage[] =
+	"  memwatch diff [options] BEFORE.snap AFTER.snap\n"
+	"    what grew between two snapshots (of one run, or of two runs of the same\n"
+	"    binaries), by call stack, largest growth first\n"
+	"    -n, --top N            rows of growth and of shrinkage shown (default 10; 0: all)\n"
+	"    -m, --min-bytes SIZE   leave out rows whose change is smaller than SIZE\n"
+	"    -b, --by KIND          rows per stack (default), function or line\n"
+	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
+	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
+	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
+	"    -o, --output FILE      write the report to FILE (replaced atomically)\n";
+
+const char show_usage[] =
+	"  memwatch show [options] SNAPSHOT.snap\n"
+	"    the live heap of one snapshot by call stack, largest first, and the\n"
+	"    allocator's view of the process memory\n"
+	"    -n, --top N            rows shown (default 10; 0: all)\n"
+	"    -m, --min-bytes SIZE   leave out rows smaller than SIZE\n"
+	"    -b, --by KIND          rows per stack (default), function or line\n"
+	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
+	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
+	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
+	"    -o, --output FILE      write the report to FILE (replaced atomically)\n";
+
+enum by { BY_STACK, BY_FUNCTION, BY_LINE };
+enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON };
+
+struct opts {
+	unsigned long top;
+	bool top_set;
+	uint64_t min_bytes;
+	enum by by;
+	unsigned long depth;
+	bool depth_set;
+	enum format format;
+	const char **dirs;
+	size_t ndirs;
+	const char *output;
+};
+
+/* A frame in global terms: the symbolizer's module index and the offset. */
+struct gframe {
+	uint32_t gmod;
+	uint64_t offset;
+};
+
+/* What is attributed to a row in one snapshot. */
+struct figures {
+	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
+};
+
+struct row {
+	char *key;
+	size_t keylen;
+	uint32_t seq;                 /* creation order: the last tie-break */
+	struct gframe *frames;        /* the first contributing stack, trimmed */
+	uint32_t nframes;
+	bool truncated;
+	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
+	int64_t growth;               /* diff: f[1].live_bytes - f[0].live_bytes */
+};
+
+/* One snapshot being reported. */
+struct input {
+	const char *path;
+	struct snapshot *s;
+	uint32_t *map;                /* module index -> global module index */
+	struct figures total;
+};
+
+struct report {
+	struct opts *o;
+	struct symbolizer *z;
+	struct input in[2];
+	int nin;
+	struct row *rows;
+	size_t nrows, arows;
+	size_t *table;                /* open addressing: row index + 1, 0 empty */
+	size_t ntable;
+	char *kbuf;                   /* key being built */
+	size_t klen, kcap;
+};
+
+/* A source frame ready to print. */
+struct dframe {
+	const char *function, *file;
+	uint32_t line;
+	bool inlined;
+	uint32_t gmod;
+	uint64_t offset;
+};
+
+/* --------------------------------------------------------------------------- */
+/* Rows, keyed by stack, function or line. */
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = UINT64_C(1469598103934665603);
+	while (n--) {
+		h ^= (unsigned char)*p++;
+		h *= UINT64_C(1099511628211);
+	}
+	return h ^ (h >> 29);
+}
+
+static void key_reset(struct report *r)
+{
+	r->klen = 0;
+}
+
+static void key_add(struct report *r, const void *p, size_t n)
+{
+	if (r->klen + n > r->kcap) {
+		r->kcap = (r->klen + n) * 2 + 64;
+		r->kbuf = xrealloc(r->kbuf, r->kcap);
+	}
+	memcpy(r->kbuf + r->klen, p, n);
+	r->klen += n;
+}
+
+static void key_str(struct report *r, const char *s)
+{
+	key_add(r, s ? s : "", (s ? strlen(s) : 0) + 1);
+}
+
+/* A frame into the key, field by field (the struct has padding). */
+static void key_frame(struct report *r, const struct gframe *g)
+{
+	key_add(r, &g->gmod, sizeof g->gmod);
+	key_add(r, &g->offset, sizeof g->offset);
+}
+
+/* The row of the current key, created (with frames) if new. */
+static struct row *row_get(struct report *r, const struct gframe *frames, uint32_t n,
+			   bool truncated)
+{
+	size_t i, mask;
+	struct row *w;
+
+	if ((r->nrows + 1) * 2 > r->ntable) {
+		size_t sz = r->ntable ? r->ntable * 2 : 1024, j;
+		free(r->table);
+		r->table = xcalloc(sz, sizeof *r->table);
+		r->ntable = sz;
+		for (j = 0; j < r->nrows; j++) {
+			for (i = hash_bytes(r->rows[j].key, r->rows[j].keylen) & (sz - 1); r->table[i];
+			     i = (i + 1) & (sz - 1))
+				;
+			r->table[i] = j + 1;
+		}
+	}
+	mask = r->ntable - 1;
+	for (i = hash_bytes(r->kbuf, r->klen) & mask; r->table[i]; i = (i + 1) & mask) {
+		w = &r->rows[r->table[i] - 1];
+		if (w->keylen == r->klen && memcmp(w->key, r->kbuf, r->klen) == 0)
+			return w;
+	}
+	if (r->nrows == r->arows) {
+		r->arows = r->arows ? r->arows * 2 : 256;
+		r->rows = xrealloc(r->rows, r->arows * sizeof *r->rows);
+	}
+	r->table[i] = r->nrows + 1;
+	w = &r->rows[r->nrows];
+	memset(w, 0, sizeof *w);
+	w->seq = (uint32_t)r->nrows++;
+	w->key = xmalloc(r->klen);
+	memcpy(w->key, r->kbuf, r->klen);
+	w->keylen = r->klen;
+	w->frames = xmalloc((n ? n : 1) * sizeof *w->frames);
+	memcpy(w->frames, frames, n * sizeof *frames);
+	w->nframes = n;
+	w->truncated = truncated;
+	return w;
+}
+
+/* Allocator entry points (as glibc names them in its symbol table and its
+ * DWARF) and C++ operator new: frames of these at the top of a stack are the
+ * allocation machinery, not the code that asked. */
+static bool allocator_function(const char *fn)
+{
+	static const char *const names[] = {
+		"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
+		"aligned_alloc", "memalign", "valloc", "pvalloc", "_int_malloc", "_int_realloc",
+		"_int_memalign", "_mid_memalign", "tcache_init", "malloc_hook_ini",
+		"realloc_hook_ini", "memalign_hook_ini", "__libc_malloc", "__libc_calloc",
+		"__libc_realloc", "__libc_memalign", "__libc_valloc", "__libc_pvalloc",
+		"__posix_memalign", "__libc_reallocarray", "__GI___libc_malloc",
+		"__GI___libc_realloc", "__GI___libc_free", "_mid_memalign", "sysmalloc",
+	};
+	size_t i;
+
+	if (!fn)
+		return false;
+	if (strncmp(fn, "operator new", 12) == 0)
+		return true;
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(fn, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Should the frame at the top of a stack be trimmed: the agent's own, or the
+ * allocator's? */
+static bool trimmed_frame(struct report *r, const struct gframe *g)
+{
+	const struct sym_loc *loc;
+
+	if (g->gmod != SYM_NO_MODULE &&
+	    strstr(symbolizer_module_path(r->z, g->gmod), "libmemwatch-agent"))
+		return true;
+	loc = symbolizer_lookup(r->z, g->gmod, g->offset);
+	return allocator_function(loc->frames[loc->nframes - 1].function);
+}
+
+/* Add every stack of input k to the rows. */
+static void collect(struct report *r, int k)
+{
+	struct input *in = &r->in[k];
+	struct gframe *g = NULL;
+	size_t gcap = 0, i;
+
+	for (i = 0; i < in->s->nstacks; i++) {
+		const struct snap_stack *st = &in->s->stacks[i];
+		uint32_t n = st->nframes, j, top = 0;
+		struct row *w;
+
+		if (n > gcap) {
+			gcap = n * 2;
+			g = xrealloc(g, gcap * sizeof *g);
+		}
+		for (j = 0; j < n; j++) {
+			uint32_t m = st->frames[j].module;
+			g[j].gmod = m < in->s->nmodules ? in->map[m] : SYM_NO_MODULE;
+			g[j].offset = st->frames[j].offset;
+		}
+		/* every frame is resolved once here, so later output is cache hits */
+		for (j = 0; j < n; j++)
+			symbolizer_lookup(r->z, g[j].gmod, g[j].offset);
+		while (top < n && trimmed_frame(r, &g[top]))
+			top++;
+		if (top == n)
+			top = 0;   /* nothing but allocator frames: keep them all */
+
+		key_reset(r);
+		if (n == 0) {
+			key_str(r, "<no frames>");
+		} else if (r->o->by == BY_STACK) {
+			for (j = top; j < n; j++)
+				key_frame(r, &g[j]);
+		} else {
+			const struct sym_loc *loc = symbolizer_lookup(r->z, g[top].gmod, g[top].offset);
+			const struct sym_frame *f = &loc->frames[0];
+			if (!f->function || (r->o->by == BY_LINE && !f->file)) {
+				/* nothing to group by but the address itself */
+				key_frame(r, &g[top]);
+			} else {
+				key_str(r, f->function);
+				if (r->o->by == BY_LINE) {
+					key_str(r, f->file);
+					key_add(r, &f->line, sizeof f->line);
+				}
+			}
+		}
+		w = row_get(r, g + top, n - top, st->flags & SNAP_STACK_TRUNCATED);
+		w->f[k].live_bytes += st->live_bytes;
+		w->f[k].live_blocks += st->live_blocks;
+		w->f[k].live_samples += st->live_samples;
+		w->f[k].alloc_bytes += st->alloc_bytes;
+		w->f[k].alloc_blocks += st->alloc_blocks;
+		in->total.live_bytes += st->live_bytes;
+		in->total.live_blocks += st->live_blocks;
+		in->total.live_samples += st->live_samples;
+		in->total.alloc_bytes += st->alloc_bytes;
+		in->total.alloc_blocks += st->alloc_blocks;
+	}
+	free(g);
+}
+
+/* The source frames a row shows (at most max; 0: all), into *out (caller frees). */
+static size_t row_frames(struct report *r, const struct row *w, size_t max, struct dframe **out,
+			 size_t *total)
+{
+	struct dframe *d = NULL;
+	size_t n = 0, cap = 0, all = 0;
+	uint32_t i, j;
+
+	for (i = 0; i < w->nframes; i++) {
+		const struct sym_loc *loc = symbolizer_lookup(r->z, w->frames[i].gmod,
+							      w->frames[i].offset);
+		for (j = 0; j < loc->nframes; j++) {
+			all++;
+			if ((max && n >= max) || (r->o->by != BY_STACK && n >= 1))
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				d = xrealloc(d, cap * sizeof *d);
+			}
+			d[n].function = loc->frames[j].function;
+			d[n].file = loc->frames[j].file;
+			d[n].line = loc->frames[j].line;
+			d[n].inlined = loc->frames[j].inlined;
+			d[n].gmod = w->frames[i].gmod;
+			d[n].offset = w->frames[i].offset;
+			if (r->o->by == BY_FUNCTION && d[n].function) {
+				d[n].file = NULL;
+				d[n].line = 0;
+			}
+			n++;
+		}
+		if (r->o->by != BY_STACK)
+			break;
+	}
+	*out = d;
+	if (total)
+		*total = r->o->by == BY_STACK ? all : n;
+	return n;
+}
+
+/* --------------------------------------------------------------------------- */
+/* Sorting and selecting rows. */
+
+static int cmp_seq(const struct row *a, const struct row *b)
+{
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_live(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	if (a->f[0].live_bytes != b->f[0].live_bytes)
+		return a->f[0].live_bytes > b->f[0].live_bytes ? -1 : 1;
+	return cmp_seq(a, b);
+}
+
+static int cmp_growth_desc(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	if (a->growth != b->growth)
+		return a->growth > b->growth ? -1 : 1;
+	return cmp_seq(a, b);
+}
+
+static int cmp_growth_asc(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	if (a->growth != b->growth)
+		return a->growth < b->growth ? -1 : 1;
+	return cmp_seq(a, b);
+}
+
+/* Rows passing pred, sorted by cmp, at most limit (0: all). Caller frees. */
+static struct row **select_rows(struct report *r, bool (*pred)(const struct report *,
+							       const struct row *),
+				int (*cmp)(const void *, const void *), size_t limit, size_t *n)
+{
+	struct row **v = xmalloc((r->nrows ? r->nrows : 1) * sizeof *v);
+	size_t i, k = 0;
+
+	for (i = 0; i < r->nrows; i++)
+		if (pred(r, &r->rows[i]))
+			v[k++] = &r->rows[i];
+	qsort(v, k, sizeof *v, cmp);
+	if (limit && k > limit)
+		k = limit;
+	*n = k;
+	return v;
+}
+
+static bool pred_live(const struct report *r, const struct row *w)
+{
+	return w->f[0].live_bytes > 0 && w->f[0].live_bytes >= r->o->min_bytes;
+}
+
+static bool pred_grown(const struct report *r, const struct row *w)
+{
+	return w->growth > 0 && (uint64_t)w->growth >= r->o->min_bytes;
+}
+
+static bool pred_shrunk(const struct report *r, const struct row *w)
+{
+	return w->growth < 0 && (uint64_t)-w->growth >= r->o->min_bytes;
+}
+
+static const char *status_of(const struct row *w)
+{
+	if (w->f[0].live_bytes == 0 && w->f[1].live_bytes > 0)
+		return "new";
+	if (w->f[1].live_bytes == 0 && w->f[0].live_bytes > 0)
+		return "gone";
+	if (w->growth > 0)
+		return "grown";
+	if (w->growth < 0)
+		return "shrunk";
+	return "same";
+}
+
+/* --------------------------------------------------------------------------- */
+/* Table output. */
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* One frame as the table shows it. */
+static void print_frame(FILE *f, struct report *r, const struct dframe *d)
+{
+	fputs(d->function ? d->function : "<unknown>", f);
+	if (d->file) {
+		fprintf(f, "  %s", base_name(d->file));
+		if (d->line)
+			fprintf(f, ":%" PRIu32, d->line);
+	} else if (d->gmod != SYM_NO_MODULE) {
+		fprintf(f, "  (%s+0x%" PRIx64 ")", symbolizer_module_name(r->z, d->gmod), d->offset);
+	} else {
+		fprintf(f, "  (0x%" PRIx64 ")", d->offset);
+	}
+	if (d->inlined)
+		fputs(" [inlined]", f);
+	fputc('\n', f);
+}
+
+/* The frames of a row after its figures (already printed, width columns). */
+static void print_row_frames(FILE *f, struct report *r, const struct row *w, int width)
+{
+	size_t max = r->o->depth, n, total, i;
+	struct dframe *d;
+
+	n = row_frames(r, w, max, &d, &total);
+	if (n == 0) {
+		fputs("<no frames>\n", f);
+	}
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			fprintf(f, "%*s", width, "");
+		print_frame(f, r, &d[i]);
+	}
+	if (total > n)
+		fprintf(f, "%*s... %zu more frame%s%s\n", width, "", total - n,
+			total - n == 1 ? "" : "s", w->truncated ? " (stack truncated)" : "");
+	else if (w->truncated)
+		fprintf(f, "%*s... (stack truncated at the depth limit)\n", width, "");
+	free(d);
+}
+
+static const char *fmt_time(char *buf, size_t n, uint64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	if (ns == 0 || !gmtime_r(&t, &tm)) {
+		snprintf(buf, n, "unknown");
+		return buf;
+	}
+	strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm);
+	return buf;
+}
+
+static const char *fmt_rate(char *buf, size_t n, uint64_t rate)
+{
+	char b[32];
+	if (rate <= 1)
+		snprintf(buf, n, "every allocation");
+	else
+		snprintf(buf, n, "one sample per %s on average", fmt_bytes(b, sizeof b, (double)rate));
+	return buf;
+}
+
+static const char *fmt_signed(char *buf, size_t n, int64_t v)
+{
+	if (v > 0) {
+		buf[0] = '+';
+		fmt_bytes(buf + 1, n - 1, (double)v);
+	} else {
+		fmt_bytes(buf, n, (double)v);
+	}
+	return buf;
+}
+
+/* The header lines that describe one snapshot. */
+static void print_snapshot_header(FILE *f, const struct input *in, const char *label)
+{
+	const struct snapshot *s = in->s;
+	char b1[64], b2[64], b3[32];
+	double cap = s->capture_start_ns && s->time_ns > s->capture_start_ns
+			     ? (double)(s->time_ns - s->capture_start_ns) / 1e9
+			     : 0;
+
+	fprintf(f, "%-10s %s\n", label, in->path);
+	fprintf(f, "  process  pid %" PRId32 ", %s\n", s->pid, s->exe && *s->exe ? s->exe : "?");
+	if (s->cmdline && *s->cmdline)
+		fprintf(f, "  command  %s\n", s->cmdline);
+	fprintf(f, "  taken    %s, after %s of capture\n", fmt_time(b1, sizeof b1, s->time_ns),
+		fmt_seconds(b3, sizeof b3, cap));
+	fprintf(f, "  sampling %s\n", fmt_rate(b2, sizeof b2, s->sample_rate));
+	fprintf(f, "  samples  %" PRIu64 " live in %zu stacks", in->total.live_samples,
+		s->nstacks);
+	if (s->dropped_stacks)
+		fprintf(f, "; %" PRIu64 " stacks dropped (%s)", s->dropped_stacks,
+			fmt_bytes(b1, sizeof b1, (double)s->dropped_bytes));
+	fputc('\n', f);
+}
+
+/* The allocator's view: live sampled heap against what malloc holds and RSS. */
+static void print_memory(FILE *f, const struct input *in)
+{
+	const struct snapshot *s = in->s;
+	char b[32];
+
+	fprintf(f, "\nmemory\n");
+	fprintf(f, "  %-32s %12s\n", "live heap (sampled estimate)",
+		fmt_bytes(b, sizeof b, (double)in->total.live_bytes));
+	if (s->mallinfo.present) {
+		uint64_t held = s->mallinfo.in_use + s->mallinfo.free_bytes;
+		fprintf(f, "  %-32s %12s\n", "allocator in use",
+			fmt_bytes(b, sizeof b, (double)s->mallinfo.in_use));
+		fprintf(f, "  %-32s %12s\n", "allocator slack (free, kept)",
+			fmt_bytes(b, sizeof b, (double)s->mallinfo.free_bytes));
+		if (s->rss_bytes)
+			fprintf(f, "  %-32s %12s\n", "rest of RSS (not heap)",
+				fmt_bytes(b, sizeof b,
+					  (double)(s->rss_bytes > held ? s->rss_bytes - held : 0)));
+	}
+	if (s->rss_bytes)
+		fprintf(f, "  %-32s %12s\n", "RSS", fmt_bytes(b, sizeof b, (double)s->rss_bytes));
+}
+
+static void table_show(FILE *f, struct report *r)
+{
+	const struct input *in = &r->in[0];
+	struct row **v;
+	size_t n, i;
+	char b[32];
+	const int width = 41;
+
+	print_snapshot_header(f, in, "snapshot");
+	print_memory(f, in);
+	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
+	fprintf(f, "\nlive heap by %s (%zu of %zu rows)\n",
+		r->o->by == BY_STACK ? "call stack" : r->o->by == BY_FUNCTION ? "function" : "line",
+		n, r->nrows);
+	fprintf(f, "%4s %12s %7s %13s  %s\n", "#", "bytes", "share", "blocks", "where");
+	for (i = 0; i < n; i++) {
+		const struct row *w = v[i];
+		double share = in->total.live_bytes
+				       ? 100.0 * (double)w->f[0].live_bytes / (double)in->total.live_bytes
+				       : 0;
+		fprintf(f, "%4zu %12s %6.1f%% %13" PRIu64 "  ", i + 1,
+			fmt_bytes(b, sizeof b, (double)w->f[0].live_bytes), share, w->f[0].live_blocks);
+		print_row_frames(f, r, w, width);
+	}
+	free(v);
+}
+
+/* One section of the diff table (grown or shrunk rows). */
+static void table_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
+{
+	char b1[32], b2[32], b3[32];
+	const int width = 60;
+	size_t i;
+
+	fprintf(f, "%4s %11s %11s %11s %10s %-6s  %s\n", "#", "growth", "before", "after", "blocks",
+		"status", "where");
+	for (i = 0; i < n; i++) {
+		const struct row *w = v[i];
+		int64_t db = (int64_t)w->f[1].live_blocks - (int64_t)w->f[0].live_blocks;
+		fprintf(f, "%4zu %11s %11s %11s %+10" PRId64 " %-6s  ", i + 1,
+			fmt_signed(b1, sizeof b1, w->growth),
+			fmt_bytes(b2, sizeof b2, (double)w->f[0].live_bytes),
+			fmt_bytes(b3, sizeof b3, (double)w->f[1].live_bytes), db, status_of(w));
+		print_row_frames(f, r, w, width);
+	}
+}
+
+static void table_diff(FILE *f, struct report *r)
+{
+	const struct input *a = &r->in[0], *b = &r->in[1];
+	size_t ng, ns, i, counts[5] = { 0 };
+	struct row **grown, **shrunk;
+	char x[32], y[32], z[32];
+
+	print_snapshot_header(f, a, "before");
+	print_snapshot_header(f, b, "after");
+	for (i = 0; i < r->nrows; i++) {
+		const char *st = status_of(&r->rows[i]);
+		counts[strcmp(st, "new") == 0 ? 0 : strcmp(st, "grown") == 0 ? 1 :
+		       strcmp(st, "shrunk") == 0 ? 2 : strcmp(st, "gone") == 0 ? 3 : 4]++;
+	}
+	fprintf(f, "\nchange\n");
+	fprintf(f, "  %-28s %11s -> %11s  %s\n", "live heap (sampled estimate)",
+		fmt_bytes(x, sizeof x, (double)a->total.live_bytes),
+		fmt_bytes(y, sizeof y, (double)b->total.live_bytes),
+		fmt_signed(z, sizeof z, (int64_t)b->total.live_bytes - (int64_t)a->total.live_bytes));
+	if (a->s->mallinfo.present && b->s->mallinfo.present)
+		fprintf(f, "  %-28s %11s -> %11s  %s\n", "allocator in use",
+			fmt_bytes(x, sizeof x, (double)a->s->mallinfo.in_use),
+			fmt_bytes(y, sizeof y, (double)b->s->mallinfo.in_use),
+			fmt_signed(z, sizeof z,
+				   (int64_t)b->s->mallinfo.in_use - (int64_t)a->s->mallinfo.in_use));
+	if (a->s->rss_bytes && b->s->rss_bytes)
+		fprintf(f, "  %-28s %11s -> %11s  %s\n", "RSS",
+			fmt_bytes(x, sizeof x, (double)a->s->rss_bytes),
+			fmt_bytes(y, sizeof y, (double)b->s->rss_bytes),
+			fmt_signed(z, sizeof z, (int64_t)b->s->rss_bytes - (int64_t)a->s->rss_bytes));
+	fprintf(f, "  %zu new, %zu grown, %zu shrunk, %zu gone, %zu unchanged %s\n", counts[0],
+		counts[1], counts[2], counts[3], counts[4],
+		r->o->by == BY_STACK ? "stacks" : r->o->by == BY_FUNCTION ? "functions" : "lines");
+
+	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
+	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);
+	fprintf(f, "\ngrowth by %s, largest first\n",
+		r->o->by == BY_STACK ? "call stack" : r->o->by == BY_FUNCTION ? "function" : "line");
+	if (ng)
+		table_diff_rows(f, r, grown, ng);
+	else
+		fprintf(f, "  (nothing grew)\n");
+	if (ns) {
+		fprintf(f, "\nshrinkage, largest first\n");
+		table_diff_rows(f, r, shrunk, ns);
+	}
+	free(grown);
+	free(shrunk);
+}
+
+/* --------------------------------------------------------------------------- */
+/* Folded stacks: "outer;...;inner value", for flamegraph.pl, inferno and
+ * speedscope. Inlined frames carry flamegraph.pl's "_[i]" annotation. */
+
+static void folded_name(FILE *f, struct report *r, const struct dframe *d)
+{
+	const char *p;
+	if (d->function) {
+		for (p = d->function; *p; p++)
+			fputc(*p == ';' ? ':' : *p, f);
+	} else if (d->gmod != SYM_NO_MODULE) {
+		fprintf(f, "[%s+0x%" PRIx64 "]", symbolizer_module_name(r->z, d->gmod), d->offset);
+	} else {
+		fprintf(f, "[0x%" PRIx64 "]", d->offset);
+	}
+	if (r->o->by == BY_LINE && d->file)
+		fprintf(f, " %s:%" PRIu32, base_name(d->file), d->line);
+	if (d->inlined)
+		fputs("_[i]", f);
+}
+
+static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool diff)
+{
+	size_t i, k, nd;
+	struct dframe *d;
+
+	for (i = 0; i < n; i++) {
+		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, &d, NULL);
+		if (nd == 0) {
+			free(d);
+			continue;
+		}
+		for (k = nd; k-- > 0;) {
+			folded_name(f, r, &d[k]);
+			if (k)
+				fputc(';', f);
+		}
+		fprintf(f, " %" PRIu64 "\n", diff ? (uint64_t)v[i]->growth : v[i]->f[0].live_bytes);
+		free(d);
+	}
+}
+
+/* --------------------------------------------------------------------------- */
+/* JSON output; the schema is in memwatch(1), REPORTS. */
+
+static void json_str(FILE *f, const char *s)
+{
+	const unsigned char *p;
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void json_snapshot(FILE *f, const struct input *in)
+{
+	const struct snapshot *s = in->s;
+	fputs("{\"path\": ", f);
+	json_str(f, in->path);
+	fprintf(f, ", \"pid\": %" PRId32 ", \"exe\": ", s->pid);
+	json_str(f, s->exe);
+	fputs(", \"cmdline\": ", f);
+	json_str(f, s->cmdline);
+	fprintf(f,
+		", \"time_ns\": %" PRIu64 ", \"capture_start_ns\": %" PRIu64
+		", \"sample_rate\": %" PRIu64 ", \"rss_bytes\": %" PRIu64 ", \"stacks\": %zu"
+		", \"dropped_stacks\": %" PRIu64 ", \"dropped_bytes\": %" PRIu64
+		", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+		", \"live_samples\": %" PRIu64 ", \"mallinfo\": ",
+		s->time_ns, s->capture_start_ns, s->sample_rate, s->rss_bytes, s->nstacks,
+		s->dropped_stacks, s->dropped_bytes, in->total.live_bytes, in->total.live_blocks,
+		in->total.live_samples);
+	if (s->mallinfo.present)
+		fprintf(f,
+			"{\"arena\": %" PRIu64 ", \"mmapped\": %" PRIu64 ", \"in_use\": %" PRIu64
+			", \"free_bytes\": %" PRIu64 ", \"releasable\": %" PRIu64 "}}",
+			s->mallinfo.arena, s->mallinfo.mmapped, s->mallinfo.in_use,
+			s->mallinfo.free_bytes, s->mallinfo.releasable);
+	else
+		fputs("null}", f);
+}
+
+static void json_frames(FILE *f, struct report *r, const struct row *w)
+{
+	struct dframe *d;
+	size_t n = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, &d, NULL), i;
+
+	fputs("\"frames\": [", f);
+	for (i = 0; i < n; i++) {
+		fputs(i ? ",\n      {\"function\": " : "\n      {\"function\": ", f);
+		json_str(f, d[i].function);
+		fputs(", \"file\": ", f);
+		json_str(f, d[i].file);
+		fprintf(f, ", \"line\": %" PRIu32 ", \"inlined\": %s, \"module\": ", d[i].line,
+			d[i].inlined ? "true" : "false");
+		json_str(f, d[i].gmod == SYM_NO_MODULE ? NULL : symbolizer_module_path(r->z, d[i].gmod));
+		fputs(", \"build_id\": ", f);
+		json_str(f, d[i].gmod == SYM_NO_MODULE ? NULL
+						      : symbolizer_module_build_id(r->z, d[i].gmod));
+		fprintf(f, ", \"offset\": \"0x%" PRIx64 "\"}", d[i].offset);
+	}
+	fputs(n ? "]" : "]", f);
+	free(d);
+}
+
+static const char *by_name(enum by by)
+{
+	return by == BY_STACK ? "stack" : by == BY_FUNCTION ? "function" : "line";
+}
+
+static void json_show(FILE *f, struct report *r)
+{
+	struct row **v;
+	size_t n, i;
+
+	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
+	fprintf(f, "{\"version\": %d, \"kind\": \"show\", \"by\": \"%s\",\n \"snapshot\": ",
+		JSON_VERSION, by_name(r->o->by));
+	json_snapshot(f, &r->in[0]);
+	fprintf(f, ",\n \"rows_total\": %zu,\n \"rows\": [", r->nrows);
+	for (i = 0; i < n; i++) {
+		const struct row *w = v[i];
+		double share = r->in[0].total.live_bytes ? (double)w->f[0].live_bytes /
+								   (double)r->in[0].total.live_bytes
+							 : 0;
+		fprintf(f,
+			"%s\n  {\"rank\": %zu, \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+			", \"live_samples\": %" PRIu64 ", \"share\": %.4f, \"alloc_bytes\": %" PRIu64
+			", \"alloc_blocks\": %" PRIu64 ", \"truncated\": %s,\n    ",
+			i ? "," : "", i + 1, w->f[0].live_bytes, w->f[0].live_blocks,
+			w->f[0].live_samples, share, w->f[0].alloc_bytes, w->f[0].alloc_blocks,
+			w->truncated ? "true" : "false");
+		json_frames(f, r, w);
+		fputc('}', f);
+	}
+	fputs("\n ]\n}\n", f);
+	free(v);
+}
+
+static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		const struct row *w = v[i];
+		fprintf(f,
+			"%s\n  {\"rank\": %zu, \"status\": \"%s\", \"growth_bytes\": %" PRId64
+			", \"growth_blocks\": %" PRId64 ", \"before_bytes\": %" PRIu64
+			", \"after_bytes\": %" PRIu64 ", \"before_blocks\": %" PRIu64
+			", \"after_blocks\": %" PRIu64 ", \"truncated\": %s,\n    ",
+			i ? "," : "", i + 1, status_of(w), w->growth,
+			(int64_t)w->f[1].live_blocks - (int64_t)w->f[0].live_blocks,
+			w->f[0].live_bytes, w->f[1].live_bytes, w->f[0].live_blocks,
+			w->f[1].live_blocks, w->truncated ? "true" : "false");
+		json_frames(f, r, w);
+		fputc('}', f);
+	}
+}
+
+static void json_diff(FILE *f, struct report *r)
+{
+	struct row **grown, **shrunk;
+	size_t ng, ns;
+
+	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
+	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);
+	fprintf(f, "{\"version\": %d, \"kind\": \"diff\", \"by\": \"%s\",\n \"before\": ",
+		JSON_VERSION, by_name(r->o->by));
+	json_snapshot(f, &r->in[0]);
+	fputs(",\n \"after\": ", f);
+	json_snapshot(f, &r->in[1]);
+	fprintf(f, ",\n \"growth_bytes\": %" PRId64 ",\n \"rows_total\": %zu,\n \"grown\": [",
+		(int64_t)r->in[1].total.live_bytes - (int64_t)r->in[0].total.live_bytes, r->nrows);
+	json_diff_rows(f, r, grown, ng);
+	fputs("\n ],\n \"shrunk\": [", f);
+	json_diff_rows(f, r, shrunk, ns);
+	fputs("\n ]\n}\n", f);
+	free(grown);
+	free(shrunk);
+}
+
+/* --------------------------------------------------------------------------- */
+/* Command lines. */
+
+/* Parse the options shared by diff and show. Returns -1 to go on, or an exit
+ * status (help printed, or a usage error said). */
+static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, 'n' },
+		{ "min-bytes", required_argument, NULL, 'm' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "depth", required_argument, NULL, 'd' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "debug-dir", required_argument, NULL, 'D' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *cause = NULL, *end;
+	int c;
+
+	o->top = 10;
+	o->depth = 5;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+n:m:b:d:F:D:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+		case 'd':
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || errno || optarg[0] == '-' || v > 1000000) {
+				mw_error("%s: invalid %s '%s' (a number, 0 for all)", argv[0],
+					 c == 'n' ? "--top" : "--depth", optarg);
+				return MW_EXIT_USAGE;
+			}
+			if (c == 'n') {
+				o->top = v;
+				o->top_set = true;
+			} else {
+				o->depth = v;
+				o->depth_set = true;
+			}
+			break;
+		case 'm':
+			if (parse_size(optarg, &o->min_bytes, &cause) < 0) {
+				mw_error("%s: --min-bytes: %s", argv[0], cause);
+				free(cause);
+				return MW_EXIT_USAGE;
+			}
+			break;
+		case 'b':
+			if (strcmp(optarg, "stack") == 0)
+				o->by = BY_STACK;
+			else if (strcmp(optarg, "function") == 0)
+				o->by = BY_FUNCTION;
+			else if (strcmp(optarg, "line") == 0)
+				o->by = BY_LINE;
+			else {
+				mw_error("%s: invalid --by '%s' (stack, function or line)", argv[0], optarg);
+				return MW_EXIT_USAGE;
+			}
+			break;
+		case 'F':
+			if (strcmp(optarg, "table") == 0)
+				o->format = FMT_TABLE;
+			else if (strcmp(optarg, "folded") == 0)
+				o->format = FMT_FOLDED;
+			else if (strcmp(optarg, "json") == 0)
+				o->format = FMT_JSON;
+			else {
+				mw_error("%s: invalid --format '%s' (table, folded or json)", argv[0],
+					 optarg);
+				return MW_EXIT_USAGE;
+			}
+			break;
+		case 'D':
+			o->dirs = xrealloc(o->dirs, (o->ndirs + 1) * sizeof *o->dirs);
+			o->dirs[o->ndirs++] = optarg;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'h':
+			fputs("Usage:\n", stdout);
+			fputs(usage, stdout);
+			return MW_EXIT_OK;
+		default:
+			if (optopt && strchr("nmbdFDo", optopt))
+				mw_error("%s: option '-%c' needs a value", argv[0], optopt);
+			else if (optopt)
+				mw_error("%s: unknown option '-%c'", argv[0], optopt);
+			else
+				mw_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
+			mw_hint("memwatch %s --help", argv[0]);
+			return MW_EXIT_USAGE;
+		}
+	}
+	/* folded stacks are for tools that want the whole picture */
+	if (o->format == FMT_FOLDED && !o->top_set)
+		o->top = 0;
+	return -1;
+}
+
+/* The main program's module of s: the one whose path is the exe, else the first. */
+static const struct snap_module *main_module(const struct snapshot *s)
+{
+	size_t i;
+	for (i = 0; i < s->nmodules; i++)
+		if (s->exe && s->modules[i].path && strcmp(s->modules[i].path, s->exe) == 0)
+			return &s->modules[i];
+	return s->nmodules ? &s->modules[0] : NULL;
+}
+
+/* Different programs (build-ids, or paths without build-ids) make a diff of
+ * little meaning outside the shared libraries: say so once. */
+static void check_same_program(const struct report *r)
+{
+	const struct snap_module *a = main_module(r->in[0].s), *b = main_module(r->in[1].s);
+	bool differ;
+
+	if (!a || !b)
+		return;
+	if (a->build_id_len && b->build_id_len)
+		differ = a->build_id_len != b->build_id_len ||
+			 memcmp(a->build_id, b->build_id, a->build_id_len) != 0;
+	else
+		differ = strcmp(a->path ? a->path : "", b->path ? b->path : "") != 0;
+	if (differ)
+		mw_warn("'%s' and '%s' are of different programs (%s, %s): only stacks in the code they share can match",
+			r->in[0].path, r->in[1].path, a->path && *a->path ? a->path : "?",
+			b->path && *b->path ? b->path : "?");
+}
+
+static void report_free(struct report *r)
+{
+	size_t i;
+	for (i = 0; i < r->nrows; i++) {
+		free(r->rows[i].key);
+		free(r->rows[i].frames);
+	}
+	free(r->rows);
+	free(r->table);
+	free(r->kbuf);
+	for (i = 0; i < (size_t)r->nin; i++) {
+		snapshot_free(r->in[i].s);
+		free(r->in[i].map);
+	}
+	symbolizer_free(r->z);
+	free(r->o->dirs);
+}
+
+/* Read the inputs, build the rows and write the report: the common body of
+ * diff (two paths) and show (one). */
+static int run_report(struct opts *o, char **paths, int npaths)
+{
+	struct report r = { .o = o };
+	struct outfile *out;
+	char *cause = NULL;
+	int i, status = MW_EXIT_OK;
+	FILE *f;
+
+	for (i = 0; i < npaths; i++) {
+		r.in[i].path = paths[i];
+		r.in[i].s = snapshot_read(paths[i], &cause);
+		if (!r.in[i].s) {
+			mw_error("%s", cause);
+			free(cause);
+			r.nin = i;
+			report_free(&r);
+			return MW_EXIT_BADFILE;
+		}
+	}
+	r.nin = npaths;
+	if (npaths == 2)
+		check_same_program(&r);
+	r.z = symbolizer_new(o->dirs, o->ndirs);
+	for (i = 0; i < npaths; i++)
+		r.in[i].map = symbolizer_add(r.z, r.in[i].s);
+	for (i = 0; i < npaths; i++)
+		collect(&r, i);
+	for (size_t k = 0; k < r.nrows; k++)
+		r.rows[k].growth = (int64_t)r.rows[k].f[1].live_bytes - (int64_t)r.rows[k].f[0].live_bytes;
+
+	out = outfile_open(o->output ? o->output : "-", true, &cause);
+	if (!out) {
+		mw_error("%s", cause);
+		free(cause);
+		report_free(&r);
+		return MW_EXIT_FAILURE;
+	}
+	f = outfile_stream(out);
+	if (o->format == FMT_TABLE) {
+		if (npaths == 2)
+			table_diff(f, &r);
+		else
+			table_show(f, &r);
+	} else if (o->format == FMT_JSON) {
+		if (npaths == 2)
+			json_diff(f, &r);
+		else
+			json_show(f, &r);
+	} else {
+		struct row **v;
+		size_t n;
+		if (npaths == 2)
+			v = select_rows(&r, pred_grown, cmp_growth_desc, o->top, &n);
+		else
+			v = select_rows(&r, pred_live, cmp_live, o->top, &n);
+		folded(f, &r, v, n, npaths == 2);
+		free(v);
+	}
+	if (outfile_commit(out, &cause) < 0) {
+		mw_error("%s", cause);
+		free(cause);
+		status = MW_EXIT_FAILURE;
+	}
+	report_free(&r);
+	return status;
+}
 
 int cmd_diff(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	mw_error("diff: not implemented yet");
-	return MW_EXIT_FAILURE;
+	struct opts o = { 0 };
+	int st = parse_opts(argc, argv, diff_usage, &o);
+
+	if (st >= 0) {
+		free(o.dirs);
+		return st;
+	}
+	if (argc - optind != 2) {
+		mw_error("diff: expected two snapshots, BEFORE and AFTER (got %d)", argc - optind);
+		mw_hint("memwatch diff [options] before.snap after.snap");
+		free(o.dirs);
+		return MW_EXIT_USAGE;
+	}
+	return run_report(&o, argv + optind, 2);
 }
 
 int cmd_show(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	mw_error("show: not implemented yet");
-	return MW_EXIT_FAILURE;
+	struct opts o = { 0 };
+	int st = parse_opts(argc, argv, show_usage, &o);
+
+	if (st >= 0) {
+		free(o.dirs);
+		return st;
+	}
+	if (argc - optind != 1) {
+		mw_error("show: expected one snapshot (got %d)", argc - optind);
+		mw_hint("memwatch show [options] a.snap");
+		free(o.dirs);
+		return MW_EXIT_USAGE;
+	}
+	return run_report(&o, argv + optind, 1);
 }

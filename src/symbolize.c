@@ -1,0 +1,694 @@
+/* symbolize.c: module-relative frames to function, file, line and inlined
+ * frames with elfutils libdwfl; the ELF symbol table when there is no DWARF;
+ * a snapshot's embedded symbols when it has them.
+ *
+ * Every distinct module (by build-id, else by path) of every snapshot added is
+ * reported once into a single Dwfl session, at an address of our choosing
+ * (modules of different runs may overlap in their real address spaces; Dwfl
+ * needs them apart). A frame's offset from its load bias is then looked up at
+ * that chosen base. Results are cached per (module, offset). */
+#include "config.h"
+#include "symbolize.h"
+#include "util.h"
+
+#include <dwarf.h>
+#include <elfutils/debuginfod.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* libstdc++'s demangler (C++ and legacy Rust names, both _Z...). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Where modules are placed in the Dwfl address space: above every user-space
+ * address, each in its own 64 GiB window. */
+#define PLACE_FIRST (UINT64_C(1) << 48)
+#define PLACE_STEP (UINT64_C(1) << 36)
+
+struct gmod {
+	char *key;               /* "b:" + build-id hex, or "p:" + path */
+	char *path;
+	char *name;              /* last path component */
+	uint8_t build_id[64];
+	uint32_t build_id_len;
+	char build_id_hex[129];
+	uint64_t bias, lo, hi;   /* as first recorded */
+	bool use_files;          /* some snapshot without symbols has frames here */
+	uint64_t place;          /* the bias it has in our Dwfl */
+	Dwfl_Module *dwmod;
+};
+
+/* A cache slot: (module, offset) to an index into locs. */
+struct slot {
+	uint32_t gmod;
+	uint32_t used;
+	uint64_t offset;
+	uint32_t loc;
+};
+
+struct symbolizer {
+	char *debuginfo_path;
+	Dwfl_Callbacks callbacks;
+	Dwfl *dwfl;
+	bool reported;
+	char **dirs;             /* absolute debug directories, in search order */
+	size_t ndirs;
+
+	struct gmod *mods;
+	size_t nmods;
+
+	struct slot *slots;      /* open addressing, power-of-two size */
+	size_t nslots, nused;
+	struct sym_loc *locs;
+	size_t nlocs, alocs;
+
+	const char **strs;       /* interned strings, open addressing */
+	size_t nstrs, astrs;
+
+	bool progress_shown;
+};
+
+static const struct sym_frame unknown_frame = { NULL, NULL, 0, false };
+
+/* 64-bit mixing (splitmix64's finalizer): good spread for offsets. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= UINT64_C(0xbf58476d1ce4e5b9);
+	x ^= x >> 27;
+	x *= UINT64_C(0x94d049bb133111eb);
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = UINT64_C(1469598103934665603);
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= UINT64_C(1099511628211);
+	}
+	return h;
+}
+
+/* The one shared copy of s (NULL stays NULL), owned by z. */
+static const char *intern(struct symbolizer *z, const char *s)
+{
+	size_t i, mask;
+
+	if (!s)
+		return NULL;
+	if ((z->nstrs + 1) * 2 > z->astrs) {
+		size_t n = z->astrs ? z->astrs * 2 : 1024, j;
+		const char **t = xcalloc(n, sizeof *t);
+		for (j = 0; j < z->astrs; j++) {
+			if (!z->strs[j])
+				continue;
+			for (i = hash_str(z->strs[j]) & (n - 1); t[i]; i = (i + 1) & (n - 1))
+				;
+			t[i] = z->strs[j];
+		}
+		free(z->strs);
+		z->strs = t;
+		z->astrs = n;
+	}
+	mask = z->astrs - 1;
+	for (i = hash_str(s) & mask; z->strs[i]; i = (i + 1) & mask)
+		if (strcmp(z->strs[i], s) == 0)
+			return z->strs[i];
+	z->strs[i] = xstrdup(s);
+	z->nstrs++;
+	return z->strs[i];
+}
+
+char *sym_hex(char *buf, const uint8_t *bits, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+	for (i = 0; i < len; i++) {
+		buf[2 * i] = hex[bits[i] >> 4];
+		buf[2 * i + 1] = hex[bits[i] & 15];
+	}
+	buf[2 * len] = '\0';
+	return buf;
+}
+
+/* Demangled C++/Rust name, interned; other names as they are. */
+static const char *intern_name(struct symbolizer *z, const char *name)
+{
+	const char *r;
+	char *d;
+	int status = -1;
+
+	if (!name)
+		return NULL;
+	if (name[0] != '_' || name[1] != 'Z')
+		return intern(z, name);
+	d = __cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0 || !d) {
+		free(d);
+		return intern(z, name);
+	}
+	r = intern(z, d);
+	free(d);
+	return r;
+}
+
+/* Make a path absolute against the working directory (Dwfl searches by
+ * build-id only in absolute directories). Caller frees. */
+static char *absolute(const char *p)
+{
+	char cwd[PATH_MAX];
+	if (p[0] == '/' || !getcwd(cwd, sizeof cwd))
+		return xstrdup(p);
+	return xasprintf("%s/%s", cwd, p);
+}
+
+/* A separate debug file named by build-id in our directories, used as the
+ * module's ELF when the binary itself is nowhere: it has the program headers,
+ * the symbol table and the DWARF, which is all symbolization needs. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		    char **file_name, Elf **elfp)
+{
+	struct symbolizer *z = *userdata;   /* set when the module was reported */
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	char hex[129];
+	int fd, len;
+	size_t i;
+
+	fd = dwfl_build_id_find_elf(mod, userdata, modname, base, file_name, elfp);
+	if (fd >= 0 || *elfp)
+		return fd;
+	len = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (len <= 1 || len > 64)
+		return -1;
+	sym_hex(hex, bits, (size_t)len);
+	for (i = 0; i < z->ndirs; i++) {
+		char *p = xasprintf("%s/.build-id/%.2s/%s.debug", z->dirs[i], hex, hex + 2);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			free(*file_name);
+			*file_name = p;
+			return fd;
+		}
+		free(p);
+	}
+	return -1;
+}
+
+/* debuginfod's progress, on a terminal only: one line rewritten in place. */
+static int progress(debuginfod_client *c, long a, long b)
+{
+	struct symbolizer *z = debuginfod_get_user_data(c);
+	if (z)
+		z->progress_shown = true;
+	if (b > 0)
+		fprintf(stderr, "\rmemwatch: downloading debug info: %ld/%ld KiB   ", a / 1024,
+			b / 1024);
+	else
+		fprintf(stderr, "\rmemwatch: downloading debug info: %ld KiB   ", a / 1024);
+	return 0;
+}
+
+struct symbolizer *symbolizer_new(const char *const *debug_dirs, size_t ndirs)
+{
+	struct symbolizer *z = xcalloc(1, sizeof *z);
+	size_t i, len = 0;
+	char *p;
+
+	z->dirs = xcalloc(ndirs + 1, sizeof *z->dirs);
+	for (i = 0; i < ndirs; i++)
+		z->dirs[z->ndirs++] = absolute(debug_dirs[i]);
+	z->dirs[z->ndirs++] = xstrdup("/usr/lib/debug");
+	for (i = 0; i < z->ndirs; i++)
+		len += strlen(z->dirs[i]) + 1;
+	/* the file's own directory, its .debug, then ours and the system's */
+	z->debuginfo_path = p = xmalloc(len + 16);
+	p += sprintf(p, ":.debug");
+	for (i = 0; i < z->ndirs; i++)
+		p += sprintf(p, ":%s", z->dirs[i]);
+
+	z->callbacks.find_elf = find_elf;
+	z->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	z->callbacks.section_address = dwfl_offline_section_address;
+	z->callbacks.debuginfo_path = &z->debuginfo_path;
+	elf_version(EV_CURRENT);
+	return z;
+}
+
+void symbolizer_free(struct symbolizer *z)
+{
+	size_t i;
+
+	if (!z)
+		return;
+	if (z->progress_shown)
+		fputs("\r\033[K", stderr);
+	if (z->dwfl)
+		dwfl_end(z->dwfl);
+	for (i = 0; i < z->nmods; i++) {
+		free(z->mods[i].key);
+		free(z->mods[i].path);
+		free(z->mods[i].name);
+	}
+	free(z->mods);
+	for (i = 0; i < z->nlocs; i++)
+		if (z->locs[i].frames != &unknown_frame)
+			free((void *)z->locs[i].frames);
+	free(z->locs);
+	free(z->slots);
+	for (i = 0; i < z->astrs; i++)
+		free((void *)z->strs[i]);
+	free(z->strs);
+	for (i = 0; i < z->ndirs; i++)
+		free(z->dirs[i]);
+	free(z->dirs);
+	free(z->debuginfo_path);
+	free(z);
+}
+
+/* The cache slot of (g, off): found, or the empty one where it belongs. */
+static struct slot *slot_find(struct symbolizer *z, uint32_t g, uint64_t off)
+{
+	size_t mask, i;
+
+	if ((z->nused + 1) * 2 > z->nslots) {
+		size_t n = z->nslots ? z->nslots * 2 : 4096, j;
+		struct slot *t = xcalloc(n, sizeof *t);
+		for (j = 0; j < z->nslots; j++) {
+			struct slot *s = &z->slots[j];
+			if (!s->used)
+				continue;
+			for (i = mix64(s->offset ^ ((uint64_t)s->gmod << 40)) & (n - 1); t[i].used;
+			     i = (i + 1) & (n - 1))
+				;
+			t[i] = *s;
+		}
+		free(z->slots);
+		z->slots = t;
+		z->nslots = n;
+	}
+	mask = z->nslots - 1;
+	for (i = mix64(off ^ ((uint64_t)g << 40)) & mask; z->slots[i].used; i = (i + 1) & mask)
+		if (z->slots[i].gmod == g && z->slots[i].offset == off)
+			break;
+	return &z->slots[i];
+}
+
+/* Store a resolved location for (g, off); frames is taken over. */
+static const struct sym_loc *cache_put(struct symbolizer *z, struct slot *s, uint32_t g,
+				       uint64_t off, struct sym_frame *frames, uint32_t n)
+{
+	if (z->nlocs == z->alocs) {
+		z->alocs = z->alocs ? z->alocs * 2 : 4096;
+		z->locs = xrealloc(z->locs, z->alocs * sizeof *z->locs);
+	}
+	if (n == 0) {
+		free(frames);
+		z->locs[z->nlocs].frames = &unknown_frame;
+		z->locs[z->nlocs].nframes = 1;
+	} else {
+		z->locs[z->nlocs].frames = frames;
+		z->locs[z->nlocs].nframes = n;
+	}
+	s->used = 1;
+	s->gmod = g;
+	s->offset = off;
+	s->loc = (uint32_t)z->nlocs;
+	z->nused++;
+	return &z->locs[z->nlocs++];
+}
+
+uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
+{
+	uint32_t *map = xcalloc(s->nmodules ? s->nmodules : 1, sizeof *map);
+	size_t i, j;
+
+	for (i = 0; i < s->nmodules; i++) {
+		const struct snap_module *m = &s->modules[i];
+		char hex[129];
+		char *key;
+		uint32_t blen = m->build_id_len > 64 ? 64 : m->build_id_len;
+
+		sym_hex(hex, m->build_id, blen);
+		key = blen ? xasprintf("b:%s", hex) : xasprintf("p:%s", m->path ? m->path : "");
+		for (j = 0; j < z->nmods; j++)
+			if (strcmp(z->mods[j].key, key) == 0)
+				break;
+		if (j == z->nmods) {
+			struct gmod *g;
+			const char *slash;
+			z->mods = xrealloc(z->mods, (z->nmods + 1) * sizeof *z->mods);
+			g = &z->mods[z->nmods++];
+			memset(g, 0, sizeof *g);
+			g->key = key;
+			g->path = xstrdup(m->path ? m->path : "");
+			slash = strrchr(g->path, '/');
+			g->name = xstrdup(slash ? slash + 1 : g->path);
+			memcpy(g->build_id, m->build_id, blen);
+			g->build_id_len = blen;
+			memcpy(g->build_id_hex, hex, sizeof hex);
+			g->bias = m->bias;
+			g->lo = m->lo;
+			g->hi = m->hi;
+		} else {
+			free(key);
+		}
+		if (s->nsymbols == 0)
+			z->mods[j].use_files = true;
+		map[i] = (uint32_t)j;
+	}
+
+	/* embedded symbols go straight into the cache */
+	for (i = 0; i < s->nsymbols; i++) {
+		const struct snap_symbol *y = &s->symbols[i];
+		struct sym_frame *f;
+		struct slot *sl;
+		uint32_t g = y->module < s->nmodules ? map[y->module] : SYM_NO_MODULE;
+
+		sl = slot_find(z, g, y->offset);
+		if (sl->used)
+			continue;
+		f = xcalloc(y->nframes ? y->nframes : 1, sizeof *f);
+		for (j = 0; j < y->nframes; j++) {
+			f[j].function = intern(z, y->frames[j].function);
+			f[j].file = intern(z, y->frames[j].file);
+			f[j].line = y->frames[j].line;
+			f[j].inlined = j + 1 < y->nframes;
+		}
+		cache_put(z, sl, g, y->offset, f, y->nframes);
+	}
+	return map;
+}
+
+/* The build-id of the ELF file open on fd equals want? */
+static bool file_matches(int fd, const uint8_t *want, size_t len)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *bits;
+	ssize_t n;
+	bool ok;
+
+	if (!elf)
+		return false;
+	n = dwelf_elf_gnu_build_id(elf, &bits);
+	ok = n > 0 && (size_t)n == len && memcmp(bits, want, len) == 0;
+	elf_end(elf);
+	return ok;
+}
+
+/* Report every module that has frames to resolve from files. */
+static void report_modules(struct symbolizer *z)
+{
+	size_t i;
+
+	z->reported = true;
+	z->dwfl = dwfl_begin(&z->callbacks);
+	if (!z->dwfl) {
+		mw_warn("dwfl_begin: %s", dwfl_errmsg(-1));
+		return;
+	}
+	if (getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") &&
+	    !getenv("DEBUGINFOD_PROGRESS") && isatty(STDERR_FILENO)) {
+		debuginfod_client *c = dwfl_get_debuginfod_client(z->dwfl);
+		if (c) {
+			debuginfod_set_user_data(c, z);
+			debuginfod_set_progressfn(c, progress);
+		}
+	}
+	dwfl_report_begin(z->dwfl);
+	for (i = 0; i < z->nmods; i++) {
+		struct gmod *g = &z->mods[i];
+		Dwfl_Module *m = NULL;
+		void **ud;
+		int fd = -1;
+
+		if (!g->use_files)
+			continue;
+		/* a module at bias 0 is a fixed-address executable: Dwfl keeps it
+		 * where it is linked, whatever base is asked */
+		g->place = g->bias == 0 ? 0 : PLACE_FIRST + PLACE_STEP * i;
+		if (g->path[0] == '/')
+			fd = open(g->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && (g->build_id_len == 0 || file_matches(fd, g->build_id, g->build_id_len))) {
+			m = dwfl_report_elf(z->dwfl, g->path, g->path, fd, g->place, true);
+			if (!m)
+				close(fd);
+		} else if (fd >= 0) {
+			close(fd);
+		}
+		if (!m && g->build_id_len > 0 && g->hi > g->lo && g->lo >= g->bias) {
+			m = dwfl_report_module(z->dwfl, g->path[0] ? g->path : g->build_id_hex,
+					       g->place + (g->lo - g->bias),
+					       g->place + (g->hi - g->bias));
+			if (m && dwfl_module_report_build_id(m, g->build_id, g->build_id_len, 0) != 0)
+				m = NULL;
+		}
+		g->dwmod = m;
+		if (m) {
+			/* the module's userdata slot: find_elf reaches z through it */
+			dwfl_module_info(m, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+			*ud = z;
+		}
+	}
+	if (dwfl_report_end(z->dwfl, NULL, NULL) != 0)
+		mw_warn("dwfl_report_end: %s", dwfl_errmsg(-1));
+}
+
+/* The name of a function-like DIE: its linkage name (demangled), else its name. */
+static const char *die_name(struct symbolizer *z, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n;
+
+	n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!n)
+		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!n)
+		n = dwarf_diename(die);
+	return intern_name(z, n);
+}
+
+static bool function_like(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_entry_point;
+}
+
+/* The source frames at pc from DWARF: the innermost frame's place from the line
+ * table, each outer frame's from the DW_AT_call_file/line of the inlined
+ * instance it contains. Returns the number of frames (0: no DWARF here). */
+static uint32_t dwarf_frames(struct symbolizer *z, Dwfl_Module *m, Dwarf_Addr pc,
+			     struct sym_frame **out)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(m, pc, &bias);
+	Dwarf_Die *scopes = NULL, *chain = NULL, die0;
+	Dwarf_Files *files = NULL;
+	Dwfl_Line *line;
+	Dwarf *dw;
+	const char *file = NULL;
+	int n, nchain, i, lineno = 0;
+	uint32_t nf = 0;
+	struct sym_frame *f = NULL;
+
+	if (!cu)
+		return 0;
+	n = dwarf_getscopes(cu, pc - bias, &scopes);
+	if (n <= 0) {
+		free(scopes);
+		return 0;
+	}
+	dw = dwfl_module_getdwarf(m, &bias);
+	if (!dw || !dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &die0)) {
+		free(scopes);
+		return 0;
+	}
+	free(scopes);
+	nchain = dwarf_getscopes_die(&die0, &chain);
+	if (nchain <= 0) {
+		free(chain);
+		return 0;
+	}
+	if (dwarf_getsrcfiles(cu, &files, NULL) != 0)
+		files = NULL;
+	line = dwfl_module_getsrc(m, pc);
+	if (line)
+		file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+
+	f = xcalloc((size_t)nchain, sizeof *f);
+	for (i = 0; i < nchain; i++) {
+		int tag = dwarf_tag(&chain[i]);
+		Dwarf_Attribute a;
+		Dwarf_Word v;
+
+		if (!function_like(tag))
+			continue;
+		f[nf].function = die_name(z, &chain[i]);
+		f[nf].file = intern(z, file);
+		f[nf].line = lineno > 0 ? (uint32_t)lineno : 0;
+		f[nf].inlined = tag == DW_TAG_inlined_subroutine;
+		nf++;
+		if (tag != DW_TAG_inlined_subroutine)
+			break;
+		file = NULL;
+		lineno = 0;
+		if (files && dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &a), &v) == 0)
+			file = dwarf_filesrc(files, v, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &a), &v) == 0)
+			lineno = (int)v;
+	}
+	free(chain);
+	if (nf == 0) {
+		free(f);
+		return 0;
+	}
+	/* an inline chain cut short (no enclosing subprogram found) still ends in
+	 * a frame that is not "inlined into" anything we know */
+	f[nf - 1].inlined = false;
+	*out = f;
+	return nf;
+}
+
+static const struct sym_loc *resolve(struct symbolizer *z, struct slot *sl, uint32_t g,
+				     uint64_t off)
+{
+	struct sym_frame *f = NULL;
+	Dwfl_Module *m;
+	Dwarf_Addr pc;
+	uint32_t n;
+
+	if (g >= z->nmods || !(m = z->mods[g].dwmod) || off == 0)
+		return cache_put(z, sl, g, off, NULL, 0);
+	/* a return address: the call is the byte before */
+	pc = z->mods[g].place + off - 1;
+	n = dwarf_frames(z, m, pc, &f);
+	if (n == 0) {
+		GElf_Off symoff;
+		GElf_Sym sym;
+		const char *name = dwfl_module_addrinfo(m, pc, &symoff, &sym, NULL, NULL, NULL);
+		if (name) {
+			f = xcalloc(1, sizeof *f);
+			f->function = intern_name(z, name);
+			n = 1;
+		}
+	}
+	return cache_put(z, sl, g, off, f, n);
+}
+
+const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uint64_t offset)
+{
+	struct slot *sl = slot_find(z, gmod, offset);
+
+	if (sl->used)
+		return &z->locs[sl->loc];
+	if (!z->reported)
+		report_modules(z);
+	/* report_modules does not touch the cache: sl is still valid */
+	return resolve(z, sl, gmod, offset);
+}
+
+const char *symbolizer_module_path(const struct symbolizer *z, uint32_t g)
+{
+	return g < z->nmods ? z->mods[g].path : "";
+}
+
+const char *symbolizer_module_build_id(const struct symbolizer *z, uint32_t g)
+{
+	return g < z->nmods ? z->mods[g].build_id_hex : "";
+}
+
+const char *symbolizer_module_name(const struct symbolizer *z, uint32_t g)
+{
+	return g < z->nmods ? z->mods[g].name : "";
+}
+
+size_t symbolizer_nmodules(const struct symbolizer *z)
+{
+	return z->nmods;
+}
+
+/* Free the symbol section of s. */
+static void free_symbols(struct snapshot *s)
+{
+	size_t i, j;
+	for (i = 0; i < s->nsymbols; i++) {
+		for (j = 0; j < s->symbols[i].nframes; j++) {
+			free(s->symbols[i].frames[j].function);
+			free(s->symbols[i].frames[j].file);
+		}
+		free(s->symbols[i].frames);
+	}
+	free(s->symbols);
+	s->symbols = NULL;
+	s->nsymbols = 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t ndirs,
+		     char **cause)
+{
+	struct symbolizer *z;
+	struct snapshot view = *s;
+	uint32_t *map;
+	size_t i, j, nsym = 0, asym = 0;
+	struct snap_symbol *syms = NULL;
+	long named = 0;
+
+	/* resolve from files, not from the symbols s may already carry */
+	view.nsymbols = 0;
+	view.symbols = NULL;
+	z = symbolizer_new(debug_dirs, ndirs);
+	map = symbolizer_add(z, &view);
+	for (i = 0; i < s->nstacks; i++) {
+		for (j = 0; j < s->stacks[i].nframes; j++) {
+			const struct snap_frame *fr = &s->stacks[i].frames[j];
+			size_t before = z->nlocs;
+			const struct sym_loc *loc;
+			struct snap_symbol *y;
+			uint32_t k;
+
+			if (fr->module >= s->nmodules)
+				continue;
+			loc = symbolizer_lookup(z, map[fr->module], fr->offset);
+			if (z->nlocs == before)
+				continue;   /* seen already */
+			if (nsym == asym) {
+				asym = asym ? asym * 2 : 256;
+				syms = xrealloc(syms, asym * sizeof *syms);
+			}
+			y = &syms[nsym++];
+			y->module = fr->module;
+			y->offset = fr->offset;
+			y->nframes = loc->frames[0].function || loc->nframes > 1 ? loc->nframes : 0;
+			y->frames = xcalloc(y->nframes ? y->nframes : 1, sizeof *y->frames);
+			for (k = 0; k < y->nframes; k++) {
+				y->frames[k].function = dup_or_null(loc->frames[k].function);
+				y->frames[k].file = dup_or_null(loc->frames[k].file);
+				y->frames[k].line = loc->frames[k].line;
+			}
+			if (loc->frames[loc->nframes - 1].function)
+				named++;
+		}
+	}
+	free(map);
+	symbolizer_free(z);
+	free_symbols(s);
+	s->symbols = syms;
+	s->nsymbols = nsym;
+	(void)cause;
+	return named;
+}
