@@ -325,6 +325,7 @@ static size_t row_frames(struct report *r, const struct row *w, size_t max, stru
 			if (r->o->by == BY_FUNCTION && d[n].function) {
 				d[n].file = NULL;
 				d[n].line = 0;
+				d[n].inlined = false;
 			}
 			n++;
 		}
@@ -432,6 +433,9 @@ static void print_frame(FILE *f, struct report *r, const struct dframe *d)
 		fprintf(f, "  %s", base_name(d->file));
 		if (d->line)
 			fprintf(f, ":%" PRIu32, d->line);
+	} else if (d->gmod != SYM_NO_MODULE && r->o->by == BY_FUNCTION && d->function) {
+		/* one row stands for many addresses of the function */
+		fprintf(f, "  (%s)", symbolizer_module_name(r->z, d->gmod));
 	} else if (d->gmod != SYM_NO_MODULE) {
 		fprintf(f, "  (%s+0x%" PRIx64 ")", symbolizer_module_name(r->z, d->gmod), d->offset);
 	} else {
