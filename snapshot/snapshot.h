@@ -92,7 +92,12 @@ struct snapshot {
 	struct snap_symbol *symbols;
 };
 
-/* Encode s into a malloc'd buffer (*buf, *len; caller frees). 0, or -1 (ENOMEM). */
+/* Encode s into a malloc'd buffer (*buf, *len; caller frees). One allocation of
+ * the exact size; no stdio. 0, or -1 with errno ENOMEM, or EINVAL for a snapshot
+ * the decoder would refuse (so none is ever written): sample_rate 0, a frame or
+ * symbol naming a module index >= nmodules (other than SNAP_NO_MODULE), a
+ * build_id_len over 64, or a NULL array with a non-zero count. NULL strings are
+ * written as "" (exe, cmdline, module paths). */
 int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len);
 
 /* Decode and validate buf. Returns a new snapshot (caller frees with
