@@ -1,0 +1,44 @@
+/* attach_probe.c: a stand-in for the agent in the attach tests. It exports
+ * memwatch_agent_start(); each call appends one line to the file named by the
+ * "marker=" option, and "fail" in the options makes it return -1. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int loads;       /* set by the constructor: proves the loader ran it */
+static int calls;
+
+__attribute__((constructor)) static void probe_init(void)
+{
+	loads++;
+}
+
+/* Record the call; short and lock-free like the real start function. */
+int memwatch_agent_start(const char *options);
+int memwatch_agent_start(const char *options)
+{
+	const char *m = strstr(options, "marker=");
+	char path[512], line[640];
+	int fd, n;
+
+	calls++;
+	if (strstr(options, "fail"))
+		return -1;
+	if (!m)
+		return 0;
+	m += 7;
+	size_t len = strcspn(m, ",");
+	if (len >= sizeof path)
+		return -1;
+	memcpy(path, m, len);
+	path[len] = '\0';
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+		return -1;
+	n = snprintf(line, sizeof line, "start pid=%d tid=%d loads=%d calls=%d options=%s\n", getpid(),
+		     gettid(), loads, calls, options);
+	ssize_t w = write(fd, line, (size_t)n);
+	close(fd);
+	return w == n ? 0 : -1;
+}

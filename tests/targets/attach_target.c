@@ -1,0 +1,271 @@
+/* attach_target.c: a process to attach to. Threads sit in known places (a
+ * sleeping main thread, a thread blocked in read(), one in epoll_wait(), one
+ * in pthread_cond_wait(), workers busy in malloc/free) and each checks its own
+ * results: a spurious EINTR exits 2, corrupted state or memory exits 3. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_int stop_flag;
+static atomic_int eintr_seen, corrupt_seen;
+static int read_pipe[2], epoll_pipe[2];
+static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int cond_done;
+static atomic_llong ops;
+static double max_gap_ms;
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Blocked in read() until the end; must get exactly the one byte sent. */
+static void *reader(void *arg)
+{
+	char c = 0;
+	ssize_t r;
+	(void)arg;
+	for (;;) {
+		r = read(read_pipe[0], &c, 1);
+		if (r < 0 && errno == EINTR) {
+			fprintf(stderr, "attach_target: read: spurious EINTR\n");
+			eintr_seen++;
+			continue;
+		}
+		break;
+	}
+	if (r != 1 || c != 'q') {
+		fprintf(stderr, "attach_target: read returned %zd '%c'\n", r, c);
+		corrupt_seen++;
+	}
+	return NULL;
+}
+
+/* Blocked in epoll_wait() with no timeout until the end. */
+static void *epoller(void *arg)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	int ep = epoll_create1(0), r;
+	(void)arg;
+	epoll_ctl(ep, EPOLL_CTL_ADD, epoll_pipe[0], &ev);
+	for (;;) {
+		r = epoll_wait(ep, &out, 1, -1);
+		if (r < 0 && errno == EINTR) {
+			fprintf(stderr, "attach_target: epoll_wait: spurious EINTR\n");
+			eintr_seen++;
+			continue;
+		}
+		break;
+	}
+	if (r != 1) {
+		fprintf(stderr, "attach_target: epoll_wait returned %d\n", r);
+		corrupt_seen++;
+	}
+	close(ep);
+	return NULL;
+}
+
+static void *cond_waiter(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mtx);
+	while (!cond_done)
+		pthread_cond_wait(&cond, &mtx);
+	pthread_mutex_unlock(&mtx);
+	return NULL;
+}
+
+/* Allocate and free as fast as possible; every block carries a pattern derived
+ * from its address and size, checked before it is freed. */
+static void *worker(void *arg)
+{
+	enum { SLOTS = 256 };
+	void *slot[SLOTS] = { 0 };
+	size_t size[SLOTS] = { 0 };
+	uint64_t x = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
+	long long n = 0;
+
+	while (!stop_flag) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		unsigned i = (unsigned)(x % SLOTS);
+		if (slot[i]) {
+			unsigned char pat = (unsigned char)((uintptr_t)slot[i] >> 4 ^ size[i]);
+			unsigned char *p = slot[i];
+			if (p[0] != pat || p[size[i] - 1] != pat || p[size[i] / 2] != pat) {
+				fprintf(stderr, "attach_target: heap block corrupted\n");
+				corrupt_seen++;
+			}
+			free(slot[i]);
+			slot[i] = NULL;
+		} else {
+			size[i] = 16 + (size_t)(x >> 40) % ((x & 0x100) ? 4096 : 256);
+			if ((x & 0x3000) == 0x3000)
+				slot[i] = calloc(1, size[i]);
+			else
+				slot[i] = malloc(size[i]);
+			if (!slot[i])
+				continue;
+			memset(slot[i], (unsigned char)((uintptr_t)slot[i] >> 4 ^ size[i]), size[i]);
+		}
+		n++;
+	}
+	for (unsigned i = 0; i < SLOTS; i++)
+		free(slot[i]);
+	ops += n;
+	return NULL;
+}
+
+/* Spin reading the clock and keep the longest gap: how long this thread (and,
+ * under a debugger that stops everything, the process) was not running. */
+static void *ticker(void *arg)
+{
+	double last = now_s(), gap = 0;
+	(void)arg;
+	while (!stop_flag) {
+		double t = now_s();
+		if (t - last > gap)
+			gap = t - last;
+		last = t;
+	}
+	max_gap_ms = gap * 1000;
+	return NULL;
+}
+
+/* The main thread sleeps in 10 ms steps with live values in callee-saved
+ * registers across each call; they must come back intact and on time. */
+static void sleeper(double secs)
+{
+	unsigned steps = (unsigned)(secs * 100);
+	uint64_t a = 1, b = 0, ea = 1, eb = 0;
+	double t0 = now_s();
+
+	for (unsigned i = 0; i < steps; i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		int r = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+		if (r == EINTR) {
+			fprintf(stderr, "attach_target: clock_nanosleep: spurious EINTR\n");
+			eintr_seen++;
+		} else if (r != 0) {
+			fprintf(stderr, "attach_target: clock_nanosleep: %s\n", strerror(r));
+			corrupt_seen++;
+		}
+		a = a * 6364136223846793005ull + i;
+		b ^= a >> 3;
+	}
+	for (unsigned i = 0; i < steps; i++) {
+		ea = ea * 6364136223846793005ull + i;
+		eb ^= ea >> 3;
+	}
+	if (a != ea || b != eb) {
+		fprintf(stderr, "attach_target: registers corrupted across sleeps\n");
+		corrupt_seen++;
+	}
+	if (now_s() - t0 < steps * 0.01 - 0.001) {
+		fprintf(stderr, "attach_target: sleeps ended early\n");
+		corrupt_seen++;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "seconds", required_argument, NULL, 's' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "reader", no_argument, NULL, 'r' },
+		{ "epoll", no_argument, NULL, 'e' },
+		{ "cond", no_argument, NULL, 'c' },
+		{ "busy", no_argument, NULL, 'b' },
+		{ "ticker", no_argument, NULL, 't' },
+		{ "ready", required_argument, NULL, 'R' },
+		{ NULL, 0, NULL, 0 },
+	};
+	double secs = 3;
+	int nworkers = 0, c;
+	int want_reader = 0, want_epoll = 0, want_cond = 0, busy = 0, want_ticker = 0;
+	const char *ready = NULL;
+	pthread_t th[64];
+	int nth = 0;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': secs = atof(optarg); break;
+		case 'w': nworkers = atoi(optarg); break;
+		case 'r': want_reader = 1; break;
+		case 'e': want_epoll = 1; break;
+		case 'c': want_cond = 1; break;
+		case 'b': busy = 1; break;
+		case 't': want_ticker = 1; break;
+		case 'R': ready = optarg; break;
+		default: return 64;
+		}
+	}
+	if (nworkers > 32)
+		nworkers = 32;
+	if (pipe(read_pipe) < 0 || pipe(epoll_pipe) < 0)
+		return 1;
+	if (want_reader)
+		pthread_create(&th[nth++], NULL, reader, NULL);
+	if (want_epoll)
+		pthread_create(&th[nth++], NULL, epoller, NULL);
+	if (want_cond)
+		pthread_create(&th[nth++], NULL, cond_waiter, NULL);
+	if (want_ticker)
+		pthread_create(&th[nth++], NULL, ticker, NULL);
+	for (int i = 0; i < nworkers; i++)
+		pthread_create(&th[nth++], NULL, worker, (void *)(uintptr_t)(i + 1));
+	if (ready) {
+		/* give the blocking threads time to block */
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		FILE *f = fopen(ready, "w");
+		if (f) {
+			fprintf(f, "%d\n", getpid());
+			fclose(f);
+		}
+	}
+	if (busy) {
+		double end = now_s() + secs;
+		stop_flag = 0;
+		/* the main thread allocates too, checking the clock between rounds */
+		while (now_s() < end) {
+			for (int i = 0; i < 1000; i++) {
+				void *p = malloc(64 + (size_t)i);
+				if (!p)
+					break;
+				memset(p, 0x5a, 64);
+				free(p);
+			}
+		}
+	} else {
+		sleeper(secs);
+	}
+	stop_flag = 1;
+	if (write(read_pipe[1], "q", 1) != 1 || write(epoll_pipe[1], "e", 1) != 1)
+		corrupt_seen++;
+	pthread_mutex_lock(&mtx);
+	cond_done = 1;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mtx);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	printf("ops=%lld max_gap_ms=%.3f eintr=%d corrupt=%d\n", (long long)ops, max_gap_ms,
+	       (int)eintr_seen, (int)corrupt_seen);
+	if (corrupt_seen)
+		return 3;
+	if (eintr_seen)
+		return 2;
+	return 0;
+}
