@@ -168,20 +168,33 @@ static void put_u16(struct writer *w, uint16_t v) { put_le(w, v, 2); }
 static void put_u32(struct writer *w, uint32_t v) { put_le(w, v, 4); }
 static void put_u64(struct writer *w, uint64_t v) { put_le(w, v, 8); }
 
+/* Bytes of the LEB128 encoding of v. */
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
 /* Append v as unsigned LEB128: seven bits a byte, low bits first, the high bit
- * set on every byte but the last. */
+ * set on every byte but the last. The bulk of a file is these, so they are
+ * written straight into the buffer (or only counted while measuring). */
 static void put_varint(struct writer *w, uint64_t v)
 {
-	unsigned char b[SNAP_VARINT_MAX];
-	size_t n = 0;
-	do {
-		b[n] = v & 0x7f;
+	if (!w->buf) {
+		w->pos += varint_len(v);
+		return;
+	}
+	unsigned char *p = w->buf + w->pos;
+	while (v >= 0x80) {
+		*p++ = (unsigned char)(v | 0x80);
 		v >>= 7;
-		if (v)
-			b[n] |= 0x80;
-		n++;
-	} while (v);
-	put_bytes(w, b, n);
+	}
+	*p++ = (unsigned char)v;
+	w->pos = (size_t)(p - w->buf);
 }
 
 /* A module index on the wire: index + 1, so "no module" (UINT32_MAX) is 0. */
@@ -456,18 +469,23 @@ static uint64_t get_u64(struct reader *r) { return get_le(r, 8); }
 /* Read an unsigned LEB128 number; at most 10 bytes and 64 bits of value. */
 static uint64_t get_varint(struct reader *r)
 {
-	uint64_t v = 0;
 	size_t start = r->pos;
+	uint64_t v = 0;
+
+	if (r->failed)
+		return 0;
 	for (int shift = 0; shift < 70; shift += 7) {
-		const unsigned char *p = take(r, 1);
-		if (!p)
+		if (r->pos == r->end) {
+			overrun(r);
 			return 0;
-		uint64_t bits = *p & 0x7f;
-		if (shift == 63 && bits > 1) {
-			break; /* more than 64 bits */
 		}
+		uint64_t bits = r->buf[r->pos] & 0x7f;
+		bool more = r->buf[r->pos] & 0x80;
+		r->pos++;
+		if (shift == 63 && bits > 1)
+			break; /* more than 64 bits */
 		v |= bits << shift;
-		if (!(*p & 0x80))
+		if (!more)
 			return v;
 	}
 	r->failed = true;
@@ -558,15 +576,19 @@ static uint32_t get_module_ref(struct reader *r)
 }
 
 /* Refuse a module reference beyond the table: "stack 5 frame 2 names module 17
- * of 3". sub is "" or " frame N" already formatted by the caller. */
+ * of 3" (frame < 0: the item has no frames, as for a symbol). */
 static void check_module_ref(struct reader *r, uint32_t module, size_t nmodules, size_t at,
-			     const char *sub)
+			     long frame)
 {
 	if (r->failed || module_ref_ok(module, nmodules))
 		return;
 	r->failed = true;
-	set_cause(r->cause, "%s %zu%s names module %u of %zu (byte %zu)", r->what, r->index, sub,
-		  module, nmodules, at);
+	if (frame >= 0)
+		set_cause(r->cause, "%s %zu frame %zu names module %u of %zu (byte %zu)", r->what,
+			  r->index, (size_t)frame, module, nmodules, at);
+	else
+		set_cause(r->cause, "%s %zu names module %u of %zu (byte %zu)", r->what, r->index,
+			  module, nmodules, at);
 }
 
 /* Allocate n zeroed records (n already checked against the input length). */
@@ -693,12 +715,9 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 			return;
 		st->nframes = (uint32_t)nf;
 		for (uint32_t f = 0; f < nf && !r->failed; f++) {
-			struct msgbuf sub = { .n = 0 };
 			size_t at = r->pos;
-			msg_str(&sub, " frame ");
-			msg_u64(&sub, f);
 			st->frames[f].module = get_module_ref(r);
-			check_module_ref(r, st->frames[f].module, s->nmodules, at, sub.s);
+			check_module_ref(r, st->frames[f].module, s->nmodules, at, (long)f);
 			st->frames[f].offset = get_varint(r);
 		}
 		st->live_bytes = get_varint(r);
@@ -723,7 +742,7 @@ static void decode_symbols(struct reader *r, struct snapshot *s)
 		size_t at = r->pos;
 		r->index = i;
 		sym->module = get_module_ref(r);
-		check_module_ref(r, sym->module, s->nmodules, at, "");
+		check_module_ref(r, sym->module, s->nmodules, at, -1);
 		sym->offset = get_varint(r);
 		uint32_t nframes = get_varint32(r, "frame count");
 		size_t nf = get_count(r, nframes, MIN_SYMFRAME_LEN, "symbol frames");
