@@ -1,14 +1,1130 @@
-/* plot.c: memwatch plot (placeholder until implemented). */
+/* plot.c: memwatch plot: draw a run.log by piping a gnuplot program (the script
+ * kept in plot/memwatch.gp, preceded by the variables and the data memwatch
+ * works out) to the external gnuplot, PNG or SVG to stdout or a file. */
 #include "config.h"
 #include "commands.h"
+#include "runlog.h"
 #include "util.h"
 
-const char plot_usage[] = "  memwatch plot ...\n";
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char plot_usage[] =
+	"  memwatch plot [options] RUN.LOG\n"
+	"    Draw the memory of a run (RSS, anon, file, swap, PSS; one line per process\n"
+	"    for several) with its events, through gnuplot. PNG unless SVG is asked.\n"
+	"    -o, --output FILE    write the image to FILE (default: standard output,\n"
+	"                         refused when it is a terminal); SVG if FILE ends in .svg\n"
+	"    -f, --force          overwrite FILE if it exists\n"
+	"    -F, --format FMT     png or svg (default: png, or svg for an -o NAME.svg)\n"
+	"    -s, --size WxH       image size in pixels (default: 1200x700)\n"
+	"    -t, --title TEXT     title of the plot (default: the log and its process)\n"
+	"    -g, --gnuplot PROG   gnuplot program to run (default: $MEMWATCH_GNUPLOT,\n"
+	"                         else " DEFAULT_GNUPLOT ")\n"
+	"    -S, --script         print the gnuplot program (script and data) instead\n"
+	"                         of running it\n"
+	"    -h, --help           this help\n"
+	"    The script is memwatch.gp in the data directory ($MEMWATCH_DATADIR, else\n"
+	"    " PKGDATADIR "); copy and change it as you like.\n"
+	"    Examples:\n"
+	"      memwatch plot run.log > mem.png\n"
+	"      memwatch plot -o mem.svg --size 1600x900 --title 'server, night' run.log\n"
+	"      memwatch plot --script run.log > mem.gp   (then: gnuplot mem.gp > mem.png)\n";
+
+enum plot_format { FMT_PNG, FMT_SVG };
+
+/* What the command line asked for. */
+struct plot_opts {
+	const char *log;
+	const char *output;       /* NULL or "-": standard output */
+	bool force;
+	enum plot_format format;
+	bool format_given;
+	unsigned width, height;
+	const char *title;        /* NULL: made up from the log */
+	const char *gnuplot;
+	bool script;
+};
+
+/* One line of the plot: a title, a colour, a width, and where its values come from. */
+struct series {
+	char *title;
+	const char *color;
+	double width;
+	int pid;                  /* the samples of this pid (0: the total) */
+	size_t field;             /* offset of the figure in struct mem_sample */
+	double peak;              /* largest value, KiB, to rank processes */
+};
+
+/* One label over the event lines: the events that fall too close together for
+ * a label each (each keeps its own line). */
+struct mark {
+	double t;
+	char *label;
+	const char *color;
+	int rank;                 /* of the most important event in it */
+};
+
+/* A unit for an axis: divide by div to get a figure in unit. */
+struct scale {
+	double div;
+	const char *unit;
+};
+
+#define DEFAULT_WIDTH 1200
+#define DEFAULT_HEIGHT 700
+/* More lines than this in one plot cannot be told apart: the largest are kept. */
+#define MAX_PROCESS_SERIES 20
+
+static const char *const process_colors[] = {
+	"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+	"#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+};
+
+/* Parse "1200x700" (or 1200,700) into pixels within sane limits. */
+static int parse_wh(const char *arg, unsigned *w, unsigned *h, char **cause)
+{
+	const char *s = arg;
+	unsigned long a, b;
+	char *end;
+
+	if (!(*s >= '0' && *s <= '9'))
+		goto bad;
+	errno = 0;
+	a = strtoul(s, &end, 10);
+	if (errno || (*end != 'x' && *end != 'X' && *end != ','))
+		goto bad;
+	s = end + 1;
+	if (!(*s >= '0' && *s <= '9'))
+		goto bad;
+	b = strtoul(s, &end, 10);
+	if (errno || *end)
+		goto bad;
+	if (a < 100 || b < 100 || a > 10000 || b > 10000) {
+		*cause = xasprintf("size '%s' out of range (100 to 10000 pixels each way)", arg);
+		return -1;
+	}
+	*w = (unsigned)a;
+	*h = (unsigned)b;
+	return 0;
+bad:
+	*cause = xasprintf("invalid size '%s' (use WIDTHxHEIGHT in pixels, e.g. 1200x700)", arg);
+	return -1;
+}
+
+/* Does name end with suffix, ignoring case? */
+static bool ends_with(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), m = strlen(suffix);
+	return n >= m && strcasecmp(name + n - m, suffix) == 0;
+}
+
+/* Parse the command line into *o; -1 when it is fine, else the exit status. */
+static int parse_args(int argc, char **argv, struct plot_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "size", required_argument, NULL, 's' },
+		{ "title", required_argument, NULL, 't' },
+		{ "gnuplot", required_argument, NULL, 'g' },
+		{ "script", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *cause = NULL;
+	const char *env;
+	int c;
+
+	memset(o, 0, sizeof *o);
+	o->width = DEFAULT_WIDTH;
+	o->height = DEFAULT_HEIGHT;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:fF:s:t:g:Sh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'f':
+			o->force = true;
+			break;
+		case 'F':
+			if (strcasecmp(optarg, "png") == 0)
+				o->format = FMT_PNG;
+			else if (strcasecmp(optarg, "svg") == 0)
+				o->format = FMT_SVG;
+			else {
+				mw_error("plot: unknown format '%s' (png or svg)", optarg);
+				return MW_EXIT_USAGE;
+			}
+			o->format_given = true;
+			break;
+		case 's':
+			if (parse_wh(optarg, &o->width, &o->height, &cause) < 0) {
+				mw_error("plot: %s", cause);
+				free(cause);
+				return MW_EXIT_USAGE;
+			}
+			break;
+		case 't':
+			o->title = optarg;
+			break;
+		case 'g':
+			o->gnuplot = optarg;
+			break;
+		case 'S':
+			o->script = true;
+			break;
+		case 'h':
+			fputs("Usage:\n", stdout);
+			fputs(plot_usage, stdout);
+			return MW_EXIT_OK;
+		case ':':
+			mw_error("plot: option '%s' needs a value", argv[optind - 1]);
+			mw_hint("memwatch plot --help");
+			return MW_EXIT_USAGE;
+		default:
+			if (optopt)
+				mw_error("plot: unknown option '-%c'", optopt);
+			else
+				mw_error("plot: unknown option '%s'", argv[optind - 1]);
+			mw_hint("memwatch plot --help");
+			return MW_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		mw_error("plot: no run.log named");
+		mw_hint("memwatch plot RUN.LOG > mem.png (memwatch plot --help)");
+		return MW_EXIT_USAGE;
+	}
+	if (optind + 1 < argc) {
+		mw_error("plot: one run.log at a time ('%s' is one too many)", argv[optind + 1]);
+		return MW_EXIT_USAGE;
+	}
+	o->log = argv[optind];
+	if (o->output && strcmp(o->output, "-") == 0)
+		o->output = NULL;
+	if (!o->format_given && o->output && ends_with(o->output, ".svg"))
+		o->format = FMT_SVG;
+	if (!o->gnuplot) {
+		env = getenv("MEMWATCH_GNUPLOT");
+		o->gnuplot = env && *env ? env : DEFAULT_GNUPLOT;
+	}
+	if (!*o->gnuplot) {
+		mw_error("plot: --gnuplot needs a program name");
+		return MW_EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Write s as a gnuplot single-quoted string: no escapes are interpreted there
+ * but '' for a quote; control characters become spaces so a line stays a line. */
+static void gp_string(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '\'')
+			fputs("''", f);
+		else if (ch < 0x20 || ch == 0x7f)
+			fputc(' ', f);
+		else
+			fputc(ch, f);
+	}
+	fputc('\'', f);
+}
+
+/* The value of key in a "k=v k2=v2" detail, or NULL; caller frees. */
+static char *detail_value(const char *detail, const char *key)
+{
+	size_t klen = strlen(key);
+	const char *p = detail;
+
+	while (p && *p) {
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			const char *v = p + klen + 1;
+			return strndup(v, strcspn(v, " "));
+		}
+		p = strchr(p, ' ');
+	}
+	return NULL;
+}
+
+/* How much an event matters when it shares a mark with others (its colour wins). */
+static int event_rank(const char *kind)
+{
+	if (strcmp(kind, "trigger") == 0)
+		return 5;
+	if (strstr(kind, "failed"))
+		return 4;
+	if (strcmp(kind, "snapshot") == 0)
+		return 3;
+	if (strcmp(kind, "exit") == 0 || strcmp(kind, "signal") == 0)
+		return 2;
+	if (strcmp(kind, "end") == 0)
+		return 1;
+	return 0;
+}
+
+/* The colour of a mark by its most important event. */
+static const char *rank_color(int rank)
+{
+	switch (rank) {
+	case 5: return "#d62728";   /* trigger: red */
+	case 4: return "#ff7f0e";   /* a failure: orange */
+	case 3: return "#1f77b4";   /* snapshot: blue */
+	case 2: return "#000000";   /* exit, signal: black */
+	case 1: return "#555555";   /* end */
+	default: return "#8c8c8c";  /* start, attach, process, capture-*: grey */
+	}
+}
+
+/* The label of one event: its kind, the pid when there are several processes,
+ * and the one figure that tells most for some kinds. Caller frees. */
+static char *event_label(const struct runlog_event_rec *ev, bool several)
+{
+	static const struct { const char *kind, *key, *before, *after; } shown[] = {
+		{ "trigger", "rule", " ", "" }, { "exit", "status", " status ", "" },
+		{ "signal", "signal", " ", "" }, { "end", "reason", " (", ")" },
+		{ "snapshot", "path", " ", "" }, { "snapshot-failed", "error", " (", ")" },
+		{ "attach-failed", "error", " (", ")" },
+	};
+	char *val = NULL, *label, *head;
+	const char *before = "", *after = "", *shownval;
+	size_t i;
+
+	for (i = 0; i < sizeof shown / sizeof shown[0] && !val; i++) {
+		if (strcmp(ev->kind, shown[i].kind) == 0) {
+			val = detail_value(ev->detail, shown[i].key);
+			before = shown[i].before;
+			after = shown[i].after;
+		}
+	}
+	head = several && ev->pid ? xasprintf("%s %d", ev->kind, ev->pid) : xstrdup(ev->kind);
+	if (!val)
+		return head;
+	/* a snapshot is named by its file, without the directory */
+	shownval = strrchr(val, '/') && strcmp(ev->kind, "snapshot") == 0 ? strrchr(val, '/') + 1 : val;
+	label = xasprintf("%s%s%s%s", head, before, shownval, after);
+	free(val);
+	free(head);
+	return label;
+}
+
+/* Compare events by time, for a stable order of marks. */
+static int cmp_event_time(const void *a, const void *b)
+{
+	const struct runlog_event_rec *const *x = a, *const *y = b;
+	if ((*x)->t != (*y)->t)
+		return (*x)->t < (*y)->t ? -1 : 1;
+	return *x < *y ? -1 : *x > *y;
+}
+
+/* Group events closer than gap seconds (about a label's height) under one label;
+ * the same label repeated in one group is written once with a count
+ * ("process ×12"). Returns the count. */
+static size_t make_marks(const struct runlog_data *d, bool several, double gap,
+			 struct mark **out)
+{
+	const struct runlog_event_rec **ev;
+	struct mark *marks;
+	size_t n = 0, i, j;
+
+	*out = NULL;
+	if (d->nevents == 0)
+		return 0;
+	ev = xcalloc(d->nevents, sizeof *ev);
+	for (i = 0; i < d->nevents; i++)
+		ev[i] = &d->events[i];
+	qsort(ev, d->nevents, sizeof *ev, cmp_event_time);
+	marks = xcalloc(d->nevents, sizeof *marks);
+	for (i = 0; i < d->nevents; i = j) {
+		char **labels = xcalloc(d->nevents - i, sizeof *labels);
+		size_t *counts = xcalloc(d->nevents - i, sizeof *counts);
+		size_t nl = 0, k;
+		char *text = NULL;
+		int rank = -1;
+
+		for (j = i; j < d->nevents && ev[j]->t - ev[i]->t <= gap; j++) {
+			char *l = event_label(ev[j], several);
+			for (k = 0; k < nl && strcmp(labels[k], l) != 0; k++)
+				;
+			if (k < nl) {
+				counts[k]++;
+				free(l);
+			} else {
+				labels[nl] = l;
+				counts[nl++] = 1;
+			}
+			if (event_rank(ev[j]->kind) > rank)
+				rank = event_rank(ev[j]->kind);
+		}
+		for (k = 0; k < nl; k++) {
+			char *piece = counts[k] > 1 ? xasprintf("%s ×%zu", labels[k], counts[k])
+						    : xstrdup(labels[k]);
+			char *t2 = text ? xasprintf("%s, %s", text, piece) : xstrdup(piece);
+			free(text);
+			free(piece);
+			free(labels[k]);
+			text = t2;
+		}
+		free(labels);
+		free(counts);
+		marks[n].t = ev[i]->t;
+		marks[n].label = text;
+		marks[n].rank = rank;
+		marks[n].color = rank_color(rank);
+		n++;
+	}
+	free(ev);
+	*out = marks;
+	return n;
+}
+
+/* The figure of a sample at a field offset. */
+static uint64_t field_of(const struct mem_sample *s, size_t field)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)s + field, sizeof v);
+	return v;
+}
+
+/* Largest measured value of a series, or -1 when it has none. */
+static double series_peak(const struct runlog_data *d, int pid, size_t field)
+{
+	double peak = -1;
+	size_t i;
+
+	for (i = 0; i < d->nsamples; i++) {
+		uint64_t v;
+		if (d->samples[i].s.pid != pid)
+			continue;
+		v = field_of(&d->samples[i].s, field);
+		if (v != RUNLOG_NONE && (double)v > peak)
+			peak = (double)v;
+	}
+	return peak;
+}
+
+/* The short name of a pid for legends: "1234 server", or "pid 1234". */
+static char *process_title(const struct runlog_data *d, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < d->nprocs; i++) {
+		if (d->procs[i].pid == pid && d->procs[i].cmd[0]) {
+			const char *cmd = d->procs[i].cmd;
+			size_t len = strcspn(cmd, " \t");
+			const char *base = cmd;
+			const char *slash;
+			/* the program's base name, without its arguments */
+			while ((slash = memchr(base, '/', len - (size_t)(base - cmd))))
+				base = slash + 1;
+			if (base == cmd + len)
+				break;
+			return xasprintf("%d %.*s", pid, (int)(len - (size_t)(base - cmd)), base);
+		}
+	}
+	return xasprintf("pid %d", pid);
+}
+
+/* Compare process series by peak, largest first. */
+static int cmp_peak(const void *a, const void *b)
+{
+	const struct series *x = a, *y = b;
+	if (x->peak != y->peak)
+		return x->peak > y->peak ? -1 : 1;
+	return 0;
+}
+
+/* Choose the lines to draw: the breakdown of one process, or one RSS line per
+ * process (plus the total) for several. Returns the count; *dropped tells how
+ * many processes were left out for being too many. */
+static size_t make_series(const struct runlog_data *d, struct series **out, size_t *dropped)
+{
+	static const struct { const char *title, *color; double width; size_t field; bool always; } parts[] = {
+		{ "RSS", "#000000", 2.5, offsetof(struct mem_sample, rss), true },
+		{ "anon", "#d62728", 1.5, offsetof(struct mem_sample, anon), true },
+		{ "file", "#1f77b4", 1.5, offsetof(struct mem_sample, file), true },
+		{ "shmem", "#9467bd", 1.5, offsetof(struct mem_sample, shmem), false },
+		{ "swap", "#ff7f0e", 1.5, offsetof(struct mem_sample, swap), true },
+		{ "PSS", "#2ca02c", 1.5, offsetof(struct mem_sample, pss), true },
+		{ "USS", "#17becf", 1.5, offsetof(struct mem_sample, uss), true },
+	};
+	struct series *s;
+	size_t n = 0, i, nproc = 0;
+	int only = -1;
+
+	*dropped = 0;
+	for (i = 0; i < d->npids; i++) {
+		if (d->pids[i] != 0) {
+			nproc++;
+			only = d->pids[i];
+		}
+	}
+	if (nproc <= 1) {
+		/* one process (or only a total): its breakdown */
+		int pid = nproc == 1 ? only : 0;
+		s = xcalloc(sizeof parts / sizeof parts[0], sizeof *s);
+		for (i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+			double peak = series_peak(d, pid, parts[i].field);
+			/* a figure never measured has no line; shmem only when it is there */
+			if (peak < 0 || (!parts[i].always && peak == 0))
+				continue;
+			s[n].title = xstrdup(parts[i].title);
+			s[n].color = parts[i].color;
+			s[n].width = parts[i].width;
+			s[n].pid = pid;
+			s[n].field = parts[i].field;
+			s[n].peak = peak;
+			n++;
+		}
+		*out = s;
+		return n;
+	}
+	s = xcalloc(d->npids, sizeof *s);
+	for (i = 0; i < d->npids; i++) {
+		double peak;
+		if (d->pids[i] == 0)
+			continue;
+		peak = series_peak(d, d->pids[i], offsetof(struct mem_sample, rss));
+		if (peak < 0)
+			continue;
+		s[n].title = process_title(d, d->pids[i]);
+		s[n].width = 1.5;
+		s[n].pid = d->pids[i];
+		s[n].field = offsetof(struct mem_sample, rss);
+		s[n].peak = peak;
+		n++;
+	}
+	if (n > MAX_PROCESS_SERIES) {
+		qsort(s, n, sizeof *s, cmp_peak);
+		for (i = MAX_PROCESS_SERIES; i < n; i++)
+			free(s[i].title);
+		*dropped = n - MAX_PROCESS_SERIES;
+		n = MAX_PROCESS_SERIES;
+	}
+	for (i = 0; i < n; i++)
+		s[i].color = process_colors[i % (sizeof process_colors / sizeof process_colors[0])];
+	for (i = 0; i < d->npids; i++) {
+		double peak;
+		if (d->pids[i] != 0)
+			continue;
+		peak = series_peak(d, 0, offsetof(struct mem_sample, rss));
+		if (peak < 0)
+			break;
+		s[n].title = xstrdup("total");
+		s[n].color = "#000000";
+		s[n].width = 2.5;
+		s[n].pid = 0;
+		s[n].field = offsetof(struct mem_sample, rss);
+		s[n].peak = peak;
+		n++;
+	}
+	*out = s;
+	return n;
+}
+
+/* Memory unit for a largest figure in KiB: the largest unit it reaches. */
+static struct scale memory_scale(double kib)
+{
+	if (kib >= 1024.0 * 1024 * 1024)
+		return (struct scale){ 1024.0 * 1024 * 1024, "TiB" };
+	if (kib >= 1024.0 * 1024)
+		return (struct scale){ 1024.0 * 1024, "GiB" };
+	if (kib >= 1024.0)
+		return (struct scale){ 1024.0, "MiB" };
+	return (struct scale){ 1, "KiB" };
+}
+
+/* Time unit for a span in seconds: ticks stay small round numbers. */
+static struct scale time_scale(double span)
+{
+	if (span <= 180)
+		return (struct scale){ 1, "s" };
+	if (span <= 3 * 3600)
+		return (struct scale){ 60, "min" };
+	if (span <= 72 * 3600)
+		return (struct scale){ 3600, "h" };
+	return (struct scale){ 86400, "d" };
+}
+
+/* The default title: the log's name and, for one process, its command, cut to
+ * what fits the width (about 8 pixels a character). Caller frees. */
+static char *default_title(const struct runlog_data *d, const char *log, unsigned width)
+{
+	const char *base = strrchr(log, '/') ? strrchr(log, '/') + 1 : log;
+	const struct runlog_process_rec *p = NULL;
+	size_t nproc = 0, i;
+	int only = 0, room;
+
+	for (i = 0; i < d->npids; i++) {
+		if (d->pids[i] != 0) {
+			nproc++;
+			only = d->pids[i];
+		}
+	}
+	for (i = 0; i < d->nprocs && nproc == 1; i++)
+		if (d->procs[i].pid == only)
+			p = &d->procs[i];
+	if (p && p->cmd[0]) {
+		room = (int)(width / 8) - 24 - (int)strlen(base);
+		if (room < 10)
+			room = 10;
+		if ((int)strlen(p->cmd) > room) {
+			int cut = room - 3;
+			/* not inside a UTF-8 character */
+			while (cut > 0 && ((unsigned char)p->cmd[cut] & 0xc0) == 0x80)
+				cut--;
+			return xasprintf("memory of %d %.*s... (%s)", p->pid, cut, p->cmd, base);
+		}
+		return xasprintf("memory of %d %s (%s)", p->pid, p->cmd, base);
+	}
+	if (nproc > 1)
+		return xasprintf("memory of %zu processes (%s)", nproc, base);
+	if (nproc == 1)
+		return xasprintf("memory of %d (%s)", only, base);
+	return xasprintf("memory (%s)", base);
+}
+
+/* Write the head of the gnuplot program: the variables and the data that the
+ * script (written after it) draws. */
+static void write_head(FILE *f, const struct plot_opts *o, const struct runlog_data *d,
+		       const char *script_path)
+{
+	struct series *series;
+	struct mark *marks;
+	size_t nseries, nmarks, dropped, i, k, nproc = 0;
+	double xmax = 0, ymax = 0;
+	struct scale xs, ys;
+	char *title;
+
+	for (i = 0; i < d->nsamples; i++)
+		if (d->samples[i].t > xmax)
+			xmax = d->samples[i].t;
+	for (i = 0; i < d->nevents; i++)
+		if (d->events[i].t > xmax)
+			xmax = d->events[i].t;
+	for (i = 0; i < d->npids; i++)
+		if (d->pids[i] != 0)
+			nproc++;
+	nseries = make_series(d, &series, &dropped);
+	if (dropped)
+		mw_warn("plot: drawing the %d largest processes; %zu more left out",
+			MAX_PROCESS_SERIES, dropped);
+	for (i = 0; i < nseries; i++)
+		if (series[i].peak > ymax)
+			ymax = series[i].peak;
+	/* events closer than a label's height (16 pixels of about width - 150
+	 * for the plot area) share one label */
+	nmarks = make_marks(d, nproc > 1, xmax * 16.0 / (o->width > 300 ? o->width - 150 : 150),
+			    &marks);
+	xs = time_scale(xmax);
+	ys = memory_scale(ymax);
+	title = o->title ? xstrdup(o->title) : default_title(d, o->log, o->width);
+
+	fputs("# memwatch plot: a gnuplot program; run it with: gnuplot THIS_FILE > mem.png\n", f);
+	fputs("# Variables for the script below (plot/memwatch.gp), worked out from ", f);
+	for (const char *p = o->log; *p; p++)
+		fputc((unsigned char)*p < 0x20 ? ' ' : *p, f);
+	fputs("\n", f);
+	fprintf(f, "mw_format = '%s'\n", o->format == FMT_SVG ? "svg" : "png");
+	fprintf(f, "mw_width = %u\nmw_height = %u\n", o->width, o->height);
+	fputs("mw_title = ", f);
+	gp_string(f, title);
+	fputc('\n', f);
+	fputs("# time axis: seconds in the data, shown in mw_xunit (divide by mw_xdiv)\n", f);
+	fprintf(f, "mw_xdiv = %g\nmw_xunit = '%s'\nmw_xmax = %.3f\n", xs.div, xs.unit, xmax);
+	fputs("# memory axis: KiB in the data, shown in mw_yunit (divide by mw_ydiv)\n", f);
+	fprintf(f, "mw_ydiv = %g\nmw_yunit = '%s'\nmw_ymax = %.0f\n", ys.div, ys.unit, ymax);
+	fputs("# one line per series: block i-1 of $mw_data (time_s value_kib)\n", f);
+	fprintf(f, "mw_nseries = %zu\n", nseries);
+	fprintf(f, "array mw_series_title[%zu]\narray mw_series_color[%zu]\n"
+		"array mw_series_width[%zu]\narray mw_series_points[%zu]\n",
+		nseries ? nseries : 1, nseries ? nseries : 1, nseries ? nseries : 1,
+		nseries ? nseries : 1);
+	for (i = 0; i < nseries; i++) {
+		size_t cnt = 0;
+		for (k = 0; k < d->nsamples; k++)
+			if (d->samples[k].s.pid == series[i].pid)
+				cnt++;
+		fprintf(f, "mw_series_title[%zu] = ", i + 1);
+		gp_string(f, series[i].title);
+		fprintf(f, "; mw_series_color[%zu] = '%s'; mw_series_width[%zu] = %g; "
+			"mw_series_points[%zu] = %d\n",
+			i + 1, series[i].color, i + 1, series[i].width, i + 1, cnt < 2);
+	}
+	fputs("# events: a line each (time_s, colour); labels over them, those close\n"
+	      "# together sharing one (time_s, text, colour)\n", f);
+	fprintf(f, "mw_nevents = %zu\n", d->nevents);
+	fprintf(f, "array mw_event_t[%zu]\narray mw_event_color[%zu]\n",
+		d->nevents ? d->nevents : 1, d->nevents ? d->nevents : 1);
+	for (i = 0; i < d->nevents; i++)
+		fprintf(f, "mw_event_t[%zu] = %.3f; mw_event_color[%zu] = '%s'\n", i + 1,
+			d->events[i].t, i + 1, rank_color(event_rank(d->events[i].kind)));
+	fprintf(f, "mw_nlabels = %zu\n", nmarks);
+	fprintf(f, "array mw_label_t[%zu]\narray mw_label_text[%zu]\narray mw_label_color[%zu]\n",
+		nmarks ? nmarks : 1, nmarks ? nmarks : 1, nmarks ? nmarks : 1);
+	for (i = 0; i < nmarks; i++) {
+		fprintf(f, "mw_label_t[%zu] = %.3f; mw_label_text[%zu] = ", i + 1, marks[i].t, i + 1);
+		gp_string(f, marks[i].label);
+		fprintf(f, "; mw_label_color[%zu] = '%s'\n", i + 1, marks[i].color);
+	}
+	fputs("$mw_data << EOD\n", f);
+	for (i = 0; i < nseries; i++) {
+		if (i > 0)
+			fputs("\n\n", f);
+		fprintf(f, "# %s\n", series[i].pid ? "process" : "total or only process");
+		for (k = 0; k < d->nsamples; k++) {
+			const struct runlog_sample_rec *r = &d->samples[k];
+			uint64_t v;
+			if (r->s.pid != series[i].pid)
+				continue;
+			v = field_of(&r->s, series[i].field);
+			if (v == RUNLOG_NONE)
+				fprintf(f, "%.3f NaN\n", r->t);
+			else
+				fprintf(f, "%.3f %" PRIu64 "\n", r->t, v);
+		}
+	}
+	fputs("EOD\n", f);
+	fputs("# ---- the script: ", f);
+	fputs(script_path, f);
+	fputs(" ----\n", f);
+
+	for (i = 0; i < nseries; i++)
+		free(series[i].title);
+	free(series);
+	for (i = 0; i < nmarks; i++)
+		free(marks[i].label);
+	free(marks);
+	free(title);
+}
+
+/* Read a whole file into a string; NULL with *cause. */
+static char *slurp(const char *path, char **cause)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f) {
+		*cause = xasprintf("cannot read the plot script '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	do {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			buf = xrealloc(buf, cap + 1);
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+	} while (n > 0);
+	if (ferror(f)) {
+		*cause = xasprintf("cannot read the plot script '%s': %s", path, strerror(errno ? errno : EIO));
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	buf[len] = '\0';
+	if (strlen(buf) != len) {
+		*cause = xasprintf("the plot script '%s' holds a NUL byte", path);
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* A growing byte buffer for what gnuplot writes. */
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+/* Read what is there on fd into b; 0 at end of file, 1 for more, -errno. */
+static int buf_read(struct buf *b, int fd)
+{
+	ssize_t n;
+
+	if (b->cap - b->len < 65536) {
+		b->cap = b->cap ? b->cap * 2 : 131072;
+		b->p = xrealloc(b->p, b->cap + 1);
+	}
+	n = read(fd, b->p + b->len, b->cap - b->len);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 1 : -errno;
+	if (n == 0)
+		return 0;
+	b->len += (size_t)n;
+	b->p[b->len] = '\0';
+	return 1;
+}
+
+/* How the gnuplot run ended. */
+struct gp_run {
+	int exec_errno;           /* exec failed with this errno (0: it ran) */
+	int status;               /* wait status */
+	int stop_signal;          /* memwatch was asked to stop while it ran */
+	struct buf out, err;
+};
+
+/* Move fd to a number of at least 3, so that dup2 onto 0..2 cannot clobber it. */
+static int fd_above_stdio(int fd)
+{
+	return fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+/* Run prog with input on its standard input; collect its standard output and
+ * error. Signals are blocked across fork so that the child starts with the
+ * default handlers and no signal of ours runs in it; a failed exec is reported
+ * through a close-on-exec pipe and the child _exits. 0, or -errno (set up). */
+static int run_gnuplot(const char *prog, const char *input, size_t inlen, struct gp_run *run)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ex[2] = { -1, -1 };
+	sigset_t all, old;
+	struct sigaction ign, oldpipe;
+	size_t off = 0;
+	pid_t pid;
+	int rc = 0, e;
+	ssize_t n;
+
+	memset(run, 0, sizeof *run);
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+	    pipe2(err, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0) {
+		/* the child: default signal handling, the pipes on 0, 1, 2, exec */
+		char *argv[3];
+		int a = fd_above_stdio(in[0]), b = fd_above_stdio(out[1]), c = fd_above_stdio(err[1]);
+		int sig;
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		for (sig = 1; sig < NSIG; sig++)
+			sigaction(sig, &dfl, NULL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (a < 0 || b < 0 || c < 0 || dup2(a, 0) < 0 || dup2(b, 1) < 0 || dup2(c, 2) < 0) {
+			e = errno;
+			(void)!write(ex[1], &e, sizeof e);
+			_exit(127);
+		}
+		argv[0] = (char *)prog;
+		/* a named file makes gnuplot report errors with their line number */
+		argv[1] = access("/dev/stdin", R_OK) == 0 ? (char *)"/dev/stdin" : NULL;
+		argv[2] = NULL;
+		execvp(prog, argv);
+		e = errno;
+		(void)!write(ex[1], &e, sizeof e);
+		_exit(127);
+	}
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		rc = -e;
+		goto out;
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	close(ex[1]);
+	in[0] = out[1] = err[1] = ex[1] = -1;
+
+	/* did the exec work? the pipe closes on exec, or brings the errno */
+	do
+		n = read(ex[0], &e, sizeof e);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof e) {
+		run->exec_errno = e;
+		while (waitpid(pid, &run->status, 0) < 0 && errno == EINTR)
+			;
+		goto out;
+	}
+
+	/* feed the program and collect both outputs at once, so that neither side
+	 * can fill a pipe and wait for the other; a gnuplot that dies early must
+	 * give EPIPE, not kill memwatch with SIGPIPE */
+	memset(&ign, 0, sizeof ign);
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, &oldpipe);
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	if (inlen == 0) {
+		close(in[1]);
+		in[1] = -1;
+	}
+	while (out[0] >= 0 || err[0] >= 0) {
+		struct pollfd pf[3];
+		int np = 0, iw = -1, io = -1, ie = -1;
+
+		if (stop_signal_pending()) {
+			run->stop_signal = stop_signal_pending();
+			kill(pid, SIGTERM);
+			break;
+		}
+		if (in[1] >= 0) {
+			iw = np;
+			pf[np++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
+		}
+		if (out[0] >= 0) {
+			io = np;
+			pf[np++] = (struct pollfd){ .fd = out[0], .events = POLLIN };
+		}
+		if (err[0] >= 0) {
+			ie = np;
+			pf[np++] = (struct pollfd){ .fd = err[0], .events = POLLIN };
+		}
+		if (poll(pf, (nfds_t)np, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			kill(pid, SIGTERM);
+			break;
+		}
+		if (iw >= 0 && pf[iw].revents) {
+			n = write(in[1], input + off, inlen - off < 65536 ? inlen - off : 65536);
+			if (n > 0)
+				off += (size_t)n;
+			/* a gnuplot that stopped reading (it failed) ends the feed */
+			if ((n < 0 && errno != EINTR && errno != EAGAIN) || off == inlen ||
+			    (pf[iw].revents & (POLLERR | POLLHUP))) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+		if (io >= 0 && pf[io].revents) {
+			int r = buf_read(&run->out, out[0]);
+			if (r <= 0) {
+				close(out[0]);
+				out[0] = -1;
+			}
+		}
+		if (ie >= 0 && pf[ie].revents) {
+			int r = buf_read(&run->err, err[0]);
+			if (r <= 0) {
+				close(err[0]);
+				err[0] = -1;
+			}
+		}
+	}
+	while (waitpid(pid, &run->status, 0) < 0) {
+		if (errno != EINTR)
+			break;
+	}
+	sigaction(SIGPIPE, &oldpipe, NULL);
+out:
+	for (int *fd = (int[]){ in[0], in[1], out[0], out[1], err[0], err[1], ex[0], ex[1] },
+		 *end = fd + 8; fd < end; fd++)
+		if (*fd >= 0)
+			close(*fd);
+	return rc;
+}
+
+/* The line of gnuplot's complaints that says what went wrong: the first with
+ * "line N:" (its position), else the first that is not blank. Caller frees.
+ * A line number inside the script is given back as the script's own line. */
+static char *first_error(const struct buf *err, size_t script_line, const char *script_path)
+{
+	const char *p = err->p, *end = err->p ? err->p + err->len : NULL, *blank = NULL;
+
+	for (; p && p < end; ) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char *line = strndup(p, len), *s = line, *at;
+		unsigned long no;
+
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s && !blank)
+			blank = p;
+		at = strstr(s, "line ");
+		if (at && sscanf(at, "line %lu:", &no) == 1 && strchr(at, ':')) {
+			char *msg = strchr(at, ':') + 1, *r;
+			while (*msg == ' ')
+				msg++;
+			if (script_line && no >= script_line)
+				r = xasprintf("'%s' line %lu: %s", script_path, no - script_line + 1, msg);
+			else
+				r = xasprintf("line %lu of the program: %s", no, msg);
+			free(line);
+			return r;
+		}
+		free(line);
+		p = nl ? nl + 1 : end;
+	}
+	if (blank) {
+		const char *s = blank, *nl;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		nl = memchr(s, '\n', (size_t)(end - s));
+		return strndup(s, nl ? (size_t)(nl - s) : (size_t)(end - s));
+	}
+	return NULL;
+}
+
+/* Count the lines of a string up to (not including) the byte at off. */
+static size_t lines_before(const char *s, size_t off)
+{
+	size_t n = 0, i;
+	for (i = 0; i < off; i++)
+		if (s[i] == '\n')
+			n++;
+	return n;
+}
 
 int cmd_plot(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	mw_error("plot: not implemented yet");
-	return MW_EXIT_FAILURE;
+	struct plot_opts o;
+	struct runlog_data *d = NULL;
+	struct outfile *of = NULL;
+	char *cause = NULL, *script_path = NULL, *script = NULL, *prog = NULL, *msg;
+	size_t proglen = 0, script_line = 0;
+	struct gp_run run;
+	FILE *mf;
+	int ret;
+
+	memset(&run, 0, sizeof run);
+	ret = parse_args(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
+	if (!o.output && !o.script && isatty(STDOUT_FILENO)) {
+		mw_error("plot: will not write a%s image to a terminal: use -o FILE, or redirect "
+			 "(memwatch plot RUN.LOG > mem.%s)",
+			 o.format == FMT_SVG ? "n SVG" : " PNG", o.format == FMT_SVG ? "svg" : "png");
+		return MW_EXIT_USAGE;
+	}
+	d = runlog_read(o.log, &cause);
+	if (!d) {
+		mw_error("plot: %s", cause);
+		ret = MW_EXIT_BADFILE;
+		goto out;
+	}
+	script_path = find_data_file("memwatch.gp");
+	script = slurp(script_path, &cause);
+	if (!script) {
+		mw_error("plot: %s", cause);
+		mw_hint("set MEMWATCH_DATADIR to the directory that holds memwatch.gp");
+		ret = MW_EXIT_FAILURE;
+		goto out;
+	}
+
+	/* the whole program in memory: printed with --script, else fed to gnuplot */
+	mf = open_memstream(&prog, &proglen);
+	if (!mf) {
+		mw_error("plot: %s", strerror(errno));
+		ret = MW_EXIT_FAILURE;
+		goto out;
+	}
+	write_head(mf, &o, d, script_path);
+	/* gnuplot counts lines in the whole program; the script starts here */
+	fflush(mf);
+	script_line = lines_before(prog, proglen) + 1;
+	fputs(script, mf);
+	if (*script && script[strlen(script) - 1] != '\n')
+		fputc('\n', mf);
+	if (fclose(mf) != 0) {
+		mw_error("plot: %s", strerror(errno));
+		ret = MW_EXIT_FAILURE;
+		goto out;
+	}
+
+	/* open the output before running gnuplot: an unwritable place is told at
+	 * once; nothing is written into it before gnuplot has succeeded */
+	of = outfile_open(o.output ? o.output : "-", o.force, &cause);
+	if (!of) {
+		mw_error("plot: %s", cause);
+		ret = MW_EXIT_FAILURE;
+		goto out;
+	}
+	if (o.script) {
+		fwrite(prog, 1, proglen, outfile_stream(of));
+		goto commit;
+	}
+
+	stop_signals_install();
+	if (run_gnuplot(o.gnuplot, prog, proglen, &run) < 0) {
+		mw_error("plot: cannot run '%s': %s", o.gnuplot, strerror(errno));
+		ret = MW_EXIT_EXTERNAL;
+		goto out;
+	}
+	if (run.stop_signal) {
+		ret = MW_EXIT_SIGNAL + run.stop_signal;
+		goto out;
+	}
+	if (run.exec_errno) {
+		if (run.exec_errno == ENOENT)
+			mw_error("plot: gnuplot not found ('%s'): install it (apt-get install gnuplot-nox), "
+				 "or name it with --gnuplot PROG or MEMWATCH_GNUPLOT", o.gnuplot);
+		else
+			mw_error("plot: cannot run gnuplot '%s': %s (name another with --gnuplot PROG "
+				 "or MEMWATCH_GNUPLOT)", o.gnuplot, strerror(run.exec_errno));
+		ret = MW_EXIT_EXTERNAL;
+		goto out;
+	}
+	msg = first_error(&run.err, script_line, script_path);
+	if (WIFSIGNALED(run.status)) {
+		mw_error("plot: gnuplot '%s' was killed by signal %d (%s)%s%s", o.gnuplot,
+			 WTERMSIG(run.status), strsignal(WTERMSIG(run.status)),
+			 msg ? ": " : "", msg ? msg : "");
+		free(msg);
+		ret = MW_EXIT_EXTERNAL;
+		goto out;
+	}
+	if (WEXITSTATUS(run.status) != 0) {
+		mw_error("plot: gnuplot failed (exit status %d): %s", WEXITSTATUS(run.status),
+			 msg ? msg : "no message");
+		free(msg);
+		ret = MW_EXIT_EXTERNAL;
+		goto out;
+	}
+	/* a gnuplot that says nothing went wrong may still have drawn nothing */
+	if (o.format == FMT_PNG ? run.out.len < 8 || memcmp(run.out.p, "\x89PNG\r\n\x1a\n", 8) != 0
+				: !run.out.p || !strstr(run.out.p, "<svg")) {
+		mw_error("plot: gnuplot wrote no %s image%s%s", o.format == FMT_SVG ? "SVG" : "PNG",
+			 msg ? ": " : "", msg ? msg : "");
+		free(msg);
+		ret = MW_EXIT_EXTERNAL;
+		goto out;
+	}
+	free(msg);
+	fwrite(run.out.p, 1, run.out.len, outfile_stream(of));
+commit:
+	ret = outfile_commit(of, &cause);
+	of = NULL;
+	if (ret < 0) {
+		mw_error("plot: %s", cause);
+		ret = MW_EXIT_FAILURE;
+		goto out;
+	}
+	ret = MW_EXIT_OK;
+out:
+	outfile_abort(of);
+	free(cause);
+	free(run.out.p);
+	free(run.err.p);
+	free(prog);
+	free(script);
+	free(script_path);
+	runlog_data_free(d);
+	return ret;
 }

@@ -1,0 +1,86 @@
+#!/bin/sh
+# run-plot-script.sh: memwatch plot --script prints the whole gnuplot program:
+# the series, units and event marks worked out from the log, and the script.
+. "$top_srcdir/tests/lib.sh"
+data=$top_srcdir/tests/data
+
+# get NAME: the value a program line "NAME = VALUE" sets, from out
+get() {
+	sed -n "s/^$1 = //p" out | head -n 1
+}
+# titles: the series' titles, one a line
+titles() {
+	sed -n "s/^mw_series_title\[[0-9]*\] = '\([^']*\)'.*/\1/p" out
+}
+
+# one process: its breakdown, seconds and MiB, every event marked
+run_mw 0 plot --script "$data/plot-one.log"
+[ "$(titles | tr '\n' ,)" = "RSS,anon,file,shmem,swap,PSS,USS," ] ||
+	fail "one process: series $(titles | tr '\n' ,)"
+[ "$(get mw_xunit)" = "'s'" ] || fail "one process: time unit $(get mw_xunit)"
+[ "$(get mw_yunit)" = "'MiB'" ] || fail "one process: memory unit $(get mw_yunit)"
+[ "$(get mw_ydiv)" = 1024 ] || fail "one process: mw_ydiv $(get mw_ydiv)"
+[ "$(get mw_format)" = "'png'" ] || fail "default format $(get mw_format)"
+[ "$(get mw_width)x$(get mw_height)" = 1200x700 ] || fail "default size $(get mw_width)x$(get mw_height)"
+# a line for each of the 10 events, a label for every one of them
+[ "$(get mw_nevents)" = 10 ] || fail "mw_nevents is $(get mw_nevents), the log has 10 events"
+[ "$(grep -c "^mw_event_t\\[" out)" = 10 ] || fail "not 10 event lines"
+for label in start 'trigger +8MiB' attach capture-start 'snapshot run.4242.1.snap' \
+	'snapshot run.4242.2.snap' 'snapshot run.4242.3.snap' capture-stop 'exit status 0' 'end (exited)'; do
+	grep "^mw_label_t" out | grep -qF "$label" || fail "no event label '$label'"
+done
+# the program draws them: arrows and labels from the arrays, and the data
+expect_grep '^[[:space:]]*set arrow i from first mw_event_t\[i\]' out
+expect_grep '^[[:space:]]*set label i mw_label_text\[i\]' out
+expect_grep '^\$mw_data << EOD$' out
+[ "$(grep -c '^EOD$' out)" = 1 ] || fail "the data block is not closed once"
+# block 1 is RSS: 91 samples, the first as in the log
+awk '/^\$mw_data << EOD$/ { on = 1; next } on && /^$/ { exit } on && !/^#/ { n++ } END { print n }' out > n
+[ "$(cat n)" = 91 ] || fail "RSS block has $(cat n) samples, the log 91"
+expect_grep '^0\.000 14848$' out
+# the script follows, whole
+expect_grep '^# memwatch.gp: ' out
+tail -n 1 "$top_srcdir/plot/memwatch.gp" > last
+[ "$(tail -n 1 out)" = "$(cat last)" ] || fail "the program does not end with the script"
+
+# several processes: one RSS line each, then the total; minutes
+run_mw 0 plot --script "$data/plot-multi.log"
+[ "$(titles | tr '\n' ,)" = "5000 sh,5001 cc1,5002 ld,5003 python3,total," ] ||
+	fail "several processes: series $(titles | tr '\n' ,)"
+[ "$(get mw_nseries)" = 5 ] || fail "several processes: mw_nseries $(get mw_nseries)"
+[ "$(get mw_xunit)" = "'min'" ] || fail "several processes: time unit $(get mw_xunit)"
+[ "$(get mw_xdiv)" = 60 ] || fail "several processes: mw_xdiv $(get mw_xdiv)"
+grep "^mw_label_t" out | grep -qF 'exit 5001 status 1' || fail "no 'exit 5001 status 1' label"
+grep "^mw_label_t" out | grep -qF 'signal 5000 SIGTERM, signal 5002 SIGTERM, end (signal)' ||
+	fail "events at one time do not share one label"
+[ "$(grep -c '^# process$' out)" = 4 ] || fail "not 4 process data blocks"
+
+# hours and GiB for a long run; no PSS line when it was not measured
+run_mw 0 plot --script "$data/plot-long.log"
+[ "$(get mw_xunit)" = "'h'" ] || fail "long run: time unit $(get mw_xunit)"
+[ "$(get mw_yunit)" = "'GiB'" ] || fail "long run: memory unit $(get mw_yunit)"
+[ "$(titles | tr '\n' ,)" = "RSS,anon,file,swap," ] || fail "long run: series $(titles | tr '\n' ,)"
+# the sample that could not be read is a gap, not a zero
+expect_grep '^7380\.250 NaN$' out
+
+# a cut last line is left out
+run_mw 0 plot --script "$data/plot-truncated.log"
+expect_no_grep '^20\.497' out
+[ "$(get mw_nevents)" = 2 ] || fail "truncated log: $(get mw_nevents) events, expected 2"
+
+# the title and the format as asked, the title quoted for gnuplot
+run_mw 0 plot --script -t "it's 100%" --format svg -s 300x200 "$data/plot-one.log"
+[ "$(get mw_title)" = "'it''s 100%'" ] || fail "title written as $(get mw_title)"
+[ "$(get mw_format)" = "'svg'" ] || fail "--format svg gave $(get mw_format)"
+[ "$(get mw_width)x$(get mw_height)" = 300x200 ] || fail "--size 300x200 gave $(get mw_width)x$(get mw_height)"
+run_mw 0 plot --script -o prog.gp "$data/plot-one.log"
+[ -s out ] && fail "--script -o FILE wrote on standard output"
+grep -q "^mw_format = 'png'" prog.gp || fail "--script -o prog.gp: no program in prog.gp"
+
+# the printed program is complete: gnuplot draws it as it is
+if command -v gnuplot >/dev/null 2>&1; then
+	run_mw 0 plot --script -t "it's 100%" "$data/plot-one.log"
+	gnuplot out > img 2> gp.err || { fail "gnuplot failed on the printed program"; cat gp.err >&2; }
+	od -An -tx1 -N4 img | grep -q '89 50 4e 47' || fail "the printed program did not draw a PNG"
+fi
+finish
