@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -708,6 +710,24 @@ static void test_file_io(void **state)
 	assert_int_equal(snapshot_write(s, nodir, false, &cause), -1);
 	assert_non_null(strstr(cause, "cannot write"));
 	free(cause);
+
+	/* a write that fails part way (the file size limit stands in for a full
+	 * disk) leaves neither the file nor a temporary one */
+	struct rlimit saved, small;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+	small = saved;
+	small.rlim_cur = 4096;
+	signal(SIGXFSZ, SIG_IGN);
+	char *full = xasprintf("%s/full.snap", dir);
+	cause = NULL;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	int ret = snapshot_write(s, full, false, &cause);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
+	assert_int_equal(ret, -1);
+	assert_non_null(strstr(cause, "File too large"));
+	free(cause);
+	assert_int_equal(access(full, F_OK), -1);
+	free(full);
 
 	unlink(path);
 	assert_int_equal(rmdir(dir), 0); /* empty: no temporary file was left */
