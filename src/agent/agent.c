@@ -1,0 +1,254 @@
+/* agent.c: the agent's entry points: the constructor (memwatch run preloads the
+ * library), memwatch_agent_start (called by the injector, or by the constructor),
+ * starting and stopping capture, and what happens at fork. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "protocol.h"
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool inited;
+static bool children_mode;
+static int last_epoch;
+
+/* Parse an unsigned number with an optional binary unit (K, M, G, with or
+ * without "iB"/"B"). */
+static int parse_num(const char *s, size_t len, uint64_t *v)
+{
+	uint64_t n = 0, mul = 1;
+	size_t i = 0;
+	if (!len)
+		return -1;
+	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+		if (n > UINT64_MAX / 10)
+			return -1;
+		n = n * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i == 0)
+		return -1;
+	if (i < len) {
+		switch (s[i]) {
+		case 'k': case 'K': mul = 1024; break;
+		case 'm': case 'M': mul = 1024 * 1024; break;
+		case 'g': case 'G': mul = 1024 * 1024 * 1024; break;
+		case 'b': case 'B': mul = 1; break;
+		default: return -1;
+		}
+		i++;
+		if (i < len && s[i] == 'i')
+			i++;
+		if (i < len && (s[i] == 'B' || s[i] == 'b'))
+			i++;
+		if (i != len)
+			return -1;
+	}
+	if (mul > 1 && n > UINT64_MAX / mul)
+		return -1;
+	*v = n * mul;
+	return 0;
+}
+
+static bool key_is(const char *k, size_t klen, const char *name)
+{
+	return strlen(name) == klen && memcmp(k, name, klen) == 0;
+}
+
+/* Parse "capture=now|idle,rate=N,depth=N,max-stacks=N,children=0|1,pid=N".
+ * Unknown keys are ignored (a newer memwatch may pass more); bad values are
+ * refused. pid is read by the constructor only. */
+int mw_parse_options(const char *s, struct mw_options *o)
+{
+	o->capture_now = false;
+	o->rate = MW_DEFAULT_RATE;
+	o->depth = MW_DEFAULT_DEPTH;
+	o->max_stacks = MW_DEFAULT_MAX_STACKS;
+	o->children = false;
+	o->pid = 0;
+	while (s && *s) {
+		const char *end = strchr(s, ','), *eq;
+		size_t len = end ? (size_t)(end - s) : strlen(s), klen, vlen;
+		const char *v;
+		uint64_t n;
+		eq = memchr(s, '=', len);
+		if (!eq) {
+			if (len)
+				return -1;
+			s = end ? end + 1 : s + len;
+			continue;
+		}
+		klen = (size_t)(eq - s);
+		v = eq + 1;
+		vlen = len - klen - 1;
+		if (key_is(s, klen, "capture")) {
+			if (vlen == 3 && memcmp(v, "now", 3) == 0)
+				o->capture_now = true;
+			else if (vlen == 4 && memcmp(v, "idle", 4) == 0)
+				o->capture_now = false;
+			else
+				return -1;
+		} else if (key_is(s, klen, "rate")) {
+			if (parse_num(v, vlen, &n) < 0 || n == 0)
+				return -1;
+			o->rate = n;
+		} else if (key_is(s, klen, "depth")) {
+			if (parse_num(v, vlen, &n) < 0 || n == 0 || n > MW_MAX_DEPTH)
+				return -1;
+			o->depth = (unsigned)n;
+		} else if (key_is(s, klen, "max-stacks")) {
+			if (parse_num(v, vlen, &n) < 0 || n == 0)
+				return -1;
+			o->max_stacks = n;
+		} else if (key_is(s, klen, "children")) {
+			if (parse_num(v, vlen, &n) < 0 || n > 1)
+				return -1;
+			o->children = n == 1;
+		} else if (key_is(s, klen, "pid")) {
+			if (parse_num(v, vlen, &n) < 0 || n > INT32_MAX)
+				return -1;
+			o->pid = (int)n;
+		}
+		s = end ? end + 1 : s + len;
+	}
+	return 0;
+}
+
+/* A new capture epoch, never 0 (0 means off). */
+static int next_epoch(void)
+{
+	last_epoch = last_epoch >= INT32_MAX - 1 ? 1 : last_epoch + 1;
+	return last_epoch;
+}
+
+int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks)
+{
+	mw_tls.guard++;
+	pthread_mutex_lock(&capture_lock);
+	if (!__atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE)) {
+		mw_heap_configure(rate, depth, max_stacks);
+		mw_heap_reset();
+		mw_capture_start_ns = mw_now_ns();
+		mw_hooks_install(true);
+		__atomic_store_n(&mw_capturing, next_epoch(), __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&capture_lock);
+	mw_tls.guard--;
+	return 0;
+}
+
+void mw_capture_stop(bool remove_hooks)
+{
+	mw_tls.guard++;
+	pthread_mutex_lock(&capture_lock);
+	__atomic_store_n(&mw_capturing, 0, __ATOMIC_RELEASE);
+	mw_heap_reset();
+	mw_capture_start_ns = 0;
+	if (remove_hooks)
+		mw_hooks_remove();
+	pthread_mutex_unlock(&capture_lock);
+	mw_tls.guard--;
+}
+
+/* fork. The prepare handler takes the heap lock so that the child cannot inherit
+ * it half-held (the capture and patch locks are not taken: their holder may be
+ * waiting for the loader lock, which a fork from a constructor holds; the child
+ * just gets fresh ones). The child starts with no samples of its own. By default it stops
+ * sampling (its hooks stay in place as pure pass-through: restoring slots would
+ * mean reading the loader's module list, whose lock another thread may have
+ * held at the fork); it has no control thread. With children=1 (memwatch run
+ * --children) a child of a capturing process goes on capturing from scratch and
+ * listens on its own pid's socket. A child that execs gets a fresh agent from
+ * LD_PRELOAD, or none. */
+static void atfork_prepare(void)
+{
+	mw_hooks_atfork_prepare();
+	mw_heap_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	mw_heap_atfork_parent();
+	mw_hooks_atfork_parent();
+}
+
+static void atfork_child(void)
+{
+	bool was = __atomic_load_n(&mw_capturing, __ATOMIC_RELAXED) != 0;
+	char *why;
+
+	pthread_mutex_init(&capture_lock, NULL);
+	pthread_mutex_init(&start_lock, NULL);
+	mw_hooks_atfork_child();
+	mw_heap_atfork_child();
+	mw_server_atfork_child();
+	if (children_mode && was) {
+		__atomic_store_n(&mw_capturing, 0, __ATOMIC_RELEASE);
+		mw_heap_reset();
+		mw_capture_start_ns = mw_now_ns();
+		__atomic_store_n(&mw_capturing, next_epoch(), __ATOMIC_RELEASE);
+		if (mw_server_start(&why) < 0)
+			__atomic_store_n(&mw_capturing, 0, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&mw_capturing, 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* The one exported entry point: install the hooks, start the control thread,
+ * and start capture when the options say capture=now. Short, so that the
+ * injector's hijacked thread is released quickly. */
+__attribute__((visibility("default"))) int memwatch_agent_start(const char *options);
+int memwatch_agent_start(const char *options)
+{
+	struct mw_options o;
+	char *why = NULL;
+	int r = 0;
+
+	if (mw_parse_options(options, &o) < 0)
+		return -1;
+	mw_tls.guard++;
+	pthread_mutex_lock(&start_lock);
+	if (!inited) {
+		if (mw_hooks_init(&why) < 0) {
+			r = -1;
+			goto out;
+		}
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+		inited = true;
+	}
+	/* Running already in this process: a second call changes nothing. */
+	if (mw_server_pid() == getpid())
+		goto out;
+	children_mode = o.children;
+	mw_heap_configure(o.rate, o.depth, o.max_stacks);
+	mw_hooks_install(true);
+	if (o.capture_now)
+		mw_capture_start(o.rate, o.depth, o.max_stacks);
+	if (mw_server_start(&why) < 0) {
+		mw_capture_stop(true);
+		r = -1;
+	}
+out:
+	pthread_mutex_unlock(&start_lock);
+	mw_tls.guard--;
+	return r;
+}
+
+/* memwatch run: the preloaded agent starts itself from MEMWATCH_AGENT_OPTIONS.
+ * With pid=N in the options only that process starts (its descendants, which
+ * inherit the environment, stay unwatched) unless children=1. */
+__attribute__((constructor)) static void agent_ctor(void)
+{
+	const char *env = getenv(MEMWATCH_AGENT_ENV);
+	struct mw_options o;
+
+	if (!env || mw_parse_options(env, &o) < 0)
+		return;
+	if (o.pid && o.pid != getpid() && !o.children)
+		return;
+	memwatch_agent_start(env);
+}

@@ -1,0 +1,153 @@
+/* agent.h: what the parts of libmemwatch-agent.so share: the hot per-thread state,
+ * the capture settings, the original allocator entry points, and the functions
+ * each file offers the others. Nothing here is exported from the library. */
+#ifndef MEMWATCH_AGENT_H
+#define MEMWATCH_AGENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MW_HIDDEN __attribute__((visibility("hidden")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define MW_DEFAULT_RATE (512 * 1024)
+#define MW_DEFAULT_DEPTH 64
+#define MW_MAX_DEPTH 256
+#define MW_DEFAULT_MAX_STACKS 100000
+
+/* The hot thread-local state, initial-exec so that touching it is one
+ * %fs-relative access and never a call into the loader (which could allocate).
+ * Kept at 24 bytes: a dlopen'ed agent shares a small static TLS surplus. */
+struct mw_tls {
+	uint64_t left;     /* bytes (+1 per allocation) until the next sample point */
+	uint64_t rng;      /* xorshift64* state; 0 = not seeded yet */
+	uint32_t epoch;    /* the capture that left was drawn for */
+	uint16_t guard;    /* > 0 while the agent itself runs on this thread */
+	uint16_t locked;   /* this thread holds (or is taking) the heap lock */
+};
+extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) MW_HIDDEN;
+
+/* The functions the hooks stand in for, in slot order. */
+enum mw_func {
+	F_MALLOC, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_FREE, F_POSIX_MEMALIGN,
+	F_ALIGNED_ALLOC, F_MEMALIGN, F_VALLOC, F_PVALLOC, F_DLOPEN, F_COUNT
+};
+
+/* The allocator's own entry points (what a patched slot pointed to), resolved
+ * through the global scope so that a preloaded jemalloc or tcmalloc is respected. */
+struct mw_orig {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void (*free)(void *);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	void *(*dlopen)(const char *, int);
+};
+extern struct mw_orig mw_orig MW_HIDDEN;
+
+/* Capture state. mw_capturing is read by every hook without a lock: 0 when off,
+ * else the capture's epoch (a new one at every start, so that countdowns drawn
+ * for an earlier capture and another rate are redrawn). */
+extern int mw_capturing MW_HIDDEN;
+extern uint64_t mw_rate MW_HIDDEN;         /* R, mean bytes between samples; 1 = every allocation */
+extern unsigned mw_depth MW_HIDDEN;        /* frame limit */
+extern uint64_t mw_max_stacks MW_HIDDEN;
+extern uint64_t mw_capture_start_ns MW_HIDDEN;
+
+/* Settings from the option string (memwatch_agent_start / MEMWATCH_AGENT_OPTIONS). */
+struct mw_options {
+	bool capture_now;
+	uint64_t rate;
+	unsigned depth;
+	uint64_t max_stacks;
+	bool children;         /* a forked child keeps sampling under its own socket */
+	int pid;               /* preload: start only in this process (0: any) */
+};
+
+/* mem.c: storage that never goes through the hooked allocator. */
+void *mw_map(size_t len) MW_HIDDEN;                 /* zeroed, page-rounded; NULL on failure */
+void mw_unmap(void *p, size_t len) MW_HIDDEN;
+
+/* hooks.c: GOT patching. */
+int mw_hooks_init(char **why) MW_HIDDEN;            /* resolve originals, find our own module */
+int mw_hooks_install(bool blocking) MW_HIDDEN;      /* patch every module; slots patched, or -1 if busy */
+void mw_hooks_remove(void) MW_HIDDEN;               /* restore every slot we changed */
+bool mw_hooks_installed(void) MW_HIDDEN;
+unsigned mw_hooks_slots(void) MW_HIDDEN;
+bool mw_modules_changed(void) MW_HIDDEN;            /* dlpi_adds moved since the last patch */
+void mw_hooks_atfork_prepare(void) MW_HIDDEN;
+void mw_hooks_atfork_parent(void) MW_HIDDEN;
+void mw_hooks_atfork_child(void) MW_HIDDEN;
+bool mw_in_agent(uintptr_t ip) MW_HIDDEN;           /* ip lies in the agent's own text */
+
+/* heap.c: sampler, stacks, live-sample table. */
+void *mw_sampled_alloc(void *p, size_t size) MW_HIDDEN;   /* slow path after a sample point */
+void mw_sampled_free(const void *p) MW_HIDDEN;            /* remove the record of p, if any */
+/* realloc: take p's record out (returns true and its fields when there was one),
+ * and put it back if the realloc failed. */
+struct mw_taken { uint64_t size; uint32_t stack; };
+bool mw_take_record(const void *p, struct mw_taken *t) MW_HIDDEN;
+void mw_put_record(const void *p, const struct mw_taken *t) MW_HIDDEN;
+void mw_heap_reset(void) MW_HIDDEN;                      /* drop every record and stack */
+void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
+void mw_heap_atfork_prepare(void) MW_HIDDEN;
+void mw_heap_atfork_parent(void) MW_HIDDEN;
+void mw_heap_atfork_child(void) MW_HIDDEN;
+void mw_reseed(void) MW_HIDDEN;
+
+/* The filter in front of the live-sample table: one saturating counter per
+ * hash bucket of sampled addresses, read without a lock, so that the free of a
+ * block that was not sampled (nearly all of them) costs one byte load. Mapped
+ * once at the first capture and never unmapped. */
+#define MW_FILTER_BITS 18
+extern uint8_t *mw_filter MW_HIDDEN;
+static inline size_t mw_filter_index(const void *p)
+{
+	return (size_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - MW_FILTER_BITS));
+}
+/* False: p is surely not a sampled block. True: it may be; look it up. */
+static inline bool mw_maybe_sampled(const void *p)
+{
+	uint8_t *f = __atomic_load_n(&mw_filter, __ATOMIC_RELAXED);
+	return f && __atomic_load_n(&f[mw_filter_index(p)], __ATOMIC_RELAXED) != 0;
+}
+
+/* Figures for status and snapshots, copied under the heap lock. */
+struct mw_stack_copy {
+	uint32_t flags, nframes;
+	const uintptr_t *frames;     /* interned, stable until mw_heap_reset */
+	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
+};
+struct mw_heap_figures {
+	uint64_t samples;            /* samples taken since capture start */
+	uint64_t live_samples;
+	uint64_t live_bytes;         /* estimated */
+	uint64_t stacks;
+	uint64_t dropped_stacks;
+	uint64_t dropped_bytes;
+};
+void mw_heap_figures(struct mw_heap_figures *f) MW_HIDDEN;
+/* Copy every stack into a malloc'd array (*out, caller frees). -1 on ENOMEM. */
+int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f) MW_HIDDEN;
+
+/* agent.c: starting and stopping capture (called by the control thread). */
+int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
+void mw_capture_stop(bool remove_hooks) MW_HIDDEN;
+int mw_parse_options(const char *s, struct mw_options *o) MW_HIDDEN;
+uint64_t mw_now_ns(void) MW_HIDDEN;
+
+/* server.c: the control thread. */
+int mw_server_start(char **why) MW_HIDDEN;    /* socket bound and thread running, or -1 */
+void mw_server_wake(void) MW_HIDDEN;          /* async-signal-safe nudge: modules changed */
+void mw_server_atfork_child(void) MW_HIDDEN;  /* the thread is gone in the child */
+int mw_server_pid(void) MW_HIDDEN;            /* pid the running server belongs to, 0 if none */
+
+#endif

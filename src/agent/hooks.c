@@ -1,0 +1,764 @@
+/* hooks.c: the allocation hooks and the GOT patching that routes every loaded
+ * module's calls to malloc, free and friends (and dlopen) through them. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+struct mw_orig mw_orig;
+
+static const char *const func_names[F_COUNT] = {
+	"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
+	"aligned_alloc", "memalign", "valloc", "pvalloc", "dlopen",
+};
+
+/* ------------------------------------------------------------------------- */
+/* The hooks. When capture is off each is one predictable branch and a tail
+ * call; when on, the unsampled path is a thread-local subtraction and compare. */
+
+/* Count an allocation of size bytes at p against this thread's countdown; the
+ * rare crossing of a sample point goes to the slow path. */
+static inline __attribute__((always_inline)) void *account(void *p, size_t size, int epoch)
+{
+	uint64_t left = mw_tls.left;
+	if (likely(size < left && mw_tls.epoch == (uint32_t)epoch)) {
+		mw_tls.left = left - size - 1;
+		return p;
+	}
+	return mw_sampled_alloc(p, size);
+}
+
+static inline int capturing(void)
+{
+	return __atomic_load_n(&mw_capturing, __ATOMIC_RELAXED);
+}
+
+static void *hk_malloc(size_t n)
+{
+	int e = capturing();
+	if (likely(!e))
+		return mw_orig.malloc(n);
+	return account(mw_orig.malloc(n), n, e);
+}
+
+static void *hk_calloc(size_t a, size_t b)
+{
+	int e = capturing();
+	size_t n;
+	void *p;
+	if (likely(!e))
+		return mw_orig.calloc(a, b);
+	p = mw_orig.calloc(a, b);
+	if (__builtin_mul_overflow(a, b, &n))
+		return p;
+	return account(p, n, e);
+}
+
+static void hk_free(void *p)
+{
+	if (likely(!capturing()) || !p || likely(!mw_maybe_sampled(p)))
+		return mw_orig.free(p);
+	/* The record goes before the block: once freed, another thread may get
+	 * the same address back and sample it. */
+	mw_sampled_free(p);
+	mw_orig.free(p);
+}
+
+/* A realloc is the free of the old block and the allocation of the new one,
+ * attributed to the realloc's own call stack. */
+static void *realloc_common(void *p, size_t n, void *(*call)(void *, size_t, size_t), size_t a,
+			    size_t b, int e)
+{
+	struct mw_taken t;
+	bool had = false;
+	void *q;
+
+	if (p && mw_maybe_sampled(p))
+		had = mw_take_record(p, &t);
+	q = call(p, a, b);
+	if (!q) {
+		/* Failed with n > 0: the old block is still there. n == 0: freed. */
+		if (had && n != 0)
+			mw_put_record(p, &t);
+		return q;
+	}
+	return account(q, n, e);
+}
+
+static void *call_realloc(void *p, size_t n, size_t unused)
+{
+	(void)unused;
+	return mw_orig.realloc(p, n);
+}
+
+static void *call_reallocarray(void *p, size_t a, size_t b)
+{
+	return mw_orig.reallocarray(p, a, b);
+}
+
+static void *hk_realloc(void *p, size_t n)
+{
+	int e = capturing();
+	if (likely(!e))
+		return mw_orig.realloc(p, n);
+	return realloc_common(p, n, call_realloc, n, 0, e);
+}
+
+static void *hk_reallocarray(void *p, size_t a, size_t b)
+{
+	int e = capturing();
+	size_t n;
+	if (likely(!e) || __builtin_mul_overflow(a, b, &n))
+		return mw_orig.reallocarray(p, a, b);
+	return realloc_common(p, n, call_reallocarray, a, b, e);
+}
+
+static int hk_posix_memalign(void **m, size_t align, size_t n)
+{
+	int e = capturing();
+	int r;
+	if (likely(!e))
+		return mw_orig.posix_memalign(m, align, n);
+	r = mw_orig.posix_memalign(m, align, n);
+	if (r == 0)
+		account(*m, n, e);
+	return r;
+}
+
+static void *hk_aligned_alloc(size_t align, size_t n)
+{
+	int e = capturing();
+	if (likely(!e))
+		return mw_orig.aligned_alloc(align, n);
+	return account(mw_orig.aligned_alloc(align, n), n, e);
+}
+
+static void *hk_memalign(size_t align, size_t n)
+{
+	int e = capturing();
+	if (likely(!e))
+		return mw_orig.memalign(align, n);
+	return account(mw_orig.memalign(align, n), n, e);
+}
+
+static void *hk_valloc(size_t n)
+{
+	int e = capturing();
+	if (likely(!e))
+		return mw_orig.valloc(n);
+	return account(mw_orig.valloc(n), n, e);
+}
+
+static void *hk_pvalloc(size_t n)
+{
+	int e = capturing();
+	if (likely(!e))
+		return mw_orig.pvalloc(n);
+	return account(mw_orig.pvalloc(n), n, e);
+}
+
+/* True when the object behind lm names a search path of its own: only then can
+ * a slash-less dlopen from it find something the agent's own lookup would not. */
+static bool has_own_search_path(const struct link_map *lm)
+{
+	const ElfW(Dyn) *d;
+	if (!lm || !lm->l_ld)
+		return false;
+	for (d = lm->l_ld; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_RPATH || d->d_tag == DT_RUNPATH)
+			return true;
+	return false;
+}
+
+/* dlopen on behalf of the code at caller: glibc searches a slash-less name along
+ * the *calling* object's RPATH/RUNPATH, and with the hook in between the caller
+ * would be the agent. So walk the caller's search path (dlinfo RTLD_DI_SERINFO,
+ * which has $ORIGIN expanded) and open the first file that loads; otherwise
+ * fall back to the plain lookup (LD_LIBRARY_PATH, ld.so.cache, default dirs). */
+static void *open_for_caller(const char *name, int flags, const void *caller)
+{
+	struct link_map *lm = NULL;
+	Dl_info info;
+	Dl_serinfo size, *si = NULL;
+	void *h = NULL;
+	unsigned i;
+	size_t nlen;
+
+	if (!name || strchr(name, '/') || !caller)
+		return mw_orig.dlopen(name, flags);
+	if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !has_own_search_path(lm))
+		return mw_orig.dlopen(name, flags);
+	/* Already loaded under that name: the loader would return it first. */
+	h = mw_orig.dlopen(name, flags | RTLD_NOLOAD);
+	if (h)
+		return h;
+	if (dlinfo(lm, RTLD_DI_SERINFOSIZE, &size) != 0 || size.dls_size < sizeof size)
+		goto plain;
+	si = malloc(size.dls_size);
+	if (!si)
+		goto plain;
+	memcpy(si, &size, sizeof size);
+	if (dlinfo(lm, RTLD_DI_SERINFO, si) != 0)
+		goto plain;
+	nlen = strlen(name);
+	for (i = 0; i < si->dls_cnt && !h; i++) {
+		const char *dir = si->dls_serpath[i].dls_name;
+		size_t dlen = strlen(dir);
+		char *path = malloc(dlen + nlen + 2);
+		if (!path)
+			break;
+		memcpy(path, dir, dlen);
+		path[dlen] = '/';
+		memcpy(path + dlen + 1, name, nlen + 1);
+		if (access(path, F_OK) == 0)
+			h = mw_orig.dlopen(path, flags);
+		free(path);
+	}
+plain:
+	free(si);
+	if (!h)
+		return mw_orig.dlopen(name, flags);
+	dlerror(); /* a file that failed along the way is no error of the caller's */
+	return h;
+}
+
+static void *hk_dlopen(const char *name, int flags)
+{
+	const void *caller = __builtin_return_address(0);
+	void *h;
+
+	mw_tls.guard++;
+	h = open_for_caller(name, flags, caller);
+	mw_tls.guard--;
+	/* New modules get their slots patched before the caller uses them. If the
+	 * patcher is busy (a load from inside another load's constructor while the
+	 * control thread waits for the loader lock), let the control thread do it. */
+	if (h && mw_hooks_installed()) {
+		mw_tls.guard++;
+		if (mw_hooks_install(false) < 0)
+			mw_server_wake();
+		mw_tls.guard--;
+	}
+	return h;
+}
+
+static void *const hook_fn[F_COUNT] = {
+	(void *)hk_malloc, (void *)hk_calloc, (void *)hk_realloc, (void *)hk_reallocarray,
+	(void *)hk_free, (void *)hk_posix_memalign, (void *)hk_aligned_alloc,
+	(void *)hk_memalign, (void *)hk_valloc, (void *)hk_pvalloc, (void *)hk_dlopen,
+};
+
+/* ------------------------------------------------------------------------- */
+/* GOT patching. */
+
+/* One slot we changed, to put back on removal. */
+struct slot_rec {
+	uintptr_t *slot;
+	uintptr_t old;        /* what it held: the original, or a lazy-binding PLT stub */
+	uintptr_t base;       /* the module's load bias, to tell a vanished module */
+	uint8_t func;
+};
+
+/* A module as seen by dl_iterate_phdr, copied out so the loader lock is not
+ * held while patching. */
+struct modinfo {
+	uintptr_t base, lo, hi;
+	uintptr_t relro_lo, relro_hi;    /* page-rounded the way the loader protects it */
+	const ElfW(Dyn) *dyn;
+	char *name;                      /* malloc'd copy; "" for the main program */
+	bool main;
+};
+
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct slot_rec *recs;
+static size_t nrecs, caprecs;
+static bool installed;
+static unsigned long long seen_adds, seen_subs;
+static uintptr_t self_base, ldso_base, vdso_addr;
+static uintptr_t self_lo, self_hi;      /* the agent's executable segment(s) */
+static size_t page_size;
+
+bool mw_hooks_installed(void)
+{
+	return __atomic_load_n(&installed, __ATOMIC_ACQUIRE);
+}
+
+unsigned mw_hooks_slots(void)
+{
+	return (unsigned)nrecs;
+}
+
+bool mw_in_agent(uintptr_t ip)
+{
+	return ip >= self_lo && ip < self_hi;
+}
+
+struct self_find {
+	uintptr_t addr;
+	bool found;
+};
+
+/* dl_iterate_phdr callback: find the module holding addr (the agent's text). */
+static int find_self_cb(struct dl_phdr_info *info, size_t sz, void *data)
+{
+	struct self_find *f = data;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int i;
+	bool has = false;
+	(void)sz;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a, b;
+		if (ph->p_type != PT_LOAD)
+			continue;
+		a = info->dlpi_addr + ph->p_vaddr;
+		b = a + ph->p_memsz;
+		if (f->addr >= a && f->addr < b)
+			has = true;
+		if (ph->p_flags & PF_X) {
+			if (a < lo)
+				lo = a;
+			if (b > hi)
+				hi = b;
+		}
+	}
+	if (!has)
+		return 0;
+	self_base = info->dlpi_addr;
+	self_lo = lo;
+	self_hi = hi;
+	f->found = true;
+	return 1;
+}
+
+int mw_hooks_init(char **why)
+{
+	struct self_find f = { (uintptr_t)&mw_hooks_init, false };
+	int i;
+	static const char *const required[] = { "malloc", "calloc", "realloc", "free", "dlopen" };
+	void **slots = (void **)&mw_orig;
+
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	/* RTLD_DEFAULT finds the first definition in the global scope: glibc's, or
+	 * an allocator preloaded before us. The agent defines none of these names,
+	 * so it can never find a hook. */
+	for (i = 0; i < F_COUNT; i++)
+		slots[i] = dlsym(RTLD_DEFAULT, func_names[i]);
+	for (i = 0; i < (int)(sizeof required / sizeof required[0]); i++)
+		if (!dlsym(RTLD_DEFAULT, required[i])) {
+			*why = (char *)required[i];
+			return -1;
+		}
+	dl_iterate_phdr(find_self_cb, &f);
+	ldso_base = getauxval(AT_BASE);
+	vdso_addr = getauxval(AT_SYSINFO_EHDR);
+	if (!f.found) {
+		*why = "cannot find the agent's own module";
+		return -1;
+	}
+	return 0;
+}
+
+struct collect {
+	struct modinfo *m;
+	size_t n, cap;
+	unsigned long long adds, subs;
+	bool failed;
+};
+
+/* dl_iterate_phdr callback: copy what patching needs of every module. */
+static int collect_cb(struct dl_phdr_info *info, size_t sz, void *data)
+{
+	struct collect *c = data;
+	struct modinfo *m;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int i;
+
+	if (sz >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		c->adds = info->dlpi_adds;
+		c->subs = info->dlpi_subs;
+	}
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 64;
+		struct modinfo *nm = realloc(c->m, ncap * sizeof *nm);
+		if (!nm) {
+			c->failed = true;
+			return 1;
+		}
+		c->m = nm;
+		c->cap = ncap;
+	}
+	m = &c->m[c->n];
+	memset(m, 0, sizeof *m);
+	m->base = info->dlpi_addr;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		switch (ph->p_type) {
+		case PT_LOAD:
+			if (a < lo)
+				lo = a;
+			if (a + ph->p_memsz > hi)
+				hi = a + ph->p_memsz;
+			break;
+		case PT_DYNAMIC:
+			m->dyn = (const ElfW(Dyn) *)a;
+			break;
+		case PT_GNU_RELRO:
+			m->relro_lo = a & ~(page_size - 1);
+			m->relro_hi = (a + ph->p_memsz) & ~(page_size - 1);
+			break;
+		}
+	}
+	m->lo = lo;
+	m->hi = hi;
+	m->main = c->n == 0;
+	m->name = strdup(info->dlpi_name ? info->dlpi_name : "");
+	if (!m->name) {
+		c->failed = true;
+		return 1;
+	}
+	c->n++;
+	return 0;
+}
+
+static void free_collect(struct collect *c)
+{
+	size_t i;
+	for (i = 0; i < c->n; i++)
+		free(c->m[i].name);
+	free(c->m);
+}
+
+/* Modules whose slots are never touched: the vDSO, the dynamic loader (it
+ * keeps its own allocator pointers) and the agent itself. */
+static bool skip_module(const struct modinfo *m)
+{
+	if (!m->dyn)
+		return true;
+	if (m->base == self_base && m->lo <= self_lo && self_lo < m->hi)
+		return true;
+	if (ldso_base && m->base == ldso_base)
+		return true;
+	if (vdso_addr && m->lo <= vdso_addr && vdso_addr < m->hi)
+		return true;
+	if (strncmp(m->name, "linux-vdso", 10) == 0 || strncmp(m->name, "linux-gate", 10) == 0)
+		return true;
+	return false;
+}
+
+/* Make sure m is completely loaded and stays so while we patch it: a NOLOAD
+ * dlopen waits for any load in progress (it takes the loader lock) and holds a
+ * reference. Returns the handle to dlclose, (void *)-1 for the main program,
+ * or NULL when the module is not (or no longer) a fully loaded object. */
+static void *pin_module(const struct modinfo *m)
+{
+	struct link_map *lm;
+	if (m->main)
+		return (void *)-1;
+	if (!m->name[0])
+		return NULL;
+	lm = mw_orig.dlopen(m->name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!lm) {
+		dlerror();
+		return NULL;
+	}
+	if (lm->l_addr != m->base) {
+		dlclose(lm);
+		return NULL;
+	}
+	return lm;
+}
+
+static void unpin_module(void *h)
+{
+	if (h && h != (void *)-1)
+		dlclose(h);
+}
+
+/* Store v into slot, lifting the RELRO protection around the store. */
+static bool write_slot(const struct modinfo *m, uintptr_t *slot, uintptr_t v)
+{
+	uintptr_t a = (uintptr_t)slot;
+	bool relro = a >= m->relro_lo && a < m->relro_hi;
+	void *page = (void *)(a & ~(page_size - 1));
+	if (relro && mprotect(page, page_size, PROT_READ | PROT_WRITE) != 0)
+		return false;
+	__atomic_store_n(slot, v, __ATOMIC_RELEASE);
+	if (relro)
+		mprotect(page, page_size, PROT_READ);
+	return true;
+}
+
+static bool add_rec(uintptr_t *slot, uintptr_t old, uintptr_t base, int func)
+{
+	size_t i;
+	for (i = 0; i < nrecs; i++)
+		if (recs[i].slot == slot) {
+			recs[i].old = old;
+			recs[i].base = base;
+			recs[i].func = (uint8_t)func;
+			return true;
+		}
+	if (nrecs == caprecs) {
+		size_t ncap = caprecs ? caprecs * 2 : 256;
+		struct slot_rec *n = mw_map(ncap * sizeof *n);
+		if (!n)
+			return false;
+		if (recs) {
+			memcpy(n, recs, nrecs * sizeof *n);
+			mw_unmap(recs, caprecs * sizeof *recs);
+		}
+		recs = n;
+		caprecs = ncap;
+	}
+	recs[nrecs].slot = slot;
+	recs[nrecs].old = old;
+	recs[nrecs].base = base;
+	recs[nrecs].func = (uint8_t)func;
+	nrecs++;
+	return true;
+}
+
+/* The hooked function a symbol name stands for, or -1. */
+static int func_of(const char *s)
+{
+	int i;
+	switch (s[0]) {
+	case 'm': case 'c': case 'r': case 'f': case 'p': case 'a': case 'v': case 'd':
+		break;
+	default:
+		return -1;
+	}
+	for (i = 0; i < F_COUNT; i++)
+		if (strcmp(s, func_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* A dynamic-section address: the loader relocates most d_ptr in place, but a
+ * read-only dynamic section keeps link-time values. */
+static uintptr_t dyn_addr(const struct modinfo *m, uintptr_t v)
+{
+	return (m->base && v < m->base) ? v + m->base : v;
+}
+
+/* Patch the JUMP_SLOT and GLOB_DAT relocations of one module. A slot is changed
+ * only when it holds the original (or, lazily bound, a stub of the module's own
+ * PLT): a slot bound to some other allocator stays alone, since routing its
+ * frees to ours would corrupt memory. Returns the slots patched. */
+static unsigned patch_module(const struct modinfo *m)
+{
+	const ElfW(Dyn) *d;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	uintptr_t rela = 0, jmprel = 0, rel = 0;
+	size_t relasz = 0, pltrelsz = 0, relsz = 0, strsz = 0;
+	long pltrel = DT_RELA;
+	unsigned patched = 0;
+	int pass;
+
+	for (d = m->dyn; d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_addr(m, d->d_un.d_ptr); break;
+		case DT_STRTAB: strtab = (const char *)dyn_addr(m, d->d_un.d_ptr); break;
+		case DT_STRSZ: strsz = d->d_un.d_val; break;
+		case DT_RELA: rela = dyn_addr(m, d->d_un.d_ptr); break;
+		case DT_RELASZ: relasz = d->d_un.d_val; break;
+		case DT_REL: rel = dyn_addr(m, d->d_un.d_ptr); break;
+		case DT_RELSZ: relsz = d->d_un.d_val; break;
+		case DT_JMPREL: jmprel = dyn_addr(m, d->d_un.d_ptr); break;
+		case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
+		case DT_PLTREL: pltrel = (long)d->d_un.d_val; break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	for (pass = 0; pass < 3; pass++) {
+		uintptr_t tab;
+		size_t tabsz, entsz, k, n;
+		bool is_rela;
+		switch (pass) {
+		case 0: tab = rela; tabsz = relasz; is_rela = true; break;
+		case 1: tab = rel; tabsz = relsz; is_rela = false; break;
+		default: tab = jmprel; tabsz = pltrelsz; is_rela = pltrel == DT_RELA; break;
+		}
+		if (!tab || !tabsz)
+			continue;
+		entsz = is_rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
+		n = tabsz / entsz;
+		for (k = 0; k < n; k++) {
+			ElfW(Addr) off;
+			ElfW(Xword) info;
+			unsigned type;
+			size_t symi;
+			const char *name;
+			uintptr_t *slot, cur;
+			int f;
+			if (is_rela) {
+				const ElfW(Rela) *r = (const ElfW(Rela) *)tab + k;
+				off = r->r_offset;
+				info = r->r_info;
+			} else {
+				const ElfW(Rel) *r = (const ElfW(Rel) *)tab + k;
+				off = r->r_offset;
+				info = r->r_info;
+			}
+			type = (unsigned)ELF64_R_TYPE(info);
+			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+				continue;
+			symi = ELF64_R_SYM(info);
+			if (!symi || (strsz && symtab[symi].st_name >= strsz))
+				continue;
+			name = strtab + symtab[symi].st_name;
+			f = func_of(name);
+			if (f < 0 || !((void **)&mw_orig)[f])
+				continue;
+			slot = (uintptr_t *)(m->base + off);
+			if ((uintptr_t)slot < m->lo || (uintptr_t)slot >= m->hi)
+				continue;
+			cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+			if (cur == (uintptr_t)hook_fn[f])
+				continue;
+			if (cur != (uintptr_t)((void **)&mw_orig)[f] && !(cur >= m->lo && cur < m->hi))
+				continue;
+			if (!add_rec(slot, cur, m->base, f))
+				continue;
+			if (write_slot(m, slot, (uintptr_t)hook_fn[f]))
+				patched++;
+		}
+	}
+	return patched;
+}
+
+/* Drop the records of modules that are gone (dlclosed): their slots may now be
+ * someone else's memory. */
+static void prune_recs(const struct collect *c)
+{
+	size_t i, j, k = 0;
+	for (i = 0; i < nrecs; i++) {
+		bool live = false;
+		for (j = 0; j < c->n && !live; j++)
+			live = c->m[j].base == recs[i].base && (uintptr_t)recs[i].slot >= c->m[j].lo &&
+			       (uintptr_t)recs[i].slot < c->m[j].hi;
+		if (live)
+			recs[k++] = recs[i];
+	}
+	nrecs = k;
+}
+
+int mw_hooks_install(bool blocking)
+{
+	struct collect c = { 0 };
+	size_t i;
+	int total = 0;
+
+	if (blocking)
+		pthread_mutex_lock(&patch_lock);
+	else if (pthread_mutex_trylock(&patch_lock) != 0)
+		return -1;
+	mw_tls.guard++;
+	__atomic_store_n(&installed, true, __ATOMIC_RELEASE);
+	dl_iterate_phdr(collect_cb, &c);
+	if (!c.failed) {
+		if (c.subs != seen_subs)
+			prune_recs(&c);
+		for (i = 0; i < c.n; i++) {
+			void *pin;
+			if (skip_module(&c.m[i]))
+				continue;
+			pin = pin_module(&c.m[i]);
+			if (!pin)
+				continue;
+			total += (int)patch_module(&c.m[i]);
+			unpin_module(pin);
+		}
+		seen_adds = c.adds;
+		seen_subs = c.subs;
+	}
+	free_collect(&c);
+	mw_tls.guard--;
+	pthread_mutex_unlock(&patch_lock);
+	return total;
+}
+
+void mw_hooks_remove(void)
+{
+	struct collect c = { 0 };
+	size_t i, j;
+
+	pthread_mutex_lock(&patch_lock);
+	mw_tls.guard++;
+	__atomic_store_n(&installed, false, __ATOMIC_RELEASE);
+	dl_iterate_phdr(collect_cb, &c);
+	if (!c.failed) {
+		prune_recs(&c);
+		for (j = 0; j < c.n; j++) {
+			void *pin = NULL;
+			bool any = false;
+			for (i = 0; i < nrecs && !any; i++)
+				any = recs[i].base == c.m[j].base;
+			if (!any || skip_module(&c.m[j]) || !(pin = pin_module(&c.m[j])))
+				continue;
+			for (i = 0; i < nrecs; i++) {
+				struct slot_rec *r = &recs[i];
+				if (r->base != c.m[j].base || (uintptr_t)r->slot < c.m[j].lo ||
+				    (uintptr_t)r->slot >= c.m[j].hi)
+					continue;
+				if (__atomic_load_n(r->slot, __ATOMIC_ACQUIRE) == (uintptr_t)hook_fn[r->func])
+					write_slot(&c.m[j], r->slot, r->old);
+			}
+			unpin_module(pin);
+		}
+		/* Everything that could be restored was; forget the rest too. */
+		nrecs = 0;
+	}
+	free_collect(&c);
+	mw_tls.guard--;
+	pthread_mutex_unlock(&patch_lock);
+}
+
+/* dl_iterate_phdr callback: read the load/unload counters from the first entry. */
+static int counters_cb(struct dl_phdr_info *info, size_t sz, void *data)
+{
+	unsigned long long *v = data;
+	if (sz >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		v[0] = info->dlpi_adds;
+		v[1] = info->dlpi_subs;
+	}
+	return 1;
+}
+
+bool mw_modules_changed(void)
+{
+	unsigned long long v[2] = { 0, 0 };
+	dl_iterate_phdr(counters_cb, v);
+	return v[0] != __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) ||
+	       v[1] != __atomic_load_n(&seen_subs, __ATOMIC_RELAXED);
+}
+
+/* fork: the patch lock is never taken in prepare (the control thread may hold it
+ * while it waits for the loader lock, which a forking constructor could hold);
+ * the child, alone, simply gets a fresh lock. A record appended concurrently
+ * may be missing in the child, which only means a slot it will not restore. */
+void mw_hooks_atfork_prepare(void)
+{
+}
+
+void mw_hooks_atfork_parent(void)
+{
+}
+
+void mw_hooks_atfork_child(void)
+{
+	pthread_mutex_init(&patch_lock, NULL);
+}

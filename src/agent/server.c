@@ -1,0 +1,621 @@
+/* server.c: the agent's control thread: the abstract socket memwatch talks to
+ * (protocol.h), the capture owner's lifetime, the periodic look for modules
+ * loaded behind our back, and the building of snapshots. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "protocol.h"
+#include "snapshot.h"
+
+#define MAX_CLIENTS 8
+#define LINE_MAX_LEN 256
+#define SEND_TIMEOUT_S 10
+
+struct client {
+	int fd;
+	size_t len;
+	char buf[LINE_MAX_LEN];
+};
+
+static int listen_fd = -1;
+static int wake_rd = -1, wake_wr = -1;
+static int server_pid_v;
+static struct client clients[MAX_CLIENTS];
+static int owner_fd = -1;    /* the connection that owns the capture, or -1 */
+
+int mw_server_pid(void)
+{
+	return server_pid_v;
+}
+
+void mw_server_wake(void)
+{
+	int fd = __atomic_load_n(&wake_wr, __ATOMIC_RELAXED);
+	if (fd >= 0) {
+		ssize_t r = write(fd, "w", 1);
+		(void)r;
+	}
+}
+
+/* The child of a fork has none of the parent's threads: forget the server and
+ * close the descriptors it would otherwise keep open behind the parent's back
+ * (a client seeing its owner connection stay open in a child, for one). */
+void mw_server_atfork_child(void)
+{
+	int i;
+	if (!server_pid_v)
+		return;
+	if (listen_fd >= 0)
+		close(listen_fd);
+	if (wake_rd >= 0)
+		close(wake_rd);
+	if (wake_wr >= 0)
+		close(wake_wr);
+	listen_fd = wake_rd = wake_wr = -1;
+	for (i = 0; i < MAX_CLIENTS; i++)
+		if (clients[i].fd >= 0) {
+			close(clients[i].fd);
+			clients[i].fd = -1;
+		}
+	owner_fd = -1;
+	server_pid_v = 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Snapshots. */
+
+struct modlist {
+	struct snap_module *m;
+	size_t n, cap;
+	const char *exe;
+	bool failed;
+};
+
+/* The GNU build-id of a loaded object, from its PT_NOTE segments. */
+static void read_build_id(const struct dl_phdr_info *info, struct snap_module *m)
+{
+	int i;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const unsigned char *p, *end;
+		size_t align;
+		if (ph->p_type != PT_NOTE)
+			continue;
+		align = ph->p_align == 8 ? 8 : 4;
+		p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			const unsigned char *name = p + sizeof *nh;
+			const unsigned char *desc = name + ((nh->n_namesz + align - 1) & ~(align - 1));
+			const unsigned char *next = desc + ((nh->n_descsz + align - 1) & ~(align - 1));
+			if (next > end || next <= p)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0 && nh->n_descsz <= sizeof m->build_id) {
+				memcpy(m->build_id, desc, nh->n_descsz);
+				m->build_id_len = nh->n_descsz;
+				return;
+			}
+			p = next;
+		}
+	}
+}
+
+/* dl_iterate_phdr callback: one snap_module per loaded object. */
+static int modules_cb(struct dl_phdr_info *info, size_t sz, void *data)
+{
+	struct modlist *l = data;
+	struct snap_module *m;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	int i;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	(void)sz;
+
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 64;
+		struct snap_module *n = realloc(l->m, ncap * sizeof *n);
+		if (!n) {
+			l->failed = true;
+			return 1;
+		}
+		l->m = n;
+		l->cap = ncap;
+	}
+	m = &l->m[l->n];
+	memset(m, 0, sizeof *m);
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < lo)
+			lo = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+			hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	if (hi == 0)
+		return 0;
+	/* The main program is "" to the loader: name it by /proc/self/exe. */
+	if (!name[0] && l->n == 0 && l->exe)
+		name = l->exe;
+	m->path = strdup(name);
+	if (!m->path) {
+		l->failed = true;
+		return 1;
+	}
+	m->bias = info->dlpi_addr;
+	m->lo = lo;
+	m->hi = hi;
+	read_build_id(info, m);
+	l->n++;
+	return 0;
+}
+
+static int module_cmp(const void *a, const void *b)
+{
+	const struct snap_module *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The module holding a return address (looked up as addr - 1: a call that is
+ * the last instruction of a segment returns just past it). */
+static uint32_t find_module(const struct snap_module *m, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	uint64_t a = addr ? addr - 1 : 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a < m[mid].lo)
+			hi = mid;
+		else if (a >= m[mid].hi)
+			lo = mid + 1;
+		else
+			return (uint32_t)mid;
+	}
+	return SNAP_NO_MODULE;
+}
+
+static char *read_link_self(void)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n <= 0)
+		return strdup("");
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+/* The command line with its arguments joined by spaces. */
+static char *read_cmdline(void)
+{
+	char buf[4096];
+	ssize_t n, i;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return strdup("");
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return strdup("");
+	while (n > 0 && buf[n - 1] == 0)
+		n--;
+	for (i = 0; i < n; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+static uint64_t read_rss(void)
+{
+	char buf[128];
+	unsigned long long size, rss;
+	ssize_t n;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	if (sscanf(buf, "%llu %llu", &size, &rss) != 2)
+		return 0;
+	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* glibc's figures, unless another allocator serves malloc (its arenas would
+ * then be someone else's, nearly empty). */
+static void read_mallinfo(struct snap_mallinfo *mi)
+{
+	Dl_info info;
+	struct mallinfo2 m;
+	memset(mi, 0, sizeof *mi);
+	if (!dladdr((void *)mw_orig.malloc, &info) || !info.dli_fname ||
+	    !strstr(info.dli_fname, "libc.so"))
+		return;
+	m = mallinfo2();
+	mi->present = true;
+	mi->arena = m.arena;
+	mi->mmapped = m.hblkhd;
+	mi->in_use = m.uordblks + m.hblkhd;
+	mi->free_bytes = m.fordblks;
+	mi->releasable = m.keepcost;
+}
+
+/* Build and encode a snapshot of this process. 0, or -1 (out of memory). */
+static int build_snapshot(unsigned char **buf, size_t *len)
+{
+	struct snapshot *s = calloc(1, sizeof *s);
+	struct modlist ml = { 0 };
+	struct mw_stack_copy *st = NULL;
+	struct mw_heap_figures fig;
+	size_t nst = 0, i, k;
+	int r = -1;
+
+	if (!s)
+		return -1;
+	s->version = SNAPSHOT_VERSION;
+	s->pid = getpid();
+	s->exe = read_link_self();
+	s->cmdline = read_cmdline();
+	s->time_ns = mw_now_ns();
+	if (!s->exe || !s->cmdline)
+		goto out;
+	ml.exe = s->exe;
+	dl_iterate_phdr(modules_cb, &ml);
+	s->modules = ml.m;
+	s->nmodules = ml.n;
+	if (ml.failed)
+		goto out;
+	qsort(s->modules, s->nmodules, sizeof *s->modules, module_cmp);
+	s->rss_bytes = read_rss();
+	read_mallinfo(&s->mallinfo);
+	if (mw_heap_copy_stacks(&st, &nst, &fig) < 0)
+		goto out;
+	s->capture_start_ns = __atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE) ? mw_capture_start_ns : 0;
+	s->sample_rate = mw_rate;
+	s->max_depth = mw_depth;
+	s->dropped_stacks = fig.dropped_stacks;
+	s->dropped_bytes = fig.dropped_bytes;
+	if (nst) {
+		s->stacks = calloc(nst, sizeof *s->stacks);
+		if (!s->stacks)
+			goto out;
+	}
+	for (i = 0; i < nst; i++) {
+		struct snap_stack *d = &s->stacks[s->nstacks];
+		d->flags = st[i].flags;
+		d->live_bytes = st[i].live_bytes;
+		d->live_blocks = st[i].live_blocks;
+		d->live_samples = st[i].live_samples;
+		d->alloc_bytes = st[i].alloc_bytes;
+		d->alloc_blocks = st[i].alloc_blocks;
+		d->frames = calloc(st[i].nframes ? st[i].nframes : 1, sizeof *d->frames);
+		if (!d->frames)
+			goto out;
+		d->nframes = st[i].nframes;
+		s->nstacks++;
+		for (k = 0; k < st[i].nframes; k++) {
+			uint64_t a = st[i].frames[k];
+			uint32_t mi = find_module(s->modules, s->nmodules, a);
+			d->frames[k].module = mi;
+			d->frames[k].offset = mi == SNAP_NO_MODULE ? a : a - s->modules[mi].bias;
+		}
+	}
+	r = snapshot_encode(s, buf, len);
+out:
+	free(st);
+	snapshot_free(s);
+	return r;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The protocol. */
+
+/* Send all of buf; a client that stops reading is dropped after the send
+ * timeout, and never raises SIGPIPE in the target. */
+static int send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int reply(int fd, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof line - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	if ((size_t)n > sizeof line - 2)
+		n = (int)sizeof line - 2;
+	line[n++] = '\n';
+	return send_all(fd, line, (size_t)n);
+}
+
+/* Value of key=NUMBER in a request line; 0 when absent, -1 when malformed. */
+static int request_num(const char *line, const char *key, uint64_t *v)
+{
+	size_t klen = strlen(key);
+	const char *p = line;
+	while ((p = strstr(p, key)) != NULL) {
+		if ((p == line || p[-1] == ' ') && p[klen] == '=') {
+			char *end;
+			unsigned long long n;
+			errno = 0;
+			n = strtoull(p + klen + 1, &end, 10);
+			if (errno || end == p + klen + 1 || (*end && *end != ' '))
+				return -1;
+			*v = n;
+			return 1;
+		}
+		p += klen;
+	}
+	return 0;
+}
+
+static int do_status(int fd)
+{
+	struct mw_heap_figures f;
+	int on = __atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE) != 0;
+	mw_heap_figures(&f);
+	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d", on,
+		     (unsigned long long)mw_rate, (unsigned long long)f.samples,
+		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid());
+}
+
+static int do_snapshot(int fd)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	int r;
+	if (build_snapshot(&buf, &len) < 0)
+		return reply(fd, "err cannot build the snapshot: out of memory");
+	r = reply(fd, "ok %zu", len);
+	if (r == 0)
+		r = send_all(fd, buf, len);
+	free(buf);
+	return r;
+}
+
+/* One request line. Returns -1 when the connection is to be dropped. */
+static int handle_line(int fd, char *line)
+{
+	if (strncmp(line, "start", 5) == 0 && (line[5] == 0 || line[5] == ' ')) {
+		uint64_t rate = MW_DEFAULT_RATE, depth = MW_DEFAULT_DEPTH, ms = 0;
+		if (request_num(line, "rate", &rate) < 0 || request_num(line, "depth", &depth) < 0 ||
+		    request_num(line, "max-stacks", &ms) < 0 || rate == 0 || depth == 0 ||
+		    depth > MW_MAX_DEPTH)
+			return reply(fd, "err bad start request '%.100s'", line);
+		owner_fd = fd;
+		if (__atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE))
+			return reply(fd, "ok already capturing rate=%llu", (unsigned long long)mw_rate);
+		mw_capture_start(rate, (unsigned)depth, ms);
+		return reply(fd, "ok capturing rate=%llu slots=%u", (unsigned long long)mw_rate,
+			     mw_hooks_slots());
+	}
+	if (strcmp(line, "stop") == 0) {
+		mw_capture_stop(true);
+		if (owner_fd == fd)
+			owner_fd = -1;
+		return reply(fd, "ok stopped");
+	}
+	if (strcmp(line, "hold") == 0) {
+		owner_fd = fd;
+		return reply(fd, "ok holding");
+	}
+	if (strcmp(line, "status") == 0)
+		return do_status(fd);
+	if (strcmp(line, "snapshot") == 0)
+		return do_snapshot(fd);
+	return reply(fd, "err unknown request '%.100s'", line);
+}
+
+static void drop_client(struct client *c)
+{
+	if (c->fd == owner_fd) {
+		/* The owner went away without "stop" (killed, crashed): leave the
+		 * target as it was before memwatch came. */
+		owner_fd = -1;
+		mw_capture_stop(true);
+	}
+	close(c->fd);
+	c->fd = -1;
+	c->len = 0;
+}
+
+/* Read what a client sent and answer every complete line. */
+static void serve_client(struct client *c)
+{
+	ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, MSG_DONTWAIT);
+	size_t start = 0, i;
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		drop_client(c);
+		return;
+	}
+	if (n < 0)
+		return;
+	c->len += (size_t)n;
+	for (i = 0; i < c->len; i++) {
+		if (c->buf[i] != '\n')
+			continue;
+		c->buf[i] = 0;
+		if (i > start && c->buf[i - 1] == '\r')
+			c->buf[i - 1] = 0;
+		if (handle_line(c->fd, c->buf + start) < 0) {
+			drop_client(c);
+			return;
+		}
+		start = i + 1;
+	}
+	memmove(c->buf, c->buf + start, c->len - start);
+	c->len -= start;
+	if (c->len == sizeof c->buf) {
+		reply(c->fd, "err request too long");
+		drop_client(c);
+	}
+}
+
+/* Only the target's own user, or root, may drive its agent. */
+static bool peer_allowed(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+		return false;
+	return cr.uid == 0 || cr.uid == geteuid() || cr.uid == getuid();
+}
+
+static void accept_client(void)
+{
+	struct timeval tv = { SEND_TIMEOUT_S, 0 };
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC), i;
+	if (fd < 0)
+		return;
+	if (!peer_allowed(fd)) {
+		reply(fd, "err permission denied: not the target's user");
+		close(fd);
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	for (i = 0; i < MAX_CLIENTS; i++)
+		if (clients[i].fd < 0) {
+			clients[i].fd = fd;
+			clients[i].len = 0;
+			return;
+		}
+	reply(fd, "err too many connections");
+	close(fd);
+}
+
+static void *server_main(void *arg)
+{
+	(void)arg;
+	/* Everything this thread allocates goes to the allocator unsampled. */
+	mw_tls.guard = 1;
+	for (;;) {
+		struct pollfd pfd[MAX_CLIENTS + 2];
+		int idx[MAX_CLIENTS];
+		int n = 0, i, r;
+		pfd[n].fd = listen_fd;
+		pfd[n++].events = POLLIN;
+		pfd[n].fd = wake_rd;
+		pfd[n++].events = POLLIN;
+		for (i = 0; i < MAX_CLIENTS; i++)
+			if (clients[i].fd >= 0) {
+				idx[n - 2] = i;
+				pfd[n].fd = clients[i].fd;
+				pfd[n++].events = POLLIN;
+			}
+		r = poll(pfd, (nfds_t)n, 1000);
+		if (r < 0 && errno != EINTR)
+			continue;
+		if (r > 0 && (pfd[1].revents & POLLIN)) {
+			char b[64];
+			while (read(wake_rd, b, sizeof b) > 0)
+				;
+		}
+		/* Modules that appeared without our dlopen hook seeing them. */
+		if (mw_hooks_installed() && mw_modules_changed())
+			mw_hooks_install(true);
+		if (r <= 0)
+			continue;
+		for (i = 2; i < n; i++)
+			if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+				serve_client(&clients[idx[i - 2]]);
+		if (pfd[0].revents & POLLIN)
+			accept_client();
+	}
+	return NULL;
+}
+
+int mw_server_start(char **why)
+{
+	struct sockaddr_un sa;
+	socklen_t salen;
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+	int fd, p[2], i, n;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "%s%d", MEMWATCH_SOCKET_PREFIX,
+		     (int)getpid());
+	salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		*why = "socket";
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, salen) != 0 || listen(fd, 8) != 0) {
+		*why = "bind";
+		close(fd);
+		return -1;
+	}
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+		*why = "pipe";
+		close(fd);
+		return -1;
+	}
+	for (i = 0; i < MAX_CLIENTS; i++)
+		clients[i].fd = -1;
+	owner_fd = -1;
+	listen_fd = fd;
+	wake_rd = p[0];
+	__atomic_store_n(&wake_wr, p[1], __ATOMIC_RELEASE);
+	/* The thread blocks every signal: the target's handlers run on its own
+	 * threads, as they did before the agent came. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	i = pthread_create(&th, &attr, server_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (i != 0) {
+		*why = "pthread_create";
+		close(fd);
+		close(p[0]);
+		close(p[1]);
+		listen_fd = wake_rd = wake_wr = -1;
+		return -1;
+	}
+#ifdef __GLIBC__
+	pthread_setname_np(th, "memwatch-agent");
+#endif
+	server_pid_v = getpid();
+	return 0;
+}
