@@ -43,6 +43,7 @@ struct gmod {
 	uint64_t bias, lo, hi;   /* as first recorded */
 	bool use_files;          /* some snapshot without symbols has frames here */
 	uint64_t place;          /* the bias it has in our Dwfl */
+	bool reported;           /* report_module done (dwmod may still be NULL) */
 	Dwfl_Module *dwmod;
 };
 
@@ -406,11 +407,9 @@ static bool file_matches(int fd, const uint8_t *want, size_t len)
 	return ok;
 }
 
-/* Report every module that has frames to resolve from files. */
-static void report_modules(struct symbolizer *z)
+/* Start the Dwfl session (once, at the first lookup). */
+static void start_dwfl(struct symbolizer *z)
 {
-	size_t i;
-
 	z->reported = true;
 	z->dwfl = dwfl_begin(&z->callbacks);
 	if (!z->dwfl) {
@@ -425,40 +424,45 @@ static void report_modules(struct symbolizer *z)
 			debuginfod_set_progressfn(c, progress);
 		}
 	}
-	dwfl_report_begin(z->dwfl);
-	for (i = 0; i < z->nmods; i++) {
-		struct gmod *g = &z->mods[i];
-		Dwfl_Module *m = NULL;
-		void **ud;
-		int fd = -1;
+}
 
-		if (!g->use_files)
-			continue;
-		/* a module at bias 0 is a fixed-address executable: Dwfl keeps it
-		 * where it is linked, whatever base is asked */
-		g->place = g->bias == 0 ? 0 : PLACE_FIRST + PLACE_STEP * i;
-		if (g->path[0] == '/')
-			fd = open(g->path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && (g->build_id_len == 0 || file_matches(fd, g->build_id, g->build_id_len))) {
-			m = dwfl_report_elf(z->dwfl, g->path, g->path, fd, g->place, true);
-			if (!m)
-				close(fd);
-		} else if (fd >= 0) {
+/* Report module g to Dwfl, at the first lookup of one of its frames (so the
+ * many libraries a process maps cost nothing unless a stack goes through
+ * them): its file if present with the recorded build-id, else its range and
+ * build-id for the callbacks to find. */
+static void report_module(struct symbolizer *z, struct gmod *g, size_t i)
+{
+	Dwfl_Module *m = NULL;
+	void **ud;
+	int fd = -1;
+
+	g->reported = true;
+	if (!z->dwfl || !g->use_files)
+		return;
+	/* a module at bias 0 is a fixed-address executable: Dwfl keeps it where
+	 * it is linked, whatever base is asked */
+	g->place = g->bias == 0 ? 0 : PLACE_FIRST + PLACE_STEP * i;
+	dwfl_report_begin_add(z->dwfl);
+	if (g->path[0] == '/')
+		fd = open(g->path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (g->build_id_len == 0 || file_matches(fd, g->build_id, g->build_id_len))) {
+		m = dwfl_report_elf(z->dwfl, g->path, g->path, fd, g->place, true);
+		if (!m)
 			close(fd);
-		}
-		if (!m && g->build_id_len > 0 && g->hi > g->lo && g->lo >= g->bias) {
-			m = dwfl_report_module(z->dwfl, g->path[0] ? g->path : g->build_id_hex,
-					       g->place + (g->lo - g->bias),
-					       g->place + (g->hi - g->bias));
-			if (m && dwfl_module_report_build_id(m, g->build_id, g->build_id_len, 0) != 0)
-				m = NULL;
-		}
-		g->dwmod = m;
-		if (m) {
-			/* the module's userdata slot: find_elf reaches z through it */
-			dwfl_module_info(m, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
-			*ud = z;
-		}
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (!m && g->build_id_len > 0 && g->hi > g->lo && g->lo >= g->bias) {
+		m = dwfl_report_module(z->dwfl, g->path[0] ? g->path : g->build_id_hex,
+				       g->place + (g->lo - g->bias), g->place + (g->hi - g->bias));
+		if (m && dwfl_module_report_build_id(m, g->build_id, g->build_id_len, 0) != 0)
+			m = NULL;
+	}
+	g->dwmod = m;
+	if (m) {
+		/* the module's userdata slot: find_elf reaches z through it */
+		dwfl_module_info(m, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+		*ud = z;
 	}
 	if (dwfl_report_end(z->dwfl, NULL, NULL) != 0)
 		mw_warn("dwfl_report_end: %s", dwfl_errmsg(-1));
@@ -592,8 +596,10 @@ const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uin
 	if (sl->used)
 		return &z->locs[sl->loc];
 	if (!z->reported)
-		report_modules(z);
-	/* report_modules does not touch the cache: sl is still valid */
+		start_dwfl(z);
+	if (gmod < z->nmods && !z->mods[gmod].reported)
+		report_module(z, &z->mods[gmod], gmod);
+	/* reporting does not touch the cache: sl is still valid */
 	return resolve(z, sl, gmod, offset);
 }
 

@@ -1,0 +1,38 @@
+#!/bin/sh
+# run-report-golden.sh: the committed snapshots (tests/data/report_*.snap, of a
+# committed stripped binary whose debug file is found by build-id under
+# tests/data/debug) give exactly the committed reports, so the output formats
+# stay pinned. tests/data/report-fixtures.sh says how all of it was made.
+. "$top_srcdir/tests/lib.sh"
+
+data="$top_srcdir/tests/data"
+unset DEBUGINFOD_URLS
+cp "$data/report_a.snap" "$data/report_b.snap" .
+dd="$data/debug"
+
+# check NAME ARGS...: memwatch ARGS must print tests/data/NAME.expected exactly
+check() {
+	name=$1
+	shift
+	run_mw 0 "$@"
+	if ! cmp -s out "$data/$name.expected"; then
+		fail "memwatch $* differs from $name.expected:"
+		diff -u "$data/$name.expected" out | head -n 40 >&2
+	fi
+	[ -s err ] && fail "memwatch $* wrote to stderr: $(cat err)"
+}
+
+check report_show show -D "$dd" report_a.snap
+check report_show_nodebug show report_a.snap
+check report_show_json show -D "$dd" -F json report_a.snap
+check report_show_folded_line show -D "$dd" -F folded --by line report_a.snap
+check report_diff diff -D "$dd" report_a.snap report_b.snap
+check report_diff_json diff -D "$dd" -F json report_a.snap report_b.snap
+check report_diff_folded diff -D "$dd" -F folded report_a.snap report_b.snap
+check report_diff_function diff -D "$dd" --by function --depth 1 report_a.snap report_b.snap
+
+# the same through -o, and a relative --debug-dir
+cp -r "$dd" ./debug
+run_mw 0 diff --debug-dir debug -o d.txt report_a.snap report_b.snap
+cmp -s d.txt "$data/report_diff.expected" || fail "diff -o d.txt differs from report_diff.expected"
+finish
