@@ -33,7 +33,9 @@ enum snap_stack_flags {
 };
 
 /* One distinct call stack and what is attributed to it. Estimated figures are the
- * sums of the Poisson weights s / -expm1(-s/R) of the sampled blocks. */
+ * sums of the weights of the sampled blocks: a block of s bytes was sampled with
+ * probability p = -expm1(-(s+1)/R) and stands for s/p bytes and 1/p blocks (exactly
+ * s and 1 when R is 1); see memwatch-snapshot(5). */
 struct snap_stack {
 	uint32_t flags;              /* enum snap_stack_flags */
 	uint32_t nframes;
