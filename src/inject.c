@@ -1415,8 +1415,7 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 			return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 				    "the process uses musl libc; only glibc processes can be attached to");
 		if (!any_loader)
-			return fail(INJECT_EUNSUPPORTED, cause, hint,
-				    "a statically linked program cannot load the agent",
+			return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 				    "the process is statically linked (no libc.so or dynamic loader mapped)");
 		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL, "no glibc mapped in the process");
 	}

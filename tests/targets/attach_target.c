@@ -179,6 +179,32 @@ static void sleeper(double secs)
 	}
 }
 
+/* The main thread waits in epoll_wait() with a timeout and nothing to wake
+ * it: a thread attach must leave alone. */
+static void main_epoll(double secs)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	int ep = epoll_create1(0), r;
+	double end = now_s() + secs;
+
+	epoll_ctl(ep, EPOLL_CTL_ADD, epoll_pipe[0], &ev);
+	for (;;) {
+		int ms = (int)((end - now_s()) * 1000);
+		if (ms <= 0)
+			break;
+		r = epoll_wait(ep, &out, 1, ms);
+		if (r < 0 && errno == EINTR) {
+			fprintf(stderr, "attach_target: main epoll_wait: spurious EINTR\n");
+			eintr_seen++;
+		} else if (r != 0) {
+			fprintf(stderr, "attach_target: main epoll_wait returned %d\n", r);
+			corrupt_seen++;
+			break;
+		}
+	}
+	close(ep);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -188,13 +214,14 @@ int main(int argc, char **argv)
 		{ "epoll", no_argument, NULL, 'e' },
 		{ "cond", no_argument, NULL, 'c' },
 		{ "busy", no_argument, NULL, 'b' },
+		{ "main-epoll", no_argument, NULL, 'E' },
 		{ "ticker", no_argument, NULL, 't' },
 		{ "ready", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	double secs = 3;
 	int nworkers = 0, c;
-	int want_reader = 0, want_epoll = 0, want_cond = 0, busy = 0, want_ticker = 0;
+	int want_reader = 0, want_epoll = 0, want_cond = 0, busy = 0, want_ticker = 0, mepoll = 0;
 	const char *ready = NULL;
 	pthread_t th[64];
 	int nth = 0;
@@ -207,6 +234,7 @@ int main(int argc, char **argv)
 		case 'e': want_epoll = 1; break;
 		case 'c': want_cond = 1; break;
 		case 'b': busy = 1; break;
+		case 'E': mepoll = 1; break;
 		case 't': want_ticker = 1; break;
 		case 'R': ready = optarg; break;
 		default: return 64;
@@ -249,6 +277,8 @@ int main(int argc, char **argv)
 				free(p);
 			}
 		}
+	} else if (mepoll) {
+		main_epoll(secs);
 	} else {
 		sleeper(secs);
 	}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# run-attach-busy.sh: attach to targets whose every thread allocates and frees
+# as fast as it can (no thread in a system call). Each attach either succeeds
+# or reports that no safe point was found; the target must never deadlock and
+# must finish on its own with its heap intact.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/attach-lib.sh"
+
+ok=0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	start_attach_target "ready$i" --seconds 1.5 --busy --workers 3 >"t$i.out" 2>&1
+	t=$target_pid
+	"$MW_INJECT" --deadline 3000 "$t" "$PROBE" "marker=$tmp/marker$i" >out 2>err
+	status=$?
+	case $status in
+	0)
+		ok=$((ok + 1))
+		expect_grep "^start pid=$t " "marker$i"
+		;;
+	5)
+		expect_err_line "pid $t: cannot attach: no thread at a safe point"
+		;;
+	*)
+		fail "cycle $i: mw-inject exit status $status"
+		sed 's/^/  stderr: /' err >&2
+		;;
+	esac
+	expect_target_ok "$t" 30 "t$i.out"
+done
+echo "busy targets: $ok of 10 attached" >&2
+[ "$ok" -gt 0 ] || fail "no busy target could be attached in 10 tries"
+finish
