@@ -42,41 +42,59 @@ static inline int capturing(void)
 	return __atomic_load_n(&mw_capturing, __ATOMIC_RELAXED);
 }
 
+/* Each hook is split: the "off" test stays in the hook, so that it compiles to
+ * a load, a branch and a tail jump with no frame; the work of a capture is in a
+ * separate function the branch jumps to. */
+#define ON __attribute__((noinline))
+
+static ON void *malloc_on(size_t n, int e)
+{
+	return account(mw_orig.malloc(n), n, e);
+}
+
 static void *hk_malloc(size_t n)
 {
 	int e = capturing();
 	if (likely(!e))
 		return mw_orig.malloc(n);
-	return account(mw_orig.malloc(n), n, e);
+	return malloc_on(n, e);
 }
 
-static void *hk_calloc(size_t a, size_t b)
+static ON void *calloc_on(size_t a, size_t b, int e)
 {
-	int e = capturing();
+	void *p = mw_orig.calloc(a, b);
 	size_t n;
-	void *p;
-	if (likely(!e))
-		return mw_orig.calloc(a, b);
-	p = mw_orig.calloc(a, b);
 	if (__builtin_mul_overflow(a, b, &n))
 		return p;
 	return account(p, n, e);
 }
 
-static void hk_free(void *p)
+static void *hk_calloc(size_t a, size_t b)
 {
-	if (likely(!capturing()) || !p || likely(!mw_maybe_sampled(p)))
-		return mw_orig.free(p);
+	int e = capturing();
+	if (likely(!e))
+		return mw_orig.calloc(a, b);
+	return calloc_on(a, b, e);
+}
+
+static ON void free_on(void *p)
+{
 	/* The record goes before the block: once freed, another thread may get
 	 * the same address back and sample it. */
 	mw_sampled_free(p);
 	mw_orig.free(p);
 }
 
+static void hk_free(void *p)
+{
+	if (likely(!capturing()) || !p || likely(!mw_maybe_sampled(p)))
+		return mw_orig.free(p);
+	free_on(p);
+}
+
 /* A realloc is the free of the old block and the allocation of the new one,
  * attributed to the realloc's own call stack. */
-static void *realloc_common(void *p, size_t n, void *(*call)(void *, size_t, size_t), size_t a,
-			    size_t b, int e)
+static ON void *realloc_on(void *p, size_t n, bool array, size_t a, size_t b, int e)
 {
 	struct mw_taken t;
 	bool had = false;
@@ -84,7 +102,7 @@ static void *realloc_common(void *p, size_t n, void *(*call)(void *, size_t, siz
 
 	if (p && mw_maybe_sampled(p))
 		had = mw_take_record(p, &t);
-	q = call(p, a, b);
+	q = array ? mw_orig.reallocarray(p, a, b) : mw_orig.realloc(p, n);
 	if (!q) {
 		/* Failed with n > 0: the old block is still there. n == 0: freed. */
 		if (had && n != 0)
@@ -94,23 +112,12 @@ static void *realloc_common(void *p, size_t n, void *(*call)(void *, size_t, siz
 	return account(q, n, e);
 }
 
-static void *call_realloc(void *p, size_t n, size_t unused)
-{
-	(void)unused;
-	return mw_orig.realloc(p, n);
-}
-
-static void *call_reallocarray(void *p, size_t a, size_t b)
-{
-	return mw_orig.reallocarray(p, a, b);
-}
-
 static void *hk_realloc(void *p, size_t n)
 {
 	int e = capturing();
 	if (likely(!e))
 		return mw_orig.realloc(p, n);
-	return realloc_common(p, n, call_realloc, n, 0, e);
+	return realloc_on(p, n, false, 0, 0, e);
 }
 
 static void *hk_reallocarray(void *p, size_t a, size_t b)
@@ -119,19 +126,28 @@ static void *hk_reallocarray(void *p, size_t a, size_t b)
 	size_t n;
 	if (likely(!e) || __builtin_mul_overflow(a, b, &n))
 		return mw_orig.reallocarray(p, a, b);
-	return realloc_common(p, n, call_reallocarray, a, b, e);
+	return realloc_on(p, n, true, a, b, e);
+}
+
+static ON int posix_memalign_on(void **m, size_t align, size_t n, int e)
+{
+	int r = mw_orig.posix_memalign(m, align, n);
+	if (r == 0)
+		account(*m, n, e);
+	return r;
 }
 
 static int hk_posix_memalign(void **m, size_t align, size_t n)
 {
 	int e = capturing();
-	int r;
 	if (likely(!e))
 		return mw_orig.posix_memalign(m, align, n);
-	r = mw_orig.posix_memalign(m, align, n);
-	if (r == 0)
-		account(*m, n, e);
-	return r;
+	return posix_memalign_on(m, align, n, e);
+}
+
+static ON void *aligned_alloc_on(size_t align, size_t n, int e)
+{
+	return account(mw_orig.aligned_alloc(align, n), n, e);
 }
 
 static void *hk_aligned_alloc(size_t align, size_t n)
@@ -139,7 +155,12 @@ static void *hk_aligned_alloc(size_t align, size_t n)
 	int e = capturing();
 	if (likely(!e))
 		return mw_orig.aligned_alloc(align, n);
-	return account(mw_orig.aligned_alloc(align, n), n, e);
+	return aligned_alloc_on(align, n, e);
+}
+
+static ON void *memalign_on(size_t align, size_t n, int e)
+{
+	return account(mw_orig.memalign(align, n), n, e);
 }
 
 static void *hk_memalign(size_t align, size_t n)
@@ -147,7 +168,12 @@ static void *hk_memalign(size_t align, size_t n)
 	int e = capturing();
 	if (likely(!e))
 		return mw_orig.memalign(align, n);
-	return account(mw_orig.memalign(align, n), n, e);
+	return memalign_on(align, n, e);
+}
+
+static ON void *valloc_on(size_t n, int e)
+{
+	return account(mw_orig.valloc(n), n, e);
 }
 
 static void *hk_valloc(size_t n)
@@ -155,7 +181,12 @@ static void *hk_valloc(size_t n)
 	int e = capturing();
 	if (likely(!e))
 		return mw_orig.valloc(n);
-	return account(mw_orig.valloc(n), n, e);
+	return valloc_on(n, e);
+}
+
+static ON void *pvalloc_on(size_t n, int e)
+{
+	return account(mw_orig.pvalloc(n), n, e);
 }
 
 static void *hk_pvalloc(size_t n)
@@ -163,7 +194,7 @@ static void *hk_pvalloc(size_t n)
 	int e = capturing();
 	if (likely(!e))
 		return mw_orig.pvalloc(n);
-	return account(mw_orig.pvalloc(n), n, e);
+	return pvalloc_on(n, e);
 }
 
 /* True when the object behind lm names a search path of its own: only then can
