@@ -14,9 +14,12 @@
 #include "util.h"
 
 /* Read all of fd into a new buffer (*buf, *len; caller frees). Grows the buffer
- * geometrically, so pipes and files of any size work. 0 or -errno. */
+ * geometrically, so pipes and files of any size work; stops early when the first
+ * bytes are not a snapshot's signature, so /dev/zero or a huge unrelated file is
+ * refused at once instead of read whole. 0 or -errno. */
 static int slurp(int fd, unsigned char **buf, size_t *len)
 {
+	const size_t magic_len = sizeof SNAPSHOT_MAGIC - 1;
 	size_t cap = 64 * 1024, n = 0;
 	unsigned char *b = xmalloc(cap);
 
@@ -36,6 +39,8 @@ static int slurp(int fd, unsigned char **buf, size_t *len)
 		if (r == 0)
 			break;
 		n += (size_t)r;
+		if (memcmp(b, SNAPSHOT_MAGIC, n < magic_len ? n : magic_len) != 0)
+			break; /* the decoder says "not a memwatch snapshot" */
 	}
 	*buf = b;
 	*len = n;

@@ -14,7 +14,7 @@
 #include "snapshot.h"
 
 /* The fixed frame of the format: see memwatch-snapshot(5). */
-#define SNAP_MAGIC "MEMWSNAP"
+#define SNAP_MAGIC SNAPSHOT_MAGIC
 #define SNAP_MAGIC_LEN 8
 #define SNAP_HEADER_LEN 16     /* magic, u16 version, u16 flags, u32 section count */
 #define SNAP_SECTION_HDR_LEN 16 /* u32 type, u32 flags, u64 length */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define SNAPSHOT_VERSION 1
+#define SNAPSHOT_MAGIC "MEMWSNAP" /* the first 8 bytes of every .snap file */
 #define SNAP_NO_MODULE UINT32_MAX /* frame outside every known module: offset is the raw address */
 
 /* A loaded object of the target at snapshot time. */

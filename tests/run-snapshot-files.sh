@@ -70,6 +70,12 @@ printf 'hello\n' >text.snap
 expect_refused text.snap 'not a memwatch snapshot'
 : >empty.snap
 expect_refused empty.snap 'empty file'
+# /dev/zero is refused at once, not read without end
+[ -r /dev/zero ] && expect_refused /dev/zero 'not a memwatch snapshot'
+mkdir adir
+"$snapdump" adir >out 2>err
+[ $? -eq 3 ] || fail "snapdump adir: expected status 3"
+expect_grep "^memwatch: cannot read 'adir': Is a directory$" err
 "$snapdump" missing.snap >out 2>err
 [ $? -eq 3 ] || fail "snapdump missing.snap: expected status 3"
 expect_grep "^memwatch: cannot read 'missing.snap': No such file or directory$" err
