@@ -931,6 +931,9 @@ static int run_gnuplot(const char *prog, const char *input, size_t inlen, struct
 		if (errno != EINTR)
 			break;
 	}
+	/* a Ctrl-C reaches gnuplot too: its end is then ours, not its failure */
+	if (stop_signal_pending())
+		run->stop_signal = stop_signal_pending();
 	sigaction(SIGPIPE, &oldpipe, NULL);
 out:
 	for (int *fd = (int[]){ in[0], in[1], out[0], out[1], err[0], err[1], ex[0], ex[1] },
@@ -1049,7 +1052,10 @@ int cmd_plot(int argc, char **argv)
 	}
 
 	/* open the output before running gnuplot: an unwritable place is told at
-	 * once; nothing is written into it before gnuplot has succeeded */
+	 * once; nothing is written into it before gnuplot has succeeded. From
+	 * here on SIGINT and SIGTERM are only noted, so that the temporary file is
+	 * removed and gnuplot stopped before memwatch ends. */
+	stop_signals_install();
 	of = outfile_open(o.output ? o.output : "-", o.force, &cause);
 	if (!of) {
 		mw_error("plot: %s", cause);
@@ -1060,8 +1066,11 @@ int cmd_plot(int argc, char **argv)
 		fwrite(prog, 1, proglen, outfile_stream(of));
 		goto commit;
 	}
+	if (stop_signal_pending()) {
+		ret = MW_EXIT_SIGNAL + stop_signal_pending();
+		goto out;
+	}
 
-	stop_signals_install();
 	if (run_gnuplot(o.gnuplot, prog, proglen, &run) < 0) {
 		mw_error("plot: cannot run '%s': %s", o.gnuplot, strerror(errno));
 		ret = MW_EXIT_EXTERNAL;

@@ -59,6 +59,30 @@ MEMWATCH_GNUPLOT=$fake run_mw 6 plot -o mem.svg "$data/plot-one.log"
 expect_err_line "gnuplot failed"
 nothing_left "failing MEMWATCH_GNUPLOT"
 
+# stopped while gnuplot runs (SIGTERM, SIGINT): gnuplot is stopped, nothing is
+# left, the status tells the signal
+for sig in TERM INT; do
+	rm -f started
+	PLOT_STARTED=$tmp/started "$MEMWATCH" plot --gnuplot "$data/plot-slow-gnuplot.sh" \
+		-o mem.png "$data/plot-one.log" > out 2> err &
+	mw=$!
+	started_pids="$started_pids $mw"
+	wait_until "[ -s started ]" 30
+	kill -$sig "$mw"
+	wait "$mw"
+	status=$?
+	want=$((128 + $(kill -l $sig)))
+	[ "$status" -eq "$want" ] || { fail "SIG$sig during gnuplot: exit status $status, expected $want"; cat err >&2; }
+	[ -s err ] && { fail "SIG$sig during gnuplot: messages"; cat err >&2; }
+	# the slow gnuplot was stopped (and reaped) with memwatch, not left sleeping
+	gp=$(cat started)
+	if kill -0 "$gp" 2>/dev/null; then
+		fail "SIG$sig during gnuplot: gnuplot ($gp) left running"
+		kill "$gp"
+	fi
+	nothing_left "SIG$sig during gnuplot"
+done
+
 # a broken script: the error names the script and its own line
 if command -v gnuplot >/dev/null 2>&1; then
 	mkdir gp
