@@ -14,13 +14,11 @@
 #include "snapshot.h"
 
 /* The fixed frame of the format: see memwatch-snapshot(5). */
-#define SNAP_MAGIC SNAPSHOT_MAGIC
-#define SNAP_MAGIC_LEN 8
+#define SNAP_MAGIC_LEN 8       /* SNAPSHOT_MAGIC without its NUL */
 #define SNAP_HEADER_LEN 16     /* magic, u16 version, u16 flags, u32 section count */
 #define SNAP_SECTION_HDR_LEN 16 /* u32 type, u32 flags, u64 length */
 #define SNAP_TRAILER_LEN 4     /* u32 CRC-32 of every byte before it */
 #define SNAP_BUILD_ID_MAX 64
-#define SNAP_VARINT_MAX 10     /* bytes of the longest LEB128 encoding of a u64 */
 
 enum snap_section_type {
 	SEC_PROCESS = 1,
@@ -259,7 +257,7 @@ static void encode_into(struct writer *w, const struct snapshot *s)
 	uint32_t nsections = 3 + (s->mallinfo.present ? 1 : 0) + (s->nsymbols ? 1 : 0);
 	size_t at;
 
-	put_bytes(w, SNAP_MAGIC, SNAP_MAGIC_LEN);
+	put_bytes(w, SNAPSHOT_MAGIC, SNAP_MAGIC_LEN);
 	put_u16(w, SNAPSHOT_VERSION);
 	put_u16(w, 0);
 	put_u32(w, nsections);
@@ -359,7 +357,7 @@ static bool encodable(const struct snapshot *s)
 		return false;
 	for (size_t i = 0; i < s->nmodules; i++) {
 		const struct snap_module *m = &s->modules[i];
-		if (m->build_id_len > SNAP_BUILD_ID_MAX)
+		if (m->build_id_len > SNAP_BUILD_ID_MAX || m->lo > m->hi)
 			return false;
 		if (m->path && strlen(m->path) > UINT32_MAX)
 			return false;
@@ -776,7 +774,7 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 		return -1;
 	}
 	size_t cmp = len < SNAP_MAGIC_LEN ? len : SNAP_MAGIC_LEN;
-	if (memcmp(buf, SNAP_MAGIC, cmp) != 0) {
+	if (memcmp(buf, SNAPSHOT_MAGIC, cmp) != 0) {
 		set_cause(cause, "not a memwatch snapshot (no MEMWSNAP signature at byte 0)");
 		return -1;
 	}

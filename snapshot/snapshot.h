@@ -99,8 +99,8 @@ struct snapshot {
  * the exact size; no stdio. 0, or -1 with errno ENOMEM, or EINVAL for a snapshot
  * the decoder would refuse (so none is ever written): sample_rate 0, a frame or
  * symbol naming a module index >= nmodules (other than SNAP_NO_MODULE), a
- * build_id_len over 64, or a NULL array with a non-zero count. NULL strings are
- * written as "" (exe, cmdline, module paths). */
+ * build_id_len over 64, a module with lo > hi, or a NULL array with a non-zero
+ * count. NULL strings are written as "" (exe, cmdline, module paths). */
 int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len);
 
 /* Decode and validate buf. Returns a new snapshot (caller frees with

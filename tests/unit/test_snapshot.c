@@ -524,6 +524,15 @@ static void test_bad_module_ref(void **state)
 	s->stacks[0].frames[1].module = 2;
 	s->modules[0].build_id_len = 65;
 	assert_int_equal(snapshot_encode(s, &out, &len), -1);
+	s->modules[0].build_id_len = 0;
+	s->modules[0].lo = 2;
+	s->modules[0].hi = 1;
+	assert_int_equal(snapshot_encode(s, &out, &len), -1);
+	s->modules[0].hi = 2;
+	assert_int_equal(snapshot_encode(s, &out, &len), 0);
+	free(out);
+	s->sample_rate = 0;
+	assert_int_equal(snapshot_encode(s, &out, &len), -1);
 	snapshot_free(s);
 }
 
