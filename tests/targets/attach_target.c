@@ -1,7 +1,8 @@
 /* attach_target.c: a process to attach to. Threads sit in known places (a
  * sleeping main thread, a thread blocked in read(), one in epoll_wait(), one
  * in pthread_cond_wait(), workers busy in malloc/free) and each checks its own
- * results: a spurious EINTR exits 2, corrupted state or memory exits 3. */
+ * results: a spurious EINTR exits 2, corrupted state or memory exits 3. The
+ * sleeping main thread ends after --seconds, or early once --until-file exists. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -146,7 +147,7 @@ static void *ticker(void *arg)
 
 /* The main thread sleeps in 10 ms steps with live values in callee-saved
  * registers across each call; they must come back intact and on time. */
-static void sleeper(double secs)
+static void sleeper(double secs, const char *until)
 {
 	unsigned steps = (unsigned)(secs * 100);
 	uint64_t a = 1, b = 0, ea = 1, eb = 0;
@@ -164,6 +165,10 @@ static void sleeper(double secs)
 		}
 		a = a * 6364136223846793005ull + i;
 		b ^= a >> 3;
+		if (until && access(until, F_OK) == 0) {
+			steps = i + 1;
+			break;
+		}
 	}
 	for (unsigned i = 0; i < steps; i++) {
 		ea = ea * 6364136223846793005ull + i;
@@ -217,12 +222,13 @@ int main(int argc, char **argv)
 		{ "main-epoll", no_argument, NULL, 'E' },
 		{ "ticker", no_argument, NULL, 't' },
 		{ "ready", required_argument, NULL, 'R' },
+		{ "until-file", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	double secs = 3;
 	int nworkers = 0, c;
 	int want_reader = 0, want_epoll = 0, want_cond = 0, busy = 0, want_ticker = 0, mepoll = 0;
-	const char *ready = NULL;
+	const char *ready = NULL, *until = NULL;
 	pthread_t th[64];
 	int nth = 0;
 
@@ -237,6 +243,7 @@ int main(int argc, char **argv)
 		case 'E': mepoll = 1; break;
 		case 't': want_ticker = 1; break;
 		case 'R': ready = optarg; break;
+		case 'U': until = optarg; break;
 		default: return 64;
 		}
 	}
@@ -280,7 +287,7 @@ int main(int argc, char **argv)
 	} else if (mepoll) {
 		main_epoll(secs);
 	} else {
-		sleeper(secs);
+		sleeper(secs, until);
 	}
 	stop_flag = 1;
 	if (write(read_pipe[1], "q", 1) != 1 || write(epoll_pipe[1], "e", 1) != 1)
