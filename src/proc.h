@@ -1,5 +1,5 @@
-/* proc.h: reading processes' memory figures through libproc2 (procps), telling
- * who a process is, and finding the members of a process tree. */
+/* proc.h: reading processes' memory figures from /proc (PSS and USS through
+ * libproc2), telling who a process is, and finding the members of a process tree. */
 #ifndef MEMWATCH_PROC_H
 #define MEMWATCH_PROC_H
 
@@ -9,8 +9,8 @@
 
 #include "runlog.h"
 
-/* A libproc2 context kept for the whole watch, so that one sample costs a few
- * reads of /proc and no allocation. */
+/* The reader of a whole watch: each process's status file is held open, so one
+ * sample costs one pread(2) per process and no allocation. */
 struct proc_reader;
 
 /* pss: also read PSS and USS (smaps_rollup: a walk of the page tables, whose cost

@@ -53,6 +53,19 @@ n=$(grep -Ec "^[0-9.]+ $flat( [0-9]+){8}\$" flat.log)
 awk -v p="$flat" '$2 == p { if ($4 < min || !n++) min = $4; if ($4 > max) max = $4 }
 	END { exit !(max - min <= 256 && min >= 16384) }' flat.log ||
 	fail "flat target's anon is not flat at >= 16 MiB"
+# the figures are the kernel's: RSS, anon and VSZ as /proc/PID/status has them now
+# (the flat target does not change; allow a few pages of drift)
+awk -v p="$flat" '$2 == p { r = $3; a = $4; v = $8 }
+	END { print r, a, v }' flat.log >logged
+awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } /^VmSize:/ { v = $2 }
+	END { print r, a, v }' "/proc/$flat/status" >kernel
+read -r lr la lv <logged
+read -r kr ka kv <kernel
+for pair in "$lr $kr RSS" "$la $ka anon" "$lv $kv VSZ"; do
+	set -- $pair
+	d=$(($1 - $2))
+	[ "${d#-}" -le 64 ] || fail "$3 logged $1 KiB, /proc/$flat/status says $2 KiB"
+done
 # PSS and USS are at most RSS, and USS covers the 16 MiB touched
 awk -v p="$flat" '$2 == p && ($9 > $3 || $10 > $3 || $10 < 16384) { bad = 1 } END { exit bad }' flat.log ||
 	fail "PSS/USS out of range"

@@ -1,0 +1,133 @@
+#!/bin/sh
+# watch-cost.sh: what watching costs: memwatch's CPU time per sample (us), its
+# share of one core at 1 s and 100 ms intervals, and its own peak RSS, while it
+# watches a 1 GiB and an 8 GiB process (anonymous memory, every page touched),
+# with and without --pss.
+#
+# Run from the build directory after `make check` (which builds the helpers):
+#   sh /path/to/src/bench/watch-cost.sh
+# Environment: MEMWATCH (default ./memwatch), TARGETS (./tests/targets),
+# RUSAGE (./bench/watch-cost-rusage), SIZES_GIB (default "1 8"),
+# SHARE_S (seconds of each CPU-share run at 1 s; default 10; 100 ms runs take
+# half). The default run takes about 90 s.
+#
+# How: the per-sample cost is the difference in CPU time between a long and a
+# short run at a 1 ms interval, divided by the difference in samples written,
+# so start-up and exit cancel out and what remains is one sample, its log line
+# and one timer wake-up. The CPU share is the CPU time of a run at 1 s (100 ms)
+# minus that of a run of one sample (start-up), over the run's length. The
+# watched process is the baseline: its own run needs no instrumentation, so the
+# figures are absolute; the targets are < 50 us per sample without --pss, < 0.1 %
+# of a core at 1 s, and < 4 MiB of memwatch's own RSS.
+set -u
+
+MEMWATCH=${MEMWATCH:-./memwatch}
+TARGETS=${TARGETS:-./tests/targets}
+RUSAGE=${RUSAGE:-./bench/watch-cost-rusage}
+SIZES_GIB=${SIZES_GIB:-1 8}
+SHARE_S=${SHARE_S:-10}
+
+for f in "$MEMWATCH" "$TARGETS/flat" "$RUSAGE"; do
+	if [ ! -x "$f" ]; then
+		echo "watch-cost: '$f' is missing: run from the build directory after make check" >&2
+		exit 2
+	fi
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/watch-cost.XXXXXX")
+target=
+cleanup() {
+	[ -n "$target" ] && kill "$target" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+# measure ARGS...: run memwatch with ARGS, log to $tmp/run.log; sets cpu_us,
+# maxrss_kib and samples; with MID_S set, also anon_kib and pss_kib, memwatch's
+# own anonymous memory and PSS read MID_S seconds into the run.
+measure() {
+	rm -f "$tmp/run.log"
+	"$RUSAGE" "$tmp/ru" "$MEMWATCH" -q --capture never -o "$tmp/run.log" "$@" >/dev/null 2>"$tmp/err" &
+	helper=$!
+	anon_kib=- pss_kib=-
+	if [ -n "${MID_S:-}" ]; then
+		sleep "$MID_S"
+		mw=$(pgrep -P "$helper" | head -n 1)
+		if [ -n "$mw" ]; then
+			anon_kib=$(awk '/^RssAnon:/ { print $2 }' "/proc/$mw/status")
+			pss_kib=$(awk '/^Pss:/ { print $2 }' "/proc/$mw/smaps_rollup")
+		fi
+	fi
+	wait "$helper"
+	read -r u s maxrss_kib st <"$tmp/ru"
+	if [ "$st" -ne 0 ]; then
+		echo "watch-cost: memwatch $* failed ($st): $(cat "$tmp/err")" >&2
+		exit 1
+	fi
+	cpu_us=$((u + s))
+	samples=$(grep -c '^[0-9]' "$tmp/run.log")
+}
+
+# the baseline: what a bare timer wake-up costs here (memwatch pays one per sample)
+"$RUSAGE" --ticks 2000 1000 "$tmp/ru"
+read -r u s _ _ <"$tmp/ru"
+wake_us=$(awk -v c=$((u + s)) 'BEGIN { printf "%.1f", c / 2000 }')
+echo "baseline: a bare timer wake-up (sleep to an absolute deadline) costs $wake_us us of CPU here"
+echo
+printf '%-7s %-4s %10s %10s %11s %12s %9s %9s %9s\n' "target" "pss" "us/sample" "-wake us" \
+	"CPU% at 1s" "CPU% 100ms" "peak RSS" "anon" "PSS"
+worst_us=0 worst_share=0 worst_anon=0
+for gib in $SIZES_GIB; do
+	"$TARGETS/flat" $((gib * 1024)) &
+	target=$!
+	# wait until every page is touched
+	want=$((gib * 1024 * 1024 * 95 / 100))
+	i=0
+	while :; do
+		anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$target/status" 2>/dev/null)
+		[ "${anon:-0}" -ge "$want" ] && break
+		i=$((i + 1))
+		if [ "$i" -gt 600 ]; then
+			echo "watch-cost: the ${gib} GiB target did not fill its memory" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	for pss in no yes; do
+		opt=
+		[ "$pss" = yes ] && opt=--pss
+		# per sample: a long and a short run at 1 ms
+		measure -p "$target" $opt -i 1ms -d 3s
+		c2=$cpu_us n2=$samples
+		measure -p "$target" $opt -i 1ms -d 500ms
+		c1=$cpu_us n1=$samples
+		us=$(awk -v a="$c2" -v b="$c1" -v m="$n2" -v n="$n1" 'BEGIN { printf "%.1f", (a - b) / (m - n) }')
+		work=$(awk -v a="$us" -v w="$wake_us" 'BEGIN { printf "%.1f", a - w }')
+		# start-up alone: one sample
+		measure -p "$target" $opt -i 1s -d 1ms
+		c0=$cpu_us
+		MID_S=$((SHARE_S / 2)) measure -p "$target" $opt -i 1s -d "${SHARE_S}s"
+		share1=$(awk -v a="$cpu_us" -v b="$c0" -v d="$SHARE_S" 'BEGIN { printf "%.4f", (a - b) / (d * 1e6) * 100 }')
+		rss1=$maxrss_kib anon1=$anon_kib pss1=$pss_kib
+		half=$(awk -v d="$SHARE_S" 'BEGIN { printf "%.1f", d / 2 }')
+		measure -p "$target" $opt -i 100ms -d "${half}s"
+		share01=$(awk -v a="$cpu_us" -v b="$c0" -v d="$half" 'BEGIN { printf "%.4f", (a - b) / (d * 1e6) * 100 }')
+		rss=$((rss1 > maxrss_kib ? rss1 : maxrss_kib))
+		printf '%-7s %-4s %10s %10s %10s%% %11s%% %5s KiB %5s KiB %5s KiB\n' "${gib}GiB" "$pss" \
+			"$us" "$work" "$share1" "$share01" "$rss" "$anon1" "$pss1"
+		if [ "$pss" = no ]; then
+			worst_us=$(awk -v a="$worst_us" -v b="$us" 'BEGIN { print (b > a ? b : a) }')
+			worst_share=$(awk -v a="$worst_share" -v b="$share1" 'BEGIN { print (b > a ? b : a) }')
+		fi
+		[ "$anon1" != - ] && [ "$anon1" -gt "$worst_anon" ] && worst_anon=$anon1
+	done
+	kill "$target"
+	wait "$target" 2>/dev/null
+	target=
+done
+echo
+echo "us/sample: memwatch's CPU per sample, timer wake-up included; -wake: without it"
+echo "peak RSS counts the shared libraries' resident pages; anon is memwatch's own memory"
+echo "without --pss: worst $worst_us us per sample (target < 50), $worst_share % of a core at 1 s (target < 0.1)"
+echo "memwatch's own anonymous memory: $worst_anon KiB at most (target < 4096)"
+awk -v u="$worst_us" -v s="$worst_share" -v r="$worst_anon" 'BEGIN { exit !(u < 50 && s < 0.1 && r < 4096) }' &&
+	echo "within targets" || echo "OUTSIDE TARGETS"
