@@ -39,7 +39,7 @@ status=0
 	"$work/corpus" "$seeds" >"$work/log" 2>&1 || status=$?
 
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -n 1)
-echo "fuzz_$name: ${execs:-?} executions in ${seconds}s, corpus $(ls "$work/corpus" | wc -l) inputs"
+echo "fuzz_$name: ${execs:-?} executions (time limit ${seconds}s), corpus $(ls "$work/corpus" | wc -l) inputs"
 found=$(ls "$work/artifacts" 2>/dev/null | head -n 5)
 if [ "$status" -ne 0 ] || [ -n "$found" ]; then
 	echo "fuzz_$name: finding (status $status); inputs in $work/artifacts/:" >&2
