@@ -41,7 +41,7 @@ set border 3 lc rgb '#444444'
 set xtics nomirror
 set ytics nomirror
 set grid xtics ytics lc rgb '#e0e0e0' lt 1
-set key below horizontal noreverse spacing 1.2 width 2
+set key below horizontal noreverse spacing 1.2 width 1
 set format y '%g'
 set format x '%g'
 set xrange [0:(mw_xmax > 0 ? mw_xmax : 1) / mw_xdiv]

@@ -565,7 +565,7 @@ static struct scale time_scale(double span)
 }
 
 /* The default title: the log's name and, for one process, its command, cut to
- * what fits the width (about 8 pixels a character). Caller frees. */
+ * what fits the width. Caller frees. */
 static char *default_title(const struct runlog_data *d, const char *log, unsigned width)
 {
 	const char *base = strrchr(log, '/') ? strrchr(log, '/') + 1 : log;
@@ -583,17 +583,23 @@ static char *default_title(const struct runlog_data *d, const char *log, unsigne
 		if (d->procs[i].pid == only)
 			p = &d->procs[i];
 	if (p && p->cmd[0]) {
-		room = (int)(width / 8) - 24 - (int)strlen(base);
+		/* the program without its directory, then its arguments */
+		const char *cmd = p->cmd, *end = cmd + strcspn(cmd, " \t"), *q;
+		for (q = cmd; q < end; q++)
+			if (*q == '/' && q + 1 < end)
+				cmd = q + 1;
+		/* the title font takes about 10 pixels a character */
+		room = (int)(width / 10) - (int)strlen("memory of 1234567 ... ()") - (int)strlen(base);
 		if (room < 10)
 			room = 10;
-		if ((int)strlen(p->cmd) > room) {
+		if ((int)strlen(cmd) > room) {
 			int cut = room - 3;
 			/* not inside a UTF-8 character */
-			while (cut > 0 && ((unsigned char)p->cmd[cut] & 0xc0) == 0x80)
+			while (cut > 0 && ((unsigned char)cmd[cut] & 0xc0) == 0x80)
 				cut--;
-			return xasprintf("memory of %d %.*s... (%s)", p->pid, cut, p->cmd, base);
+			return xasprintf("memory of %d %.*s... (%s)", p->pid, cut, cmd, base);
 		}
-		return xasprintf("memory of %d %s (%s)", p->pid, p->cmd, base);
+		return xasprintf("memory of %d %s (%s)", p->pid, cmd, base);
 	}
 	if (nproc > 1)
 		return xasprintf("memory of %zu processes (%s)", nproc, base);
@@ -995,6 +1001,16 @@ static size_t lines_before(const char *s, size_t off)
 	return n;
 }
 
+/* Is any RSS figure measured? Without one there is nothing to draw. */
+static bool any_figure(const struct runlog_data *d)
+{
+	size_t i;
+	for (i = 0; i < d->nsamples; i++)
+		if (d->samples[i].s.rss != RUNLOG_NONE)
+			return true;
+	return false;
+}
+
 int cmd_plot(int argc, char **argv)
 {
 	struct plot_opts o;
@@ -1019,6 +1035,11 @@ int cmd_plot(int argc, char **argv)
 	d = runlog_read(o.log, &cause);
 	if (!d) {
 		mw_error("plot: %s", cause);
+		ret = MW_EXIT_BADFILE;
+		goto out;
+	}
+	if (!any_figure(d)) {
+		mw_error("plot: '%s' holds no memory figures (every one is '-')", o.log);
 		ret = MW_EXIT_BADFILE;
 		goto out;
 	}

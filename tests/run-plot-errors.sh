@@ -121,6 +121,11 @@ run_mw 3 plot -o mem.png --script nonexistent.log
 expect_err_line "plot: cannot open 'nonexistent.log': No such file or directory$"
 nothing_left "no log"
 
+{ head -n 7 "$data/plot-one.log"; echo '0.000 4242 - - - - - - - -'; echo '1.000 total - - - - - - - -'; } > nofig.log
+run_mw 3 plot -o mem.png nofig.log
+expect_err_line "plot: 'nofig.log' holds no memory figures \(every one is '-'\)$"
+nothing_left "no figures"
+
 # usage errors: exit 2
 run_mw 2 plot -o mem.png
 expect_err_line "plot: no run.log named$"
