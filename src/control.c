@@ -200,6 +200,8 @@ int control_status(int fd, struct control_status *st, char **cause)
 		return -1;
 	}
 	st->capturing = capturing != 0;
+	if (!status_field(buf, "hooks", &st->hooks))
+		st->hooks = 0;
 	return 0;
 }
 

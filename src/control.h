@@ -12,6 +12,7 @@ struct control_status {
 	uint64_t samples;
 	uint64_t stacks;
 	uint64_t live_bytes;
+	uint64_t hooks;          /* GOT slots patched now; 0 when the hooks are removed */
 };
 
 /* Connect to the agent of pid. Returns a socket fd, or -errno with *cause set:

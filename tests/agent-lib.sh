@@ -38,7 +38,7 @@ end_target() {
 
 # wait_ready NAME N: wait for the target to print "ready N".
 wait_ready() {
-	wait_until "grep -q '^ready $2\$' '$1.out'" "${3:-30}"
+	wait_until "[ -f '$1.out' ] && grep -q '^ready $2\$' '$1.out'" "${3:-30}"
 }
 
 # expect_target_exit PID NAME: the target exits 0 and printed "ok".

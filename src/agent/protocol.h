@@ -16,7 +16,9 @@
  *   hold          (make this connection the capture's owner without starting)
  * Replies are one line, "ok ..." or "err <message>", except that "snapshot" is
  * answered by "ok <nbytes>\n" followed by exactly nbytes of .snap encoding.
- * "status" answers "ok capturing=<0|1> rate=<R> samples=<n> stacks=<n> live=<bytes> pid=<pid>".
+ * "status" answers "ok capturing=<0|1> rate=<R> samples=<n> stacks=<n> live=<bytes> pid=<pid>
+ * hooks=<n>": samples taken since capture start, distinct stacks, estimated live
+ * bytes, and the number of GOT slots patched now (0 once stop removed them).
  *
  * The connection that sent "start" (or "hold") owns the capture: when it closes
  * without "stop", the agent stops sampling and removes its hooks on its own, so a

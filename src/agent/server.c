@@ -390,9 +390,10 @@ static int do_status(int fd)
 	struct mw_heap_figures f;
 	int on = __atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE) != 0;
 	mw_heap_figures(&f);
-	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d", on,
-		     (unsigned long long)mw_rate, (unsigned long long)f.samples,
-		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid());
+	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u",
+		     on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
+		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid(),
+		     mw_hooks_installed() ? mw_hooks_slots() : 0);
 }
 
 static int do_snapshot(int fd)

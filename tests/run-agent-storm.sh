@@ -1,0 +1,56 @@
+#!/bin/sh
+# run-agent-storm.sh: threads allocating through every hooked function and
+# checking their memory, while the agent is snapshotted, started and stopped
+# (hooks installed and removed under their feet) over and over; the capture's
+# owner going away stops it. The target must finish its work intact.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/agent-lib.sh"
+
+T=$TARGETS/agent_storm
+CTL=$top_builddir/tests/tools/agentctl
+
+# 1. Capturing from the start, snapshots taken while four threads churn.
+start_agent_target s capture=now,rate=4096 "$T" 4 5
+ps=$target_pid
+wait_ready s 1
+for i in 1 2 3 4 5 6; do
+	take_snap "$ps" s$i.snap
+	sleep 0.2
+done
+n=$(snap_field s6.snap stacks)
+[ "${n:-0}" -ge 5 ] || fail "only '$n' stacks in a snapshot of the storm"
+expect_target_exit "$ps" s
+
+# 2. Idle at first; then capture cycles at rates 1, 4 KiB and the default,
+# each ended by stop (hooks removed) or by the owner hanging up.
+start_agent_target t capture=idle "$T" 3 12
+pt=$target_pid
+wait_ready t 1
+"$CTL" "$pt" status >st0 2>&1 || fail "agentctl status: $(cat st0)"
+expect_grep '^status: capturing=0 hooks=[1-9][0-9]* ' st0
+for r in 1 4096 524288 1 65536; do
+	"$CTL" "$pt" start=$r sleep=300 status snapshot=t$r.snap stop status >ctl.$r 2>&1 ||
+		fail "agentctl cycle at rate $r: $(cat ctl.$r)"
+	expect_grep "^status: capturing=1 hooks=[1-9][0-9]* rate=$r samples=[1-9]" ctl.$r
+	expect_grep '^snapshot: ok stacks=[1-9]' ctl.$r
+	expect_grep '^status: capturing=0 hooks=0 ' ctl.$r
+done
+# the owner hangs up without stop: capture ends and the hooks go
+"$CTL" "$pt" start=4096 sleep=300 status >own1 2>&1 || fail "agentctl: $(cat own1)"
+expect_grep '^status: capturing=1 ' own1
+wait_until "'$CTL' '$pt' status >own2 2>&1 && grep -q 'capturing=0 hooks=0' own2" 10
+# a connection that only looks does not own anything
+"$CTL" "$pt" start=8192 >own3 2>&1 || fail "agentctl: $(cat own3)"
+"$CTL" "$pt" status >own4 2>&1
+expect_grep '^status: capturing=0 hooks=0 ' own4
+expect_target_exit "$pt" t
+
+# 3. hold takes over a capture the preloaded agent started by itself.
+start_agent_target h capture=now "$T" 2 6
+ph=$target_pid
+wait_ready h 1
+"$CTL" "$ph" status hold sleep=200 >h1 2>&1 || fail "agentctl: $(cat h1)"
+expect_grep '^status: capturing=1 ' h1
+wait_until "'$CTL' '$ph' status >h2 2>&1 && grep -q 'capturing=0 hooks=0' h2" 10
+expect_target_exit "$ph" h
+finish
