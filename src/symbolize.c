@@ -44,7 +44,17 @@ struct gmod {
 	bool use_files;          /* some snapshot without symbols has frames here */
 	uint64_t place;          /* the bias it has in our Dwfl */
 	bool reported;           /* report_module done (dwmod may still be NULL) */
+	struct fsym *syms;       /* its function symbols by address, once needed */
+	size_t nsyms;
+	bool syms_loaded;
 	Dwfl_Module *dwmod;
+};
+
+/* A function symbol: [lo, hi) in Dwfl addresses (hi == lo: size unknown). */
+struct fsym {
+	GElf_Addr lo, hi;
+	const char *name;        /* interned, demangled */
+	int rank;                /* preference among symbols at one address */
 };
 
 /* A cache slot: (module, offset) to an index into locs. */
@@ -260,6 +270,7 @@ void symbolizer_free(struct symbolizer *z)
 		free(z->mods[i].key);
 		free(z->mods[i].path);
 		free(z->mods[i].name);
+		free(z->mods[i].syms);
 	}
 	free(z->mods);
 	for (i = 0; i < z->nlocs; i++)
@@ -563,6 +574,78 @@ static uint32_t dwarf_frames(struct symbolizer *z, Dwfl_Module *m, Dwarf_Addr pc
 	return nf;
 }
 
+static int cmp_fsym(const void *pa, const void *pb)
+{
+	const struct fsym *a = pa, *b = pb;
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank > b->rank ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* The module's function symbols sorted by address, read once: Dwfl's own
+ * dwfl_module_addrinfo scans the whole table at every call, which dominates
+ * when many addresses of a large library have no DWARF. */
+static void load_symbols(struct symbolizer *z, struct gmod *g)
+{
+	int n, i;
+	size_t k = 0, j;
+
+	g->syms_loaded = true;
+	n = dwfl_module_getsymtab(g->dwmod);
+	if (n <= 0)
+		return;
+	g->syms = xcalloc((size_t)n, sizeof *g->syms);
+	for (i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(g->dwmod, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		g->syms[k].lo = addr;
+		g->syms[k].hi = addr + sym.st_size;
+		g->syms[k].name = intern_name(z, name);
+		/* sized first, then global over weak over local */
+		g->syms[k].rank = (sym.st_size ? 4 : 0) +
+				  (bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0);
+		k++;
+	}
+	qsort(g->syms, k, sizeof *g->syms, cmp_fsym);
+	/* keep the preferred symbol of each address */
+	for (i = 0, j = 0; (size_t)i < k; i++)
+		if (j == 0 || g->syms[j - 1].lo != g->syms[i].lo)
+			g->syms[j++] = g->syms[i];
+	g->nsyms = j;
+}
+
+/* The function symbol containing pc, or NULL. */
+static const char *symbol_at(struct symbolizer *z, struct gmod *g, GElf_Addr pc)
+{
+	size_t lo = 0, hi;
+
+	if (!g->syms_loaded)
+		load_symbols(z, g);
+	hi = g->nsyms;
+	while (lo < hi) {   /* the first symbol above pc */
+		size_t mid = (lo + hi) / 2;
+		if (g->syms[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	lo--;
+	if (g->syms[lo].hi > g->syms[lo].lo)
+		return pc < g->syms[lo].hi ? g->syms[lo].name : NULL;
+	/* a symbol of unknown size reaches up to the next one */
+	return lo + 1 < g->nsyms || pc - g->syms[lo].lo < 4096 ? g->syms[lo].name : NULL;
+}
+
 static const struct sym_loc *resolve(struct symbolizer *z, struct slot *sl, uint32_t g,
 				     uint64_t off)
 {
@@ -577,12 +660,10 @@ static const struct sym_loc *resolve(struct symbolizer *z, struct slot *sl, uint
 	pc = z->mods[g].place + off - 1;
 	n = dwarf_frames(z, m, pc, &f);
 	if (n == 0) {
-		GElf_Off symoff;
-		GElf_Sym sym;
-		const char *name = dwfl_module_addrinfo(m, pc, &symoff, &sym, NULL, NULL, NULL);
+		const char *name = symbol_at(z, &z->mods[g], pc);
 		if (name) {
 			f = xcalloc(1, sizeof *f);
-			f->function = intern_name(z, name);
+			f->function = name;
 			n = 1;
 		}
 	}

@@ -15,7 +15,8 @@
  *     -e     embed the symbols (symbolize_embed) before writing
  *     -S N   instead: N synthetic distinct stacks whose frames are random
  *            code addresses of the loaded modules (libc, libstdc++, libz,
- *            this program), for benchmarks; -d DEPTH frames each (default 8)
+ *            this program), for benchmarks; -d DEPTH frames each (default 8);
+ *            -r SEED varies the figures (not the frames) between snapshots
  *     -p     print the bias of the main program on stdout
  *
  * Lines tagged LINE:name are looked up by the tests. */
@@ -230,6 +231,7 @@ static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
+static uint64_t value_seed;
 static uint64_t next_random(void)
 {
 	rng ^= rng << 13;
@@ -269,9 +271,9 @@ static void synthetic(size_t n, unsigned depth)
 		st->frames[0].offset += i / pool;
 		for (unsigned j = 1; j < depth; j++)
 			st->frames[j] = p[next_random() % pool];
-		st->live_samples = 1 + next_random() % 8;
+		st->live_samples = 1 + (next_random() ^ value_seed * (i + 1)) % 8;
 		st->live_blocks = st->live_samples;
-		st->live_bytes = st->live_blocks * (64 + next_random() % 4096);
+		st->live_bytes = st->live_blocks * (64 + (next_random() ^ value_seed) % 4096);
 		st->alloc_blocks = st->live_blocks * 2;
 		st->alloc_bytes = st->live_bytes * 2;
 	}
@@ -300,7 +302,7 @@ int main(int argc, char **argv)
 	struct mallinfo2 mi;
 	size_t len = 0;
 
-	while ((c = getopt(argc, argv, "g:s:k:meS:d:p")) != -1) {
+	while ((c = getopt(argc, argv, "g:s:k:meS:d:pr:")) != -1) {
 		switch (c) {
 		case 'g': grow = atoi(optarg); break;
 		case 's': steady = atoi(optarg); break;
@@ -310,6 +312,7 @@ int main(int argc, char **argv)
 		case 'S': nsynth = strtoul(optarg, NULL, 10); break;
 		case 'd': depth = (unsigned)atoi(optarg); break;
 		case 'p': print_bias = true; break;
+		case 'r': value_seed = strtoull(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: mksnap [-g N] [-s N] [-k N] [-m] [-e] [-S N [-d D]] [-p] OUT.snap\n");
 			return 2;

@@ -1,0 +1,98 @@
+#!/bin/sh
+# bench/report.sh: how long memwatch show and diff take, and how much memory,
+# on snapshots of 1 000, 10 000 and 100 000 distinct stacks, beside
+# heaptrack_print on a heaptrack recording of the same workload, in one run.
+#
+#   bench/report.sh [BUILDDIR] [SIZES...]     (BUILDDIR: a built tree, after
+#                                              make check; default .)
+# Two kinds of snapshots per size:
+#  - real: the agent, preloaded with every allocation recorded, snapshots
+#    bench/report_stacks (one allocation per distinct stack, ~2 log2(N) frames
+#    of its own plus libc's), twice, and the two are diffed;
+#  - synthetic: mksnap -S, frames drawn at random from the code of libc (whose
+#    DWARF libc6-dbg provides), libstdc++, libz, libdw and mksnap itself, 8 per
+#    stack, so that symbolization looks up many distinct places.
+# Every command runs once to warm the caches (files, debug info), then once
+# measured (wall time and peak RSS from /usr/bin/time). heaptrack symbolizes
+# while it records (heaptrack_interpret), so its print step is the
+# counterpart of memwatch's report and its recording time is shown apart.
+set -u
+build=$(cd "${1:-.}" && pwd)
+shift 2>/dev/null
+sizes=${*:-1000 10000 100000}
+mw="$build/memwatch"
+agent="$build/.libs/libmemwatch-agent.so"
+stacks="$build/bench/report_stacks"
+mksnap="$build/tests/tools/mksnap"
+for f in "$mw" "$agent" "$stacks" "$mksnap"; do
+	[ -e "$f" ] || { echo "bench/report.sh: $f is missing (make check in $build first)" >&2; exit 1; }
+done
+[ -x /usr/bin/time ] || { echo "bench/report.sh: /usr/bin/time is needed" >&2; exit 1; }
+have_heaptrack=no
+command -v heaptrack >/dev/null 2>&1 && command -v heaptrack_print >/dev/null 2>&1 && have_heaptrack=yes
+unset DEBUGINFOD_URLS
+dir=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-bench-report.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+
+# measure LABEL CMD...: warm run, then a measured one; prints a row and sets $secs
+measure() {
+	label=$1
+	shift
+	"$@" >/dev/null 2>&1
+	/usr/bin/time -f "%e %M" -o t.txt "$@" >/dev/null 2>err.txt || {
+		echo "bench/report.sh: $label failed: $(head -n 3 err.txt)" >&2
+		secs=nan
+		return
+	}
+	read -r secs kib < t.txt
+	printf "%8s  %-44s %8s s %9.1f MiB\n" "$n" "$label" "$secs" "$(echo "$kib / 1024" | bc -l)"
+}
+
+# snap_workload N OUT1 OUT2: two agent snapshots of report_stacks N
+snap_workload() {
+	LD_PRELOAD="$agent" MEMWATCH_AGENT_OPTIONS="capture=now,rate=1,max-stacks=$(($1 * 2 + 1000))" \
+		"$stacks" "$1" wait >w.out 2>w.err &
+	wpid=$!
+	i=0
+	while ! grep -q ready w.out 2>/dev/null && [ $i -lt 1200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	"$mw" snap -p "$wpid" -o "$2" -f >/dev/null
+	"$mw" snap -p "$wpid" -o "$3" -f >/dev/null
+	kill "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null
+}
+
+printf "%8s  %-44s %10s %13s\n" stacks command wall "peak RSS"
+for n in $sizes; do
+	rm -f a.snap b.snap s1.snap s2.snap
+	snap_workload "$n" a.snap b.snap
+	[ -s a.snap ] || { echo "bench/report.sh: no snapshot of the workload at $n" >&2; continue; }
+	"$mksnap" -S "$n" -r 1 s1.snap
+	"$mksnap" -S "$n" -r 2 s2.snap
+	measure "memwatch show (agent snapshot)" "$mw" show a.snap
+	t_show=$secs
+	measure "memwatch show -F folded (agent snapshot)" "$mw" show -F folded a.snap
+	measure "memwatch diff (two agent snapshots)" "$mw" diff a.snap b.snap
+	measure "memwatch show (synthetic, libc frames)" "$mw" show s1.snap
+	measure "memwatch diff (synthetic)" "$mw" diff s1.snap s2.snap
+	if [ "$have_heaptrack" = yes ]; then
+		rm -f ht.*
+		start=$(date +%s.%N)
+		heaptrack -o "$dir/ht" "$stacks" "$n" exit >/dev/null 2>&1
+		rec=$(echo "$(date +%s.%N) - $start" | bc -l)
+		ht=$(ls ht.* 2>/dev/null | head -n 1)
+		if [ -n "$ht" ]; then
+			measure "heaptrack_print (same workload)" heaptrack_print "$ht"
+			printf "%8s  %-44s %8.2f s\n" "$n" "heaptrack recording (symbolizes as it goes)" "$rec"
+			if [ "$secs" != nan ] && [ "$t_show" != nan ]; then
+				printf "%8s  %-44s %8.2f\n" "$n" "ratio memwatch show / heaptrack_print" \
+					"$(echo "$t_show / ($secs + 0.001)" | bc -l)"
+			fi
+		else
+			echo "bench/report.sh: heaptrack wrote no file at $n" >&2
+		fi
+	fi
+done
