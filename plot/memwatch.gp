@@ -27,7 +27,7 @@ set encoding utf8
 if (mw_format eq 'svg') {
 	set terminal svg size mw_width, mw_height fixed noenhanced font 'Sans,12' background rgb 'white'
 } else {
-	if (strstrt(GPVAL_TERMINALS, ' pngcairo ') > 0) {
+	if (strstrt(' ' . GPVAL_TERMINALS . ' ', ' pngcairo ') > 0) {
 		set terminal pngcairo size mw_width, mw_height noenhanced font 'Sans,11' background rgb 'white'
 	} else {
 		set terminal png size mw_width, mw_height noenhanced background rgb 'white'

@@ -258,7 +258,7 @@ static char *detail_value(const char *detail, const char *key)
 			p++;
 		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
 			const char *v = p + klen + 1;
-			return strndup(v, strcspn(v, " "));
+			return xasprintf("%.*s", (int)strcspn(v, " "), v);
 		}
 		p = strchr(p, ' ');
 	}
@@ -695,7 +695,11 @@ static void write_head(FILE *f, const struct plot_opts *o, const struct runlog_d
 	for (i = 0; i < nseries; i++) {
 		if (i > 0)
 			fputs("\n\n", f);
-		fprintf(f, "# %s\n", series[i].pid ? "process" : "total or only process");
+		/* a comment line naming the block, for people reading --script */
+		fprintf(f, "# series %zu: ", i + 1);
+		for (const char *p = series[i].title; *p; p++)
+			fputc((unsigned char)*p < 0x20 ? ' ' : *p, f);
+		fputc('\n', f);
 		for (k = 0; k < d->nsamples; k++) {
 			const struct runlog_sample_rec *r = &d->samples[k];
 			uint64_t v;
@@ -950,45 +954,53 @@ out:
 }
 
 /* The line of gnuplot's complaints that says what went wrong: the first with
- * "line N:" (its position), else the first that is not blank. Caller frees.
- * A line number inside the script is given back as the script's own line. */
+ * "line N:" (its position) that is not a warning, else the first warning, else
+ * the first line that is not blank. A line number inside the script is given
+ * back as the script's own line. Caller frees; NULL when gnuplot said nothing. */
 static char *first_error(const struct buf *err, size_t script_line, const char *script_path)
 {
-	const char *p = err->p, *end = err->p ? err->p + err->len : NULL, *blank = NULL;
+	const char *p = err->p, *end = err->p ? err->p + err->len : NULL;
+	char *warning = NULL, *plain = NULL;
 
 	for (; p && p < end; ) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char *line = strndup(p, len), *s = line, *at;
+		char *line = xasprintf("%.*s", (int)len, p), *s = line, *at, *msg, *r;
 		unsigned long no;
 
+		p = nl ? nl + 1 : end;
 		while (*s == ' ' || *s == '\t')
 			s++;
-		if (*s && !blank)
-			blank = p;
+		if (*s && !plain)
+			plain = xstrdup(s);
 		at = strstr(s, "line ");
-		if (at && sscanf(at, "line %lu:", &no) == 1 && strchr(at, ':')) {
-			char *msg = strchr(at, ':') + 1, *r;
-			while (*msg == ' ')
-				msg++;
-			if (script_line && no >= script_line)
-				r = xasprintf("'%s' line %lu: %s", script_path, no - script_line + 1, msg);
-			else
-				r = xasprintf("line %lu of the program: %s", no, msg);
+		if (!at || sscanf(at, "line %lu:", &no) != 1 || !strchr(at, ':')) {
 			free(line);
+			continue;
+		}
+		msg = strchr(at, ':') + 1;
+		while (*msg == ' ')
+			msg++;
+		if (script_line && no >= script_line)
+			r = xasprintf("'%s' line %lu: %s", script_path, no - script_line + 1, msg);
+		else
+			r = xasprintf("line %lu of the program: %s", no, msg);
+		free(line);
+		if (strncasecmp(msg, "warning:", 8) != 0) {
+			free(warning);
+			free(plain);
 			return r;
 		}
-		free(line);
-		p = nl ? nl + 1 : end;
+		if (!warning)
+			warning = r;
+		else
+			free(r);
 	}
-	if (blank) {
-		const char *s = blank, *nl;
-		while (*s == ' ' || *s == '\t')
-			s++;
-		nl = memchr(s, '\n', (size_t)(end - s));
-		return strndup(s, nl ? (size_t)(nl - s) : (size_t)(end - s));
+	if (warning) {
+		free(plain);
+		return warning;
 	}
-	return NULL;
+	return plain;
 }
 
 /* Count the lines of a string up to (not including) the byte at off. */

@@ -53,7 +53,8 @@ run_mw 0 plot --script "$data/plot-multi.log"
 grep "^mw_label_t" out | grep -qF 'exit 5001 status 1' || fail "no 'exit 5001 status 1' label"
 grep "^mw_label_t" out | grep -qF 'signal 5000 SIGTERM, signal 5002 SIGTERM, end (signal)' ||
 	fail "events at one time do not share one label"
-[ "$(grep -c '^# process$' out)" = 4 ] || fail "not 4 process data blocks"
+[ "$(grep -c '^# series [0-9]*: ' out)" = 5 ] || fail "not 5 data blocks"
+expect_grep '^# series 3: 5002 ld$' out
 
 # hours and GiB for a long run; no PSS line when it was not measured
 run_mw 0 plot --script "$data/plot-long.log"
