@@ -29,7 +29,8 @@ const char diff_usage[] =
 	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
 	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
-	"    -o, --output FILE      write the report to FILE (replaced atomically)\n";
+	"    -o, --output FILE      write the report to FILE (replaced atomically)\n"
+	"    -h, --help             this help\n";
 
 const char show_usage[] =
 	"  memwatch show [options] SNAPSHOT.snap\n"
@@ -41,7 +42,8 @@ const char show_usage[] =
 	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
 	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
-	"    -o, --output FILE      write the report to FILE (replaced atomically)\n";
+	"    -o, --output FILE      write the report to FILE (replaced atomically)\n"
+	"    -h, --help             this help\n";
 
 enum by { BY_STACK, BY_FUNCTION, BY_LINE };
 enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON };
