@@ -655,9 +655,9 @@ static void write_head(FILE *f, const struct plot_opts *o, const struct runlog_d
 	gp_string(f, title);
 	fputc('\n', f);
 	fputs("# time axis: seconds in the data, shown in mw_xunit (divide by mw_xdiv)\n", f);
-	fprintf(f, "mw_xdiv = %g\nmw_xunit = '%s'\nmw_xmax = %.3f\n", xs.div, xs.unit, xmax);
+	fprintf(f, "mw_xdiv = %.1f\nmw_xunit = '%s'\nmw_xmax = %.3f\n", xs.div, xs.unit, xmax);
 	fputs("# memory axis: KiB in the data, shown in mw_yunit (divide by mw_ydiv)\n", f);
-	fprintf(f, "mw_ydiv = %g\nmw_yunit = '%s'\nmw_ymax = %.0f\n", ys.div, ys.unit, ymax);
+	fprintf(f, "mw_ydiv = %.1f\nmw_yunit = '%s'\nmw_ymax = %.1f\n", ys.div, ys.unit, ymax);
 	fputs("# one line per series: block i-1 of $mw_data (time_s value_kib)\n", f);
 	fprintf(f, "mw_nseries = %zu\n", nseries);
 	fprintf(f, "array mw_series_title[%zu]\narray mw_series_color[%zu]\n"

@@ -19,7 +19,7 @@ run_mw 0 plot --script "$data/plot-one.log"
 	fail "one process: series $(titles | tr '\n' ,)"
 [ "$(get mw_xunit)" = "'s'" ] || fail "one process: time unit $(get mw_xunit)"
 [ "$(get mw_yunit)" = "'MiB'" ] || fail "one process: memory unit $(get mw_yunit)"
-[ "$(get mw_ydiv)" = 1024 ] || fail "one process: mw_ydiv $(get mw_ydiv)"
+[ "$(get mw_ydiv)" = 1024.0 ] || fail "one process: mw_ydiv $(get mw_ydiv)"
 [ "$(get mw_format)" = "'png'" ] || fail "default format $(get mw_format)"
 [ "$(get mw_width)x$(get mw_height)" = 1200x700 ] || fail "default size $(get mw_width)x$(get mw_height)"
 # a line for each of the 10 events, a label for every one of them
@@ -49,7 +49,7 @@ run_mw 0 plot --script "$data/plot-multi.log"
 	fail "several processes: series $(titles | tr '\n' ,)"
 [ "$(get mw_nseries)" = 5 ] || fail "several processes: mw_nseries $(get mw_nseries)"
 [ "$(get mw_xunit)" = "'min'" ] || fail "several processes: time unit $(get mw_xunit)"
-[ "$(get mw_xdiv)" = 60 ] || fail "several processes: mw_xdiv $(get mw_xdiv)"
+[ "$(get mw_xdiv)" = 60.0 ] || fail "several processes: mw_xdiv $(get mw_xdiv)"
 grep "^mw_label_t" out | grep -qF 'exit 5001 status 1' || fail "no 'exit 5001 status 1' label"
 grep "^mw_label_t" out | grep -qF 'signal 5000 SIGTERM, signal 5002 SIGTERM, end (signal)' ||
 	fail "events at one time do not share one label"
@@ -63,6 +63,16 @@ run_mw 0 plot --script "$data/plot-long.log"
 [ "$(titles | tr '\n' ,)" = "RSS,anon,file,swap," ] || fail "long run: series $(titles | tr '\n' ,)"
 # the sample that could not be read is a gap, not a zero
 expect_grep '^7380\.250 NaN$' out
+
+# days and KiB; seconds and TiB
+{ head -n 7 "$data/plot-one.log"; echo '0.000 1 500 400 100 0 0 900 - -'; echo '400000.000 1 700 600 100 0 0 900 - -'; } > days.log
+run_mw 0 plot --script days.log
+[ "$(get mw_xunit) $(get mw_xdiv) $(get mw_yunit) $(get mw_ydiv)" = "'d' 86400.0 'KiB' 1.0" ] ||
+	fail "days and KiB: $(get mw_xunit) $(get mw_xdiv) $(get mw_yunit) $(get mw_ydiv)"
+{ head -n 7 "$data/plot-one.log"; echo '0.000 1 2147483648 0 0 0 0 0 - -'; echo '100.000 1 2147483649 0 0 0 0 0 - -'; } > tib.log
+run_mw 0 plot --script tib.log
+[ "$(get mw_xunit) $(get mw_yunit) $(get mw_ydiv)" = "'s' 'TiB' 1073741824.0" ] ||
+	fail "seconds and TiB: $(get mw_xunit) $(get mw_yunit) $(get mw_ydiv)"
 
 # a cut last line is left out
 run_mw 0 plot --script "$data/plot-truncated.log"
