@@ -151,6 +151,6 @@ nothing_left "usage errors"
 run_mw 0 plot --help
 for opt in '-o, --output FILE' '-f, --force' '-F, --format FMT' '-s, --size WxH' \
 	'-t, --title TEXT' '-g, --gnuplot PROG' '-S, --script' '-h, --help'; do
-	grep -qF -- "    $opt " out || fail "plot --help lacks '$opt'"
+	grep -qF -- "  $opt " out || fail "plot --help lacks '$opt'"
 done
 finish
