@@ -33,7 +33,11 @@ step() {
 end_target() {
 	local h
 	eval "h=\${holder_$1:-}"
-	[ -n "$h" ] && kill "$h" 2>/dev/null
+	if [ -n "$h" ]; then
+		kill "$h" 2>/dev/null
+		wait "$h" 2>/dev/null
+	fi
+	return 0
 }
 
 # wait_ready NAME N: wait for the target to print "ready N".
@@ -46,6 +50,7 @@ expect_target_exit() {
 	local pid=$1 name=$2 st
 	wait "$pid"
 	st=$?
+	end_target "$name"
 	[ "$st" -eq 0 ] || { fail "target $name exited with status $st"; sed 's/^/  | /' "$name.out" "$name.err" >&2; }
 	expect_grep '^ok' "$name.out"
 }

@@ -1,0 +1,68 @@
+#!/bin/sh
+# run-agent-fork.sh: the agent across fork and exec. A forked child stops
+# sampling and has no agent to talk to (by default), or captures on its own
+# under its own pid (children=1) without reporting its parent's blocks; an
+# exec'd child gets a fresh agent from LD_PRELOAD unless pid= names only the
+# parent. Parent and child finish their own work intact.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/agent-lib.sh"
+
+T=$TARGETS/agent_fork
+
+# child_of NAME: the child pid the target printed
+child_of() {
+	sed -n 's/^ready 1 child=\([0-9]*\)$/\1/p' "$1.out"
+}
+
+# 1. fork, default: the child is not watched
+start_agent_target a capture=now,rate=1 "$T" fork
+pa=$target_pid
+wait_ready a "1 child=[0-9]*"
+ca=$(child_of a)
+take_snap "$pa" a.snap
+expect_eq "parent_site in the parent" "$(site live_bytes a.snap "$T" parent_site)" 1000000
+expect_eq "child_site in the parent" "$(site alloc_bytes a.snap "$T" child_site)" 0
+run_mw 5 snap -p "$ca"
+expect_err_line "pid $ca: no memwatch agent is listening"
+step a
+expect_target_exit "$pa" a
+
+# 2. fork, children=1: the child captures from scratch under its own socket
+start_agent_target b capture=now,rate=1,children=1 "$T" fork
+pb=$target_pid
+wait_ready b "1 child=[0-9]*"
+cb=$(child_of b)
+take_snap "$cb" bc.snap
+expect_eq "child_site in the child" "$(site live_bytes bc.snap "$T" child_site)" 500000
+expect_eq "parent_site in the child" "$(site live_bytes bc.snap "$T" parent_site)" 0
+expect_eq "pid in the child's snapshot" "$(snap_field bc.snap pid)" "$cb"
+take_snap "$pb" bp.snap
+expect_eq "parent_site in the parent" "$(site live_bytes bp.snap "$T" parent_site)" 1000000
+expect_eq "child_site in the parent" "$(site alloc_bytes bp.snap "$T" child_site)" 0
+step b
+expect_target_exit "$pb" b
+
+# 3. fork + exec: the new program gets its own agent through LD_PRELOAD
+start_agent_target c capture=now,rate=1 "$T" exec
+pc=$target_pid
+wait_ready c "1 child=[0-9]*"
+cc=$(child_of c)
+take_snap "$cc" cc.snap
+expect_eq "child_site in the exec'd child" "$(site live_bytes cc.snap "$T" child_site)" 500000
+expect_eq "parent_site in the exec'd child" "$(site alloc_bytes cc.snap "$T" parent_site)" 0
+step c
+expect_target_exit "$pc" c
+
+# 4. fork + exec with pid= naming the parent only: the exec'd child is left alone
+start_agent_target d capture=idle,pid=1 sh -c \
+	'MEMWATCH_AGENT_OPTIONS="capture=now,rate=1,pid=$$"; export MEMWATCH_AGENT_OPTIONS; exec "$0" exec' "$T"
+pd=$target_pid
+wait_ready d "1 child=[0-9]*"
+cd=$(child_of d)
+take_snap "$pd" d.snap
+expect_eq "parent_site (pid=)" "$(site live_bytes d.snap "$T" parent_site)" 1000000
+run_mw 5 snap -p "$cd"
+expect_err_line "pid $cd: no memwatch agent is listening"
+step d
+expect_target_exit "$pd" d
+finish
