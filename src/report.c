@@ -256,9 +256,9 @@ static void collect(struct report *r, int k)
 			g[j].gmod = m < in->s->nmodules ? in->map[m] : SYM_NO_MODULE;
 			g[j].offset = st->frames[j].offset;
 		}
-		/* every frame is resolved once here, so later output is cache hits */
-		for (j = 0; j < n; j++)
-			symbolizer_lookup(r->z, g[j].gmod, g[j].offset);
+		/* only the frames that are trimmed, grouped by or printed are ever
+		 * symbolized: a table of the top rows of 100 000 stacks looks up the
+		 * tops of the stacks and the frames it shows, not every frame */
 		while (top < n && trimmed_frame(r, &g[top]))
 			top++;
 		if (top == n)
