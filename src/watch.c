@@ -310,6 +310,23 @@ struct member {
 /* Run mode: memwatch's own signals are recorded with their origin, and the
  * child's exit wakes the sleep. */
 static volatile sig_atomic_t run_sig_count, run_sig_last, run_sig_code, chld_seen;
+/* A hang-up (the terminal closed) ends a watch as cleanly as SIGTERM: the
+ * capture is stopped and the log completed, instead of leaving the agent
+ * sampling in the target. */
+static volatile sig_atomic_t hup_seen;
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	hup_seen = 1;
+}
+
+/* The signal that asks the watch to stop, or 0. */
+static int stop_requested(void)
+{
+	int sig = stop_signal_pending();
+	return sig ? sig : hup_seen ? SIGHUP : 0;
+}
 
 static void on_run_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -474,7 +491,7 @@ static bool sleep_until(uint64_t deadline_ns, bool run_mode, unsigned handled_si
 		.tv_nsec = (long)(deadline_ns % 1000000000u),
 	};
 	for (;;) {
-		if (stop_signal_pending() ||
+		if (stop_requested() ||
 		    (run_mode && (chld_seen || (unsigned)run_sig_count != handled_sigs)))
 			return false;
 		int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
@@ -502,7 +519,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	size_t nroots;
 	char *outname = NULL, *prefix = NULL, *cause = NULL;
 	struct status_line sl = { 0 };
-	struct sigaction sa_run, old_int, old_term, old_chld;
+	struct sigaction sa_run, old_int, old_term, old_chld, old_hup, old_pipe;
 	const char *reason = NULL;
 	int status = MW_EXIT_OK, child_wstatus = 0;
 	bool child_done = false;
@@ -559,6 +576,27 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	} else {
 		stop_signals_install();
 	}
+	/* nohup's ignored SIGHUP stays ignored; in run mode a hang-up is handled
+	 * like SIGINT and SIGTERM (the terminal sent it to the command too) */
+	hup_seen = 0;
+	sigaction(SIGHUP, NULL, &old_hup);
+	if (old_hup.sa_handler != SIG_IGN) {
+		memset(&sa_run, 0, sizeof sa_run);
+		if (run_mode) {
+			sa_run.sa_sigaction = on_run_signal;
+			sa_run.sa_flags = SA_SIGINFO;
+		} else {
+			sa_run.sa_handler = on_hup;
+		}
+		sigemptyset(&sa_run.sa_mask);
+		sigaction(SIGHUP, &sa_run, NULL);
+	}
+	/* a closed pipe on "-o -" is a write error that ends the watch cleanly,
+	 * not a death by SIGPIPE that would leave the capture running */
+	memset(&sa_run, 0, sizeof sa_run);
+	sa_run.sa_handler = SIG_IGN;
+	sigemptyset(&sa_run.sa_mask);
+	sigaction(SIGPIPE, &sa_run, &old_pipe);
 	sl.on = !o->quiet && isatty(STDERR_FILENO);
 
 	start_ns = mono_ns();
@@ -723,10 +761,11 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 				next = start_ns + o->duration_ms * 1000000u;
 			if (!sleep_until(next, run_mode, handled_sigs)) {
 				if (!run_mode) {
-					status = MW_EXIT_SIGNAL + stop_signal_pending();
+					int sig = stop_requested();
+					status = MW_EXIT_SIGNAL + sig;
 					reason = "signal";
 					t = (double)(mono_ns() - start_ns) / 1e9;
-					runlog_event(log, t, 0, "signal", "signal=%d", stop_signal_pending());
+					runlog_event(log, t, 0, "signal", "signal=%d", sig);
 					break;
 				}
 			}
@@ -773,6 +812,8 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 		sigaction(SIGTERM, &old_term, NULL);
 		sigaction(SIGCHLD, &old_chld, NULL);
 	}
+	sigaction(SIGHUP, &old_hup, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	if (runlog_close(log, &cause) < 0) {
 		if (status != MW_EXIT_FAILURE || strcmp(reason, "error") != 0)
 			mw_error("%s", cause);

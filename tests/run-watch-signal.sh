@@ -1,12 +1,13 @@
 #!/bin/sh
-# run-watch-signal.sh: SIGINT and SIGTERM end the watch cleanly: status 130 and
-# 143, a signal and an end event, every line complete.
+# run-watch-signal.sh: SIGINT, SIGTERM and SIGHUP end the watch cleanly: status
+# 130, 143 and 129, a signal and an end event, every line complete; under nohup
+# SIGHUP stays ignored.
 . "$top_srcdir/tests/lib.sh"
 
 start_target "$TARGETS/flat" 4
 p=$target_pid
-for sig in INT TERM; do
-	case $sig in INT) want=130 n=2 ;; TERM) want=143 n=15 ;; esac
+for sig in INT TERM HUP; do
+	case $sig in INT) want=130 n=2 ;; TERM) want=143 n=15 ;; HUP) want=129 n=1 ;; esac
 	"$MEMWATCH" -p "$p" -i 100ms -o "$sig.log" >out 2>err &
 	mw=$!
 	started_pids="$started_pids $mw"
@@ -24,4 +25,28 @@ for sig in INT TERM; do
 	# the watched process goes on
 	kill -0 "$p" || fail "SIG$sig: the target died with the watch"
 done
+
+# nohup: the hang-up is ignored and the watch goes on to its duration
+if command -v nohup >/dev/null 2>&1; then
+	nohup "$MEMWATCH" -p "$p" -i 100ms -d 2s -o nohup.log >out 2>err &
+	mw=$!
+	started_pids="$started_pids $mw"
+	wait_until "[ \$(grep -c '^[0-9]' nohup.log 2>/dev/null || echo 0) -ge 3 ]" 20
+	kill -HUP "$mw"
+	wait "$mw"
+	status=$?
+	[ "$status" -eq 0 ] || fail "under nohup: status $status after SIGHUP, expected 0"
+	expect_grep '^# event [0-9.]+ - end reason=duration$' nohup.log
+fi
+
+# a closed pipe on -o - ends the watch with status 1, not by SIGPIPE
+mkfifo fifo
+"$MEMWATCH" -p "$p" -i 50ms -o - >fifo 2>err &
+mw=$!
+started_pids="$started_pids $mw"
+head -n 3 fifo >/dev/null
+wait "$mw"
+status=$?
+[ "$status" -eq 1 ] || fail "status $status after the reader left, expected 1"
+expect_err_line "cannot write '<stdout>': Broken pipe"
 finish
