@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FILE *f;
 
 	if (!path[0])
-		snprintf(path, sizeof path, "/tmp/memwatch-fuzz-runlog.%d", (int)getpid());
+		snprintf(path, sizeof path, "%s/memwatch-fuzz-runlog.%d",
+			 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid());
 	f = fopen(path, "wb");
 	if (!f)
 		abort();

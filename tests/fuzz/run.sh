@@ -20,6 +20,8 @@ CC=${CC_FUZZ:-clang}
 # The sources each target needs besides its own file.
 case $name in
 snapshot) sources="$top/snapshot/snapshot.c"; libs="-lz" ;;
+options) sources="$top/src/util.c $top/src/trigger.c"; libs="-lm" ;;
+runlog) sources="$top/src/runlog_read.c $top/src/util.c"; libs="-lm" ;;
 *) echo "$0: unknown fuzz target '$name'" >&2; exit 2 ;;
 esac
 
@@ -29,6 +31,7 @@ mkdir -p "$work/corpus" "$work/artifacts"
 : > "$work/config.h"
 
 "$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-D_GNU_SOURCE -DPKGLIBDIR='"."' -DPKGDATADIR='"."' \
 	-I"$work" -I"$top/src" -I"$top/snapshot" \
 	"$here/fuzz_$name.c" $sources $libs -o "$work/fuzz_$name"
 
