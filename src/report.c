@@ -73,10 +73,15 @@ struct figures {
 };
 
 struct row {
-	char *key;
+	uint64_t hash;
+	char *key;                    /* by function or line: what rows match on */
 	size_t keylen;
 	uint32_t seq;                 /* creation order: the last tie-break */
-	struct gframe *frames;        /* the first contributing stack, trimmed */
+	/* the frames of the first contributing stack, after trimming: pointers
+	 * into its snapshot (not copies: 100 000 stacks of 40 frames are big) */
+	const struct snap_frame *sf;
+	const uint32_t *map;          /* its snapshot's module map */
+	size_t nmodules;
 	uint32_t nframes;
 	bool truncated;
 	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
@@ -153,9 +158,51 @@ static void key_frame(struct report *r, const struct gframe *g)
 	key_add(r, &g->offset, sizeof g->offset);
 }
 
-/* The row of the current key, created (with frames) if new. */
-static struct row *row_get(struct report *r, const struct gframe *frames, uint32_t n,
-			   bool truncated)
+/* Frame i of a stack in global terms. */
+static struct gframe global_frame(const struct snap_frame *sf, const uint32_t *map,
+				  size_t nmodules, uint32_t i)
+{
+	struct gframe g;
+	g.gmod = sf[i].module < nmodules ? map[sf[i].module] : SYM_NO_MODULE;
+	g.offset = sf[i].offset;
+	return g;
+}
+
+static struct gframe row_frame(const struct row *w, uint32_t i)
+{
+	return global_frame(w->sf, w->map, w->nmodules, i);
+}
+
+/* A candidate row: a trimmed stack of one input, and the key built for it
+ * (by function or line; by stack the frames are the key). */
+struct cand {
+	const struct snap_frame *sf;
+	const uint32_t *map;
+	size_t nmodules;
+	uint32_t n;
+	uint64_t hash;
+};
+
+static bool row_matches(const struct report *r, const struct row *w, const struct cand *c)
+{
+	uint32_t i;
+
+	if (w->hash != c->hash)
+		return false;
+	if (r->o->by != BY_STACK || w->key)
+		return w->key && w->keylen == r->klen && memcmp(w->key, r->kbuf, r->klen) == 0;
+	if (w->nframes != c->n)
+		return false;
+	for (i = 0; i < c->n; i++) {
+		struct gframe a = row_frame(w, i), b = global_frame(c->sf, c->map, c->nmodules, i);
+		if (a.gmod != b.gmod || a.offset != b.offset)
+			return false;
+	}
+	return true;
+}
+
+/* The row of candidate c, created if new. */
+static struct row *row_get(struct report *r, const struct cand *c, bool keyed, bool truncated)
 {
 	size_t i, mask;
 	struct row *w;
@@ -166,16 +213,15 @@ static struct row *row_get(struct report *r, const struct gframe *frames, uint32
 		r->table = xcalloc(sz, sizeof *r->table);
 		r->ntable = sz;
 		for (j = 0; j < r->nrows; j++) {
-			for (i = hash_bytes(r->rows[j].key, r->rows[j].keylen) & (sz - 1); r->table[i];
-			     i = (i + 1) & (sz - 1))
+			for (i = r->rows[j].hash & (sz - 1); r->table[i]; i = (i + 1) & (sz - 1))
 				;
 			r->table[i] = j + 1;
 		}
 	}
 	mask = r->ntable - 1;
-	for (i = hash_bytes(r->kbuf, r->klen) & mask; r->table[i]; i = (i + 1) & mask) {
+	for (i = c->hash & mask; r->table[i]; i = (i + 1) & mask) {
 		w = &r->rows[r->table[i] - 1];
-		if (w->keylen == r->klen && memcmp(w->key, r->kbuf, r->klen) == 0)
+		if (row_matches(r, w, c))
 			return w;
 	}
 	if (r->nrows == r->arows) {
@@ -186,12 +232,16 @@ static struct row *row_get(struct report *r, const struct gframe *frames, uint32
 	w = &r->rows[r->nrows];
 	memset(w, 0, sizeof *w);
 	w->seq = (uint32_t)r->nrows++;
-	w->key = xmalloc(r->klen);
-	memcpy(w->key, r->kbuf, r->klen);
-	w->keylen = r->klen;
-	w->frames = xmalloc((n ? n : 1) * sizeof *w->frames);
-	memcpy(w->frames, frames, n * sizeof *frames);
-	w->nframes = n;
+	w->hash = c->hash;
+	if (keyed) {
+		w->key = xmalloc(r->klen);
+		memcpy(w->key, r->kbuf, r->klen);
+		w->keylen = r->klen;
+	}
+	w->sf = c->sf;
+	w->map = c->map;
+	w->nmodules = c->nmodules;
+	w->nframes = c->n;
 	w->truncated = truncated;
 	return w;
 }
@@ -239,28 +289,25 @@ static bool trimmed_frame(struct report *r, const struct gframe *g)
 static void collect(struct report *r, int k)
 {
 	struct input *in = &r->in[k];
-	struct gframe *g = NULL;
-	size_t gcap = 0, i;
+	size_t i, nm = in->s->nmodules;
 
 	for (i = 0; i < in->s->nstacks; i++) {
 		const struct snap_stack *st = &in->s->stacks[i];
 		uint32_t n = st->nframes, j, top = 0;
+		struct cand c;
+		struct gframe g;
+		bool keyed = true;
 		struct row *w;
 
-		if (n > gcap) {
-			gcap = n * 2;
-			g = xrealloc(g, gcap * sizeof *g);
-		}
-		for (j = 0; j < n; j++) {
-			uint32_t m = st->frames[j].module;
-			g[j].gmod = m < in->s->nmodules ? in->map[m] : SYM_NO_MODULE;
-			g[j].offset = st->frames[j].offset;
-		}
 		/* only the frames that are trimmed, grouped by or printed are ever
 		 * symbolized: a table of the top rows of 100 000 stacks looks up the
 		 * tops of the stacks and the frames it shows, not every frame */
-		while (top < n && trimmed_frame(r, &g[top]))
+		while (top < n) {
+			g = global_frame(st->frames, in->map, nm, top);
+			if (!trimmed_frame(r, &g))
+				break;
 			top++;
+		}
 		if (top == n)
 			top = 0;   /* nothing but allocator frames: keep them all */
 
@@ -268,14 +315,23 @@ static void collect(struct report *r, int k)
 		if (n == 0) {
 			key_str(r, "<no frames>");
 		} else if (r->o->by == BY_STACK) {
-			for (j = top; j < n; j++)
-				key_frame(r, &g[j]);
+			uint64_t h = UINT64_C(1469598103934665603);
+			for (j = top; j < n; j++) {
+				g = global_frame(st->frames, in->map, nm, j);
+				h = (h ^ g.offset ^ ((uint64_t)g.gmod << 44)) * UINT64_C(0x100000001b3);
+				h ^= h >> 31;
+			}
+			c.hash = h;
+			keyed = false;
 		} else {
-			const struct sym_loc *loc = symbolizer_lookup(r->z, g[top].gmod, g[top].offset);
-			const struct sym_frame *f = &loc->frames[0];
+			const struct sym_loc *loc;
+			const struct sym_frame *f;
+			g = global_frame(st->frames, in->map, nm, top);
+			loc = symbolizer_lookup(r->z, g.gmod, g.offset);
+			f = &loc->frames[0];
 			if (!f->function || (r->o->by == BY_LINE && !f->file)) {
 				/* nothing to group by but the address itself */
-				key_frame(r, &g[top]);
+				key_frame(r, &g);
 			} else {
 				key_str(r, f->function);
 				if (r->o->by == BY_LINE) {
@@ -284,7 +340,13 @@ static void collect(struct report *r, int k)
 				}
 			}
 		}
-		w = row_get(r, g + top, n - top, st->flags & SNAP_STACK_TRUNCATED);
+		if (keyed)
+			c.hash = hash_bytes(r->kbuf, r->klen);
+		c.sf = st->frames + top;
+		c.map = in->map;
+		c.nmodules = nm;
+		c.n = n - top;
+		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED);
 		w->f[k].live_bytes += st->live_bytes;
 		w->f[k].live_blocks += st->live_blocks;
 		w->f[k].live_samples += st->live_samples;
@@ -296,7 +358,6 @@ static void collect(struct report *r, int k)
 		in->total.alloc_bytes += st->alloc_bytes;
 		in->total.alloc_blocks += st->alloc_blocks;
 	}
-	free(g);
 }
 
 /* The source frames a row shows (at most max; 0: all), into *out (caller frees). */
@@ -308,8 +369,8 @@ static size_t row_frames(struct report *r, const struct row *w, size_t max, stru
 	uint32_t i, j;
 
 	for (i = 0; i < w->nframes; i++) {
-		const struct sym_loc *loc = symbolizer_lookup(r->z, w->frames[i].gmod,
-							      w->frames[i].offset);
+		struct gframe g = row_frame(w, i);
+		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
 		for (j = 0; j < loc->nframes; j++) {
 			all++;
 			if ((max && n >= max) || (r->o->by != BY_STACK && n >= 1))
@@ -322,8 +383,8 @@ static size_t row_frames(struct report *r, const struct row *w, size_t max, stru
 			d[n].file = loc->frames[j].file;
 			d[n].line = loc->frames[j].line;
 			d[n].inlined = loc->frames[j].inlined;
-			d[n].gmod = w->frames[i].gmod;
-			d[n].offset = w->frames[i].offset;
+			d[n].gmod = g.gmod;
+			d[n].offset = g.offset;
 			if (r->o->by == BY_FUNCTION && d[n].function) {
 				d[n].file = NULL;
 				d[n].line = 0;
@@ -976,10 +1037,8 @@ static void check_same_program(const struct report *r)
 static void report_free(struct report *r)
 {
 	size_t i;
-	for (i = 0; i < r->nrows; i++) {
+	for (i = 0; i < r->nrows; i++)
 		free(r->rows[i].key);
-		free(r->rows[i].frames);
-	}
 	free(r->rows);
 	free(r->table);
 	free(r->kbuf);
