@@ -313,7 +313,8 @@ static int elf_read_syms(int fd, const char *what, bool syms, const char *only_n
 		}
 		break;
 	}
-	qsort(mod->syms, mod->nsyms, sizeof *mod->syms, fsym_cmp);
+	if (mod->nsyms)
+		qsort(mod->syms, mod->nsyms, sizeof *mod->syms, fsym_cmp);
 	for (size_t i = 0; i < mod->nsyms; i++)
 		mod->syms[i].shown = mod->syms[i].name;
 	/* Aliases (read/__read) cover one range: merge their flags into each, so a
@@ -741,7 +742,8 @@ static int list_threads(int pid, struct cand **out)
 		n++;
 	}
 	closedir(d);
-	qsort(v, n, sizeof *v, cand_cmp);
+	if (n)
+		qsort(v, n, sizeof *v, cand_cmp);
 	*out = v;
 	return (int)n;
 }
