@@ -9,6 +9,8 @@ cols='time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib us
 # grow: 1 MiB every 100 ms, 30 times (30 MiB over 3 s), then hold
 start_target "$TARGETS/grow" 1024 100 30
 grow=$target_pid
+# the shell's fork has become the target (its command line is in the log)
+wait_until "grep -q grow /proc/$grow/cmdline 2>/dev/null" 10
 run_mw 0 -p "$grow" -i 200ms -d 4s -o grow.log
 [ -s err ] && fail "stderr is not empty off a terminal: $(cat err)"
 expect_grep '^# memwatch run\.log 1$' grow.log
