@@ -104,6 +104,8 @@ run_mw 3 diff junk.snap a.snap
 expect_err_line "'junk\.snap'"
 run_mw 3 show missing.snap
 expect_err_line "cannot read 'missing\.snap': No such file"
+run_mw 1 show -o no/such/dir/report.txt a.snap
+expect_err_line "cannot write 'no/such/dir/report\.txt'"
 mkdir ro && chmod 555 ro
 if ! touch ro/x 2>/dev/null; then
 	run_mw 1 show -o ro/report.txt a.snap
