@@ -45,7 +45,21 @@ wait_until "'$CTL' '$pt' status >own2 2>&1 && grep -q 'capturing=0 hooks=0' own2
 expect_grep '^status: capturing=0 hooks=0 ' own4
 expect_target_exit "$pt" t
 
-# 3. hold takes over a capture the preloaded agent started by itself.
+# 3. beyond max-stacks, new stacks are counted as dropped, never lost silently
+start_agent_target m capture=now,rate=4096,max-stacks=3 "$T" 2 3
+pm=$target_pid
+wait_ready m 1
+sleep 0.5
+take_snap "$pm" m.snap
+expect_grep 'some stacks dropped' out
+expect_eq "stacks kept at max-stacks=3" "$(snap_field m.snap stacks)" 3
+n=$(snap_field m.snap dropped_stacks)
+[ "${n:-0}" -ge 1 ] || fail "dropped_stacks is '$n' with 3 stacks allowed"
+n=$(snap_field m.snap dropped_bytes)
+[ "${n:-0}" -gt 0 ] || fail "dropped_bytes is '$n' with 3 stacks allowed"
+expect_target_exit "$pm" m
+
+# 4. hold takes over a capture the preloaded agent started by itself.
 start_agent_target h capture=now "$T" 2 6
 ph=$target_pid
 wait_ready h 1

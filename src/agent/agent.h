@@ -79,6 +79,7 @@ void mw_unmap(void *p, size_t len) MW_HIDDEN;
 /* hooks.c: GOT patching. */
 int mw_hooks_init(char **why) MW_HIDDEN;            /* resolve originals, find our own module */
 int mw_hooks_install(bool blocking) MW_HIDDEN;      /* patch every module; slots patched, or -1 if busy */
+int mw_hooks_refresh(bool blocking) MW_HIDDEN;      /* the same, only while installed (new modules) */
 void mw_hooks_remove(void) MW_HIDDEN;               /* restore every slot we changed */
 bool mw_hooks_installed(void) MW_HIDDEN;
 unsigned mw_hooks_slots(void) MW_HIDDEN;

@@ -275,7 +275,7 @@ static void *hk_dlopen(const char *name, int flags)
 	 * control thread waits for the loader lock), let the control thread do it. */
 	if (h && mw_hooks_installed()) {
 		mw_tls.guard++;
-		if (mw_hooks_install(false) < 0)
+		if (mw_hooks_refresh(false) < 0)
 			mw_server_wake();
 		mw_tls.guard--;
 	}
@@ -687,7 +687,9 @@ static void prune_recs(const struct collect *c)
 	nrecs = k;
 }
 
-int mw_hooks_install(bool blocking)
+/* Patch every module; with refresh, only if the hooks are (still) installed:
+ * a dlopen racing with a stop must not bring them back. */
+static int install(bool blocking, bool refresh)
 {
 	struct collect c = { 0 };
 	size_t i;
@@ -697,6 +699,10 @@ int mw_hooks_install(bool blocking)
 		pthread_mutex_lock(&patch_lock);
 	else if (pthread_mutex_trylock(&patch_lock) != 0)
 		return -1;
+	if (refresh && !installed) {
+		pthread_mutex_unlock(&patch_lock);
+		return 0;
+	}
 	mw_tls.guard++;
 	__atomic_store_n(&installed, true, __ATOMIC_RELEASE);
 	dl_iterate_phdr(collect_cb, &c);
@@ -720,6 +726,16 @@ int mw_hooks_install(bool blocking)
 	mw_tls.guard--;
 	pthread_mutex_unlock(&patch_lock);
 	return total;
+}
+
+int mw_hooks_install(bool blocking)
+{
+	return install(blocking, false);
+}
+
+int mw_hooks_refresh(bool blocking)
+{
+	return install(blocking, true);
 }
 
 void mw_hooks_remove(void)

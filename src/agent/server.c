@@ -549,7 +549,7 @@ static void *server_main(void *arg)
 		}
 		/* Modules that appeared without our dlopen hook seeing them. */
 		if (mw_hooks_installed() && mw_modules_changed())
-			mw_hooks_install(true);
+			mw_hooks_refresh(true);
 		if (r <= 0)
 			continue;
 		for (i = 2; i < n; i++)
