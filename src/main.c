@@ -40,7 +40,7 @@ static const char outro[] =
 	"\n"
 	"Examples:\n"
 	"  memwatch -p 1234 -i 1s              watch pid 1234, capture when it grows\n"
-	"  memwatch run -- ./server --port 80  start a program under memwatch\n"
+	"  memwatch run -- ./server 8080       start a program under memwatch\n"
 	"  memwatch snap -p 1234 -o now.snap   heap snapshot of pid 1234 now\n"
 	"  memwatch diff a.snap b.snap         which call stacks grew\n"
 	"  memwatch show a.snap                what one snapshot holds\n"
