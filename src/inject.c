@@ -899,6 +899,15 @@ static void release(int pid, struct seized *s, bool restore)
 				}
 				if (r == 1 && WIFSTOPPED(status)) {
 					int sig = WSTOPSIG(status);
+					struct user_regs_struct now;
+					if ((status >> 16) == 0 && sig == SIGSEGV &&
+					    ptrace(PTRACE_GETREGS, s->tid, NULL, &now) == 0 &&
+					    now.rip == MAGIC_RETURN) {
+						/* a late return from our call: now it can be undone */
+						s->stopped = true;
+						restore = true;
+						break;
+					}
 					if ((status >> 16) == 0 && !is_stop_signal(sig)) {
 						/* a signal on its way: let it through, keep waiting */
 						ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)sig);
@@ -1622,10 +1631,13 @@ static bool regs_ok(struct injector *ij, struct seized *s, char *why, size_t why
 /* A syscall interrupted by our stop that returned EINTR (timed sockets,
  * epoll_wait...) is made to restart instead, so the application never sees
  * it; only when no signal of its own is pending, which would explain an EINTR. */
-static void undo_eintr(struct seized *s)
+static bool undo_eintr(struct seized *s)
 {
-	if ((long)s->regs.orig_rax >= 0 && (long)s->regs.rax == -EINTR && !s->pending_sig)
+	if ((long)s->regs.orig_rax >= 0 && (long)s->regs.rax == -EINTR && !s->pending_sig) {
 		s->regs.rax = (uint64_t)-ERESTARTNOHAND;
+		return true;
+	}
+	return false;
 }
 
 static int rand_between(unsigned lo, unsigned hi)
@@ -1715,7 +1727,7 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 				release(pid, &s, false);
 				continue;
 			}
-			undo_eintr(&s);
+			bool fixed = undo_eintr(&s);
 			bool ok = regs_ok(&ij, &s, why, sizeof why) && safe_point(&ij.cl, s.tid, why, sizeof why);
 			if (debug)
 				fprintf(stderr, "inject: tid %d rax=%lld orig_rax=%lld: %s%s\n", s.tid,
@@ -1723,8 +1735,9 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 					ok ? "accepted" : "rejected: ", ok ? "" : why);
 			if (!ok) {
 				snprintf(c->why, sizeof c->why, "%s", why);
-				/* registers restored only for the EINTR fix-up; nothing else changed */
-				release(pid, &s, true);
+				/* registers are written back only for the EINTR fix-up:
+				 * nothing else was changed */
+				release(pid, &s, fixed);
 				continue;
 			}
 			bool no_restore;

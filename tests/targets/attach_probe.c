@@ -1,8 +1,11 @@
 /* attach_probe.c: a stand-in for the agent in the attach tests. It exports
  * memwatch_agent_start(); each call appends one line to the file named by the
- * "marker=" option, and "fail" in the options makes it return -1. */
+ * "marker=" option. Other options misbehave on purpose: "fail" returns -1,
+ * "exit" ends the process, "crash" dereferences NULL, "signal" raises SIGUSR2
+ * (which must reach the program's handler). */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +29,12 @@ int memwatch_agent_start(const char *options)
 	calls++;
 	if (strstr(options, "fail"))
 		return -1;
+	if (strstr(options, "exit"))
+		_exit(0);
+	if (strstr(options, "crash"))
+		*(volatile int *)(long)calls = 0;
+	if (strstr(options, "signal"))
+		raise(SIGUSR2);
 	if (!m)
 		return 0;
 	m += 7;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 #include <unistd.h>
 
 static atomic_int stop_flag;
-static atomic_int eintr_seen, corrupt_seen;
+static atomic_int eintr_seen, corrupt_seen, usr2_seen;
 static int read_pipe[2], epoll_pipe[2];
 static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -29,6 +30,12 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	usr2_seen++;
 }
 
 /* Blocked in read() until the end; must get exactly the one byte sent. */
@@ -251,6 +258,8 @@ int main(int argc, char **argv)
 		nworkers = 32;
 	if (pipe(read_pipe) < 0 || pipe(epoll_pipe) < 0)
 		return 1;
+	struct sigaction sa = { .sa_handler = on_usr2, .sa_flags = SA_RESTART };
+	sigaction(SIGUSR2, &sa, NULL);
 	if (want_reader)
 		pthread_create(&th[nth++], NULL, reader, NULL);
 	if (want_epoll)
@@ -298,8 +307,8 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&mtx);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
-	printf("ops=%lld max_gap_ms=%.3f eintr=%d corrupt=%d\n", (long long)ops, max_gap_ms,
-	       (int)eintr_seen, (int)corrupt_seen);
+	printf("ops=%lld max_gap_ms=%.3f eintr=%d corrupt=%d usr2=%d\n", (long long)ops, max_gap_ms,
+	       (int)eintr_seen, (int)corrupt_seen, (int)usr2_seen);
 	if (corrupt_seen)
 		return 3;
 	if (eintr_seen)

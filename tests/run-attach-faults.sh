@@ -1,0 +1,30 @@
+#!/bin/sh
+# run-attach-faults.sh: what attach reports when the code it runs in the target
+# misbehaves: a signal raised during the call reaches the program's handler and
+# the interrupted read() resumes; a process that exits during the call is "no
+# such process" (4); one that crashes is reported, not hidden (5).
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/attach-lib.sh"
+
+# the read() thread is the one used; SIGUSR2 has an SA_RESTART handler
+start_attach_target ready1 --seconds 2 --busy --reader >t1.out 2>&1
+t1=$target_pid
+run_inject 0 "$t1" "$PROBE" "signal"
+expect_target_ok "$t1" 40 t1.out
+expect_grep 'eintr=0 corrupt=0 usr2=1$' t1.out
+
+start_attach_target ready2 --seconds 5 >t2.out 2>&1
+t2=$target_pid
+run_inject 4 "$t2" "$PROBE" "exit"
+expect_err_line "pid $t2: cannot attach: the process exited during injection"
+wait_target "$t2" 20
+[ "$target_status" -eq 0 ] || fail "the target's own _exit(0) became status $target_status"
+
+start_attach_target ready3 --seconds 5 >t3.out 2>&1
+t3=$target_pid
+run_inject 5 "$t3" "$PROBE" "crash"
+expect_err_line "pid $t3: cannot attach: the process crashed during injection: .*signal 11"
+wait_target "$t3" 20
+[ "$target_status" -eq 139 ] || fail "crashed target: status $target_status, expected 139"
+
+finish
