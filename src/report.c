@@ -1056,7 +1056,8 @@ static int run_report(struct opts *o, char **paths, int npaths)
 {
 	struct report r = { .o = o };
 	struct outfile *out;
-	char *cause = NULL;
+	char *cause = NULL, *text = NULL;
+	size_t textlen = 0;
 	int i, status = MW_EXIT_OK;
 	FILE *f;
 
@@ -1089,7 +1090,15 @@ static int run_report(struct opts *o, char **paths, int npaths)
 		report_free(&r);
 		return MW_EXIT_FAILURE;
 	}
-	f = outfile_stream(out);
+	/* the report is made in memory first: symbolization (and debuginfod's
+	 * progress line on a terminal) is over before the first line goes out */
+	f = open_memstream(&text, &textlen);
+	if (!f) {
+		mw_error("open_memstream: %s", strerror(errno));
+		outfile_abort(out);
+		report_free(&r);
+		return MW_EXIT_FAILURE;
+	}
 	if (o->format == FMT_TABLE) {
 		if (npaths == 2)
 			table_diff(f, &r);
@@ -1110,6 +1119,16 @@ static int run_report(struct opts *o, char **paths, int npaths)
 		folded(f, &r, v, n, npaths == 2);
 		free(v);
 	}
+	if (fclose(f) != 0) {
+		mw_error("cannot make the report: %s", strerror(errno));
+		free(text);
+		outfile_abort(out);
+		report_free(&r);
+		return MW_EXIT_FAILURE;
+	}
+	symbolizer_progress_done(r.z);
+	fwrite(text, 1, textlen, outfile_stream(out));
+	free(text);
 	if (outfile_commit(out, &cause) < 0) {
 		mw_error("%s", cause);
 		free(cause);

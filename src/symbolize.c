@@ -256,14 +256,21 @@ struct symbolizer *symbolizer_new(const char *const *debug_dirs, size_t ndirs)
 	return z;
 }
 
+void symbolizer_progress_done(struct symbolizer *z)
+{
+	if (z && z->progress_shown) {
+		fputs("\r\033[K", stderr);
+		z->progress_shown = false;
+	}
+}
+
 void symbolizer_free(struct symbolizer *z)
 {
 	size_t i;
 
 	if (!z)
 		return;
-	if (z->progress_shown)
-		fputs("\r\033[K", stderr);
+	symbolizer_progress_done(z);
 	if (z->dwfl)
 		dwfl_end(z->dwfl);
 	for (i = 0; i < z->nmods; i++) {

@@ -39,6 +39,8 @@ struct symbolizer;
  * debuginfod when DEBUGINFOD_URLS is set. The strings are copied. */
 struct symbolizer *symbolizer_new(const char *const *debug_dirs, size_t ndirs);
 void symbolizer_free(struct symbolizer *z);
+/* Erase debuginfod's progress line from the terminal, if one was shown. */
+void symbolizer_progress_done(struct symbolizer *z);
 
 /* Make s's modules known. Returns a malloc'd map from s's module indexes to
  * global module indexes (s->nmodules entries; caller frees). When s carries a
@@ -47,9 +49,9 @@ void symbolizer_free(struct symbolizer *z);
 uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s);
 
 /* Resolve a frame (global module index, offset from the load bias). The frame
- * is a return address unless is_call_site: one is subtracted first, so the line
- * is the call's and inlined frames are found. Never NULL; cached, so each
- * distinct frame is looked up once. */
+ * is a return address: one is subtracted first, so the line is the call's and
+ * inlined frames are found. Never NULL; cached, so each distinct frame is
+ * looked up once. */
 const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uint64_t offset);
 
 /* A global module's path as recorded ("" when unknown), its build-id in hex

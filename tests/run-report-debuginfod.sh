@@ -60,6 +60,17 @@ expect_grep "^ +1 +40\.0 KiB .*  leaky_helper  mksnap\.c:$L_helper \[inlined\]$"
 expect_grep "^ +grow_site  mksnap\.c:$L_grow$" out
 ls cache1/*/debuginfo >/dev/null 2>&1 || fail "nothing in the client cache: $(ls -R cache1 2>&1 | head -5)"
 
+# on a terminal, a progress line while the file downloads, erased before the report
+if command -v script >/dev/null 2>&1; then
+	export DEBUGINFOD_CACHE_PATH="$tmp/cache_tty"
+	script -qec "'$MEMWATCH' show --top 1 a.snap" tty.log >/dev/null 2>&1 </dev/null
+	st=$?
+	[ "$st" -eq 0 ] || fail "show on a terminal: exit status $st"
+	grep -q 'memwatch: downloading debug info: ' tty.log || fail "no progress line on a terminal"
+	grep -q "$(printf '\033\\[K')snapshot   a.snap" tty.log || fail "the progress line is not erased before the report"
+	grep -q "leaky_helper  mksnap\.c:$L_helper \[inlined\]" tty.log || fail "show on a terminal lost the lines"
+fi
+
 # the binary gone too: the executable and its debug info both come from the server
 rm -f bin/mksnap-s
 export DEBUGINFOD_CACHE_PATH="$tmp/cache2"
