@@ -43,6 +43,8 @@ const char show_usage[] =
 	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"    -o, --output FILE      write the report to FILE (replaced atomically)\n"
+	"    -E, --embed-symbols FILE  also write a copy of the snapshot with the symbols of\n"
+	"                           its frames embedded, to report where its binaries are not\n"
 	"    -h, --help             this help\n";
 
 enum by { BY_STACK, BY_FUNCTION, BY_LINE };
@@ -59,6 +61,7 @@ struct opts {
 	const char **dirs;
 	size_t ndirs;
 	const char *output;
+	const char *embed;            /* show --embed-symbols FILE */
 };
 
 /* A frame in global terms: the symbolizer's module index and the offset. */
@@ -915,6 +918,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 		{ "format", required_argument, NULL, 'F' },
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "embed-symbols", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -925,7 +929,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 	o->depth = 5;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+n:m:b:d:F:D:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+n:m:b:d:F:D:o:E:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 		case 'd':
@@ -983,12 +987,19 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 		case 'o':
 			o->output = optarg;
 			break;
+		case 'E':
+			if (usage != show_usage) {
+				mw_error("%s: unknown option '--embed-symbols' (memwatch show has it)", argv[0]);
+				return MW_EXIT_USAGE;
+			}
+			o->embed = optarg;
+			break;
 		case 'h':
 			fputs("Usage:\n", stdout);
 			fputs(usage, stdout);
 			return MW_EXIT_OK;
 		default:
-			if (optopt && strchr("nmbdFDo", optopt))
+			if (optopt && strchr("nmbdFDoE", optopt))
 				mw_error("%s: option '-%c' needs a value", argv[0], optopt);
 			else if (optopt)
 				mw_error("%s: unknown option '-%c'", argv[0], optopt);
@@ -1050,6 +1061,37 @@ static void report_free(struct report *r)
 	free(r->o->dirs);
 }
 
+/* show --embed-symbols: a copy of s with the symbols of its frames, written
+ * (atomically) where asked; s itself is left as it was. A snapshot that has
+ * its symbols already is copied as it is. 0 or -1 (said). */
+static int embed_copy(const struct opts *o, struct snapshot *s)
+{
+	size_t nsym = s->nsymbols;
+	struct snap_symbol *sym = s->symbols;
+	struct snapshot *tmp;
+	char *cause = NULL;
+	int rc = 0;
+
+	if (nsym == 0 && symbolize_embed(s, o->dirs, o->ndirs, &cause) < 0)
+		rc = -1;
+	if (rc == 0 && snapshot_write(s, o->embed, true, &cause) < 0)
+		rc = -1;
+	if (rc < 0) {
+		mw_error("%s", cause);
+		free(cause);
+	}
+	if (nsym == 0) {
+		/* the report goes on from the files, as without the option */
+		tmp = xcalloc(1, sizeof *tmp);
+		tmp->nsymbols = s->nsymbols;
+		tmp->symbols = s->symbols;
+		snapshot_free(tmp);
+		s->nsymbols = nsym;
+		s->symbols = sym;
+	}
+	return rc;
+}
+
 /* Read the inputs, build the rows and write the report: the common body of
  * diff (two paths) and show (one). */
 static int run_report(struct opts *o, char **paths, int npaths)
@@ -1075,6 +1117,10 @@ static int run_report(struct opts *o, char **paths, int npaths)
 	r.nin = npaths;
 	if (npaths == 2)
 		check_same_program(&r);
+	if (o->embed && embed_copy(o, r.in[0].s) < 0) {
+		report_free(&r);
+		return MW_EXIT_FAILURE;
+	}
 	r.z = symbolizer_new(o->dirs, o->ndirs);
 	for (i = 0; i < npaths; i++)
 		r.in[i].map = symbolizer_add(r.z, r.in[i].s);

@@ -95,6 +95,19 @@ expect_grep "leaky_helper  mksnap\.c:$L_helper \[inlined\]$" out
 run_mw 0 show n.snap
 expect_grep "^ +1 .*  <unknown>  \(gone\+0x[0-9a-f]+\)$" out
 
+# show --embed-symbols: a copy that keeps its names after the binary is gone
+cp "$MKSNAP" ./gone2
+./gone2 -g 2 g.snap || fail "mksnap"
+run_mw 0 show --embed-symbols g-sym.snap g.snap
+[ -s g-sym.snap ] || fail "--embed-symbols wrote nothing"
+rm -f gone2
+run_mw 0 show g-sym.snap
+expect_grep "leaky_helper  mksnap\.c:$L_helper \[inlined\]$" out
+run_mw 0 show g.snap
+expect_grep "^ +1 .*  <unknown>  \(gone2\+0x[0-9a-f]+\)$" out
+run_mw 2 diff --embed-symbols x.snap a.snap b.snap
+expect_err_line "diff: unknown option '--embed-symbols'"
+
 # failures: one line each, documented statuses
 head -c 120 a.snap > trunc.snap
 run_mw 3 show trunc.snap
