@@ -940,13 +940,21 @@ out:
 	s->stopped = false;
 }
 
-/* Save the general and extended registers of the stopped thread. */
+/* Save the general registers of the stopped thread (enough to vet it). */
 static int save_regs(struct seized *s, int *err)
 {
 	if (ptrace(PTRACE_GETREGS, s->tid, NULL, &s->regs) < 0) {
 		*err = errno;
 		return -1;
 	}
+	s->regs_saved = true;
+	return 0;
+}
+
+/* Save the extended state (x87, SSE, AVX...) of the thread chosen: the thread
+ * stopped at an arbitrary instruction, so all of it is live. */
+static int save_xstate(struct seized *s, int *err)
+{
 	s->xstate = xmalloc(XSTATE_MAX);
 	struct iovec iov = { s->xstate, XSTATE_MAX };
 	if (ptrace(PTRACE_GETREGSET, s->tid, (void *)NT_X86_XSTATE, &iov) == 0) {
@@ -960,7 +968,6 @@ static int save_regs(struct seized *s, int *err)
 		s->xstate = NULL;
 		return -1;
 	}
-	s->regs_saved = true;
 	return 0;
 }
 
@@ -1001,7 +1008,7 @@ static enum frame_kind classify_ip(const struct classifier *cl, uint64_t ip, con
  * an allow-listed libc call made by the application, or running application
  * code; libc may appear under the application only as the bottom frames of a
  * thread or of main. Returns true, or false with *why. */
-static bool safe_point(struct classifier *cl, int tid, char *why, size_t whylen)
+static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, size_t whylen)
 {
 	uint64_t ips[MAX_FRAMES];
 	const struct fsym *syms[MAX_FRAMES];
@@ -1009,7 +1016,23 @@ static bool safe_point(struct classifier *cl, int tid, char *why, size_t whylen)
 	int n = 0, r;
 	unw_cursor_t cur;
 	void *upt;
+	const struct fsym *top;
 
+	/* The common refusals need no unwinding (which costs milliseconds over
+	 * ptrace): stopped in the loader, or in a non-blocking libc function. */
+	switch (classify_ip(cl, rip, &top)) {
+	case FK_LDSO:
+		snprintf(why, whylen, "in the dynamic loader");
+		return false;
+	case FK_LIBC:
+		if (top && !(top->flags & SYM_BLOCKING)) {
+			snprintf(why, whylen, "in %s", top->shown);
+			return false;
+		}
+		break;
+	default:
+		break;
+	}
 	if (!(upt = _UPT_create(tid))) {
 		snprintf(why, whylen, "cannot unwind");
 		return false;
@@ -1728,11 +1751,14 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 				continue;
 			}
 			bool fixed = undo_eintr(&s);
-			bool ok = regs_ok(&ij, &s, why, sizeof why) && safe_point(&ij.cl, s.tid, why, sizeof why);
+			uint64_t t_vet = mono_ns();
+			bool ok = regs_ok(&ij, &s, why, sizeof why) &&
+				  safe_point(&ij.cl, s.tid, s.regs.rip, why, sizeof why);
 			if (debug)
-				fprintf(stderr, "inject: tid %d rax=%lld orig_rax=%lld: %s%s\n", s.tid,
-					(long long)s.regs.rax, (long long)s.regs.orig_rax,
-					ok ? "accepted" : "rejected: ", ok ? "" : why);
+				fprintf(stderr, "inject: tid %d rax=%lld orig_rax=%lld stopped after %.2f ms, "
+					"vetted in %.2f ms: %s%s\n", s.tid, (long long)s.regs.rax,
+					(long long)s.regs.orig_rax, (double)(t_vet - s.t_interrupt) / 1e6,
+					ms_since(t_vet), ok ? "accepted" : "rejected: ", ok ? "" : why);
 			if (!ok) {
 				snprintf(c->why, sizeof c->why, "%s", why);
 				/* registers are written back only for the EINTR fix-up:
@@ -1740,11 +1766,22 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 				release(pid, &s, fixed);
 				continue;
 			}
+			if (save_xstate(&s, &err) < 0) {
+				snprintf(c->why, sizeof c->why, "cannot read its extended registers: %s",
+					 strerror(err));
+				release(pid, &s, fixed);
+				continue;
+			}
 			bool no_restore;
 			res->tid = s.tid;
+			uint64_t t_calls = mono_ns();
 			ret = do_calls(&ij, &s, res, &no_restore, cause, hint);
+			uint64_t t_release = mono_ns();
 			release(pid, &s, !no_restore);
 			res->pause_ms = ms_since(s.t_interrupt);
+			if (debug)
+				fprintf(stderr, "inject: calls %.2f ms, restore and detach %.2f ms\n",
+					(double)(t_release - t_calls) / 1e6, ms_since(t_release));
 			res->total_ms = ms_since(t0);
 			goto out;
 		}

@@ -284,7 +284,7 @@ int main(int argc, char **argv)
 		double end = now_s() + secs;
 		stop_flag = 0;
 		/* the main thread allocates too, checking the clock between rounds */
-		while (now_s() < end) {
+		while (now_s() < end && !(until && access(until, F_OK) == 0)) {
 			for (int i = 0; i < 1000; i++) {
 				void *p = malloc(64 + (size_t)i);
 				if (!p)

@@ -18,7 +18,7 @@
 /* One capture through the agent's socket: start at rate, take a snapshot,
  * stop. The agent's control thread may still be starting: connecting is
  * retried for a while. Returns 0 or an exit status. */
-static int control_cycle(int pid, uint64_t rate)
+static int control_cycle(int pid, uint64_t rate, uint64_t t0)
 {
 	char *cause = NULL;
 	unsigned char *buf = NULL;
@@ -36,8 +36,11 @@ static int control_cycle(int pid, uint64_t rate)
 	}
 	if (fd < 0)
 		goto failed;
-	if (control_start(fd, rate, 32, 0, &cause) < 0 ||
-	    control_snapshot(fd, &buf, &len, &cause) < 0 || control_stop(fd, &cause) < 0)
+	if (control_start(fd, rate, 32, 0, &cause) < 0)
+		goto failed;
+	/* from the decision to attach until samples are being taken */
+	printf("capture_ms=%.3f\n", (double)(mono_ns() - t0) / 1e6);
+	if (control_snapshot(fd, &buf, &len, &cause) < 0 || control_stop(fd, &cause) < 0)
 		goto failed;
 	close(fd);
 	printf("snapshot_bytes=%zu\n", len);
@@ -102,6 +105,7 @@ int main(int argc, char **argv)
 	if (optind + 1 >= argc)
 		usage();
 	stop_signals_install();
+	uint64_t t0 = mono_ns();
 	int r = inject_agent(pid, argv[optind + 1], optind + 2 < argc ? argv[optind + 2] : "",
 			     deadline_ms, &res, &cause, &hint);
 	if (r < 0) {
@@ -116,6 +120,6 @@ int main(int argc, char **argv)
 	       res.attempts, res.pause_ms, res.total_ms, res.already_loaded);
 	fflush(stdout);
 	if (control_rate)
-		return control_cycle(pid, control_rate);
+		return control_cycle(pid, control_rate, t0);
 	return MW_EXIT_OK;
 }
