@@ -1609,7 +1609,9 @@ call_failed:
 			    msg[0] ? ": " : "", msg);
 	case CALL_CRASH:
 		*no_restore = true;
-		return fail(INJECT_EINTERNAL, cause, hint, NULL, "the process crashed during injection: %s",
+		return fail(INJECT_EINTERNAL, cause, hint,
+			    ij->st.seccomp == 2 ? "the process runs under a seccomp filter, which may kill it for the loader's system calls" : NULL,
+			    "the process crashed during injection: %s",
 			    msg[0] ? msg : "fatal signal");
 	case CALL_TIMEOUT:
 		*no_restore = true;

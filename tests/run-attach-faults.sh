@@ -2,7 +2,8 @@
 # run-attach-faults.sh: what attach reports when the code it runs in the target
 # misbehaves: a signal raised during the call reaches the program's handler and
 # the interrupted read() resumes; a process that exits during the call is "no
-# such process" (4); one that crashes is reported, not hidden (5).
+# such process" (4); one that crashes is reported, not hidden (5); a seccomp
+# filter that traps the loader's open() makes dlopen fail, not the process.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/attach-lib.sh"
 
@@ -26,5 +27,18 @@ run_inject 5 "$t3" "$PROBE" "crash"
 expect_err_line "pid $t3: cannot attach: the process crashed during injection: .*signal 11"
 wait_target "$t3" 20
 [ "$target_status" -eq 139 ] || fail "crashed target: status $target_status, expected 139"
+
+# a seccomp filter traps open(): dlopen fails with EPERM instead of the
+# process dying of SIGSYS, and the error says why
+start_attach_target ready4 --seconds 3 --reader --seccomp >t4.out 2>&1
+t4=$target_pid
+if grep -q '^Seccomp:[[:space:]]*2' "/proc/$t4/status"; then
+	run_inject 5 "$t4" "$PROBE" ""
+	expect_err_line "pid $t4: cannot attach: dlopen of the agent failed in the process: .*Operation not permitted"
+	expect_grep '^  hint: .*seccomp' err
+	expect_target_ok "$t4" 40 t4.out
+else
+	echo "note: seccomp filters unavailable here; not checked" >&2
+fi
 
 finish

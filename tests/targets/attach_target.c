@@ -12,7 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,6 +223,25 @@ static void main_epoll(double secs)
 	close(ep);
 }
 
+/* A seccomp filter that traps open/openat (SIGSYS), as a sandboxed service
+ * might: loading a library then fails, and the process must survive it. */
+static int trap_open(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -230,11 +255,13 @@ int main(int argc, char **argv)
 		{ "ticker", no_argument, NULL, 't' },
 		{ "ready", required_argument, NULL, 'R' },
 		{ "until-file", required_argument, NULL, 'U' },
+		{ "seccomp", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	double secs = 3;
 	int nworkers = 0, c;
 	int want_reader = 0, want_epoll = 0, want_cond = 0, busy = 0, want_ticker = 0, mepoll = 0;
+	int seccomp = 0;
 	const char *ready = NULL, *until = NULL;
 	pthread_t th[64];
 	int nth = 0;
@@ -251,6 +278,7 @@ int main(int argc, char **argv)
 		case 't': want_ticker = 1; break;
 		case 'R': ready = optarg; break;
 		case 'U': until = optarg; break;
+		case 'S': seccomp = 1; break;
 		default: return 64;
 		}
 	}
@@ -279,6 +307,10 @@ int main(int argc, char **argv)
 			fprintf(f, "%d\n", getpid());
 			fclose(f);
 		}
+	}
+	if (seccomp && trap_open() != 0) {
+		perror("attach_target: seccomp");
+		return 1;
 	}
 	if (busy) {
 		double end = now_s() + secs;
