@@ -758,21 +758,50 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 /* --------------------------------------------------------------------------- */
 /* JSON output; the schema is in memwatch(1), REPORTS. */
 
+/* The length of the valid UTF-8 sequence at p, or 0. */
+static int utf8_len(const unsigned char *p)
+{
+	int n, i;
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A JSON string (or null); bytes that are not UTF-8 (a path from another
+ * system) become U+FFFD, so the document always parses. */
 static void json_str(FILE *f, const char *s)
 {
 	const unsigned char *p;
+	int n;
+
 	if (!s) {
 		fputs("null", f);
 		return;
 	}
 	fputc('"', f);
-	for (p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
+	for (p = (const unsigned char *)s; *p; p += n) {
+		n = utf8_len(p);
+		if (n == 0) {
+			fputs("\\ufffd", f);
+			n = 1;
+		} else if (*p == '"' || *p == '\\') {
 			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
+		} else if (*p < 0x20 || *p == 0x7f) {
 			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
+		} else {
+			fwrite(p, 1, (size_t)n, f);
+		}
 	}
 	fputc('"', f);
 }

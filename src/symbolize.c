@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,7 +360,10 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
 		uint32_t blen = m->build_id_len > 64 ? 64 : m->build_id_len;
 
 		sym_hex(hex, m->build_id, blen);
-		key = blen ? xasprintf("b:%s", hex) : xasprintf("p:%s", m->path ? m->path : "");
+		/* without a build-id, the path and the size tell modules apart (two
+		 * unnamed modules are not one) and still match across runs */
+		key = blen ? xasprintf("b:%s", hex)
+			   : xasprintf("p:%" PRIx64 ":%s", m->hi - m->lo, m->path ? m->path : "");
 		for (j = 0; j < z->nmods; j++)
 			if (strcmp(z->mods[j].key, key) == 0)
 				break;

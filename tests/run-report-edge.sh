@@ -89,4 +89,11 @@ if "$SNAPDUMP" --from-text empty.txt empty.snap 2>/dev/null; then
 	run_mw 0 diff -F json edge.snap empty.snap
 	expect_grep '"status": "gone"' out
 fi
+# a path that is not UTF-8 still makes valid JSON
+printf 'pid 1\nexe "/opt/\\xff\\xc3\\xa9t\\x01"\nmallinfo none\n' > bad.txt
+if "$SNAPDUMP" --from-text bad.txt bad.snap 2>/dev/null && command -v python3 >/dev/null 2>&1; then
+	run_mw 0 show -F json bad.snap
+	python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["snapshot"]["exe"]; assert e == "/opt/\ufffd\u00e9t\u0001", repr(e)' out ||
+		fail "a path that is not UTF-8 breaks the JSON"
+fi
 finish
