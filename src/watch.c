@@ -31,7 +31,7 @@ const char watch_usage[] =
 	"  -o, --output FILE       run log (default memwatch-PID.log; - for stdout)\n"
 	"  -f, --force             overwrite an existing run log and snapshots\n"
 	"      --pss               also PSS and USS (smaps_rollup: a walk of the page tables,\n"
-	"                          about 8-15 ms of CPU per GiB resident per sample)\n"
+	"                          about 6-12 ms of CPU per GiB resident per sample)\n"
 	"  -q, --quiet             no live status line on the terminal\n"
 	"      --capture WHEN      load the agent: growth (default), now, never\n"
 	"  -t, --trigger RULE      growth that starts capture: +64MiB (default), +20%,\n"
