@@ -21,7 +21,8 @@
 #                        drawn in mw_event_color[i]
 #   mw_nlabels           number of event labels (events too close together for
 #                        a label each share one); label i is mw_label_text[i]
-#                        at mw_label_t[i] seconds, in mw_label_color[i]
+#                        at mw_label_t[i] seconds, in mw_label_color[i], left
+#                        of its line unless mw_label_right[i] (no room there)
 
 set encoding utf8
 if (mw_format eq 'svg') {
@@ -49,15 +50,16 @@ set xrange [0:(mw_xmax > 0 ? mw_xmax : 1) / mw_xdiv]
 set yrange [0:(mw_ymax > 0 ? mw_ymax * 1.08 : 1) / mw_ydiv]
 set offsets 0, 0, 0, 0
 
-# each event is a dashed vertical line; the labels are written downwards from
-# the top, just left of their line (right of it at the very left of the plot)
+# each event is a dashed vertical line (thinner when there are many); the labels
+# are written downwards from the top, just left of their line
+mw_event_lw = mw_nevents > 100 ? 0.5 : 1.2
 do for [i=1:mw_nevents] {
 	set arrow i from first mw_event_t[i] / mw_xdiv, graph 0 to first mw_event_t[i] / mw_xdiv, graph 1 \
-		nohead back lc rgb mw_event_color[i] lw 1.2 dt (6,4)
+		nohead back lc rgb mw_event_color[i] lw mw_event_lw dt (6,4)
 }
 do for [i=1:mw_nlabels] {
 	set label i mw_label_text[i] at first mw_label_t[i] / mw_xdiv, graph 0.985 \
-		right rotate by 90 offset (mw_label_t[i] <= 0.02 * mw_xmax ? 1.2 : -0.8), 0 \
+		right rotate by 90 offset (mw_label_right[i] ? 1.2 : -0.8), 0 \
 		textcolor rgb mw_label_color[i] font ',9' front
 }
 

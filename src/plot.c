@@ -74,6 +74,7 @@ struct mark {
 	char *label;
 	const char *color;
 	int rank;                 /* of the most important event in it */
+	bool right;               /* written right of its line (no room left) */
 };
 
 /* A unit for an axis: divide by div to get a figure in unit. */
@@ -335,15 +336,51 @@ static int cmp_event_time(const void *a, const void *b)
 	return *x < *y ? -1 : *x > *y;
 }
 
-/* Group events closer than gap seconds (about a label's height) under one label;
- * the same label repeated in one group is written once with a count
- * ("process ×12"). Returns the count. */
+/* The label shared by the n events of ev: each distinct label once, with a
+ * count when repeated ("process ×12"). Brief labels are the kinds alone, for
+ * groups with too many distinct labels to read. Sets *distinct; caller frees. */
+static char *group_label(const struct runlog_event_rec *const *ev, size_t n, bool several,
+			 bool brief, size_t *distinct)
+{
+	char **labels = xcalloc(n, sizeof *labels), *text = NULL;
+	size_t *counts = xcalloc(n, sizeof *counts);
+	size_t nl = 0, i, k;
+
+	for (i = 0; i < n; i++) {
+		char *l = brief ? xstrdup(ev[i]->kind) : event_label(ev[i], several);
+		for (k = 0; k < nl && strcmp(labels[k], l) != 0; k++)
+			;
+		if (k < nl) {
+			counts[k]++;
+			free(l);
+		} else {
+			labels[nl] = l;
+			counts[nl++] = 1;
+		}
+	}
+	for (k = 0; k < nl; k++) {
+		char *piece = counts[k] > 1 ? xasprintf("%s ×%zu", labels[k], counts[k])
+					    : xstrdup(labels[k]);
+		char *t2 = text ? xasprintf("%s, %s", text, piece) : xstrdup(piece);
+		free(text);
+		free(piece);
+		free(labels[k]);
+		text = t2;
+	}
+	free(labels);
+	free(counts);
+	*distinct = nl;
+	return text;
+}
+
+/* Group events closer than gap seconds (about a label's height) under one
+ * label of at most max_chars characters. Returns the count of labels. */
 static size_t make_marks(const struct runlog_data *d, bool several, double gap,
-			 struct mark **out)
+			 size_t max_chars, struct mark **out)
 {
 	const struct runlog_event_rec **ev;
 	struct mark *marks;
-	size_t n = 0, i, j;
+	size_t n = 0, i, j, k, distinct;
 
 	*out = NULL;
 	if (d->nevents == 0)
@@ -354,39 +391,31 @@ static size_t make_marks(const struct runlog_data *d, bool several, double gap,
 	qsort(ev, d->nevents, sizeof *ev, cmp_event_time);
 	marks = xcalloc(d->nevents, sizeof *marks);
 	for (i = 0; i < d->nevents; i = j) {
-		char **labels = xcalloc(d->nevents - i, sizeof *labels);
-		size_t *counts = xcalloc(d->nevents - i, sizeof *counts);
-		size_t nl = 0, k;
-		char *text = NULL;
 		int rank = -1;
 
-		for (j = i; j < d->nevents && ev[j]->t - ev[i]->t <= gap; j++) {
-			char *l = event_label(ev[j], several);
-			for (k = 0; k < nl && strcmp(labels[k], l) != 0; k++)
-				;
-			if (k < nl) {
-				counts[k]++;
-				free(l);
-			} else {
-				labels[nl] = l;
-				counts[nl++] = 1;
-			}
-			if (event_rank(ev[j]->kind) > rank)
-				rank = event_rank(ev[j]->kind);
+		/* the first label, against the axis, goes right of its line: the next
+		 * one (left of its own) must then be two labels away */
+		bool right = n == 0 && (ev[i]->t < gap || ev[i]->t <= 0);
+		for (j = i; j < d->nevents && ev[j]->t - ev[i]->t <= (right ? 2 * gap : gap); j++)
+			;
+		for (k = i; k < j; k++)
+			if (event_rank(ev[k]->kind) > rank)
+				rank = event_rank(ev[k]->kind);
+		marks[n].label = group_label(ev + i, j - i, several, false, &distinct);
+		/* a label longer than the plot is high: the kinds and their counts
+		 * say it shorter, and what still does not fit is cut */
+		if (strlen(marks[n].label) > max_chars) {
+			free(marks[n].label);
+			marks[n].label = group_label(ev + i, j - i, several, true, &distinct);
 		}
-		for (k = 0; k < nl; k++) {
-			char *piece = counts[k] > 1 ? xasprintf("%s ×%zu", labels[k], counts[k])
-						    : xstrdup(labels[k]);
-			char *t2 = text ? xasprintf("%s, %s", text, piece) : xstrdup(piece);
-			free(text);
-			free(piece);
-			free(labels[k]);
-			text = t2;
+		if (strlen(marks[n].label) > max_chars) {
+			size_t cut = max_chars > 3 ? max_chars - 3 : 0;
+			while (cut > 0 && ((unsigned char)marks[n].label[cut] & 0xc0) == 0x80)
+				cut--;
+			strcpy(marks[n].label + cut, "...");
 		}
-		free(labels);
-		free(counts);
 		marks[n].t = ev[i]->t;
-		marks[n].label = text;
+		marks[n].right = right;
 		marks[n].rank = rank;
 		marks[n].color = rank_color(rank);
 		n++;
@@ -616,7 +645,7 @@ static void write_head(FILE *f, const struct plot_opts *o, const struct runlog_d
 	struct series *series;
 	struct mark *marks;
 	size_t nseries, nmarks, dropped, i, k, nproc = 0;
-	double xmax = 0, ymax = 0;
+	double xmax = 0, ymax = 0, gap;
 	struct scale xs, ys;
 	char *title;
 
@@ -638,8 +667,10 @@ static void write_head(FILE *f, const struct plot_opts *o, const struct runlog_d
 			ymax = series[i].peak;
 	/* events closer than a label's height (16 pixels of about width - 150
 	 * for the plot area) share one label */
-	nmarks = make_marks(d, nproc > 1, xmax * 16.0 / (o->width > 300 ? o->width - 150 : 150),
-			    &marks);
+	gap = xmax * 16.0 / (o->width > 300 ? o->width - 150 : 150);
+	/* labels run down from the top: about 7 pixels a character of the plot's
+	 * height (the image's less title, axis and key) */
+	nmarks = make_marks(d, nproc > 1, gap, o->height > 290 ? (o->height - 150) / 7 : 20, &marks);
 	xs = time_scale(xmax);
 	ys = memory_scale(ymax);
 	title = o->title ? xstrdup(o->title) : default_title(d, o->log, o->width);
@@ -684,12 +715,14 @@ static void write_head(FILE *f, const struct plot_opts *o, const struct runlog_d
 		fprintf(f, "mw_event_t[%zu] = %.3f; mw_event_color[%zu] = '%s'\n", i + 1,
 			d->events[i].t, i + 1, rank_color(event_rank(d->events[i].kind)));
 	fprintf(f, "mw_nlabels = %zu\n", nmarks);
-	fprintf(f, "array mw_label_t[%zu]\narray mw_label_text[%zu]\narray mw_label_color[%zu]\n",
-		nmarks ? nmarks : 1, nmarks ? nmarks : 1, nmarks ? nmarks : 1);
+	fprintf(f, "array mw_label_t[%zu]\narray mw_label_text[%zu]\narray mw_label_color[%zu]\n"
+		"array mw_label_right[%zu]\n",
+		nmarks ? nmarks : 1, nmarks ? nmarks : 1, nmarks ? nmarks : 1, nmarks ? nmarks : 1);
 	for (i = 0; i < nmarks; i++) {
 		fprintf(f, "mw_label_t[%zu] = %.3f; mw_label_text[%zu] = ", i + 1, marks[i].t, i + 1);
 		gp_string(f, marks[i].label);
-		fprintf(f, "; mw_label_color[%zu] = '%s'\n", i + 1, marks[i].color);
+		fprintf(f, "; mw_label_color[%zu] = '%s'; mw_label_right[%zu] = %d\n", i + 1,
+			marks[i].color, i + 1, marks[i].right);
 	}
 	fputs("$mw_data << EOD\n", f);
 	for (i = 0; i < nseries; i++) {
@@ -985,12 +1018,13 @@ static char *first_error(const struct buf *err, size_t script_line, const char *
 			r = xasprintf("'%s' line %lu: %s", script_path, no - script_line + 1, msg);
 		else
 			r = xasprintf("line %lu of the program: %s", no, msg);
-		free(line);
 		if (strncasecmp(msg, "warning:", 8) != 0) {
+			free(line);
 			free(warning);
 			free(plain);
 			return r;
 		}
+		free(line);
 		if (!warning)
 			warning = r;
 		else

@@ -43,6 +43,11 @@ expect_grep '^# memwatch.gp: ' out
 tail -n 1 "$top_srcdir/plot/memwatch.gp" > last
 [ "$(tail -n 1 out)" = "$(cat last)" ] || fail "the program does not end with the script"
 
+# a short image has short labels: kinds only, then cut
+run_mw 0 plot --script --size 800x300 "$data/plot-one.log"
+grep "^mw_label_t" out | grep -qF "mw_label_text[2] = 'trigger, attach, c...'" ||
+	{ fail "a short image: the trigger's label was not shortened"; grep '^mw_label_t' out >&2; }
+
 # several processes: one RSS line each, then the total; minutes
 run_mw 0 plot --script "$data/plot-multi.log"
 [ "$(titles | tr '\n' ,)" = "5000 sh,5001 cc1,5002 ld,5003 python3,total," ] ||
