@@ -798,7 +798,7 @@ static bool is_fault_signal(int sig)
 struct seized {
 	int tid;
 	bool seized, stopped;
-	int pending_sig;        /* dequeued while we held it: re-delivered at detach */
+	int pending_sig;        /* held at a signal-delivery-stop: delivered at detach */
 	int pending_stop;       /* a stop signal that arrived during a call: re-raised */
 	bool regs_saved;
 	struct user_regs_struct regs;
@@ -819,9 +819,9 @@ enum stop_result {
 };
 
 /* Seize tid and bring it to an interrupt stop. A signal dequeued meanwhile is
- * held for re-delivery at detach (a fault signal instead makes us let go at
- * once, delivering it). On failure the thread is detached again, except that a
- * thread that never stops stays seized (the kernel detaches it when we exit). */
+ * delivered at once (a fault signal instead makes us let go, delivering it).
+ * The caller releases the thread in every case; one that never stops stays
+ * seized until it does (the kernel detaches it at the latest when we exit). */
 static int seize_and_stop(struct seized *s, int *err)
 {
 	int status, r;
@@ -863,18 +863,18 @@ static int seize_and_stop(struct seized *s, int *err)
 			ptrace(PTRACE_CONT, s->tid, NULL, NULL);
 			continue;
 		}
-		/* signal-delivery-stop before our interrupt was reported */
+		/* A signal-delivery-stop before our interrupt was reported. Nothing
+		 * has been changed yet, so it is delivered now, as it would have
+		 * been (a signal given when resuming from the interrupt stop would
+		 * be dropped by the kernel). A fault signal means the thread is not
+		 * worth vetting: let go, delivering it. */
 		s->stopped = true;
 		if (is_fault_signal(sig)) {
 			s->pending_sig = sig;
 			return STOP_FAULT;
 		}
-		int deliver = 0;
-		if (s->pending_sig)
-			deliver = s->pending_sig;   /* deliver the older one now, keep the newer */
-		s->pending_sig = sig;
 		s->stopped = false;
-		if (ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)deliver) < 0) {
+		if (ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)sig) < 0) {
 			*err = errno;
 			return errno == ESRCH ? STOP_GONE : STOP_ERROR;
 		}

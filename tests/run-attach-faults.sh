@@ -12,7 +12,17 @@ start_attach_target ready1 --seconds 2 --busy --reader >t1.out 2>&1
 t1=$target_pid
 run_inject 0 "$t1" "$PROBE" "signal"
 expect_target_ok "$t1" 40 t1.out
-expect_grep 'eintr=0 corrupt=0 usr2=1$' t1.out
+expect_grep 'eintr=0 corrupt=0 usr2=1 ' t1.out
+
+# a storm of queued signals to the read() thread while it is borrowed again
+# and again: each one reaches the handler exactly once, read() resumes
+start_attach_target ready5 --seconds 3 --busy --reader --signals 1000 >t5.out 2>&1
+t5=$target_pid
+for i in 1 2 3 4 5 6; do
+	run_inject 0 "$t5" "$PROBE" "marker=$tmp/marker5"
+done
+expect_target_ok "$t5" 40 t5.out
+expect_grep 'eintr=0 corrupt=0 usr2=0 rt=1000$' t5.out
 
 start_attach_target ready2 --seconds 5 >t2.out 2>&1
 t2=$target_pid

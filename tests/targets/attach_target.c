@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 
 static atomic_int stop_flag;
 static atomic_int eintr_seen, corrupt_seen, usr2_seen;
+static atomic_int reader_tid, rt_seen, rt_sent;
 static int read_pipe[2], epoll_pipe[2];
 static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -44,12 +46,35 @@ static void on_usr2(int sig)
 	usr2_seen++;
 }
 
+static void on_rt(int sig)
+{
+	(void)sig;
+	rt_seen++;
+}
+
+/* Send n queued real-time signals to the read() thread, one per millisecond:
+ * none may be lost, whatever attach does meanwhile. */
+static void *signaler(void *arg)
+{
+	int n = (int)(intptr_t)arg;
+	while (!reader_tid && !stop_flag)
+		sched_yield();
+	for (int i = 0; i < n && !stop_flag; i++) {
+		if (syscall(SYS_tgkill, getpid(), reader_tid, SIGRTMIN) == 0)
+			rt_sent++;
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 /* Blocked in read() until the end; must get exactly the one byte sent. */
 static void *reader(void *arg)
 {
 	char c = 0;
 	ssize_t r;
 	(void)arg;
+	reader_tid = (int)syscall(SYS_gettid);
 	for (;;) {
 		r = read(read_pipe[0], &c, 1);
 		if (r < 0 && errno == EINTR) {
@@ -256,12 +281,13 @@ int main(int argc, char **argv)
 		{ "ready", required_argument, NULL, 'R' },
 		{ "until-file", required_argument, NULL, 'U' },
 		{ "seccomp", no_argument, NULL, 'S' },
+		{ "signals", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	double secs = 3;
 	int nworkers = 0, c;
 	int want_reader = 0, want_epoll = 0, want_cond = 0, busy = 0, want_ticker = 0, mepoll = 0;
-	int seccomp = 0;
+	int seccomp = 0, nsignals = 0;
 	const char *ready = NULL, *until = NULL;
 	pthread_t th[64];
 	int nth = 0;
@@ -279,6 +305,7 @@ int main(int argc, char **argv)
 		case 'R': ready = optarg; break;
 		case 'U': until = optarg; break;
 		case 'S': seccomp = 1; break;
+		case 'G': nsignals = atoi(optarg); break;
 		default: return 64;
 		}
 	}
@@ -288,6 +315,8 @@ int main(int argc, char **argv)
 		return 1;
 	struct sigaction sa = { .sa_handler = on_usr2, .sa_flags = SA_RESTART };
 	sigaction(SIGUSR2, &sa, NULL);
+	struct sigaction rt = { .sa_handler = on_rt, .sa_flags = SA_RESTART };
+	sigaction(SIGRTMIN, &rt, NULL);
 	if (want_reader)
 		pthread_create(&th[nth++], NULL, reader, NULL);
 	if (want_epoll)
@@ -296,6 +325,8 @@ int main(int argc, char **argv)
 		pthread_create(&th[nth++], NULL, cond_waiter, NULL);
 	if (want_ticker)
 		pthread_create(&th[nth++], NULL, ticker, NULL);
+	if (nsignals && want_reader)
+		pthread_create(&th[nth++], NULL, signaler, (void *)(intptr_t)nsignals);
 	for (int i = 0; i < nworkers; i++)
 		pthread_create(&th[nth++], NULL, worker, (void *)(uintptr_t)(i + 1));
 	if (ready) {
@@ -330,7 +361,17 @@ int main(int argc, char **argv)
 	} else {
 		sleeper(secs, until);
 	}
+	/* the signals must all have arrived before the reader is released */
+	for (int i = 0; nsignals && i < 400 && rt_seen < nsignals; i++) {
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
 	stop_flag = 1;
+	if (nsignals && (rt_sent != nsignals || rt_seen != rt_sent)) {
+		fprintf(stderr, "attach_target: %d signals sent of %d, %d handled\n", (int)rt_sent,
+			nsignals, (int)rt_seen);
+		corrupt_seen++;
+	}
 	if (write(read_pipe[1], "q", 1) != 1 || write(epoll_pipe[1], "e", 1) != 1)
 		corrupt_seen++;
 	pthread_mutex_lock(&mtx);
@@ -339,8 +380,8 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&mtx);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
-	printf("ops=%lld max_gap_ms=%.3f eintr=%d corrupt=%d usr2=%d\n", (long long)ops, max_gap_ms,
-	       (int)eintr_seen, (int)corrupt_seen, (int)usr2_seen);
+	printf("ops=%lld max_gap_ms=%.3f eintr=%d corrupt=%d usr2=%d rt=%d\n", (long long)ops,
+	       max_gap_ms, (int)eintr_seen, (int)corrupt_seen, (int)usr2_seen, (int)rt_seen);
 	if (corrupt_seen)
 		return 3;
 	if (eintr_seen)
