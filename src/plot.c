@@ -834,9 +834,10 @@ static int fd_above_stdio(int fd)
 }
 
 /* Run prog with input on its standard input; collect its standard output and
- * error. Signals are blocked across fork so that the child starts with the
- * default handlers and no signal of ours runs in it; a failed exec is reported
- * through a close-on-exec pipe and the child _exits. 0, or -errno (set up). */
+ * error. Signals are blocked across fork and memwatch's handlers reset in the
+ * child before they are unblocked, so that none of ours runs there; a failed
+ * exec is reported through a close-on-exec pipe and the child _exits.
+ * 0, or -errno (set up). */
 static int run_gnuplot(const char *prog, const char *input, size_t inlen, struct gp_run *run)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ex[2] = { -1, -1 };
@@ -863,10 +864,16 @@ static int run_gnuplot(const char *prog, const char *input, size_t inlen, struct
 		int sig;
 		struct sigaction dfl;
 
+		/* memwatch's handlers must not run here between unblocking and
+		 * exec; dispositions that are ignored (nohup) stay as they are */
 		memset(&dfl, 0, sizeof dfl);
 		dfl.sa_handler = SIG_DFL;
-		for (sig = 1; sig < NSIG; sig++)
-			sigaction(sig, &dfl, NULL);
+		for (sig = 1; sig < NSIG; sig++) {
+			struct sigaction cur;
+			if (sigaction(sig, NULL, &cur) == 0 && cur.sa_handler != SIG_DFL &&
+			    cur.sa_handler != SIG_IGN)
+				sigaction(sig, &dfl, NULL);
+		}
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (a < 0 || b < 0 || c < 0 || dup2(a, 0) < 0 || dup2(b, 1) < 0 || dup2(c, 2) < 0) {
 			e = errno;
