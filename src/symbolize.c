@@ -58,6 +58,21 @@ struct fsym {
 	int rank;                /* preference among symbols at one address */
 };
 
+/* A function's address range in a compilation unit (DWARF addresses). */
+struct fnrange {
+	Dwarf_Addr lo, hi;
+	Dwarf_Off die;           /* its DW_TAG_subprogram */
+};
+
+/* The functions of one compilation unit, sorted by address, read once. */
+struct cucache {
+	uint32_t gmod;
+	bool used;
+	Dwarf_Off cu;            /* the CU DIE's offset */
+	struct fnrange *fns;
+	size_t nfns;
+};
+
 /* A cache slot: (module, offset) to an index into locs. */
 struct slot {
 	uint32_t gmod;
@@ -84,6 +99,9 @@ struct symbolizer {
 
 	const char **strs;       /* interned strings, open addressing */
 	size_t nstrs, astrs;
+
+	struct cucache *cus;     /* open addressing by (module, CU offset) */
+	size_t ncus, acus;
 
 	bool progress_shown;
 };
@@ -286,6 +304,9 @@ void symbolizer_free(struct symbolizer *z)
 			free((void *)z->locs[i].frames);
 	free(z->locs);
 	free(z->slots);
+	for (i = 0; i < z->acus; i++)
+		free(z->cus[i].fns);
+	free(z->cus);
 	for (i = 0; i < z->astrs; i++)
 		free((void *)z->strs[i]);
 	free(z->strs);
@@ -510,41 +531,184 @@ static bool function_like(int tag)
 	       tag == DW_TAG_entry_point;
 }
 
+/* Add the address ranges of the subprogram at die (those with code). */
+static void add_ranges(struct cucache *c, size_t *cap, Dwarf_Die *die)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		if (c->nfns == *cap) {
+			*cap = *cap ? *cap * 2 : 64;
+			c->fns = xrealloc(c->fns, *cap * sizeof *c->fns);
+		}
+		c->fns[c->nfns].lo = lo;
+		c->fns[c->nfns].hi = hi;
+		c->fns[c->nfns].die = dwarf_dieoffset(die);
+		c->nfns++;
+	}
+}
+
+/* Collect the subprograms under die: at the top of the CU, and inside
+ * namespaces and classes (where C++ and Rust may put definitions). */
+static void collect_functions(struct cucache *c, size_t *cap, Dwarf_Die *parent, int level)
+{
+	Dwarf_Die child;
+
+	if (level > 16 || dwarf_child(parent, &child) != 0)
+		return;
+	do {
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+			add_ranges(c, cap, &child);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_module:
+			collect_functions(c, cap, &child, level + 1);
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+/* By address; among aliases (the same range) the first DIE of the CU comes
+ * last, so that the search, which goes down from the top, meets it first. */
+static int cmp_fnrange(const void *pa, const void *pb)
+{
+	const struct fnrange *a = pa, *b = pb;
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->hi != b->hi)
+		return a->hi < b->hi ? -1 : 1;
+	return a->die > b->die ? -1 : a->die < b->die;
+}
+
+/* The function table of the CU cu of module g, built at its first use. */
+static struct cucache *cu_functions(struct symbolizer *z, uint32_t g, Dwarf_Die *cu)
+{
+	Dwarf_Off off = dwarf_dieoffset(cu);
+	size_t i, mask, cap = 0;
+	struct cucache *c;
+
+	if ((z->ncus + 1) * 2 > z->acus) {
+		size_t n = z->acus ? z->acus * 2 : 256, j;
+		struct cucache *t = xcalloc(n, sizeof *t);
+		for (j = 0; j < z->acus; j++) {
+			if (!z->cus[j].used)
+				continue;
+			for (i = mix64(z->cus[j].cu ^ ((uint64_t)z->cus[j].gmod << 40)) & (n - 1);
+			     t[i].used; i = (i + 1) & (n - 1))
+				;
+			t[i] = z->cus[j];
+		}
+		free(z->cus);
+		z->cus = t;
+		z->acus = n;
+	}
+	mask = z->acus - 1;
+	for (i = mix64(off ^ ((uint64_t)g << 40)) & mask; z->cus[i].used; i = (i + 1) & mask)
+		if (z->cus[i].gmod == g && z->cus[i].cu == off)
+			return &z->cus[i];
+	c = &z->cus[i];
+	c->used = true;
+	c->gmod = g;
+	c->cu = off;
+	z->ncus++;
+	collect_functions(c, &cap, cu, 0);
+	qsort(c->fns, c->nfns, sizeof *c->fns, cmp_fnrange);
+	return c;
+}
+
+/* The subprogram DIE whose code holds addr (a CU-relative DWARF address). */
+static bool function_at(struct cucache *c, Dwarf *dw, Dwarf_Addr addr, Dwarf_Die *out)
+{
+	size_t lo = 0, hi = c->nfns, k;
+
+	while (lo < hi) {   /* the first range starting above addr */
+		size_t mid = (lo + hi) / 2;
+		if (c->fns[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the nearest ranges below; a few back, for nested ranges */
+	for (k = lo; k > 0 && lo - k < 8; k--)
+		if (addr < c->fns[k - 1].hi)
+			return dwarf_offdie(dw, c->fns[k - 1].die, out) != NULL;
+	return false;
+}
+
+/* The scopes holding addr inside the function fn, innermost first, fn last:
+ * descend through the children whose ranges hold addr (inlined instances,
+ * lexical blocks). *chain is malloc'd; returns the count. */
+static int scopes_in(Dwarf_Die *fn, Dwarf_Addr addr, Dwarf_Die **chain)
+{
+	Dwarf_Die *v = NULL, child;
+	int n = 0, cap = 0, i;
+	Dwarf_Die cur = *fn;
+
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 8;
+			v = xrealloc(v, (size_t)cap * sizeof *v);
+		}
+		v[n++] = cur;
+		if (n > 256 || dwarf_child(&cur, &child) != 0)
+			break;
+		bool found = false;
+		do {
+			int tag = dwarf_tag(&child);
+			if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+			     tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
+			     tag == DW_TAG_with_stmt || tag == DW_TAG_common_block) &&
+			    dwarf_haspc(&child, addr) == 1) {
+				found = true;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+		cur = child;
+	}
+	/* innermost first */
+	for (i = 0; i < n / 2; i++) {
+		Dwarf_Die t = v[i];
+		v[i] = v[n - 1 - i];
+		v[n - 1 - i] = t;
+	}
+	*chain = v;
+	return n;
+}
+
 /* The source frames at pc from DWARF: the innermost frame's place from the line
  * table, each outer frame's from the DW_AT_call_file/line of the inlined
  * instance it contains. Returns the number of frames (0: no DWARF here). */
-static uint32_t dwarf_frames(struct symbolizer *z, Dwfl_Module *m, Dwarf_Addr pc,
+static uint32_t dwarf_frames(struct symbolizer *z, uint32_t g, Dwfl_Module *m, Dwarf_Addr pc,
 			     struct sym_frame **out)
 {
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(m, pc, &bias);
-	Dwarf_Die *scopes = NULL, *chain = NULL, die0;
+	Dwarf_Die *chain = NULL, fn;
 	Dwarf_Files *files = NULL;
 	Dwfl_Line *line;
 	Dwarf *dw;
 	const char *file = NULL;
-	int n, nchain, i, lineno = 0;
+	int nchain, i, lineno = 0;
 	uint32_t nf = 0;
 	struct sym_frame *f = NULL;
 
 	if (!cu)
 		return 0;
-	n = dwarf_getscopes(cu, pc - bias, &scopes);
-	if (n <= 0) {
-		free(scopes);
-		return 0;
-	}
 	dw = dwfl_module_getdwarf(m, &bias);
-	if (!dw || !dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &die0)) {
-		free(scopes);
+	if (!dw || !function_at(cu_functions(z, g, cu), dw, pc - bias, &fn))
 		return 0;
-	}
-	free(scopes);
-	nchain = dwarf_getscopes_die(&die0, &chain);
-	if (nchain <= 0) {
-		free(chain);
-		return 0;
-	}
+	nchain = scopes_in(&fn, pc - bias, &chain);
 	if (dwarf_getsrcfiles(cu, &files, NULL) != 0)
 		files = NULL;
 	line = dwfl_module_getsrc(m, pc);
@@ -578,8 +742,6 @@ static uint32_t dwarf_frames(struct symbolizer *z, Dwfl_Module *m, Dwarf_Addr pc
 		free(f);
 		return 0;
 	}
-	/* an inline chain cut short (no enclosing subprogram found) still ends in
-	 * a frame that is not "inlined into" anything we know */
 	f[nf - 1].inlined = false;
 	*out = f;
 	return nf;
@@ -669,7 +831,7 @@ static const struct sym_loc *resolve(struct symbolizer *z, struct slot *sl, uint
 		return cache_put(z, sl, g, off, NULL, 0);
 	/* a return address: the call is the byte before */
 	pc = z->mods[g].place + off - 1;
-	n = dwarf_frames(z, m, pc, &f);
+	n = dwarf_frames(z, g, m, pc, &f);
 	if (n == 0) {
 		const char *name = symbol_at(z, &z->mods[g], pc);
 		if (name) {
