@@ -13,7 +13,8 @@ SNAPDUMP=${top_builddir:?}/tests/tools/snapdump
 start_agent_target() {
 	local name=$1 opts=$2
 	shift 2
-	rm -f "$name.in"
+	# a stale NAME.out would say "ready" before the new target is
+	rm -f "$name.in" "$name.out" "$name.err"
 	mkfifo "$name.in" || { fail "mkfifo $name.in"; return 1; }
 	LD_PRELOAD=$MEMWATCH_AGENT MEMWATCH_AGENT_OPTIONS=$opts "$@" <"$name.in" >"$name.out" 2>"$name.err" &
 	target_pid=$!

@@ -108,7 +108,7 @@ void mw_reseed(void) MW_HIDDEN;
  * hash bucket of sampled addresses, read without a lock, so that the free of a
  * block that was not sampled (nearly all of them) costs one byte load. Mapped
  * once at the first capture and never unmapped. */
-#define MW_FILTER_BITS 18
+#define MW_FILTER_BITS 16
 extern uint8_t *mw_filter MW_HIDDEN;
 static inline size_t mw_filter_index(const void *p)
 {

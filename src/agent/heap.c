@@ -6,7 +6,6 @@
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -131,6 +130,63 @@ static uint64_t next_random(struct mw_tls *t)
 	return x * 0x2545F4914F6CDD1Dull;
 }
 
+/* The two functions of libm the sampler needs, here so that the agent does not
+ * bring libm (some 400 KiB of resident pages) into programs that lack it.
+ * Accurate to about 1e-13, far below the sampling noise. */
+
+/* 2^k as a double, for |k| < 1000. */
+static double pow2i(int k)
+{
+	union { double d; uint64_t u; } v;
+	v.u = (uint64_t)(k + 1023) << 52;
+	return v.d;
+}
+
+/* Natural logarithm of x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
+ * log m = 2 atanh((m - 1) / (m + 1)) by its series. */
+static double mw_log(double x)
+{
+	union { double d; uint64_t u; } v = { .d = x };
+	int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+	double m, s, s2, t, sum;
+	int k;
+	v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;   /* m in [1, 2) */
+	m = v.d;
+	if (m > 1.4142135623730951) {
+		m *= 0.5;
+		e++;
+	}
+	s = (m - 1.0) / (m + 1.0);
+	s2 = s * s;
+	t = s;
+	sum = 0;
+	for (k = 1; k < 40; k += 2) {
+		sum += t / k;
+		t *= s2;
+	}
+	return 2.0 * sum + e * 0.6931471805599453;
+}
+
+/* exp(x) - 1 for x <= 0, precise for small |x|. */
+static double mw_expm1(double x)
+{
+	double r, t, sum;
+	int k, i;
+	if (x > -1e-5)
+		return x + x * x / 2 + x * x * x / 6;
+	if (x < -700)
+		return -1.0;
+	k = (int)(x / 0.6931471805599453 - 0.5);    /* round to nearest, x < 0 */
+	r = x - k * 0.6931471805599453;              /* |r| <= ln2 / 2 */
+	t = 1.0;
+	sum = 1.0;
+	for (i = 1; i < 18; i++) {
+		t *= r / i;
+		sum += t;
+	}
+	return sum * pow2i(k) - 1.0;
+}
+
 /* Bytes to the next sample point: exponential with mean R (0 when every
  * allocation is to be recorded). */
 static uint64_t draw_gap(struct mw_tls *t)
@@ -139,7 +195,7 @@ static uint64_t draw_gap(struct mw_tls *t)
 	if (mw_rate <= 1)
 		return 0;
 	u = (double)((next_random(t) >> 11) + 1) * 0x1.0p-53;   /* (0, 1] */
-	g = -log(u) * (double)mw_rate;
+	g = -mw_log(u) * (double)mw_rate;
 	return g >= 1.8e19 ? UINT64_MAX : (uint64_t)g;
 }
 
@@ -155,7 +211,7 @@ static void weights(uint64_t size, uint64_t *bytes, uint64_t *blocks_fx)
 		*blocks_fx = (uint64_t)FX;
 		return;
 	}
-	p = -expm1(-((double)size + 1.0) / (double)mw_rate);
+	p = -mw_expm1(-((double)size + 1.0) / (double)mw_rate);
 	*bytes = (uint64_t)((double)size / p + 0.5);
 	*blocks_fx = (uint64_t)(FX / p + 0.5);
 }
@@ -404,7 +460,7 @@ static size_t live_slot(uintptr_t p, size_t cap)
 
 static bool live_grow(void)
 {
-	size_t ncap = live_cap ? live_cap * 2 : 4096, i;
+	size_t ncap = live_cap ? live_cap * 2 : 1024, i;
 	struct live *n = mw_map(ncap * sizeof *n);
 	if (!n)
 		return false;
