@@ -17,7 +17,7 @@ nothing_left() {
 }
 
 # an image is not written to a terminal
-if command -v script >/dev/null 2>&1; then
+if command -v script >/dev/null 2>&1 && script -qec "test -t 1" /dev/null > /dev/null 2>&1 </dev/null; then
 	script -qec "'$MEMWATCH' plot '$data/plot-one.log'" /dev/null > tty.out 2>&1 </dev/null
 	status=$?
 	[ "$status" -eq 2 ] || fail "plot to a terminal: exit status $status, expected 2"
@@ -29,7 +29,7 @@ if command -v script >/dev/null 2>&1; then
 	script -qec "'$MEMWATCH' plot --script '$data/plot-one.log'" /dev/null > tty.out 2>&1 </dev/null ||
 		fail "plot --script to a terminal failed"
 else
-	echo "no script(1): the terminal check is not tested" >&2
+	echo "no script(1) or no pseudo-terminal: the terminal check is not tested" >&2
 fi
 
 # gnuplot missing: by option, by environment, not on PATH
