@@ -61,6 +61,19 @@ grep "^mw_label_t" out | grep -qF 'signal 5000 SIGTERM, signal 5002 SIGTERM, end
 [ "$(grep -c '^# series [0-9]*: ' out)" = 5 ] || fail "not 5 data blocks"
 expect_grep '^# series 3: 5002 ld$' out
 
+# too many processes to tell apart: the 20 largest, and a warning
+{ head -n 7 "$data/plot-one.log"
+  for t in 0 1 2; do
+	for p in $(seq 101 125); do echo "$t.000 $p $((p * 100)) 0 0 0 0 0 - -"; done
+	echo "$t.000 total 99999 - - - - - - -"
+  done; } > many.log
+run_mw 0 plot --script many.log
+[ "$(get mw_nseries)" = 21 ] || fail "25 processes: $(get mw_nseries) series, expected 20 and the total"
+expect_grep "^memwatch: warning: plot: drawing the 20 largest processes; 5 more left out$" err
+titles | grep -q '^pid 105$' && fail "25 processes: a small one was drawn"
+titles | grep -q '^pid 125$' || fail "25 processes: the largest was not drawn"
+[ "$(titles | tail -n 1)" = total ] || fail "25 processes: the total is not the last series"
+
 # hours and GiB for a long run; no PSS line when it was not measured
 run_mw 0 plot --script "$data/plot-long.log"
 [ "$(get mw_xunit)" = "'h'" ] || fail "long run: time unit $(get mw_xunit)"
