@@ -1145,8 +1145,9 @@ int cmd_plot(int argc, char **argv)
 		goto out;
 	}
 
-	if (run_gnuplot(o.gnuplot, prog, proglen, &run) < 0) {
-		mw_error("plot: cannot run '%s': %s", o.gnuplot, strerror(errno));
+	ret = run_gnuplot(o.gnuplot, prog, proglen, &run);
+	if (ret < 0) {
+		mw_error("plot: cannot run gnuplot '%s': %s", o.gnuplot, strerror(-ret));
 		ret = MW_EXIT_EXTERNAL;
 		goto out;
 	}
