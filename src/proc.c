@@ -305,6 +305,15 @@ int proc_identify(int pid, struct proc_ident *id)
 		id->uid = u ? (uid_t)strtoul(u + 5, NULL, 10) : st.st_uid;
 	}
 	id->other_user = geteuid() != 0 && id->uid != geteuid();
+	{
+		const char *z = strstr(buf, "\nState:");
+		if (z) {
+			z += 7;
+			while (*z == ' ' || *z == '\t')
+				z++;
+			id->zombie = *z == 'Z' || *z == 'X';
+		}
+	}
 	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
 	n = read_small(path, buf, sizeof buf);
 	if (n > 0) {

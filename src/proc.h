@@ -35,6 +35,7 @@ int proc_read(struct proc_reader *r, const int *pids, size_t n, struct proc_stat
 struct proc_ident {
 	uid_t uid;               /* owner (real uid) */
 	bool other_user;         /* not ours and we are not root: /proc shows only part */
+	bool zombie;             /* it has exited; its parent has not reaped it yet */
 	char *cmdline;           /* its command line, or "[comm]"; caller frees */
 };
 /* 0, -ESRCH (no such process) or -EACCES (its /proc entry cannot be read). */

@@ -443,13 +443,18 @@ static char *snap_prefix(const char *log)
 }
 
 /* Check that each pid can be watched; warn about another user's processes. */
-static int check_pids(const int *pids, size_t n, struct proc_ident *ids, bool pss)
+static int check_pids(const int *pids, size_t n, struct proc_ident *ids, bool pss, int run_child)
 {
 	size_t i;
 	int e;
 
 	for (i = 0; i < n; i++) {
 		e = proc_identify(pids[i], &ids[i]);
+		/* memwatch run's own child is reaped by the loop, whose status it gives */
+		if (e == 0 && ids[i].zombie && pids[i] != run_child) {
+			mw_error("pid %d: the process has exited (its parent has not reaped it)", pids[i]);
+			return MW_EXIT_NOPROC;
+		}
 		if (e == -ESRCH) {
 			if (kill(pids[i], 0) == 0 || errno == EPERM) {
 				mw_error("pid %d: cannot read /proc/%d: the process is hidden from us", pids[i], pids[i]);
@@ -537,7 +542,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	roots = o->pids;
 	nroots = o->npids;
 	ids = xcalloc(nroots, sizeof *ids);
-	if ((status = check_pids(roots, nroots, ids, o->pss)) != 0)
+	if ((status = check_pids(roots, nroots, ids, o->pss, o->run_child)) != 0)
 		goto out;
 	reader = proc_reader_new(o->pss, &cause);
 	if (!reader) {
@@ -640,8 +645,14 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 				for (j = 0; j < nk; j++) {
 					struct proc_ident id;
 					char *v;
+					/* an exited member stays in its parent's list until
+					 * reaped: it must not join again */
 					if (proc_identify(kids[j], &id) < 0)
 						continue;
+					if (id.zombie) {
+						free(id.cmdline);
+						continue;
+					}
 					v = event_value(id.cmdline);
 					runlog_event(log, t, kids[j], "process", "ppid=%d cmd=%s", kppids[j], v);
 					free(v);

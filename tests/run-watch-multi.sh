@@ -44,4 +44,24 @@ awk '$2 == "total" { t = $4 } END { exit !(t >= 32768) }' tree.log ||
 last=$(awk '$2 == "total" { t = $1 } END { print t }' tree.log)
 n=$(awk -v t="$last" '$1 == t && $2 ~ /^[0-9]+$/' tree.log | wc -l)
 [ "$n" -eq 5 ] || fail "$n processes in the last sample, expected 5"
+
+# a member that exits and stays a zombie (its parent never reaps it) leaves the
+# watch once: one process event, one exit event, no coming back
+start_target "$TARGETS/forker" 1 1 100 600
+root=$target_pid
+run_mw 0 -p "$root" --children -i 100ms -d 2s -o zombie.log
+n=$(grep -c '^# event [0-9.]* [0-9]* process ' zombie.log)
+[ "$n" -eq 3 ] || fail "$n process events, expected 3 (a child, a grandchild, the one that exits)"
+n=$(grep -c '^# event [0-9.]* [0-9]* exit$' zombie.log)
+[ "$n" -eq 1 ] || fail "$n exit events, expected 1"
+z=$(awk '$5 == "exit" { print $4 }' zombie.log)
+grep -q "^Z\|State:.*Z" "/proc/$z/status" 2>/dev/null || grep -q 'State:	Z' "/proc/$z/status" ||
+	fail "pid $z is not a zombie: the test proves nothing"
+last=$(awk '$2 == "total" { t = $1 } END { print t }' zombie.log)
+awk -v z="$z" -v t="$last" '$1 == t && $2 == z { exit 1 }' zombie.log ||
+	fail "the zombie $z is still sampled at the end"
+
+# a zombie given with -p: it has exited
+run_mw 4 -p "$z"
+expect_err_line "pid $z: the process has exited"
 finish

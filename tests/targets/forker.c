@@ -1,8 +1,9 @@
-/* forker.c: a target that is a process tree: forker CHILDREN MIB DELAY_MS starts
- * CHILDREN children DELAY_MS apart, each touching MIB MiB and sleeping; the
- * first child also starts a grandchild of its own, so the tree is two levels
- * deep. Every process sleeps until killed; the parent's death (SIGTERM) takes
- * the tree with it (the children watch their parent). */
+/* forker.c: a target that is a process tree: forker CHILDREN MIB DELAY_MS
+ * [EXIT_MS] starts CHILDREN children DELAY_MS apart, each touching MIB MiB and
+ * sleeping; the first child also starts a grandchild of its own, so the tree is
+ * two levels deep. With EXIT_MS, one more child exits after EXIT_MS and is never
+ * reaped: a zombie in the tree. Every process sleeps until killed; the parent's
+ * death (SIGTERM) takes the tree with it (the children watch their parent). */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,10 @@ int main(int argc, char **argv)
 		sleep_ms(delay);
 		if (fork() == 0)
 			member(mib, i == 0);
+	}
+	if (argc > 4 && fork() == 0) {
+		sleep_ms(atol(argv[4]));
+		_exit(0);
 	}
 	for (;;)
 		pause();
