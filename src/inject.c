@@ -1078,6 +1078,12 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 		}
 	}
 	_UPT_destroy(upt);
+	if (getenv("MEMWATCH_INJECT_DEBUG")) {
+		static const char *const kn[] = { "app", "ld.so", "vdso", "libc" };
+		for (int k = 0; k < n; k++)
+			fprintf(stderr, "inject:   #%d %#" PRIx64 " %s %s\n", k, ips[k], kn[kinds[k]],
+				syms[k] ? syms[k]->shown : "");
+	}
 	if (!ok)
 		return false;
 	if (n == 0) {
@@ -1126,8 +1132,16 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 			snprintf(why, whylen, "called from the dynamic loader (a constructor?)");
 		else if (kinds[i] == FK_LIBC && syms[i])
 			snprintf(why, whylen, "in a callback from %s", syms[i]->shown);
-		else
-			snprintf(why, whylen, "in a callback from libc");
+		else {
+			/* internal helpers (msort...): name the exported caller below */
+			int k = i;
+			while (k < n && kinds[k] == FK_LIBC && !syms[k])
+				k++;
+			if (k < n && kinds[k] == FK_LIBC && syms[k])
+				snprintf(why, whylen, "in a callback from %s", syms[k]->shown);
+			else
+				snprintf(why, whylen, "in a callback from libc");
+		}
 		return false;
 	}
 	return true;
@@ -1665,6 +1679,24 @@ static bool undo_eintr(struct seized *s)
 	return false;
 }
 
+/* Keep the latest reason each thread was passed over, across rounds. */
+static void remember_reasons(struct cand **seen, size_t *nseen, const struct cand *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		size_t k;
+		if (!c[i].why[0])
+			continue;
+		for (k = 0; k < *nseen; k++)
+			if ((*seen)[k].tid == c[i].tid)
+				break;
+		if (k == *nseen) {
+			*seen = xrealloc(*seen, (*nseen + 1) * sizeof **seen);
+			(*nseen)++;
+		}
+		(*seen)[k] = c[i];
+	}
+}
+
 static int rand_between(unsigned lo, unsigned hi)
 {
 	static unsigned seed;
@@ -1678,7 +1710,8 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 {
 	uint64_t t0 = mono_ns();
 	struct injector ij = { .pid = pid, .options = options ? options : "" };
-	struct cand *cands = NULL;
+	struct cand *cands = NULL, *seen = NULL;
+	size_t nseen = 0;
 	int ret, ncand = 0;
 	bool debug = getenv("MEMWATCH_INJECT_DEBUG") != NULL;
 
@@ -1699,6 +1732,7 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 
 	uint64_t deadline = t0 + (uint64_t)deadline_ms * 1000000u;
 	for (unsigned round = 0;; round++) {
+		remember_reasons(&seen, &nseen, cands, ncand);
 		free(cands);
 		cands = NULL;
 		if ((ncand = list_threads(pid, &cands)) <= 0) {
@@ -1796,7 +1830,13 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 		nap_us((unsigned)rand_between(1000, 5000));
 	}
 
-	/* no safe point: say what the threads were doing */
+	/* no safe point: say what the threads were doing (the last reason seen
+	 * for each, also for those the deadline cut off in the last round) */
+	remember_reasons(&seen, &nseen, cands, ncand);
+	for (int i = 0; i < ncand; i++)
+		for (size_t k = 0; k < nseen; k++)
+			if (seen[k].tid == cands[i].tid && !cands[i].why[0])
+				memcpy(cands[i].why, seen[k].why, sizeof cands[i].why);
 	{
 		size_t cap = 512, len = 0;
 		char *what = xmalloc(cap);
@@ -1831,6 +1871,7 @@ out:
 	if (ret == 0 || res->total_ms == 0)
 		res->total_ms = ms_since(t0);
 	free(cands);
+	free(seen);
 	if (ij.cl.as)
 		unw_destroy_addr_space(ij.cl.as);
 	maps_free(&ij.cl.maps);

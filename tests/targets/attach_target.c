@@ -3,6 +3,7 @@
  * in pthread_cond_wait(), workers busy in malloc/free) and each checks its own
  * results: a spurious EINTR exits 2, corrupted state or memory exits 3. The
  * sleeping main thread ends after --seconds, or early once --until-file exists. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <link.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -44,6 +46,60 @@ static void on_usr2(int sig)
 {
 	(void)sig;
 	usr2_seen++;
+}
+
+/* --place: one thread blocks in read() somewhere attach must refuse (inside a
+ * callback from libc, in a signal handler) or in a call it accepts. */
+static int place_pipe[2];
+static const char *place;
+
+static void block_on_place_pipe(void)
+{
+	char c;
+	while (read(place_pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+}
+
+static int dl_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)info; (void)size; (void)data;
+	block_on_place_pipe();
+	return 1;
+}
+
+static int blocking_cmp(const void *a, const void *b)
+{
+	static int once;
+	if (!once++)
+		block_on_place_pipe();
+	return *(const int *)a - *(const int *)b;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	block_on_place_pipe();
+}
+
+static void *placed(void *arg)
+{
+	(void)arg;
+	if (!strcmp(place, "dl_iterate_phdr")) {
+		dl_iterate_phdr(dl_cb, NULL);
+	} else if (!strcmp(place, "qsort")) {
+		int v[64];
+		for (int i = 0; i < 64; i++)
+			v[i] = 64 - i;
+		qsort(v, 64, sizeof v[0], blocking_cmp);
+	} else if (!strcmp(place, "handler")) {
+		struct sigaction sa = { .sa_handler = on_usr1 };
+		sigaction(SIGUSR1, &sa, NULL);
+		pthread_kill(pthread_self(), SIGUSR1);
+	} else if (!strcmp(place, "usleep")) {
+		while (!stop_flag)
+			usleep(10000);
+	}
+	return NULL;
 }
 
 static void on_rt(int sig)
@@ -282,6 +338,7 @@ int main(int argc, char **argv)
 		{ "until-file", required_argument, NULL, 'U' },
 		{ "seccomp", no_argument, NULL, 'S' },
 		{ "signals", required_argument, NULL, 'G' },
+		{ "place", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	double secs = 3;
@@ -306,12 +363,13 @@ int main(int argc, char **argv)
 		case 'U': until = optarg; break;
 		case 'S': seccomp = 1; break;
 		case 'G': nsignals = atoi(optarg); break;
+		case 'P': place = optarg; break;
 		default: return 64;
 		}
 	}
 	if (nworkers > 32)
 		nworkers = 32;
-	if (pipe(read_pipe) < 0 || pipe(epoll_pipe) < 0)
+	if (pipe(read_pipe) < 0 || pipe(epoll_pipe) < 0 || pipe(place_pipe) < 0)
 		return 1;
 	struct sigaction sa = { .sa_handler = on_usr2, .sa_flags = SA_RESTART };
 	sigaction(SIGUSR2, &sa, NULL);
@@ -325,6 +383,8 @@ int main(int argc, char **argv)
 		pthread_create(&th[nth++], NULL, cond_waiter, NULL);
 	if (want_ticker)
 		pthread_create(&th[nth++], NULL, ticker, NULL);
+	if (place)
+		pthread_create(&th[nth++], NULL, placed, NULL);
 	if (nsignals && want_reader)
 		pthread_create(&th[nth++], NULL, signaler, (void *)(intptr_t)nsignals);
 	for (int i = 0; i < nworkers; i++)
@@ -372,6 +432,8 @@ int main(int argc, char **argv)
 			nsignals, (int)rt_seen);
 		corrupt_seen++;
 	}
+	if (place && write(place_pipe[1], "p", 1) != 1)
+		corrupt_seen++;
 	if (write(read_pipe[1], "q", 1) != 1 || write(epoll_pipe[1], "e", 1) != 1)
 		corrupt_seen++;
 	pthread_mutex_lock(&mtx);
