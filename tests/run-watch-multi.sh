@@ -55,7 +55,7 @@ n=$(grep -c '^# event [0-9.]* [0-9]* process ' zombie.log)
 n=$(grep -c '^# event [0-9.]* [0-9]* exit$' zombie.log)
 [ "$n" -eq 1 ] || fail "$n exit events, expected 1"
 z=$(awk '$5 == "exit" { print $4 }' zombie.log)
-grep -q "^Z\|State:.*Z" "/proc/$z/status" 2>/dev/null || grep -q 'State:	Z' "/proc/$z/status" ||
+grep -Eq '^State:[[:space:]]*Z' "/proc/$z/status" 2>/dev/null ||
 	fail "pid $z is not a zombie: the test proves nothing"
 last=$(awk '$2 == "total" { t = $1 } END { print t }' zombie.log)
 awk -v z="$z" -v t="$last" '$1 == t && $2 == z { exit 1 }' zombie.log ||
