@@ -1,7 +1,8 @@
 #!/bin/sh
 # run-watch-otheruser.sh: watching another user's process reads what /proc shows
 # every user (RSS, its split, swap, VSZ), says clearly what it cannot read (PSS,
-# USS, capture), and writes '-' for PSS/USS. Needs root to become nobody.
+# USS, capture), and writes '-' for PSS/USS; a process /proc hides entirely
+# (hidepid) is refused with status 4. Needs root to become nobody.
 . "$top_srcdir/tests/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to run memwatch as another user"
@@ -30,4 +31,16 @@ awk -v p="$p" '$2 == p && $4 < 8192 { bad = 1 } END { exit bad }' out ||
 as_nobody "$MEMWATCH" -p "$p" -i 100ms -d 300ms -o - >out 2>err
 [ "$(grep -c '' err)" -eq 1 ] || fail "expected exactly one warning line: $(cat err)"
 expect_grep "belongs to another user" err
+
+# nothing readable: /proc mounted with hidepid (in a mount namespace of our own)
+# hides the process (invisible) or its files (noaccess): status 4, one line
+for hp in invisible noaccess; do
+	unshare -m sh -c "mount -t proc -o hidepid=$hp proc /proc" 2>/dev/null || continue
+	unshare -m sh -c "mount -t proc -o hidepid=$hp proc /proc &&
+		exec setpriv --reuid=nobody --regid=nogroup --clear-groups '$MEMWATCH' -p $p -d 300ms -o -" >out 2>err
+	status=$?
+	[ "$status" -eq 4 ] || fail "hidepid=$hp: status $status, expected 4"
+	expect_err_line "pid $p: cannot read /proc/$p"
+	[ -s out ] && fail "hidepid=$hp: a log was written"
+done
 finish
