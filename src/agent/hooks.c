@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -303,7 +305,6 @@ struct slot_rec {
  * held while patching. */
 struct modinfo {
 	uintptr_t base, lo, hi;
-	uintptr_t relro_lo, relro_hi;    /* page-rounded the way the loader protects it */
 	const ElfW(Dyn) *dyn;
 	char *name;                      /* malloc'd copy; "" for the main program */
 	bool main;
@@ -444,10 +445,6 @@ static int collect_cb(struct dl_phdr_info *info, size_t sz, void *data)
 		case PT_DYNAMIC:
 			m->dyn = (const ElfW(Dyn) *)a;
 			break;
-		case PT_GNU_RELRO:
-			m->relro_lo = a & ~(page_size - 1);
-			m->relro_hi = (a + ph->p_memsz) & ~(page_size - 1);
-			break;
 		}
 	}
 	m->lo = lo;
@@ -516,17 +513,100 @@ static void unpin_module(void *h)
 		dlclose(h);
 }
 
-/* Store v into slot, lifting the RELRO protection around the store. */
-static bool write_slot(const struct modinfo *m, uintptr_t *slot, uintptr_t v)
+/* The protection of the process's mappings, read from /proc/self/maps once per
+ * patching round: a slot is written in place when its page is writable, and
+ * otherwise (RELRO, or a program that protected its own GOT) with the page made
+ * writable for the store and given back exactly its protection. A slot whose
+ * page is not mapped at all is left alone. */
+struct mapent {
+	uintptr_t lo, hi;
+	int prot;
+};
+
+struct maps {
+	struct mapent *e;
+	size_t n, cap;
+};
+
+static void maps_add(struct maps *m, const char *line)
+{
+	unsigned long lo, hi;
+	char perms[5] = "";
+	if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3)
+		return;
+	if (m->n == m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 256;
+		struct mapent *n = realloc(m->e, ncap * sizeof *n);
+		if (!n)
+			return;
+		m->e = n;
+		m->cap = ncap;
+	}
+	m->e[m->n].lo = lo;
+	m->e[m->n].hi = hi;
+	m->e[m->n].prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+			  (perms[2] == 'x' ? PROT_EXEC : 0);
+	m->n++;
+}
+
+static void maps_read(struct maps *m)
+{
+	char buf[8192];
+	size_t have = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		ssize_t r = read(fd, buf + have, sizeof buf - 1 - have);
+		char *line, *nl;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		buf[have] = 0;
+		line = buf;
+		while ((nl = strchr(line, '\n')) != NULL) {
+			*nl = 0;
+			maps_add(m, line);
+			line = nl + 1;
+		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+		if (have == sizeof buf - 1)
+			have = 0;   /* a line longer than the buffer: its address was read */
+	}
+	close(fd);
+}
+
+static int maps_prot(const struct maps *m, uintptr_t a)
+{
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a < m->e[mid].lo)
+			hi = mid;
+		else if (a >= m->e[mid].hi)
+			lo = mid + 1;
+		else
+			return m->e[mid].prot;
+	}
+	return -1;
+}
+
+/* Store v into slot, lifting a write protection around the store. */
+static bool write_slot(const struct maps *mp, uintptr_t *slot, uintptr_t v)
 {
 	uintptr_t a = (uintptr_t)slot;
-	bool relro = a >= m->relro_lo && a < m->relro_hi;
 	void *page = (void *)(a & ~(page_size - 1));
-	if (relro && mprotect(page, page_size, PROT_READ | PROT_WRITE) != 0)
+	int prot = maps_prot(mp, a);
+	if (prot < 0 || !(prot & PROT_READ))
+		return false;
+	if (!(prot & PROT_WRITE) && mprotect(page, page_size, prot | PROT_WRITE) != 0)
 		return false;
 	__atomic_store_n(slot, v, __ATOMIC_RELEASE);
-	if (relro)
-		mprotect(page, page_size, PROT_READ);
+	if (!(prot & PROT_WRITE))
+		mprotect(page, page_size, prot);
 	return true;
 }
 
@@ -587,7 +667,7 @@ static uintptr_t dyn_addr(const struct modinfo *m, uintptr_t v)
  * only when it holds the original (or, lazily bound, a stub of the module's own
  * PLT): a slot bound to some other allocator stays alone, since routing its
  * frees to ours would corrupt memory. Returns the slots patched. */
-static unsigned patch_module(const struct modinfo *m)
+static unsigned patch_module(const struct modinfo *m, const struct maps *mp)
 {
 	const ElfW(Dyn) *d;
 	const ElfW(Sym) *symtab = NULL;
@@ -657,6 +737,8 @@ static unsigned patch_module(const struct modinfo *m)
 			slot = (uintptr_t *)(m->base + off);
 			if ((uintptr_t)slot < m->lo || (uintptr_t)slot >= m->hi)
 				continue;
+			if (maps_prot(mp, (uintptr_t)slot) < 0)
+				continue;
 			cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 			if (cur == (uintptr_t)hook_fn[f])
 				continue;
@@ -664,7 +746,7 @@ static unsigned patch_module(const struct modinfo *m)
 				continue;
 			if (!add_rec(slot, cur, m->base, f))
 				continue;
-			if (write_slot(m, slot, (uintptr_t)hook_fn[f]))
+			if (write_slot(mp, slot, (uintptr_t)hook_fn[f]))
 				patched++;
 		}
 	}
@@ -692,6 +774,7 @@ static void prune_recs(const struct collect *c)
 static int install(bool blocking, bool refresh)
 {
 	struct collect c = { 0 };
+	struct maps mp = { 0 };
 	size_t i;
 	int total = 0;
 
@@ -716,13 +799,16 @@ static int install(bool blocking, bool refresh)
 			pin = pin_module(&c.m[i]);
 			if (!pin)
 				continue;
-			total += (int)patch_module(&c.m[i]);
+			if (!mp.n)
+				maps_read(&mp);
+			total += (int)patch_module(&c.m[i], &mp);
 			unpin_module(pin);
 		}
 		seen_adds = c.adds;
 		seen_subs = c.subs;
 	}
 	free_collect(&c);
+	free(mp.e);
 	mw_tls.guard--;
 	pthread_mutex_unlock(&patch_lock);
 	return total;
@@ -741,6 +827,7 @@ int mw_hooks_refresh(bool blocking)
 void mw_hooks_remove(void)
 {
 	struct collect c = { 0 };
+	struct maps mp = { 0 };
 	size_t i, j;
 
 	pthread_mutex_lock(&patch_lock);
@@ -756,13 +843,15 @@ void mw_hooks_remove(void)
 				any = recs[i].base == c.m[j].base;
 			if (!any || skip_module(&c.m[j]) || !(pin = pin_module(&c.m[j])))
 				continue;
+			if (!mp.n)
+				maps_read(&mp);
 			for (i = 0; i < nrecs; i++) {
 				struct slot_rec *r = &recs[i];
 				if (r->base != c.m[j].base || (uintptr_t)r->slot < c.m[j].lo ||
 				    (uintptr_t)r->slot >= c.m[j].hi)
 					continue;
 				if (__atomic_load_n(r->slot, __ATOMIC_ACQUIRE) == (uintptr_t)hook_fn[r->func])
-					write_slot(&c.m[j], r->slot, r->old);
+					write_slot(&mp, r->slot, r->old);
 			}
 			unpin_module(pin);
 		}
@@ -770,6 +859,7 @@ void mw_hooks_remove(void)
 		nrecs = 0;
 	}
 	free_collect(&c);
+	free(mp.e);
 	mw_tls.guard--;
 	pthread_mutex_unlock(&patch_lock);
 }

@@ -88,8 +88,14 @@ static void *worker(void *arg)
 		if (op == 0 && sl->p) {
 			/* realloc keeps the common prefix */
 			unsigned char *r = realloc(sl->p, n);
-			if (!r)
+			if (!r) {
+				/* realloc(p, 0) frees p; otherwise a failure */
+				if (n == 0)
+					sl->p = NULL;
+				else
+					bad++;
 				continue;
+			}
 			bad += check(r, n < sl->size ? n : sl->size, sl->tag);
 			sl->p = r;
 			sl->size = n;
