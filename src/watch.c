@@ -811,7 +811,6 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 			capture_end(m[i].cap, t, reason, false);
 			capture_free(m[i].cap);
 		}
-		nm = 0;
 		runlog_event(log, t, 0, "end", "reason=%s", reason);
 	}
 	if (run_mode && child_done) {
