@@ -261,7 +261,7 @@ static bool allocator_function(const char *fn)
 		"realloc_hook_ini", "memalign_hook_ini", "__libc_malloc", "__libc_calloc",
 		"__libc_realloc", "__libc_memalign", "__libc_valloc", "__libc_pvalloc",
 		"__posix_memalign", "__libc_reallocarray", "__GI___libc_malloc",
-		"__GI___libc_realloc", "__GI___libc_free", "_mid_memalign", "sysmalloc",
+		"__GI___libc_realloc", "__GI___libc_free", "sysmalloc",
 	};
 	size_t i;
 
@@ -853,7 +853,7 @@ static void json_frames(FILE *f, struct report *r, const struct row *w)
 						      : symbolizer_module_build_id(r->z, d[i].gmod));
 		fprintf(f, ", \"offset\": \"0x%" PRIx64 "\"}", d[i].offset);
 	}
-	fputs(n ? "]" : "]", f);
+	fputc(']', f);
 	free(d);
 }
 
