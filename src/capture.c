@@ -74,14 +74,22 @@ struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog
 	return c;
 }
 
-/* The name of snapshot n: beside the run log, "<log without .log>.<pid>.<n>.snap". */
-static char *snap_name(const struct capture *c, unsigned n, bool final)
+/* The name of snapshot n: beside the run log, "<log without .log>.<n>.snap", with
+ * the pid added when the log's name does not end in it already (several
+ * processes in one log). */
+static char *snap_name(const struct capture *c, unsigned n, const char *suffix)
 {
 	const char *lp = c->o.snap_prefix ? c->o.snap_prefix : runlog_path(c->log);
 	size_t len = strlen(lp);
+	char own[24];
+	int olen;
+
 	if (!c->o.snap_prefix && len > 4 && strcmp(lp + len - 4, ".log") == 0)
 		len -= 4;
-	return xasprintf("%.*s.%d.%u%s.snap", (int)len, lp, c->pid, n, final ? "-final" : "");
+	olen = snprintf(own, sizeof own, "-%d", c->pid);
+	if (len >= (size_t)olen && memcmp(lp + len - olen, own, (size_t)olen) == 0)
+		return xasprintf("%.*s.%u%s.snap", (int)len, lp, n, suffix);
+	return xasprintf("%.*s.%d.%u%s.snap", (int)len, lp, c->pid, n, suffix);
 }
 
 /* Give up on capture for this process, saying why once; watching goes on. */
@@ -122,7 +130,7 @@ static int take_snapshot(struct capture *c, double t, bool final)
 		free(buf);
 		return 0;
 	}
-	path = snap_name(c, c->nsnaps + 1, final);
+	path = snap_name(c, c->nsnaps + 1, final ? "-final" : "");
 	if (snapshot_write_bytes(buf, len, path, c->o.force, &cause) < 0) {
 		mw_warn("pid %d: %s", c->pid, cause);
 		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", path);
