@@ -557,6 +557,8 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	log = runlog_create(outname, o->force, command_line, o->interval_ms, o->pss, &cause);
 	if (!log) {
 		mw_error("%s", cause);
+		if (!o->output && !strstr(cause, "exists"))
+			mw_hint("the run log goes to the current directory by default; -o FILE puts it elsewhere");
 		status = MW_EXIT_FAILURE;
 		goto out;
 	}

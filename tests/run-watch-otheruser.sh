@@ -32,6 +32,13 @@ as_nobody "$MEMWATCH" -p "$p" -i 100ms -d 300ms -o - >out 2>err
 [ "$(grep -c '' err)" -eq 1 ] || fail "expected exactly one warning line: $(cat err)"
 expect_grep "belongs to another user" err
 
+# the default log in a directory we cannot write: the error says where it went
+as_nobody sh -c "cd / && exec '$MEMWATCH' -p $p -d 300ms" >out 2>err
+status=$?
+[ "$status" -eq 1 ] || fail "status $status writing the log in /, expected 1"
+expect_grep "^memwatch: cannot create 'memwatch-$p.log': Permission denied" err
+expect_grep '^  hint: .*-o FILE' err
+
 # nothing readable: /proc mounted with hidepid (in a mount namespace of our own)
 # hides the process (invisible) or its files (noaccess): status 4, one line
 for hp in invisible noaccess; do
