@@ -973,11 +973,12 @@ static int save_xstate(struct seized *s, int *err)
 
 /* ---------------------------------------------------------------- the safe-point rule */
 
-enum frame_kind { FK_APP, FK_LDSO, FK_VDSO, FK_LIBC };
+enum frame_kind { FK_APP, FK_LDSO, FK_VDSO, FK_LIBC, FK_AGENT };
 
 struct classifier {
 	struct module libc, libpthread, ldso;
 	uint64_t vdso_lo, vdso_hi;
+	uint64_t agent_lo, agent_hi;    /* an agent already loaded: its hooks take locks */
 	struct maps maps;
 	unw_addr_space_t as;
 };
@@ -992,6 +993,8 @@ static enum frame_kind classify_ip(const struct classifier *cl, uint64_t ip, con
 		return FK_LDSO;
 	if (ip >= cl->vdso_lo && ip < cl->vdso_hi)
 		return FK_VDSO;
+	if (ip >= cl->agent_lo && ip < cl->agent_hi)
+		return FK_AGENT;
 	if (ip >= cl->libc.lo && ip < cl->libc.hi) {
 		*sym = module_lookup(&cl->libc, ip - cl->libc.bias);
 		return FK_LIBC;
@@ -1023,6 +1026,9 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 	switch (classify_ip(cl, rip, &top)) {
 	case FK_LDSO:
 		snprintf(why, whylen, "in the dynamic loader");
+		return false;
+	case FK_AGENT:
+		snprintf(why, whylen, "inside the memwatch agent");
 		return false;
 	case FK_LIBC:
 		if (top && !(top->flags & SYM_BLOCKING)) {
@@ -1079,7 +1085,7 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 	}
 	_UPT_destroy(upt);
 	if (getenv("MEMWATCH_INJECT_DEBUG")) {
-		static const char *const kn[] = { "app", "ld.so", "vdso", "libc" };
+		static const char *const kn[] = { "app", "ld.so", "vdso", "libc", "agent" };
 		for (int k = 0; k < n; k++)
 			fprintf(stderr, "inject:   #%d %#" PRIx64 " %s %s\n", k, ips[k], kn[kinds[k]],
 				syms[k] ? syms[k]->shown : "");
@@ -1090,6 +1096,14 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 		snprintf(why, whylen, "no stack");
 		return false;
 	}
+
+	/* A thread inside the agent (a hook, the sampler) may hold its locks,
+	 * which its start function could need. */
+	for (int k = 0; k < n; k++)
+		if (kinds[k] == FK_AGENT) {
+			snprintf(why, whylen, "inside the memwatch agent");
+			return false;
+		}
 
 	int i = 0;
 	/* top: libc-internal code (lock waits, cancellation points) or the vDSO... */
@@ -1522,6 +1536,8 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 			return fail(INJECT_ESTART, cause, hint, NULL, "'%s' is loaded but exports no %s",
 				    ij->loaded.path, MEMWATCH_AGENT_START_SYMBOL);
 		ij->start_off = f->lo;
+		ij->cl.agent_lo = ij->loaded.lo;
+		ij->cl.agent_hi = ij->loaded.hi;
 		return 0;
 	}
 	struct stat in_root;
