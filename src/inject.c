@@ -36,6 +36,9 @@
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
 #endif
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1           /* si_code of a SIGSYS raised by a seccomp filter */
+#endif
 #ifndef NT_X86_XSTATE
 #define NT_X86_XSTATE 0x202
 #endif
@@ -1212,6 +1215,29 @@ static void peek_string(int pid, int tid, uint64_t addr, char *buf, size_t n)
 	buf[n - 1] = '\0';
 }
 
+/* Whether the SIGSYS the thread is stopped with comes from a seccomp filter
+ * (not kill) and the program does not catch SIGSYS (SigCgt in its status). */
+static bool seccomp_trap_unhandled(int pid, int tid)
+{
+	siginfo_t si;
+	char fn[64], line[256];
+	bool caught = false;
+	FILE *f;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) < 0 || si.si_code != SYS_SECCOMP)
+		return false;
+	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
+	if (!(f = fopen(fn, "re")))
+		return true;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long mask;
+		if (!strncmp(line, "SigCgt:", 7) && sscanf(line + 7, "%llx", &mask) == 1)
+			caught = (mask >> (SIGSYS - 1)) & 1;
+	}
+	fclose(f);
+	return !caught;
+}
+
 enum call_result {
 	CALL_OK = 0,
 	CALL_GONE = -1,         /* the process exited or was killed */
@@ -1306,10 +1332,11 @@ static enum call_result remote_call(int pid, struct seized *s, uint64_t fn, cons
 			snprintf(msg, msglen, "segmentation fault at %#llx during the call",
 				 (unsigned long long)now_regs.rip);
 			deliver = sig;
-		} else if (sig == SIGSYS) {
-			/* A seccomp filter trapped a system call of the loader: make the
-			 * call fail with EPERM instead of letting SIGSYS kill the process
-			 * (the kernel rolled rax back to the syscall number). */
+		} else if (sig == SIGSYS && seccomp_trap_unhandled(pid, s->tid)) {
+			/* A seccomp filter trapped a system call of the loader and the
+			 * program has no SIGSYS handler to emulate it: make the call fail
+			 * with EPERM instead of letting SIGSYS kill the process (the
+			 * kernel rolled rax back to the system call number). */
 			struct user_regs_struct now_regs;
 			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &now_regs) == 0) {
 				now_regs.rax = (uint64_t)-EPERM;
