@@ -916,6 +916,8 @@ static void release(int pid, struct seized *s, bool restore)
 						ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)sig);
 						continue;
 					}
+					if ((status >> 16) == 0)
+						s->pending_sig = sig;   /* a stop signal: detach delivers it */
 					s->stopped = true;
 					break;
 				}
