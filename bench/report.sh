@@ -59,8 +59,10 @@ snap_workload() {
 		sleep 0.1
 		i=$((i + 1))
 	done
-	"$mw" snap -p "$wpid" -o "$2" -f >/dev/null
+	"$mw" snap -p "$wpid" -o "$2" -f >snap.out
 	"$mw" snap -p "$wpid" -o "$3" -f >/dev/null
+	# the agent's own count, to see that the snapshot holds what was asked
+	sed -n 's/.* in \([0-9]*\) stacks.*/\1/p' snap.out > stacks.txt
 	kill "$wpid" 2>/dev/null
 	wait "$wpid" 2>/dev/null
 }
@@ -70,6 +72,7 @@ for n in $sizes; do
 	rm -f a.snap b.snap s1.snap s2.snap
 	snap_workload "$n" a.snap b.snap
 	[ -s a.snap ] || { echo "bench/report.sh: no snapshot of the workload at $n" >&2; continue; }
+	printf "%8s  %-44s %8s\n" "$n" "(stacks in the agent snapshot)" "$(cat stacks.txt)"
 	"$mksnap" -S "$n" -r 1 s1.snap
 	"$mksnap" -S "$n" -r 2 s2.snap
 	measure "memwatch show (agent snapshot)" "$mw" show a.snap

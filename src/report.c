@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define JSON_VERSION 1
 
@@ -720,9 +721,17 @@ static void table_diff(FILE *f, struct report *r)
 static void folded_name(FILE *f, struct report *r, const struct dframe *d)
 {
 	const char *p;
+	size_t n;
 	if (d->function) {
-		for (p = d->function; *p; p++)
-			fputc(*p == ';' ? ':' : *p, f);
+		/* ';' separates frames: none may be inside a name */
+		for (p = d->function; *p; p += n) {
+			n = strcspn(p, ";");
+			fwrite(p, 1, n, f);
+			if (p[n] == ';') {
+				fputc(':', f);
+				n++;
+			}
+		}
 	} else if (d->gmod != SYM_NO_MODULE) {
 		fprintf(f, "[%s+0x%" PRIx64 "]", symbolizer_module_name(r->z, d->gmod), d->offset);
 	} else {
@@ -1121,6 +1130,13 @@ static int embed_copy(const struct opts *o, struct snapshot *s)
 	return rc;
 }
 
+/* Can debuginfod show a progress line (see symbolize.c)? */
+static bool progress_possible(void)
+{
+	const char *u = getenv("DEBUGINFOD_URLS");
+	return u && *u && !getenv("DEBUGINFOD_PROGRESS") && isatty(STDERR_FILENO);
+}
+
 /* Read the inputs, build the rows and write the report: the common body of
  * diff (two paths) and show (one). */
 static int run_report(struct opts *o, char **paths, int npaths)
@@ -1165,9 +1181,13 @@ static int run_report(struct opts *o, char **paths, int npaths)
 		report_free(&r);
 		return MW_EXIT_FAILURE;
 	}
-	/* the report is made in memory first: symbolization (and debuginfod's
-	 * progress line on a terminal) is over before the first line goes out */
-	f = open_memstream(&text, &textlen);
+	/* where debuginfod may show its progress line on a terminal, the report
+	 * is made in memory first, so that the line is gone before the first
+	 * line of the report goes out */
+	if (progress_possible())
+		f = open_memstream(&text, &textlen);
+	else
+		f = outfile_stream(out);
 	if (!f) {
 		mw_error("open_memstream: %s", strerror(errno));
 		outfile_abort(out);
@@ -1194,16 +1214,18 @@ static int run_report(struct opts *o, char **paths, int npaths)
 		folded(f, &r, v, n, npaths == 2);
 		free(v);
 	}
-	if (fclose(f) != 0) {
-		mw_error("cannot make the report: %s", strerror(errno));
+	if (f != outfile_stream(out)) {
+		if (fclose(f) != 0) {
+			mw_error("cannot make the report: %s", strerror(errno));
+			free(text);
+			outfile_abort(out);
+			report_free(&r);
+			return MW_EXIT_FAILURE;
+		}
+		symbolizer_progress_done(r.z);
+		fwrite(text, 1, textlen, outfile_stream(out));
 		free(text);
-		outfile_abort(out);
-		report_free(&r);
-		return MW_EXIT_FAILURE;
 	}
-	symbolizer_progress_done(r.z);
-	fwrite(text, 1, textlen, outfile_stream(out));
-	free(text);
 	if (outfile_commit(out, &cause) < 0) {
 		mw_error("%s", cause);
 		free(cause);
