@@ -245,7 +245,8 @@ static int open_mapped(int pid, const struct mapping *mp)
 
 /* Read the defined function symbols of .dynsym (the exported interface, which
  * survives stripping) and the lowest PT_LOAD address. syms false: none;
- * only_name: just that one; else all. Returns 0, or -1 with *cause. */
+ * only_name: just that one; else all. Returns 0, or -1 with *cause (-2 when
+ * the object is for another architecture). */
 static int elf_read_syms(int fd, const char *what, bool syms, const char *only_name,
 			 struct module *mod, uint64_t *min_vaddr, char **cause)
 {
@@ -267,6 +268,7 @@ static int elf_read_syms(int fd, const char *what, bool syms, const char *only_n
 	if (gelf_getclass(elf) != ELFCLASS64 || eh.e_machine != EM_X86_64) {
 		*cause = xasprintf("'%s' is not an x86-64 object (only 64-bit x86 processes are supported)",
 				   what);
+		ret = -2;
 		goto out;
 	}
 	*min_vaddr = UINT64_MAX;
@@ -380,7 +382,7 @@ static const struct fsym *module_find(const struct module *mod, const char *name
 /* Describe the object whose mappings have basename/path matching the
  * predicate (or the given dev/inode): address range and load bias. Symbols
  * are loaded when load_syms (only_name restricts them). Returns 1 when found,
- * 0 when not mapped, -1 with *cause on a read error. */
+ * 0 when not mapped, -1 with *cause on a read error (-2: another architecture). */
 static int module_from_maps(int pid, const struct maps *m, bool (*pred)(const char *),
 			    dev_t dev, uint64_t inode, bool load_syms, const char *only_name,
 			    struct module *mod, char **cause)
@@ -437,7 +439,7 @@ static int module_from_maps(int pid, const struct maps *m, bool (*pred)(const ch
 	close(fd);
 	if (r < 0) {
 		module_free(mod);
-		return -1;
+		return r;
 	}
 	mod->bias = zero->lo - min_vaddr;
 	return 1;
@@ -1492,7 +1494,7 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 
 	r = module_from_maps(pid, &ij->cl.maps, match_libc, 0, 0, true, NULL, &ij->cl.libc, cause);
 	if (r < 0)
-		return -INJECT_EINTERNAL;
+		return r == -2 ? -INJECT_EUNSUPPORTED : -INJECT_EINTERNAL;
 	if (r == 0) {
 		bool musl = false, any_loader = false;
 		for (size_t i = 0; i < ij->cl.maps.n; i++) {
@@ -1585,7 +1587,7 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 	r = elf_read_syms(fd, ij->agent_abs, true, MEMWATCH_AGENT_START_SYMBOL, &agent, &minv, cause);
 	close(fd);
 	if (r < 0)
-		return -INJECT_EINTERNAL;
+		return r == -2 ? -INJECT_EUNSUPPORTED : -INJECT_EINTERNAL;
 	if (!agent.nsyms) {
 		module_free(&agent);
 		return fail(INJECT_ESTART, cause, hint, NULL, "the agent '%s' exports no %s", ij->agent_abs,
