@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* libstdc++'s demangler (C++ and legacy Rust names, both _Z...). */
@@ -486,8 +487,15 @@ static void report_module(struct symbolizer *z, struct gmod *g, size_t i)
 	 * it is linked, whatever base is asked */
 	g->place = g->bias == 0 ? 0 : PLACE_FIRST + PLACE_STEP * i;
 	dwfl_report_begin_add(z->dwfl);
-	if (g->path[0] == '/')
-		fd = open(g->path, O_RDONLY | O_CLOEXEC);
+	if (g->path[0] == '/') {
+		/* a recorded path may now name anything: a FIFO must not block us */
+		struct stat st;
+		fd = open(g->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+	}
 	if (fd >= 0 && (g->build_id_len == 0 || file_matches(fd, g->build_id, g->build_id_len))) {
 		m = dwfl_report_elf(z->dwfl, g->path, g->path, fd, g->place, true);
 		if (!m)

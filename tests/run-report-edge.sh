@@ -96,4 +96,14 @@ if "$SNAPDUMP" --from-text bad.txt bad.snap 2>/dev/null && command -v python3 >/
 	python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["snapshot"]["exe"]; assert e == "/opt/\ufffd\u00e9t\u0001", repr(e)' out ||
 		fail "a path that is not UTF-8 breaks the JSON"
 fi
+# a recorded path that now names a FIFO is not opened for reading (it would block)
+if mkfifo "$tmp/fifo" 2>/dev/null && command -v timeout >/dev/null 2>&1; then
+	printf 'pid 1\nexe "%s"\nmallinfo none\nmodule 0 bias=0x1000 lo=0x1000 hi=0x9000 build_id=- path="%s"\nstack 0 live_bytes=10 live_blocks=1 live_samples=1 alloc_bytes=10 alloc_blocks=1 flags=0x0 nframes=1\n  0:0x10\n' \
+		"$tmp/fifo" "$tmp/fifo" > fifo.txt
+	"$SNAPDUMP" --from-text fifo.txt fifo.snap || fail "snapdump --from-text fifo.txt"
+	timeout 30 "$MEMWATCH" show fifo.snap >out 2>err
+	st=$?
+	[ "$st" -eq 0 ] || fail "show with a module path that is a FIFO: exit status $st"
+	expect_grep '<unknown>  \(fifo\+0x10\)$' out
+fi
 finish
