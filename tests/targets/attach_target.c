@@ -27,7 +27,7 @@
 
 static atomic_int stop_flag;
 static atomic_int eintr_seen, corrupt_seen, usr2_seen;
-static atomic_int reader_tid, rt_seen, rt_sent;
+static atomic_int reader_tid, rt_seen, rt_sent, signaler_done;
 static int read_pipe[2], epoll_pipe[2];
 static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -115,12 +115,13 @@ static void *signaler(void *arg)
 	int n = (int)(intptr_t)arg;
 	while (!reader_tid && !stop_flag)
 		sched_yield();
-	for (int i = 0; i < n && !stop_flag; i++) {
+	for (int i = 0; i < n; i++) {
 		if (syscall(SYS_tgkill, getpid(), reader_tid, SIGRTMIN) == 0)
 			rt_sent++;
 		struct timespec ts = { 0, 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
+	signaler_done = 1;
 	return NULL;
 }
 
@@ -421,8 +422,9 @@ int main(int argc, char **argv)
 	} else {
 		sleeper(secs, until);
 	}
-	/* the signals must all have arrived before the reader is released */
-	for (int i = 0; nsignals && i < 400 && rt_seen < nsignals; i++) {
+	/* the signals must all have been sent and handled before the reader is
+	 * released (bounded, for a very slow machine) */
+	for (int i = 0; nsignals && i < 6000 && (!signaler_done || rt_seen < rt_sent); i++) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
