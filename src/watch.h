@@ -42,7 +42,8 @@ int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int 
  * memwatch-PID.log, memwatch-PID1-PID2.log, memwatch-run-PID.log in run mode;
  * never overwriting unless o->force). command_line goes into the log's
  * metadata. Returns the exit status: 0 duration elapsed, 7 every process exited,
- * 128+N signal N, 4 no such process, 1 cannot write the log; in run mode the
+ * 128+N signal N (SIGINT, SIGTERM, SIGHUP), 4 no such process or a zombie, 1
+ * cannot write the log; in run mode the
  * child's own status (128+N when killed by signal N). When it fails before the
  * watch starts in run mode, the child is left running and unreaped. The child's
  * command line is read from /proc at the start: exec it before calling this. */
