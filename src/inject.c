@@ -454,6 +454,51 @@ static bool match_libpthread(const char *b)
 }
 static bool match_agent(const char *b) { return !strcmp(b, AGENT_SONAME); }
 
+/* The remote unwinder (libunwind-ptrace) reads unwind tables from the files
+ * named in /proc/PID/maps, opened by path in our own mount namespace. Find an
+ * executable mapping for which that would go wrong: the file of the program,
+ * libc or the loader deleted or replaced since it was mapped (its stacks could
+ * never be checked), or, for a process in another root (a container), a path
+ * that names a different file for us than for it (wrong tables: unsafe).
+ * Returns the path (in m) and sets *deleted, or NULL. */
+static const char *unwind_blind_spot(int pid, const struct maps *m, bool *deleted)
+{
+	char fn[PATH_MAX + 64], exe[PATH_MAX];
+	struct stat root_us, root_it, ours, theirs;
+	ssize_t n;
+
+	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
+	n = readlink(fn, exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	*deleted = true;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mapping *mp = &m->v[i];
+		const char *sfx = strstr(mp->path, " (deleted)");
+		if (mp->perms[2] != 'x' || mp->path[0] != '/' || !sfx || sfx[10] != '\0')
+			continue;
+		const char *b = base_name(mp->path);
+		if (is_libc_name(b) || is_ldso_name(b) || !strcmp(mp->path, exe))
+			return mp->path;
+	}
+	*deleted = false;
+	snprintf(fn, sizeof fn, "/proc/%d/root/", pid);
+	if (stat("/", &root_us) < 0 || stat(fn, &root_it) < 0 ||
+	    (root_us.st_dev == root_it.st_dev && root_us.st_ino == root_it.st_ino))
+		return NULL;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mapping *mp = &m->v[i];
+		if (mp->perms[2] != 'x' || mp->path[0] != '/' || strstr(mp->path, " (deleted)"))
+			continue;
+		snprintf(fn, sizeof fn, "/proc/%d/root%s", pid, mp->path);
+		if (stat(fn, &theirs) < 0)
+			continue;
+		if (stat(mp->path, &ours) < 0 || ours.st_dev != theirs.st_dev ||
+		    ours.st_ino != theirs.st_ino)
+			return mp->path;
+	}
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- /proc */
 
 struct proc_status {
@@ -1512,6 +1557,18 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 				    "the process is statically linked (no libc.so or dynamic loader mapped)");
 		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL, "no glibc mapped in the process");
 	}
+	bool deleted;
+	const char *blind = unwind_blind_spot(pid, &ij->cl.maps, &deleted);
+	if (blind && deleted)
+		return fail(INJECT_EUNSUPPORTED, cause, hint,
+			    "restart the program, or start it with memwatch run",
+			    "'%.*s' was replaced or deleted on disk since the process loaded it: its stacks cannot be checked for a safe point",
+			    (int)(strstr(blind, " (deleted)") - blind), blind);
+	if (blind)
+		return fail(INJECT_EUNSUPPORTED, cause, hint,
+			    "run memwatch inside the process's container, or start the program with memwatch run",
+			    "'%s' is not the same file for memwatch as inside the process's root (a container): its stacks cannot be checked for a safe point",
+			    blind);
 	if (module_from_maps(pid, &ij->cl.maps, match_ldso, 0, 0, false, NULL, &ij->cl.ldso, cause) < 0)
 		return -INJECT_EINTERNAL;
 	if (module_from_maps(pid, &ij->cl.maps, match_libpthread, 0, 0, true, NULL, &ij->cl.libpthread,

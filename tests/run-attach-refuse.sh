@@ -2,7 +2,8 @@
 # run-attach-refuse.sh: attach refuses clearly, with the documented exit status
 # and a hint where there is a fix, and leaves every target running normally:
 # no such process, another user, already traced, statically linked, stopped,
-# frozen, and a process whose only thread may not be interrupted.
+# frozen, a program deleted on disk, and a process whose only thread may not
+# be interrupted.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/attach-lib.sh"
 
@@ -91,6 +92,18 @@ run_inject 5 "$s" "$PROBE" ""
 expect_err_line "pid $s: cannot attach: the process is statically linked"
 wait_target "$s" 30
 [ "$target_status" -eq 0 ] || fail "static target exited with $target_status"
+
+# the program's file was deleted (an upgrade): its stacks cannot be unwound
+cp "$TARGETS/attach_target" "$tmp/upgraded"
+"$tmp/upgraded" --seconds 2 --reader >t3.out 2>&1 &
+t3=$!
+started_pids="$started_pids $t3"
+sleep 0.3
+rm -f "$tmp/upgraded"
+run_inject 5 "$t3" "$PROBE" ""
+expect_err_line "pid $t3: cannot attach: '$tmp/upgraded' was replaced or deleted on disk since the process loaded it"
+expect_grep '^  hint: restart the program' err
+expect_target_ok "$t3" 40 t3.out
 
 # the only thread sits in epoll_wait: not interrupted, no safe point, no EINTR
 start_attach_target ready2 --seconds 3 --main-epoll >t2.out 2>&1
