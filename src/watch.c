@@ -28,7 +28,7 @@ const char watch_usage[] =
 	"  -c, --children          each PID's whole tree, re-scanned every sample\n"
 	"  -i, --interval TIME     time between samples: 500ms, 1s, 2m (default 1s)\n"
 	"  -d, --duration TIME     stop after this long (default: when all exit)\n"
-	"  -o, --output FILE       run log (default memwatch-PID.log; - for stdout)\n"
+	"  -o, --output FILE       run log (default memwatch-PID.log; -: stdout, no report)\n"
 	"  -f, --force             overwrite an existing run log and snapshots\n"
 	"      --pss               also PSS and USS (smaps_rollup: a walk of the page tables,\n"
 	"                          about 6-12 ms of CPU per GiB resident per sample)\n"
@@ -564,6 +564,10 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	}
 	prefix = snap_prefix(outname);
 	o->capture.snap_prefix = prefix;
+	/* the report is printed on standard output: it must not break into a log
+	 * written there */
+	if (strcmp(outname, "-") == 0)
+		o->capture.report = false;
 	o->capture.force = o->force;
 	for (i = 0; i < nroots; i++)
 		runlog_meta(log, "process", "%d %s", roots[i], ids[i].cmdline);
