@@ -3,13 +3,13 @@
 # allocating as fast as they can, a thread blocked in read() and one in
 # epoll_wait(): 50 cycles of attach + start + snapshot + stop with the real
 # agent (after the first, the agent is found loaded and only its start function
-# runs). Then fresh targets, each attached once. Every target must end on its
+# runs). Then 20 fresh targets, each attached once. Every target must end on its
 # own with no spurious EINTR and its heap and registers intact.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/attach-lib.sh"
 
 cycles=${ATTACH_STRESS_CYCLES:-50}
-fresh=${ATTACH_STRESS_FRESH:-10}
+fresh=${ATTACH_STRESS_FRESH:-20}
 begin=$(date +%s)
 
 if [ -f "${MEMWATCH_AGENT:-}" ]; then
