@@ -72,6 +72,17 @@ done
 awk -v p="$flat" '$2 == p && ($9 > $3 || $10 > $3 || $10 < 16384) { bad = 1 } END { exit bad }' flat.log ||
 	fail "PSS/USS out of range"
 
+# the log on standard output holds nothing but log lines, even when a capture
+# would print its report there (the report is left out)
+start_target "$TARGETS/grow" 1024 50 40
+g2=$target_pid
+wait_until "grep -q grow /proc/$g2/cmdline 2>/dev/null" 10
+run_mw 0 -p "$g2" -i 100ms -d 2s -t +4MiB -o -
+bad=$(grep -Evc '^(#|time_s |[0-9]+\.[0-9]{3} )' out)
+[ "$bad" -eq 0 ] || fail "$bad lines on stdout that are not the log's: $(grep -Ev '^(#|time_s |[0-9])' out | head -3)"
+expect_grep '^# event [0-9.]+ - end reason=duration$' out
+kill "$g2"
+
 # the default name: memwatch-PID.log, in the current directory
 run_mw 0 -p "$flat" -i 100ms -d 300ms
 [ -s "memwatch-$flat.log" ] || fail "no default log memwatch-$flat.log"
