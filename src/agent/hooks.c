@@ -269,9 +269,10 @@ static void *hk_dlopen(const char *name, int flags)
 	const void *caller = __builtin_return_address(0);
 	void *h;
 
-	mw_tls.guard++;
+	/* No guard around the load: the new library's constructors allocate on
+	 * the caller's behalf (through slots already hooked) and are sampled
+	 * like any other code. */
 	h = open_for_caller(name, flags, caller);
-	mw_tls.guard--;
 	/* New modules get their slots patched before the caller uses them. If the
 	 * patcher is busy (a load from inside another load's constructor while the
 	 * control thread waits for the loader lock), let the control thread do it. */
