@@ -174,6 +174,8 @@ static void parse_status(char *buf, struct proc_stat *ps)
 	}
 }
 
+/* One sample of every process: a pread of each held status file, then, with
+ * --pss, one libproc2 pass over their smaps_rollup. */
 int proc_read(struct proc_reader *r, const int *pids, size_t n, struct proc_stat *out)
 {
 	char buf[4096];
@@ -283,6 +285,7 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 	return got;
 }
 
+/* Owner, state and command line of pid, from its status and cmdline files. */
 int proc_identify(int pid, struct proc_ident *id)
 {
 	char path[64], buf[4096];
@@ -445,6 +448,8 @@ static int scan_all(struct proc_tree *t)
 	return 0;
 }
 
+/* Every descendant of the roots, breadth first, from the children files or
+ * from one pass over /proc. */
 int proc_tree_scan(struct proc_tree *t, const int *roots, size_t nroots,
 		   const int **pids, const int **ppids, size_t *n)
 {

@@ -52,6 +52,7 @@ static void put_columns(struct runlog *log)
 	put(log, buf, (size_t)n);
 }
 
+/* Create the log (O_EXCL unless forced) and write its first metadata lines. */
 struct runlog *runlog_create(const char *path, bool force, const char *command,
 			     uint64_t interval_ms, bool pss, char **cause)
 {
@@ -104,6 +105,7 @@ struct runlog *runlog_create(const char *path, bool force, const char *command,
 	return log;
 }
 
+/* One "# key: value" line; the value is kept on one line. */
 void runlog_meta(struct runlog *log, const char *key, const char *fmt, ...)
 {
 	char buf[1024];
@@ -144,6 +146,7 @@ static void put_kib(char *buf, size_t size, int *n, uint64_t v)
 		*n += snprintf(buf + *n, size - (size_t)*n, " %llu", (unsigned long long)v);
 }
 
+/* One sample line, formatted without floating point and written at once. */
 void runlog_sample(struct runlog *log, double t, const struct mem_sample *s)
 {
 	char buf[256];
@@ -167,6 +170,7 @@ void runlog_sample(struct runlog *log, double t, const struct mem_sample *s)
 	put(log, buf, (size_t)n);
 }
 
+/* One "# event" line, written at once. */
 void runlog_event(struct runlog *log, double t, int pid, const char *kind,
 		  const char *fmt, ...)
 {
@@ -214,6 +218,7 @@ int runlog_error(const struct runlog *log)
 	return log->err;
 }
 
+/* Close the log and report the first write that failed, if any. */
 int runlog_close(struct runlog *log, char **cause)
 {
 	int err;

@@ -181,6 +181,7 @@ static bool win_halves_grow(const struct trigger_state *st, double rate)
 	       st->win_v[z] - st->win_v[mid] >= 0.5 * rate * (st->win_t[z] - st->win_t[mid]);
 }
 
+/* Feed one sample; true at the first sample where the rule holds, never again. */
 bool trigger_update(struct trigger_state *st, double t, uint64_t rss)
 {
 	bool holds = false;
@@ -241,6 +242,7 @@ int snap_step_parse(const char *s, struct snap_step *st, char **cause)
  * at a 1 s interval is due at the sample taken at 300 s, not at 301 s. */
 #define STEP_TIME_SLACK_S 0.005
 
+/* Due when RSS grew by the step over the last snapshot, or the time step passed. */
 bool snap_step_due(const struct snap_step *st, double t, uint64_t rss, double last_t,
 		   uint64_t last_rss)
 {

@@ -145,6 +145,7 @@ static int usage_error(char *cause, const char *opt)
 	return MW_EXIT_USAGE;
 }
 
+/* The options of watch and run into o (see watch.h); errors are printed here. */
 int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int *argi)
 {
 	/* "+": in run mode the first non-option is the command, whose own options
@@ -273,6 +274,7 @@ int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int 
 	return 0;
 }
 
+/* The command line as one string for the log's metadata. */
 char *watch_command_line(const char *name, int argc, char **argv)
 {
 	size_t len = strlen(name) + 1;
@@ -367,6 +369,7 @@ struct status_line {
 	unsigned rn, rhead;
 };
 
+/* Erase the status line, before a message or at the end. */
 static void status_clear(struct status_line *sl)
 {
 	if (sl->shown) {
@@ -507,6 +510,8 @@ static bool sleep_until(uint64_t deadline_ns, bool run_mode, unsigned handled_si
 	}
 }
 
+/* The watch: check the processes, create the log, then sample on a fixed grid of
+ * deadlines until the duration, a signal or the processes' exit (see watch.h). */
 int watch_loop(struct watch_opts *o, const char *command_line)
 {
 	const bool run_mode = o->run_child > 0;
@@ -860,6 +865,7 @@ out:
 	return status;
 }
 
+/* memwatch [watch]: parse, watch, give the status. */
 int cmd_watch(int argc, char **argv)
 {
 	struct watch_opts o;
