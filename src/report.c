@@ -966,7 +966,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 	o->top = 10;
 	o->depth = 5;
 	opterr = 0;
-	optind = 1;
+	optind = 0;   /* a full reset: capture.c calls cmd_diff after its own getopt */
 	while ((c = getopt_long(argc, argv, "+n:m:b:d:F:D:o:E:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
