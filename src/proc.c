@@ -309,6 +309,12 @@ int proc_identify(int pid, struct proc_ident *id)
 	}
 	id->other_user = geteuid() != 0 && id->uid != geteuid();
 	{
+		const char *g = strstr(buf, "\nTgid:");
+		id->tgid = g ? (int)strtol(g + 6, NULL, 10) : pid;
+		if (id->tgid <= 0)
+			id->tgid = pid;
+	}
+	{
 		const char *z = strstr(buf, "\nState:");
 		if (z) {
 			z += 7;

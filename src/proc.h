@@ -36,6 +36,7 @@ struct proc_ident {
 	uid_t uid;               /* owner (real uid) */
 	bool other_user;         /* not ours and we are not root: /proc shows only part */
 	bool zombie;             /* it has exited; its parent has not reaped it yet */
+	int tgid;                /* the process (thread group) when pid is a thread */
 	char *cmdline;           /* its command line, or "[comm]"; caller frees */
 };
 /* 0, -ESRCH (no such process) or -EACCES (its /proc entry cannot be read). */

@@ -446,13 +446,29 @@ static char *snap_prefix(const char *log)
 }
 
 /* Check that each pid can be watched; warn about another user's processes. */
-static int check_pids(const int *pids, size_t n, struct proc_ident *ids, bool pss, int run_child)
+static int check_pids(int *pids, size_t n, struct proc_ident *ids, bool pss, int run_child)
 {
-	size_t i;
+	size_t i, j;
 	int e;
 
 	for (i = 0; i < n; i++) {
 		e = proc_identify(pids[i], &ids[i]);
+		/* a thread id stands for its process: memory belongs to the process */
+		if (e == 0 && ids[i].tgid != pids[i]) {
+			int tid = pids[i];
+			for (j = 0; j < n; j++)
+				if (pids[j] == ids[i].tgid)
+					break;
+			if (j < n) {
+				mw_error("pid %d is a thread of process %d, which is watched already",
+					 tid, ids[i].tgid);
+				return MW_EXIT_USAGE;
+			}
+			mw_warn("pid %d is a thread of process %d: watching the process", tid, ids[i].tgid);
+			pids[i] = ids[i].tgid;
+			free(ids[i].cmdline);
+			e = proc_identify(pids[i], &ids[i]);
+		}
 		/* memwatch run's own child is reaped by the loop, whose status it gives */
 		if (e == 0 && ids[i].zombie && pids[i] != run_child) {
 			mw_error("pid %d: the process has exited (its parent has not reaped it)", pids[i]);
@@ -525,7 +541,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	int *pids = NULL;
 	struct proc_stat *stats = NULL;
 	size_t cap_arr = 0;
-	const int *roots;
+	int *roots;
 	size_t nroots;
 	char *outname = NULL, *prefix = NULL, *cause = NULL;
 	struct status_line sl = { 0 };

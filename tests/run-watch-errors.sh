@@ -50,6 +50,19 @@ run_mw 4 -p "$max"
 expect_err_line "pid $max: no such process"
 [ -e "memwatch-$max.log" ] && fail "a log was created for a missing pid"
 
+# a thread id stands for its process, with a warning; twice the same process is
+# a usage error
+start_target "$TARGETS/flat" 1 -1 1
+thr=$target_pid
+wait_until "[ \$(ls /proc/$thr/task 2>/dev/null | wc -l) -ge 2 ]" 10
+tid=$(ls "/proc/$thr/task" | grep -vx "$thr" | head -n 1)
+run_mw 0 -p "$tid" -i 100ms -d 200ms -o thread.log
+expect_grep "^memwatch: warning: pid $tid is a thread of process $thr: watching the process\$" err
+expect_grep "^[0-9.]+ $thr " thread.log
+expect_grep "^# process: $thr " thread.log
+run_mw 2 -p "$thr,$tid" -d 200ms -o thread2.log
+expect_err_line "pid $tid is a thread of process $thr, which is watched already"
+
 # an existing output is refused and left as it was
 echo precious > keep.log
 run_mw 1 -p "$p" -d 200ms -o keep.log
