@@ -74,6 +74,7 @@ struct gframe {
 /* What is attributed to a row in one snapshot. */
 struct figures {
 	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
+	uint64_t live_stacks;         /* totals only: stacks holding live bytes */
 };
 
 struct row {
@@ -361,6 +362,7 @@ static void collect(struct report *r, int k)
 		in->total.live_samples += st->live_samples;
 		in->total.alloc_bytes += st->alloc_bytes;
 		in->total.alloc_blocks += st->alloc_blocks;
+		in->total.live_stacks += st->live_bytes > 0;
 	}
 }
 
@@ -468,6 +470,16 @@ static bool pred_grown(const struct report *r, const struct row *w)
 static bool pred_shrunk(const struct report *r, const struct row *w)
 {
 	return w->growth < 0 && (uint64_t)-w->growth >= r->o->min_bytes;
+}
+
+/* Rows that hold live bytes in some snapshot (stacks whose blocks were all
+ * freed are in a snapshot too, with zeros). */
+static size_t held_rows(const struct report *r)
+{
+	size_t i, n = 0;
+	for (i = 0; i < r->nrows; i++)
+		n += r->rows[i].f[0].live_bytes > 0 || r->rows[i].f[1].live_bytes > 0;
+	return n;
 }
 
 static const char *status_of(const struct row *w)
@@ -585,8 +597,8 @@ static void print_snapshot_header(FILE *f, const struct input *in, const char *l
 	fprintf(f, "  taken    %s, after %s of capture\n", fmt_time(b1, sizeof b1, s->time_ns),
 		fmt_seconds(b3, sizeof b3, cap));
 	fprintf(f, "  sampling %s\n", fmt_rate(b2, sizeof b2, s->sample_rate));
-	fprintf(f, "  samples  %" PRIu64 " live in %zu stacks", in->total.live_samples,
-		s->nstacks);
+	fprintf(f, "  samples  %" PRIu64 " live in %" PRIu64 " stacks", in->total.live_samples,
+		in->total.live_stacks);
 	if (s->dropped_stacks)
 		fprintf(f, "; %" PRIu64 " stacks dropped (%s)", s->dropped_stacks,
 			fmt_bytes(b1, sizeof b1, (double)s->dropped_bytes));
@@ -630,7 +642,7 @@ static void table_show(FILE *f, struct report *r)
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
 	fprintf(f, "\nlive heap by %s (%zu of %zu rows)\n",
 		r->o->by == BY_STACK ? "call stack" : r->o->by == BY_FUNCTION ? "function" : "line",
-		n, r->nrows);
+		n, held_rows(r));
 	fprintf(f, "%4s %12s %7s %13s  %s\n", "#", "bytes", "share", "blocks", "where");
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
@@ -675,6 +687,9 @@ static void table_diff(FILE *f, struct report *r)
 	print_snapshot_header(f, b, "after");
 	for (i = 0; i < r->nrows; i++) {
 		const char *st = status_of(&r->rows[i]);
+		/* a stack whose blocks were all freed on both sides holds nothing */
+		if (r->rows[i].f[0].live_bytes == 0 && r->rows[i].f[1].live_bytes == 0)
+			continue;
 		counts[strcmp(st, "new") == 0 ? 0 : strcmp(st, "grown") == 0 ? 1 :
 		       strcmp(st, "shrunk") == 0 ? 2 : strcmp(st, "gone") == 0 ? 3 : 4]++;
 	}
@@ -880,7 +895,7 @@ static void json_show(FILE *f, struct report *r)
 	fprintf(f, "{\"version\": %d, \"kind\": \"show\", \"by\": \"%s\",\n \"snapshot\": ",
 		JSON_VERSION, by_name(r->o->by));
 	json_snapshot(f, &r->in[0]);
-	fprintf(f, ",\n \"rows_total\": %zu,\n \"rows\": [", r->nrows);
+	fprintf(f, ",\n \"rows_total\": %zu,\n \"rows\": [", held_rows(r));
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
 		double share = r->in[0].total.live_bytes ? (double)w->f[0].live_bytes /
@@ -932,7 +947,7 @@ static void json_diff(FILE *f, struct report *r)
 	fputs(",\n \"after\": ", f);
 	json_snapshot(f, &r->in[1]);
 	fprintf(f, ",\n \"growth_bytes\": %" PRId64 ",\n \"rows_total\": %zu,\n \"grown\": [",
-		(int64_t)r->in[1].total.live_bytes - (int64_t)r->in[0].total.live_bytes, r->nrows);
+		(int64_t)r->in[1].total.live_bytes - (int64_t)r->in[0].total.live_bytes, held_rows(r));
 	json_diff_rows(f, r, grown, ng);
 	fputs("\n ],\n \"shrunk\": [", f);
 	json_diff_rows(f, r, shrunk, ns);

@@ -32,6 +32,8 @@ stack 1 live_bytes=1048576 live_blocks=2 live_samples=2 alloc_bytes=1048576 allo
   -:0x7ffd12345678
   1:0x4444
 stack 2 live_bytes=524288 live_blocks=1 live_samples=1 alloc_bytes=524288 alloc_blocks=1 flags=0x0 nframes=0
+stack 3 live_bytes=0 live_blocks=0 live_samples=0 alloc_bytes=999999 alloc_blocks=9 flags=0x0 nframes=1
+  0:0x9999
 symbol 0:0x1234 nframes=2
   function="inner" file="src/inner.c" line=12
   function="outer" file="src/outer.c" line=34
@@ -53,6 +55,9 @@ expect_grep 'stack truncated' out
 expect_grep '^ +2 +1\.00 MiB .*  <unknown>  \(0x7ffd12345678\)$' out
 expect_grep '^ +<unknown>  \(libnoid\.so\+0x4444\)$' out
 expect_grep '^ +3 +512 KiB .*  <no frames>$' out
+# a stack whose blocks were all freed holds nothing: not a row, not counted
+expect_grep '^live heap by call stack \(3 of 3 rows\)$' out
+expect_no_grep 'app\+0x9999' out
 
 run_mw 0 show -F folded edge.snap
 expect_grep '^\[app\+0x3456\];ns::Server::run\(\);outer;inner_\[i\] 3145728$' out
@@ -66,7 +71,7 @@ d = json.load(open(sys.argv[1]))
 s = d["snapshot"]
 assert s["mallinfo"] is None and s["rss_bytes"] == 0 and s["dropped_stacks"] == 7
 rows = d["rows"]
-assert len(rows) == 3 and rows[0]["truncated"] is True
+assert len(rows) == 3 and rows[0]["truncated"] is True and d["rows_total"] == 3
 f = rows[1]["frames"][0]
 assert f["module"] is None and f["build_id"] is None and f["offset"] == "0x7ffd12345678", f
 assert rows[1]["frames"][1]["build_id"] == "", rows[1]["frames"][1]
