@@ -1082,6 +1082,11 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 	case FK_AGENT:
 		snprintf(why, whylen, "inside the memwatch agent");
 		return false;
+	case FK_VDSO:
+		/* libunwind-ptrace cannot read the vDSO's unwind tables (it has no
+		 * file): the stack below could not be checked */
+		snprintf(why, whylen, "in the vDSO (clock_gettime...)");
+		return false;
 	case FK_LIBC:
 		if (top && !(top->flags & SYM_BLOCKING)) {
 			snprintf(why, whylen, "in %s", top->shown);
@@ -1158,8 +1163,8 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 		}
 
 	int i = 0;
-	/* top: libc-internal code (lock waits, cancellation points) or the vDSO... */
-	while (i < n && (kinds[i] == FK_VDSO || (kinds[i] == FK_LIBC && !syms[i])))
+	/* top: libc-internal code (lock waits, cancellation points)... */
+	while (i < n && kinds[i] == FK_LIBC && !syms[i])
 		i++;
 	int internal_top = i;
 	/* ...under allow-listed blocking calls made by the application */
@@ -1827,6 +1832,8 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 	if ((ret = prepare(&ij, agent_path, cause, hint)) < 0)
 		goto out;
 
+	if (debug)
+		fprintf(stderr, "inject: prepared in %.2f ms\n", ms_since(t0));
 	ij.cl.as = unw_create_addr_space(&_UPT_accessors, 0);
 	if (!ij.cl.as) {
 		ret = fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot create a libunwind address space");
