@@ -363,6 +363,8 @@ static char *event_value(const char *s)
 struct status_line {
 	bool on;
 	bool shown;
+	bool plain;              /* TERM=dumb: no escape sequences, blanks instead */
+	int width;               /* of the line shown, for blanking it */
 	uint64_t first_kib;
 	double rt[64];           /* RSS history for the rate, >= 1 s apart */
 	uint64_t rv[64];
@@ -373,7 +375,10 @@ struct status_line {
 static void status_clear(struct status_line *sl)
 {
 	if (sl->shown) {
-		fputs("\r\033[K", stderr);
+		if (sl->plain)
+			fprintf(stderr, "\r%*s\r", sl->width, "");
+		else
+			fputs("\r\033[K", stderr);
 		fflush(stderr);
 		sl->shown = false;
 	}
@@ -409,8 +414,18 @@ static void status_show(struct status_line *sl, double t, uint64_t rss_kib, size
 	fmt_bytes(diff, sizeof diff, d);
 	fmt_bytes(rate, sizeof rate, r);
 	fmt_seconds(el, sizeof el, t);
-	fprintf(stderr, "\rRSS %s%s  %s%s since start  %s%s/min  %s elapsed\033[K",
-		now, nproc > 1 ? " (total)" : "", d >= 0 ? "+" : "", diff, r >= 0 ? "+" : "", rate, el);
+	{
+		char line[200];
+		int w = snprintf(line, sizeof line, "RSS %s%s  %s%s since start  %s%s/min  %s elapsed",
+				 now, nproc > 1 ? " (total)" : "", d >= 0 ? "+" : "", diff,
+				 r >= 0 ? "+" : "", rate, el);
+		if (sl->plain)
+			fprintf(stderr, "\r%s%*s", line, sl->width > w ? sl->width - w : 0, "");
+		else
+			fprintf(stderr, "\r%s\033[K", line);
+		if (w > sl->width)
+			sl->width = w;
+	}
 	fflush(stderr);
 	sl->shown = true;
 }
@@ -630,6 +645,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	sigemptyset(&sa_run.sa_mask);
 	sigaction(SIGPIPE, &sa_run, &old_pipe);
 	sl.on = !o->quiet && isatty(STDERR_FILENO);
+	sl.plain = !getenv("TERM") || strcmp(getenv("TERM"), "dumb") == 0;
 
 	start_ns = mono_ns();
 	runlog_event(log, 0, 0, "start", NULL);
