@@ -129,12 +129,12 @@ int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks)
 {
 	mw_tls.guard++;
 	pthread_mutex_lock(&capture_lock);
-	if (!__atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE)) {
+	if (!__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE)) {
 		mw_heap_configure(rate, depth, max_stacks);
 		mw_heap_reset();
 		mw_capture_start_ns = mw_now_ns();
 		mw_hooks_install(true);
-		__atomic_store_n(&mw_capturing, next_epoch(), __ATOMIC_RELEASE);
+		__atomic_store_n(&mw_hot.capturing, next_epoch(), __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&capture_lock);
 	mw_tls.guard--;
@@ -145,7 +145,7 @@ void mw_capture_stop(bool remove_hooks)
 {
 	mw_tls.guard++;
 	pthread_mutex_lock(&capture_lock);
-	__atomic_store_n(&mw_capturing, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
 	mw_heap_reset();
 	mw_capture_start_ns = 0;
 	if (remove_hooks)
@@ -178,7 +178,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
-	bool was = __atomic_load_n(&mw_capturing, __ATOMIC_RELAXED) != 0;
+	bool was = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED) != 0;
 	char *why;
 
 	pthread_mutex_init(&capture_lock, NULL);
@@ -187,14 +187,14 @@ static void atfork_child(void)
 	mw_heap_atfork_child();
 	mw_server_atfork_child();
 	if (children_mode && was) {
-		__atomic_store_n(&mw_capturing, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
 		mw_heap_reset();
 		mw_capture_start_ns = mw_now_ns();
-		__atomic_store_n(&mw_capturing, next_epoch(), __ATOMIC_RELEASE);
+		__atomic_store_n(&mw_hot.capturing, next_epoch(), __ATOMIC_RELEASE);
 		if (mw_server_start(&why) < 0)
-			__atomic_store_n(&mw_capturing, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
 	} else {
-		__atomic_store_n(&mw_capturing, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
 	}
 }
 

@@ -38,7 +38,7 @@ enum mw_func {
 
 /* The allocator's own entry points (what a patched slot pointed to), resolved
  * through the global scope so that a preloaded jemalloc or tcmalloc is respected. */
-struct mw_orig {
+struct __attribute__((aligned(64))) mw_orig {
 	void *(*malloc)(size_t);
 	void *(*calloc)(size_t, size_t);
 	void *(*realloc)(void *, size_t);
@@ -53,10 +53,17 @@ struct mw_orig {
 };
 extern struct mw_orig mw_orig MW_HIDDEN;
 
-/* Capture state. mw_capturing is read by every hook without a lock: 0 when off,
- * else the capture's epoch (a new one at every start, so that countdowns drawn
- * for an earlier capture and another rate are redrawn). */
-extern int mw_capturing MW_HIDDEN;
+/* What every hook reads, in a cache line of its own, apart from anything that
+ * is written while capturing (the heap lock, counters), so that sampling on one
+ * thread does not make the hooks of the others miss.
+ * capturing: 0 when off, else the capture's epoch (a new one at every start, so
+ * that countdowns drawn for an earlier capture and another rate are redrawn).
+ * filter: see mw_maybe_sampled. */
+struct mw_hot {
+	int capturing;
+	uint64_t *filter;
+} __attribute__((aligned(64)));
+extern struct mw_hot mw_hot MW_HIDDEN;
 extern uint64_t mw_rate MW_HIDDEN;         /* R, mean bytes between samples; 1 = every allocation */
 extern unsigned mw_depth MW_HIDDEN;        /* frame limit */
 extern uint64_t mw_max_stacks MW_HIDDEN;
@@ -104,12 +111,13 @@ void mw_heap_atfork_parent(void) MW_HIDDEN;
 void mw_heap_atfork_child(void) MW_HIDDEN;
 void mw_reseed(void) MW_HIDDEN;
 
-/* The filter in front of the live-sample table: one saturating counter per
- * hash bucket of sampled addresses, read without a lock, so that the free of a
- * block that was not sampled (nearly all of them) costs one byte load. Mapped
- * once at the first capture and never unmapped. */
-#define MW_FILTER_BITS 16
-extern uint8_t *mw_filter MW_HIDDEN;
+/* The filter in front of the live-sample table: one bit per hash bucket of
+ * sampled addresses, read without a lock, so that the free of a block that was
+ * not sampled (nearly all of them) costs one load from a 16 KiB bitmap that
+ * stays in cache. A saturating counter per bucket, touched only on the sampled
+ * paths under the heap lock, says when a bit may be cleared. Mapped once at the
+ * first capture and never unmapped. */
+#define MW_FILTER_BITS 17
 static inline size_t mw_filter_index(const void *p)
 {
 	return (size_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - MW_FILTER_BITS));
@@ -117,8 +125,9 @@ static inline size_t mw_filter_index(const void *p)
 /* False: p is surely not a sampled block. True: it may be; look it up. */
 static inline bool mw_maybe_sampled(const void *p)
 {
-	uint8_t *f = __atomic_load_n(&mw_filter, __ATOMIC_RELAXED);
-	return f && __atomic_load_n(&f[mw_filter_index(p)], __ATOMIC_RELAXED) != 0;
+	uint64_t *f = __atomic_load_n(&mw_hot.filter, __ATOMIC_RELAXED);
+	size_t i = mw_filter_index(p);
+	return f && ((__atomic_load_n(&f[i >> 6], __ATOMIC_RELAXED) >> (i & 63)) & 1);
 }
 
 /* Figures for status and snapshots, copied under the heap lock. */

@@ -17,8 +17,8 @@
 #include "snapshot.h"
 
 __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
-uint8_t *mw_filter;
-int mw_capturing;
+static uint8_t *filter_counts;     /* one saturating counter per filter bucket */
+struct mw_hot mw_hot;
 uint64_t mw_rate = MW_DEFAULT_RATE;
 unsigned mw_depth = MW_DEFAULT_DEPTH;
 uint64_t mw_max_stacks = MW_DEFAULT_MAX_STACKS;
@@ -51,7 +51,7 @@ struct chunk {
 	size_t len, used;
 };
 
-static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t heap_lock __attribute__((aligned(64))) = PTHREAD_MUTEX_INITIALIZER;
 static struct live *live;
 static size_t live_cap, live_n;
 static struct stack *stacks;
@@ -271,21 +271,30 @@ static void park_free(uintptr_t p)
 /* ------------------------------------------------------------------------- */
 /* The filter. */
 
+#define FILTER_BUCKETS ((size_t)1 << MW_FILTER_BITS)
+
 static void filter_inc(uintptr_t p)
 {
-	uint8_t *c = &mw_filter[mw_filter_index((void *)p)];
-	uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
-	if (v != 255)
-		__atomic_store_n(c, (uint8_t)(v + 1), __ATOMIC_RELEASE);
+	size_t i = mw_filter_index((void *)p);
+	uint8_t v = filter_counts[i];
+	if (v == 255)
+		return;
+	filter_counts[i] = (uint8_t)(v + 1);
+	if (v == 0)
+		__atomic_fetch_or(&mw_hot.filter[i >> 6], (uint64_t)1 << (i & 63), __ATOMIC_RELEASE);
 }
 
-/* A saturated counter stays saturated: it no longer knows how many it counts. */
+/* A saturated counter stays saturated (and its bit set): it no longer knows
+ * how many it counts. */
 static void filter_dec(uintptr_t p)
 {
-	uint8_t *c = &mw_filter[mw_filter_index((void *)p)];
-	uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
-	if (v != 255 && v != 0)
-		__atomic_store_n(c, (uint8_t)(v - 1), __ATOMIC_RELEASE);
+	size_t i = mw_filter_index((void *)p);
+	uint8_t v = filter_counts[i];
+	if (v == 255 || v == 0)
+		return;
+	filter_counts[i] = (uint8_t)(v - 1);
+	if (v == 1)
+		__atomic_fetch_and(&mw_hot.filter[i >> 6], ~((uint64_t)1 << (i & 63)), __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -513,8 +522,11 @@ static void live_delete(struct live *e)
  * saw (freed through a path that is not hooked): its record is replaced. */
 static void live_insert(uintptr_t p, uint64_t size, uint32_t id)
 {
-	struct live *e = live_find(p);
+	struct live *e;
 	size_t j;
+	if (!mw_hot.filter)
+		return;
+	e = live_find(p);
 	if (e) {
 		account_live(e->stack, e->size, -1);
 		e->size = size;
@@ -578,7 +590,7 @@ static void record(void *p, size_t size)
 	weights(size, &wb, &wn);
 
 	lock_heap();
-	if (__atomic_load_n(&mw_capturing, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
 		id = intern(ips + skip, nf, flags, h);
 		live_insert((uintptr_t)p, size, id);
 		if (id != STACK_DROPPED) {
@@ -593,7 +605,7 @@ static void record(void *p, size_t size)
 void *mw_sampled_alloc(void *p, size_t size)
 {
 	struct mw_tls *t = &mw_tls;
-	int e = __atomic_load_n(&mw_capturing, __ATOMIC_RELAXED);
+	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
 
 	/* The agent's own allocations, and those of a signal handler that
 	 * interrupted it, are never sampled. */
@@ -663,7 +675,7 @@ void mw_put_record(const void *p, const struct mw_taken *tk)
 		return;
 	t->guard++;
 	lock_heap();
-	if (__atomic_load_n(&mw_capturing, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED))
 		live_insert((uintptr_t)p, tk->size, tk->stack);
 	unlock_heap();
 	t->guard--;
@@ -695,8 +707,10 @@ static void reset_locked(void)
 	dropped_live_bytes = nsamples = 0;
 	memset(pending, 0, sizeof pending);
 	pending_count = 0;
-	if (mw_filter)
-		madvise(mw_filter, (size_t)1 << MW_FILTER_BITS, MADV_DONTNEED);
+	if (mw_hot.filter) {
+		madvise(mw_hot.filter, FILTER_BUCKETS / 8, MADV_DONTNEED);
+		madvise(filter_counts, FILTER_BUCKETS, MADV_DONTNEED);
+	}
 }
 
 void mw_heap_reset(void)
@@ -704,9 +718,14 @@ void mw_heap_reset(void)
 	mw_tls.guard++;
 	lock_heap();
 	reset_locked();
-	if (!mw_filter) {
-		uint8_t *f = mw_map((size_t)1 << MW_FILTER_BITS);
-		__atomic_store_n(&mw_filter, f, __ATOMIC_RELEASE);
+	if (!mw_hot.filter) {
+		/* the bitmap and its counters in one mapping; without it, frees are
+		 * never looked up, and samples not recorded (see live_insert) */
+		uint8_t *m = mw_map(FILTER_BUCKETS / 8 + FILTER_BUCKETS);
+		if (m) {
+			filter_counts = m + FILTER_BUCKETS / 8;
+			__atomic_store_n(&mw_hot.filter, (uint64_t *)m, __ATOMIC_RELEASE);
+		}
 	}
 	unlock_heap();
 	mw_tls.guard--;

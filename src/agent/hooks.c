@@ -41,7 +41,7 @@ static inline __attribute__((always_inline)) void *account(void *p, size_t size,
 
 static inline int capturing(void)
 {
-	return __atomic_load_n(&mw_capturing, __ATOMIC_RELAXED);
+	return __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
 }
 
 /* Each hook is split: the "off" test stays in the hook, so that it compiles to

@@ -289,7 +289,7 @@ static int build_snapshot(unsigned char **buf, size_t *len)
 	read_mallinfo(&s->mallinfo);
 	if (mw_heap_copy_stacks(&st, &nst, &fig) < 0)
 		goto out;
-	s->capture_start_ns = __atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE) ? mw_capture_start_ns : 0;
+	s->capture_start_ns = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) ? mw_capture_start_ns : 0;
 	s->sample_rate = mw_rate;
 	s->max_depth = mw_depth;
 	s->dropped_stacks = fig.dropped_stacks;
@@ -388,7 +388,7 @@ static int request_num(const char *line, const char *key, uint64_t *v)
 static int do_status(int fd)
 {
 	struct mw_heap_figures f;
-	int on = __atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE) != 0;
+	int on = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) != 0;
 	mw_heap_figures(&f);
 	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u",
 		     on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
@@ -420,7 +420,7 @@ static int handle_line(int fd, char *line)
 		    depth > MW_MAX_DEPTH)
 			return reply(fd, "err bad start request '%.100s'", line);
 		owner_fd = fd;
-		if (__atomic_load_n(&mw_capturing, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE))
 			return reply(fd, "ok already capturing rate=%llu", (unsigned long long)mw_rate);
 		mw_capture_start(rate, (unsigned)depth, ms);
 		return reply(fd, "ok capturing rate=%llu slots=%u", (unsigned long long)mw_rate,
