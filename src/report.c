@@ -188,6 +188,7 @@ struct cand {
 	uint64_t hash;
 };
 
+/* Is c the row w: the same key, or by stack the same frames? */
 static bool row_matches(const struct report *r, const struct row *w, const struct cand *c)
 {
 	uint32_t i;
@@ -482,6 +483,7 @@ static size_t held_rows(const struct report *r)
 	return n;
 }
 
+/* What happened to a row between the two snapshots. */
 static const char *status_of(const struct row *w)
 {
 	if (w->f[0].live_bytes == 0 && w->f[1].live_bytes > 0)
@@ -548,6 +550,7 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 	free(d);
 }
 
+/* A wall-clock time in UTC, so a report reads the same in every time zone. */
 static const char *fmt_time(char *buf, size_t n, uint64_t ns)
 {
 	time_t t = (time_t)(ns / 1000000000u);
@@ -560,6 +563,7 @@ static const char *fmt_time(char *buf, size_t n, uint64_t ns)
 	return buf;
 }
 
+/* The sample rate in words. */
 static const char *fmt_rate(char *buf, size_t n, uint64_t rate)
 {
 	char b[32];
@@ -570,6 +574,7 @@ static const char *fmt_rate(char *buf, size_t n, uint64_t rate)
 	return buf;
 }
 
+/* A change in bytes, with its sign. */
 static const char *fmt_signed(char *buf, size_t n, int64_t v)
 {
 	if (v > 0) {
@@ -629,6 +634,7 @@ static void print_memory(FILE *f, const struct input *in)
 		fprintf(f, "  %-32s %12s\n", "RSS", fmt_bytes(b, sizeof b, (double)s->rss_bytes));
 }
 
+/* memwatch show as a table: the snapshot, the memory, the largest stacks. */
 static void table_show(FILE *f, struct report *r)
 {
 	const struct input *in = &r->in[0];
@@ -676,6 +682,8 @@ static void table_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 	}
 }
 
+/* memwatch diff as a table: both snapshots, the change, then what grew and
+ * what shrank. */
 static void table_diff(FILE *f, struct report *r)
 {
 	const struct input *a = &r->in[0], *b = &r->in[1];
@@ -758,6 +766,7 @@ static void folded_name(FILE *f, struct report *r, const struct dframe *d)
 		fputs("_[i]", f);
 }
 
+/* The rows v as folded stacks, outermost frame first. */
 static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool diff)
 {
 	size_t i, k, nd;
@@ -830,6 +839,7 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The SNAP object of the JSON schema. */
 static void json_snapshot(FILE *f, const struct input *in)
 {
 	const struct snapshot *s = in->s;
@@ -858,6 +868,7 @@ static void json_snapshot(FILE *f, const struct input *in)
 		fputs("null}", f);
 }
 
+/* A row's "frames" array, innermost first. */
 static void json_frames(FILE *f, struct report *r, const struct row *w)
 {
 	struct dframe *d;
@@ -886,6 +897,7 @@ static const char *by_name(enum by by)
 	return by == BY_STACK ? "stack" : by == BY_FUNCTION ? "function" : "line";
 }
 
+/* memwatch show as JSON. */
 static void json_show(FILE *f, struct report *r)
 {
 	struct row **v;
@@ -915,6 +927,7 @@ static void json_show(FILE *f, struct report *r)
 	free(v);
 }
 
+/* The ROW objects of a diff. */
 static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 {
 	size_t i;
@@ -934,6 +947,7 @@ static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 	}
 }
 
+/* memwatch diff as JSON. */
 static void json_diff(FILE *f, struct report *r)
 {
 	struct row **grown, **shrunk;
@@ -1098,6 +1112,7 @@ static void check_same_program(const struct report *r)
 			b->path && *b->path ? b->path : "?");
 }
 
+/* Free everything a report holds (the snapshots too). */
 static void report_free(struct report *r)
 {
 	size_t i;
@@ -1250,6 +1265,7 @@ static int run_report(struct opts *o, char **paths, int npaths)
 	return status;
 }
 
+/* memwatch diff [options] BEFORE AFTER */
 int cmd_diff(int argc, char **argv)
 {
 	struct opts o = { 0 };
@@ -1268,6 +1284,7 @@ int cmd_diff(int argc, char **argv)
 	return run_report(&o, argv + optind, 2);
 }
 
+/* memwatch show [options] SNAPSHOT */
 int cmd_show(int argc, char **argv)
 {
 	struct opts o = { 0 };
