@@ -59,7 +59,21 @@ n=$(snap_field m.snap dropped_bytes)
 [ "${n:-0}" -gt 0 ] || fail "dropped_bytes is '$n' with 3 stacks allowed"
 expect_target_exit "$pm" m
 
-# 4. hold takes over a capture the preloaded agent started by itself.
+# 4. options as memwatch run writes them (0: the agent's default) are taken;
+# bad ones leave the agent out of the way entirely
+start_agent_target o capture=now,rate=524288,depth=0,max-stacks=0,future-key=1 "$T" 2 2
+po=$target_pid
+wait_ready o 1
+"$CTL" "$po" status >o1 2>&1 || fail "agentctl: $(cat o1)"
+expect_grep '^status: capturing=1 hooks=[1-9][0-9]* rate=524288 ' o1
+expect_target_exit "$po" o
+start_agent_target x capture=sometimes "$T" 1 1
+px=$target_pid
+wait_ready x 1
+"$CTL" "$px" status >x1 2>&1 && fail "an agent started with bad options"
+expect_target_exit "$px" x
+
+# 5. hold takes over a capture the preloaded agent started by itself.
 start_agent_target h capture=now "$T" 2 6
 ph=$target_pid
 wait_ready h 1

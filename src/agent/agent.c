@@ -60,8 +60,9 @@ static bool key_is(const char *k, size_t klen, const char *name)
 }
 
 /* Parse "capture=now|idle,rate=N,depth=N,max-stacks=N,children=0|1,pid=N".
- * Unknown keys are ignored (a newer memwatch may pass more); bad values are
- * refused. pid is read by the constructor only. */
+ * depth=0 and max-stacks=0 mean the defaults. Unknown keys are ignored (a newer
+ * memwatch may pass more); bad values are refused. pid is read by the
+ * constructor only. */
 int mw_parse_options(const char *s, struct mw_options *o)
 {
 	o->capture_now = false;
@@ -97,13 +98,13 @@ int mw_parse_options(const char *s, struct mw_options *o)
 				return -1;
 			o->rate = n;
 		} else if (key_is(s, klen, "depth")) {
-			if (parse_num(v, vlen, &n) < 0 || n == 0 || n > MW_MAX_DEPTH)
+			if (parse_num(v, vlen, &n) < 0 || n > MW_MAX_DEPTH)
 				return -1;
-			o->depth = (unsigned)n;
+			o->depth = n ? (unsigned)n : MW_DEFAULT_DEPTH;
 		} else if (key_is(s, klen, "max-stacks")) {
-			if (parse_num(v, vlen, &n) < 0 || n == 0)
+			if (parse_num(v, vlen, &n) < 0)
 				return -1;
-			o->max_stacks = n;
+			o->max_stacks = n ? n : MW_DEFAULT_MAX_STACKS;
 		} else if (key_is(s, klen, "children")) {
 			if (parse_num(v, vlen, &n) < 0 || n > 1)
 				return -1;

@@ -416,8 +416,7 @@ static int handle_line(int fd, char *line)
 	if (strncmp(line, "start", 5) == 0 && (line[5] == 0 || line[5] == ' ')) {
 		uint64_t rate = MW_DEFAULT_RATE, depth = MW_DEFAULT_DEPTH, ms = 0;
 		if (request_num(line, "rate", &rate) < 0 || request_num(line, "depth", &depth) < 0 ||
-		    request_num(line, "max-stacks", &ms) < 0 || rate == 0 || depth == 0 ||
-		    depth > MW_MAX_DEPTH)
+		    request_num(line, "max-stacks", &ms) < 0 || rate == 0 || depth > MW_MAX_DEPTH)
 			return reply(fd, "err bad start request '%.100s'", line);
 		owner_fd = fd;
 		if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE))
