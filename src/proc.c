@@ -400,29 +400,36 @@ static void tree_add(struct proc_tree *t, int pid, int ppid, const int *roots, s
 static void children_of(struct proc_tree *t, int pid, const int *roots, size_t nroots)
 {
 	char path[320], buf[4096];
-	DIR *d;
-	struct dirent *e;
+	/* getdents64 into a buffer on the stack: opendir would allocate 32 KiB
+	 * for each member at each sample */
+	char ents[2048] __attribute__((aligned(8)));
+	ssize_t n, off;
+	int dfd;
 
 	snprintf(path, sizeof path, "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return;
-	while ((e = readdir(d))) {
-		char *p, *end;
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%d/task/%s/children", pid, e->d_name);
-		if (read_small(path, buf, sizeof buf) <= 0)
-			continue;
-		for (p = buf;; p = end) {
-			long c = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			if (c > 0)
-				tree_add(t, (int)c, pid, roots, nroots);
+	while ((n = getdents64(dfd, ents, sizeof ents)) > 0) {
+		for (off = 0; off < n;) {
+			struct dirent64 *e = (struct dirent64 *)(void *)(ents + off);
+			char *p, *end;
+			off += e->d_reclen;
+			if (e->d_name[0] < '0' || e->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof path, "/proc/%d/task/%s/children", pid, e->d_name);
+			if (read_small(path, buf, sizeof buf) <= 0)
+				continue;
+			for (p = buf;; p = end) {
+				long c = strtol(p, &end, 10);
+				if (end == p)
+					break;
+				if (c > 0)
+					tree_add(t, (int)c, pid, roots, nroots);
+			}
 		}
 	}
-	closedir(d);
+	close(dfd);
 }
 
 /* Every process and its parent, in one pass over /proc. */
