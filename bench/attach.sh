@@ -131,7 +131,7 @@ for kind in idle busy; do
 	mstall=$1
 	set -- $(stats "base-stall-$kind"); printf "%-6s %-34s %9s %9s %9s\n" "$kind" "no attach: process stall (noise)" "$@"
 	set -- $(stats "mw-attempts-$kind"); printf "%-6s %-34s %9s %9s %9s\n" "$kind" "memwatch threads tried" "$@"
-	if [ "$have_heaptrack" = yes ]; then
+	if [ "$have_heaptrack" = yes ] && [ -s "ht-attach-$kind" ]; then
 		set -- $(stats "ht-attach-$kind"); printf "%-6s %-34s %9s %9s %9s\n" "$kind" "heaptrack -p attach" "$@"
 		hatt=$1
 		set -- $(stats "ht-stall-$kind"); printf "%-6s %-34s %9s %9s %9s\n" "$kind" "heaptrack process stall" "$@"

@@ -17,6 +17,7 @@
 #include <libelf.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -62,6 +63,7 @@
 #define MAX_FRAMES 512
 #define CALL_TIMEOUT_MS 10000
 #define STOP_TIMEOUT_MS 2000
+#define RUN_TO_RETURN_MS 20
 #define XSTATE_MAX (64 * 1024)
 #define AGENT_SONAME "libmemwatch-agent.so"
 
@@ -855,7 +857,10 @@ struct seized {
 	unsigned char *xstate;
 	size_t xstate_len;
 	bool xstate_is_fp;      /* fallback: only the legacy FP state could be saved */
+	bool dr_armed;          /* our hardware breakpoint is in DR0/DR7 */
+	long saved_dr0, saved_dr7;
 	uint64_t t_interrupt;
+	double ran_ms;          /* time it ran free to a return address: not a pause */
 };
 
 /* Outcome of waiting for a stop. */
@@ -931,6 +936,18 @@ static int seize_and_stop(struct seized *s, int *err)
 	}
 }
 
+#define DR_OFFSET(i) (offsetof(struct user, u_debugreg) + (i) * sizeof(long))
+
+/* Put the thread's debug registers back as they were (the thread is stopped). */
+static void disarm(struct seized *s)
+{
+	if (!s->dr_armed || !s->stopped)
+		return;
+	ptrace(PTRACE_POKEUSER, s->tid, (void *)DR_OFFSET(7), (void *)s->saved_dr7);
+	ptrace(PTRACE_POKEUSER, s->tid, (void *)DR_OFFSET(0), (void *)s->saved_dr0);
+	s->dr_armed = false;
+}
+
 /* Let go of a thread: give back registers if asked, then detach re-delivering
  * what it was about to receive. Safe to call in any state. */
 static void release(int pid, struct seized *s, bool restore)
@@ -971,6 +988,7 @@ static void release(int pid, struct seized *s, bool restore)
 			}
 		}
 	}
+	disarm(s);
 	if (restore && s->regs_saved && s->stopped) {
 		if (s->xstate) {
 			if (s->xstate_is_fp) {
@@ -1023,6 +1041,89 @@ static int save_xstate(struct seized *s, int *err)
 	return 0;
 }
 
+/* Let a thread that was stopped inside libc or the loader run until it returns
+ * into the application at addr (a return address on its stack): there every
+ * function above has returned and released its locks. The thread runs alone
+ * to that point under a hardware execution breakpoint, which lives in its own
+ * debug registers: no code is written and no other thread can hit it. Returns
+ * STOP_OK with the thread stopped at addr (s->regs refreshed), or STOP_TIMEOUT
+ * (stopped again elsewhere), STOP_GROUP, STOP_GONE or STOP_ERROR. */
+static int run_to_return(struct seized *s, uint64_t addr, unsigned timeout_ms)
+{
+	int status, r;
+
+	errno = 0;
+	long dr7 = ptrace(PTRACE_PEEKUSER, s->tid, (void *)DR_OFFSET(7), NULL);
+	if (errno || (dr7 & 0xff))
+		return STOP_ERROR;      /* debug registers in use (a debugger's watchpoint) */
+	long dr0 = ptrace(PTRACE_PEEKUSER, s->tid, (void *)DR_OFFSET(0), NULL);
+	if (errno)
+		return STOP_ERROR;
+	s->saved_dr0 = dr0;
+	s->saved_dr7 = dr7;
+	/* DR0 = addr; DR7: L0 enabled, break on execution (R/W0 = 00, LEN0 = 00) */
+	if (ptrace(PTRACE_POKEUSER, s->tid, (void *)DR_OFFSET(0), (void *)addr) < 0)
+		return STOP_ERROR;
+	s->dr_armed = true;
+	if (ptrace(PTRACE_POKEUSER, s->tid, (void *)DR_OFFSET(7), (void *)(dr7 | 1)) < 0 ||
+	    ptrace(PTRACE_CONT, s->tid, NULL, NULL) < 0) {
+		disarm(s);
+		return errno == ESRCH ? STOP_GONE : STOP_ERROR;
+	}
+	s->stopped = false;
+	uint64_t end = mono_ns() + (uint64_t)timeout_ms * 1000000u;
+	bool interrupted = false;
+	for (;;) {
+		uint64_t now = mono_ns();
+		unsigned left = now >= end ? 0 : (unsigned)((end - now) / 1000000u) + 1;
+		r = wait_tid(s->tid, &status, interrupted ? STOP_TIMEOUT_MS : left);
+		if (r == 0 && !interrupted) {
+			/* still not back: stop it wherever it is */
+			if (ptrace(PTRACE_INTERRUPT, s->tid, NULL, NULL) < 0)
+				return STOP_ERROR;
+			interrupted = true;
+			continue;
+		}
+		if (r == 0)
+			return STOP_TIMEOUT;    /* not even stopped: release() retries */
+		if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
+			s->seized = false;
+			s->dr_armed = false;
+			return STOP_GONE;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		int sig = WSTOPSIG(status), event = status >> 16;
+		s->stopped = true;
+		if (event == PTRACE_EVENT_STOP) {
+			disarm(s);
+			if (is_stop_signal(sig))
+				return STOP_GROUP;
+			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &s->regs) < 0)
+				return STOP_ERROR;
+			return STOP_TIMEOUT;
+		}
+		if (event == 0 && sig == SIGTRAP) {
+			struct user_regs_struct now_regs;
+			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &now_regs) == 0 && now_regs.rip == addr) {
+				/* there; the SIGTRAP is never delivered (resumed with 0) */
+				disarm(s);
+				s->regs = now_regs;
+				return STOP_OK;
+			}
+		}
+		/* any other signal goes to the program as it would have */
+		if (ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)(event ? 0 : sig)) < 0) {
+			if (errno == ESRCH) {
+				s->seized = false;
+				s->dr_armed = false;
+				return STOP_GONE;
+			}
+		}
+		s->stopped = false;
+	}
+}
+
 /* ---------------------------------------------------------------- the safe-point rule */
 
 enum frame_kind { FK_APP, FK_LDSO, FK_VDSO, FK_LIBC, FK_AGENT };
@@ -1063,7 +1164,37 @@ static enum frame_kind classify_ip(const struct classifier *cl, uint64_t ip, con
  * an allow-listed libc call made by the application, or running application
  * code; libc may appear under the application only as the bottom frames of a
  * thread or of main. Returns true, or false with *why. */
-static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, size_t whylen)
+/* Whether frames from..n-1 are fit to sit under the hijacked call: application
+ * code, with libc only as the bottom frames of a thread or of main. */
+static bool app_tail_ok(const enum frame_kind *kinds, const struct fsym *const *syms, int from,
+			int n, char *why, size_t whylen)
+{
+	for (int i = from; i < n; i++) {
+		if (kinds[i] == FK_APP)
+			continue;
+		if (kinds[i] == FK_LIBC && i >= n - 3 && (!syms[i] || (syms[i]->flags & SYM_BOTTOM)))
+			continue;
+		if (kinds[i] == FK_LDSO)
+			snprintf(why, whylen, "called from the dynamic loader (a constructor?)");
+		else if (kinds[i] == FK_LIBC && syms[i])
+			snprintf(why, whylen, "in a callback from %s", syms[i]->shown);
+		else {
+			/* internal helpers (msort...): name the exported caller below */
+			int k = i;
+			while (k < n && kinds[k] == FK_LIBC && !syms[k])
+				k++;
+			if (k < n && kinds[k] == FK_LIBC && syms[k])
+				snprintf(why, whylen, "in a callback from %s", syms[k]->shown);
+			else
+				snprintf(why, whylen, "in a callback from libc");
+		}
+		return false;
+	}
+	return true;
+}
+
+static bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, char *why,
+		       size_t whylen)
 {
 	uint64_t ips[MAX_FRAMES];
 	const struct fsym *syms[MAX_FRAMES];
@@ -1073,12 +1204,9 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 	void *upt;
 	const struct fsym *top;
 
-	/* The common refusals need no unwinding (which costs milliseconds over
-	 * ptrace): stopped in the loader, or in a non-blocking libc function. */
+	*run_to = 0;
+	/* Refusals that need no unwinding (which costs a millisecond over ptrace) */
 	switch (classify_ip(cl, rip, &top)) {
-	case FK_LDSO:
-		snprintf(why, whylen, "in the dynamic loader");
-		return false;
 	case FK_AGENT:
 		snprintf(why, whylen, "inside the memwatch agent");
 		return false;
@@ -1087,12 +1215,6 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 		 * file): the stack below could not be checked */
 		snprintf(why, whylen, "in the vDSO (clock_gettime...)");
 		return false;
-	case FK_LIBC:
-		if (top && !(top->flags & SYM_BLOCKING)) {
-			snprintf(why, whylen, "in %s", top->shown);
-			return false;
-		}
-		break;
 	default:
 		break;
 	}
@@ -1163,6 +1285,7 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 		}
 
 	int i = 0;
+	bool top_ok = true;
 	/* top: libc-internal code (lock waits, cancellation points)... */
 	while (i < n && kinds[i] == FK_LIBC && !syms[i])
 		i++;
@@ -1175,18 +1298,28 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 			snprintf(why, whylen, "in %s", syms[i]->shown);
 		else
 			snprintf(why, whylen, "inside libc (internal code at %#" PRIx64 ")", ips[0]);
-		return false;
-	}
-	if (i < n && kinds[i] == FK_LDSO) {
+		top_ok = false;
+	} else if (i < n && kinds[i] == FK_LDSO) {
 		snprintf(why, whylen, "in the dynamic loader");
-		return false;
-	}
-	if (i < n && kinds[i] == FK_LIBC) {
+		top_ok = false;
+	} else if (i < n && kinds[i] == FK_LIBC) {
 		if (syms[i])
 			snprintf(why, whylen, "in %s", syms[i]->shown);
 		else
 			snprintf(why, whylen, "inside libc (%#" PRIx64 ") under %s", ips[i],
 				 i ? syms[i - 1]->shown : "?");
+		top_ok = false;
+	}
+	if (!top_ok) {
+		/* Stopped inside libc or the loader, called from the application:
+		 * once that call returns, nothing above holds a lock. Worth running
+		 * to that return address if the stack below it is fit. */
+		int k = i;
+		while (k < n && kinds[k] != FK_APP)
+			k++;
+		char tail_why[96];
+		if (k > 0 && k < n && app_tail_ok(kinds, syms, k, n, tail_why, sizeof tail_why))
+			*run_to = ips[k];
 		return false;
 	}
 	if (i == n) {
@@ -1194,28 +1327,7 @@ static bool safe_point(struct classifier *cl, int tid, uint64_t rip, char *why, 
 		return false;
 	}
 	/* application frames; libc again only at the very bottom */
-	for (; i < n; i++) {
-		if (kinds[i] == FK_APP)
-			continue;
-		if (kinds[i] == FK_LIBC && i >= n - 3 && (!syms[i] || (syms[i]->flags & SYM_BOTTOM)))
-			continue;
-		if (kinds[i] == FK_LDSO)
-			snprintf(why, whylen, "called from the dynamic loader (a constructor?)");
-		else if (kinds[i] == FK_LIBC && syms[i])
-			snprintf(why, whylen, "in a callback from %s", syms[i]->shown);
-		else {
-			/* internal helpers (msort...): name the exported caller below */
-			int k = i;
-			while (k < n && kinds[k] == FK_LIBC && !syms[k])
-				k++;
-			if (k < n && kinds[k] == FK_LIBC && syms[k])
-				snprintf(why, whylen, "in a callback from %s", syms[k]->shown);
-			else
-				snprintf(why, whylen, "in a callback from libc");
-		}
-		return false;
-	}
-	return true;
+	return app_tail_ok(kinds, syms, i, n, why, whylen);
 }
 
 /* ---------------------------------------------------------------- remote calls */
@@ -1898,14 +2010,47 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 				continue;
 			}
 			bool fixed = undo_eintr(&s);
-			uint64_t t_vet = mono_ns();
+			uint64_t t_vet = mono_ns(), run_to = 0;
 			bool ok = regs_ok(&ij, &s, why, sizeof why) &&
-				  safe_point(&ij.cl, s.tid, s.regs.rip, why, sizeof why);
+				  safe_point(&ij.cl, s.tid, s.regs.rip, &run_to, why, sizeof why);
 			if (debug)
 				fprintf(stderr, "inject: tid %d rax=%lld orig_rax=%lld stopped after %.2f ms, "
-					"vetted in %.2f ms: %s%s\n", s.tid, (long long)s.regs.rax,
+					"vetted in %.2f ms: %s%s%s\n", s.tid, (long long)s.regs.rax,
 					(long long)s.regs.orig_rax, (double)(t_vet - s.t_interrupt) / 1e6,
-					ms_since(t_vet), ok ? "accepted" : "rejected: ", ok ? "" : why);
+					ms_since(t_vet), ok ? "accepted" : "rejected: ", ok ? "" : why,
+					run_to && round > 0 ? " (running it to its return)" : "");
+			/* From the second round on (no thread was at a safe point when
+			 * stopped), a thread inside libc is run to its return instead:
+			 * busy processes, rarely caught outside malloc, then still attach.
+			 * The first round prefers threads that need no run, whose pause
+			 * is shorter. */
+			if (!ok && run_to && round > 0 &&
+			    (!fixed || ptrace(PTRACE_SETREGS, s.tid, NULL, &s.regs) == 0)) {
+				uint64_t t_run = mono_ns(), target = run_to;
+				int rr = run_to_return(&s, target, RUN_TO_RETURN_MS);
+				s.ran_ms = ms_since(t_run);
+				fixed = false;
+				if (rr == STOP_OK) {
+					ok = regs_ok(&ij, &s, why, sizeof why) &&
+					     safe_point(&ij.cl, s.tid, s.regs.rip, &run_to, why, sizeof why);
+				} else if (rr == STOP_TIMEOUT) {
+					snprintf(why, sizeof why, "did not return to the application within %d ms",
+						 RUN_TO_RETURN_MS);
+					fixed = s.stopped && undo_eintr(&s);
+				} else if (rr == STOP_GROUP) {
+					release(pid, &s, false);
+					char *h = xasprintf("resume it (kill -CONT %d) and retry", pid);
+					ret = fail(INJECT_ENOSAFEPOINT, cause, hint, h,
+						   "the process is stopped: it cannot run the agent's start-up");
+					free(h);
+					goto out;
+				}
+				if (debug)
+					fprintf(stderr, "inject: tid %d ran to %#llx in %.2f ms: %s%s\n", s.tid,
+						(unsigned long long)target, s.ran_ms,
+						rr != STOP_OK ? "not reached, " : "",
+						ok ? "accepted" : why);
+			}
 			if (!ok) {
 				snprintf(c->why, sizeof c->why, "%s", why);
 				/* registers are written back only for the EINTR fix-up:
@@ -1925,7 +2070,7 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 			ret = do_calls(&ij, &s, res, &no_restore, cause, hint);
 			uint64_t t_release = mono_ns();
 			release(pid, &s, !no_restore);
-			res->pause_ms = ms_since(s.t_interrupt);
+			res->pause_ms = ms_since(s.t_interrupt) - s.ran_ms;
 			if (debug)
 				fprintf(stderr, "inject: calls %.2f ms, restore and detach %.2f ms\n",
 					(double)(t_release - t_calls) / 1e6, ms_since(t_release));

@@ -98,6 +98,22 @@ static void *placed(void *arg)
 	} else if (!strcmp(place, "usleep")) {
 		while (!stop_flag)
 			usleep(10000);
+	} else if (!strcmp(place, "memset")) {
+		/* nearly always inside libc's memset, which returns within ms */
+		size_t n = 16 << 20;
+		unsigned char *buf = malloc(n);
+		for (unsigned i = 0; buf && !stop_flag; i++) {
+			memset(buf, (int)(i & 0xff), n);
+			if (buf[n / 3] != (unsigned char)(i & 0xff))
+				corrupt_seen++;
+		}
+		free(buf);
+	} else if (!strcmp(place, "fread")) {
+		/* blocked in read() under fread, which holds the stream's lock */
+		FILE *f = fdopen(place_pipe[0], "r");
+		int c = f ? fgetc(f) : EOF;
+		if (c != 'p')
+			corrupt_seen++;
 	}
 	return NULL;
 }
