@@ -1617,6 +1617,8 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 	if (ij->st.tgid && ij->st.tgid != pid)
 		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 			    "%d is a thread of process %d, not a process", pid, ij->st.tgid);
+	if (pid == getpid())
+		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL, "memwatch cannot attach to itself");
 	if (ij->st.tracer) {
 		char comm[80] = "?";
 		snprintf(fn, sizeof fn, "/proc/%d/comm", ij->st.tracer);
