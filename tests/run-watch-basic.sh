@@ -46,7 +46,8 @@ awk -v p="$grow" '$2 == p { t = $1 } END { exit !(t >= 3.9 && t <= 5) }' grow.lo
 # flat: 16 MiB touched once; /proc/PID form; the watch command's name
 start_target "$TARGETS/flat" 16
 flat=$target_pid
-sleep 0.3
+# until its memory is touched (a loaded machine may take a while)
+wait_until "awk '/^RssAnon:/ { exit !(\$2 >= 16384) }' /proc/$flat/status 2>/dev/null" 20
 run_mw 0 watch -p "/proc/$flat" -i 100ms -d 1s -o flat.log --pss
 expect_grep "^# command: memwatch watch -p /proc/$flat " flat.log
 expect_grep '^# pss: yes$' flat.log

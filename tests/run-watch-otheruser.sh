@@ -15,7 +15,8 @@ as_nobody test -x "$MEMWATCH" || skip "user nobody cannot run $MEMWATCH"
 # a root-owned target, watched by nobody; the log goes to stdout, kept by the shell
 start_target "$TARGETS/flat" 8
 p=$target_pid
-sleep 0.3
+# until its memory is touched (a loaded machine may take a while)
+wait_until "awk '/^RssAnon:/ { exit !(\$2 >= 8192) }' /proc/$p/status 2>/dev/null" 20
 as_nobody "$MEMWATCH" -p "$p" --pss -i 100ms -d 500ms -o - >out 2>err
 status=$?
 [ "$status" -eq 0 ] || fail "status $status watching root's process as nobody: $(cat err)"
