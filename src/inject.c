@@ -605,7 +605,8 @@ static bool cgroup_frozen(int pid)
 		} else if ((path = strstr(line, ":freezer:"))) {
 			path += 9;
 			snprintf(fn, sizeof fn, "/sys/fs/cgroup/freezer%s/freezer.state", path);
-			if (read_small_file(fn, buf, sizeof buf) > 0 && !strncmp(buf, "FROZEN", 6))
+			if (read_small_file(fn, buf, sizeof buf) > 0 &&
+			    (!strncmp(buf, "FROZEN", 6) || !strncmp(buf, "FREEZING", 8)))
 				frozen = true;
 		}
 	}
@@ -1681,12 +1682,14 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 	if (blind && deleted)
 		return fail(INJECT_EUNSUPPORTED, cause, hint,
 			    "restart the program, or start it with memwatch run",
-			    "'%.*s' was replaced or deleted on disk since the process loaded it: its stacks cannot be checked for a safe point",
+			    "'%.*s' was replaced or deleted on disk since the process loaded it: "
+			    "its stacks cannot be checked for a safe point",
 			    (int)(strstr(blind, " (deleted)") - blind), blind);
 	if (blind)
 		return fail(INJECT_EUNSUPPORTED, cause, hint,
 			    "run memwatch inside the process's container, or start the program with memwatch run",
-			    "'%s' is not the same file for memwatch as inside the process's root (a container): its stacks cannot be checked for a safe point",
+			    "'%s' is not the same file for memwatch as inside the process's root "
+			    "(a container): its stacks cannot be checked for a safe point",
 			    blind);
 	if (module_from_maps(pid, &ij->cl.maps, match_ldso, 0, 0, false, NULL, &ij->cl.ldso, cause) < 0)
 		return -INJECT_EINTERNAL;
@@ -1847,7 +1850,8 @@ call_failed:
 	case CALL_CRASH:
 		*no_restore = true;
 		return fail(INJECT_EINTERNAL, cause, hint,
-			    ij->st.seccomp == 2 ? "the process runs under a seccomp filter, which may kill it for the loader's system calls" : NULL,
+			    ij->st.seccomp == 2 ? "the process runs under a seccomp filter, which may kill "
+						  "it for the loader's system calls" : NULL,
 			    "the process crashed during injection: %s",
 			    msg[0] ? msg : "fatal signal");
 	case CALL_TIMEOUT:

@@ -63,13 +63,15 @@ cg=
 if [ -w /sys/fs/cgroup/freezer ] && mkdir "/sys/fs/cgroup/freezer/mw-attach-$$" 2>/dev/null; then
 	cg=/sys/fs/cgroup/freezer/mw-attach-$$
 	freeze() { echo "$1" >"$cg/freezer.state"; }
+	frozen() { grep -q FROZEN "$cg/freezer.state"; }
 elif [ -f /sys/fs/cgroup/cgroup.controllers ] && mkdir "/sys/fs/cgroup/mw-attach-$$" 2>/dev/null; then
 	cg=/sys/fs/cgroup/mw-attach-$$
 	freeze() { if [ "$1" = FROZEN ]; then echo 1; else echo 0; fi >"$cg/cgroup.freeze"; }
+	frozen() { grep -q 'frozen 1' "$cg/cgroup.events"; }
 fi
 if [ -n "$cg" ] && echo "$t" >"$cg/cgroup.procs" 2>/dev/null; then
 	freeze FROZEN
-	sleep 0.3
+	wait_until frozen 10
 	run_inject 5 "$t" "$PROBE" ""
 	expect_err_line "pid $t: cannot attach: the process is in a frozen cgroup"
 	freeze THAWED
