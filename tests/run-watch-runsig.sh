@@ -38,7 +38,10 @@ sleep 0.5
 kill -0 "$mw" 2>/dev/null || fail "memwatch ended at the first signal while the command runs"
 # signals sent close together may merge into one: send until memwatch gives up
 i=0
-while kill -0 "$mw" 2>/dev/null && [ "$i" -lt 20 ]; do
+running() {
+	grep -Eq '^State:[[:space:]]*[^Z]' "/proc/$1/status" 2>/dev/null
+}
+while running "$mw" && [ "$i" -lt 20 ]; do
 	kill -TERM "$mw" 2>/dev/null
 	sleep 0.3
 	i=$((i + 1))
