@@ -123,9 +123,20 @@ static int request(int fd, const char *line, char *buf, size_t size, char **caus
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			*cause = xasprintf("pid %d: writing to the memwatch agent: %s", peer_pid_of(fd),
-					   errno == EAGAIN ? "timed out" : strerror(errno));
+			int err = errno;
+			char *ignored = NULL;
 			free(req);
+			/* An agent that refuses a peer says why and hangs up at once: its
+			 * reason may be waiting while our request could not be sent. */
+			if ((err == EPIPE || err == ECONNRESET) &&
+			    read_line(fd, buf, size, &ignored) == 0 && strncmp(buf, "err ", 4) == 0) {
+				*cause = xasprintf("pid %d: the memwatch agent refused '%s': %s",
+						   peer_pid_of(fd), line, buf + 4);
+				return -1;
+			}
+			free(ignored);
+			*cause = xasprintf("pid %d: writing to the memwatch agent: %s", peer_pid_of(fd),
+					   err == EAGAIN ? "timed out" : strerror(err));
 			return -1;
 		}
 		off += (size_t)w;

@@ -156,8 +156,6 @@ int cmd_snap(int argc, char **argv)
 	path = o.output ? xstrdup(o.output) : default_name(o.pid);
 	if (snapshot_write_bytes(buf, len, path, o.force, &cause) < 0) {
 		mw_error("%s", cause);
-		if (errno == EEXIST || strstr(cause, "exists"))
-			mw_hint("use -f to overwrite it, or -o another name");
 		goto out;
 	}
 	for (i = 0; i < s->nstacks; i++) {
@@ -172,10 +170,11 @@ int cmd_snap(int argc, char **argv)
 		mw_warn("pid %d: the agent is loaded but not capturing: the snapshot is empty", o.pid);
 		mw_hint("capture starts with 'memwatch run' or when 'memwatch -p %d' sees growth", o.pid);
 	} else {
+		char b2[32];
 		printf("pid %d: %s live (estimated) in %zu stacks, %llu live samples, "
-		       "sample rate %llu bytes%s\n",
+		       "sample rate %s%s\n",
 		       o.pid, fmt_bytes(b1, sizeof b1, (double)live), s->nstacks,
-		       (unsigned long long)samples, (unsigned long long)s->sample_rate,
+		       (unsigned long long)samples, fmt_bytes(b2, sizeof b2, (double)s->sample_rate),
 		       s->dropped_stacks ? " (some stacks dropped: over the stack limit)" : "");
 	}
 	ret = MW_EXIT_OK;
