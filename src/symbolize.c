@@ -16,6 +16,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -27,8 +28,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* libstdc++'s demangler (C++ and legacy Rust names, both _Z...). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* libstdc++'s demangler (C++ and legacy Rust names, both _Z...), and the few
+ * debuginfod client calls used for the progress line, are looked up at run
+ * time: linking libstdc++ and libdebuginfod (with curl and its TLS stack) would
+ * triple memwatch's resident size while it watches, and libdw loads the
+ * debuginfod client by itself when DEBUGINFOD_URLS is set. */
+typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
+
+/* The demangler, or NULL when libstdc++ is not installed (names stay mangled). */
+static demangle_fn *demangler(void)
+{
+	static bool tried;
+	static demangle_fn *fn;
+	if (!tried) {
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+		tried = true;
+		if (h)
+			fn = (demangle_fn *)dlsym(h, "__cxa_demangle");
+	}
+	return fn;
+}
+
+static struct {
+	void *(*get_user_data)(debuginfod_client *);
+	void (*set_user_data)(debuginfod_client *, void *);
+	void (*set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+} dbgd;
 
 /* Where modules are placed in the Dwfl address space: above every user-space
  * address, each in its own 64 GiB window. */
@@ -183,7 +208,7 @@ static const char *intern_name(struct symbolizer *z, const char *name)
 		return NULL;
 	if (name[0] != '_' || name[1] != 'Z')
 		return intern(z, name);
-	d = __cxa_demangle(name, NULL, NULL, &status);
+	d = demangler() ? demangler()(name, NULL, NULL, &status) : NULL;
 	if (status != 0 || !d) {
 		free(d);
 		return intern(z, name);
@@ -239,7 +264,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 /* debuginfod's progress, on a terminal only: one line rewritten in place. */
 static int progress(debuginfod_client *c, long a, long b)
 {
-	struct symbolizer *z = debuginfod_get_user_data(c);
+	struct symbolizer *z = dbgd.get_user_data(c);
 	if (z)
 		z->progress_shown = true;
 	if (b > 0)
@@ -463,9 +488,16 @@ static void start_dwfl(struct symbolizer *z)
 	if (getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") &&
 	    !getenv("DEBUGINFOD_PROGRESS") && isatty(STDERR_FILENO)) {
 		debuginfod_client *c = dwfl_get_debuginfod_client(z->dwfl);
-		if (c) {
-			debuginfod_set_user_data(c, z);
-			debuginfod_set_progressfn(c, progress);
+		/* libdw has loaded the client library: find its calls there */
+		void *h = c ? dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_NOLOAD) : NULL;
+		if (h) {
+			*(void **)&dbgd.get_user_data = dlsym(h, "debuginfod_get_user_data");
+			*(void **)&dbgd.set_user_data = dlsym(h, "debuginfod_set_user_data");
+			*(void **)&dbgd.set_progressfn = dlsym(h, "debuginfod_set_progressfn");
+		}
+		if (dbgd.get_user_data && dbgd.set_user_data && dbgd.set_progressfn) {
+			dbgd.set_user_data(c, z);
+			dbgd.set_progressfn(c, progress);
 		}
 	}
 }
