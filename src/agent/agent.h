@@ -156,7 +156,6 @@ uint64_t mw_now_ns(void) MW_HIDDEN;
 
 /* server.c: the control thread. */
 int mw_server_start(char **why) MW_HIDDEN;    /* socket bound and thread running, or -1 */
-void mw_server_wake(void) MW_HIDDEN;          /* async-signal-safe nudge: modules changed */
 void mw_server_atfork_child(void) MW_HIDDEN;  /* the thread is gone in the child */
 int mw_server_pid(void) MW_HIDDEN;            /* pid the running server belongs to, 0 if none */
 

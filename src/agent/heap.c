@@ -627,11 +627,6 @@ void *mw_sampled_alloc(void *p, size_t size)
 	t->left = draw_gap(t);
 	if (p)
 		record(p, size);
-	/* A module loaded by a path that bypasses every GOT (libc's internal
-	 * dlopen, dlmopen): let the control thread patch it now rather than at
-	 * its next round. */
-	if ((nsamples & 15) == 0 && mw_hooks_installed() && mw_modules_changed())
-		mw_server_wake();
 out:
 	t->guard--;
 	return p;

@@ -275,11 +275,11 @@ static void *hk_dlopen(const char *name, int flags)
 	h = open_for_caller(name, flags, caller);
 	/* New modules get their slots patched before the caller uses them. If the
 	 * patcher is busy (a load from inside another load's constructor while the
-	 * control thread waits for the loader lock), let the control thread do it. */
+	 * control thread waits for the loader lock), the control thread's next
+	 * tick does it. */
 	if (h && mw_hooks_installed()) {
 		mw_tls.guard++;
-		if (mw_hooks_refresh(false) < 0)
-			mw_server_wake();
+		mw_hooks_refresh(false);
 		mw_tls.guard--;
 	}
 	return h;

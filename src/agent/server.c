@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -27,30 +29,75 @@
 #define LINE_MAX_LEN 256
 #define SEND_TIMEOUT_S 10
 
-struct client {
+/* A descriptor of the agent's, with the identity of what it refers to. The
+ * program may close descriptors it did not open (a daemon closing everything
+ * at start, for one) and get the same numbers back for files of its own: the
+ * agent then must neither read nor write nor close them. So every use is
+ * preceded by a check that the number still names our object, and one that
+ * does not is forgotten, never closed. The descriptors are also moved high,
+ * out of the range programs usually hand out. */
+struct owned {
 	int fd;
+	dev_t dev;
+	ino_t ino;
+};
+
+struct client {
+	struct owned o;
 	size_t len;
 	char buf[LINE_MAX_LEN];
 };
 
-static int listen_fd = -1;
-static int wake_rd = -1, wake_wr = -1;
+static struct owned listener = { -1, 0, 0 };
 static int server_pid_v;
 static struct client clients[MAX_CLIENTS];
-static int owner_fd = -1;    /* the connection that owns the capture, or -1 */
+static struct client *owner;    /* the connection that owns the capture, or NULL */
 
 int mw_server_pid(void)
 {
 	return server_pid_v;
 }
 
-void mw_server_wake(void)
+/* Move fd above the numbers a program usually uses and remember what it is.
+ * Returns the descriptor to use (fd itself if it could not be moved). */
+static int adopt(int fd, struct owned *o)
 {
-	int fd = __atomic_load_n(&wake_wr, __ATOMIC_RELAXED);
-	if (fd >= 0) {
-		ssize_t r = write(fd, "w", 1);
-		(void)r;
+	struct rlimit rl;
+	struct stat st;
+	long hi = 200;
+	int nfd;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > 400)
+		hi = (long)rl.rlim_cur - 100 < 4000 ? (long)rl.rlim_cur - 100 : 4000;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)hi);
+	if (nfd >= 0) {
+		close(fd);
+		fd = nfd;
 	}
+	o->fd = fd;
+	if (fstat(fd, &st) == 0) {
+		o->dev = st.st_dev;
+		o->ino = st.st_ino;
+	} else {
+		o->dev = 0;
+		o->ino = 0;
+	}
+	return fd;
+}
+
+/* Does o still name the object we opened? */
+static bool ours(const struct owned *o)
+{
+	struct stat st;
+	return o->fd >= 0 && fstat(o->fd, &st) == 0 && st.st_ino == o->ino && st.st_dev == o->dev;
+}
+
+/* Close o if it is still ours; forget it either way. */
+static void release(struct owned *o)
+{
+	if (ours(o))
+		close(o->fd);
+	o->fd = -1;
 }
 
 /* The child of a fork has none of the parent's threads: forget the server and
@@ -61,19 +108,10 @@ void mw_server_atfork_child(void)
 	int i;
 	if (!server_pid_v)
 		return;
-	if (listen_fd >= 0)
-		close(listen_fd);
-	if (wake_rd >= 0)
-		close(wake_rd);
-	if (wake_wr >= 0)
-		close(wake_wr);
-	listen_fd = wake_rd = wake_wr = -1;
+	release(&listener);
 	for (i = 0; i < MAX_CLIENTS; i++)
-		if (clients[i].fd >= 0) {
-			close(clients[i].fd);
-			clients[i].fd = -1;
-		}
-	owner_fd = -1;
+		release(&clients[i].o);
+	owner = NULL;
 	server_pid_v = 0;
 }
 
@@ -411,14 +449,16 @@ static int do_snapshot(int fd)
 }
 
 /* One request line. Returns -1 when the connection is to be dropped. */
-static int handle_line(int fd, char *line)
+static int handle_line(struct client *c, char *line)
 {
+	int fd = c->o.fd;
+
 	if (strncmp(line, "start", 5) == 0 && (line[5] == 0 || line[5] == ' ')) {
 		uint64_t rate = MW_DEFAULT_RATE, depth = MW_DEFAULT_DEPTH, ms = 0;
 		if (request_num(line, "rate", &rate) < 0 || request_num(line, "depth", &depth) < 0 ||
 		    request_num(line, "max-stacks", &ms) < 0 || rate == 0 || depth > MW_MAX_DEPTH)
 			return reply(fd, "err bad start request '%.100s'", line);
-		owner_fd = fd;
+		owner = c;
 		if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE))
 			return reply(fd, "ok already capturing rate=%llu", (unsigned long long)mw_rate);
 		mw_capture_start(rate, (unsigned)depth, ms);
@@ -427,12 +467,12 @@ static int handle_line(int fd, char *line)
 	}
 	if (strcmp(line, "stop") == 0) {
 		mw_capture_stop(true);
-		if (owner_fd == fd)
-			owner_fd = -1;
+		if (owner == c)
+			owner = NULL;
 		return reply(fd, "ok stopped");
 	}
 	if (strcmp(line, "hold") == 0) {
-		owner_fd = fd;
+		owner = c;
 		return reply(fd, "ok holding");
 	}
 	if (strcmp(line, "status") == 0)
@@ -442,24 +482,31 @@ static int handle_line(int fd, char *line)
 	return reply(fd, "err unknown request '%.100s'", line);
 }
 
+/* Forget a connection (closing it if it is still ours). */
 static void drop_client(struct client *c)
 {
-	if (c->fd == owner_fd) {
+	if (c == owner) {
 		/* The owner went away without "stop" (killed, crashed): leave the
 		 * target as it was before memwatch came. */
-		owner_fd = -1;
+		owner = NULL;
 		mw_capture_stop(true);
 	}
-	close(c->fd);
-	c->fd = -1;
+	release(&c->o);
 	c->len = 0;
 }
 
 /* Read what a client sent and answer every complete line. */
 static void serve_client(struct client *c)
 {
-	ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, MSG_DONTWAIT);
+	ssize_t n;
 	size_t start = 0, i;
+
+	if (!ours(&c->o)) {
+		c->o.fd = -1;
+		drop_client(c);
+		return;
+	}
+	n = recv(c->o.fd, c->buf + c->len, sizeof c->buf - c->len, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		drop_client(c);
 		return;
@@ -473,7 +520,7 @@ static void serve_client(struct client *c)
 		c->buf[i] = 0;
 		if (i > start && c->buf[i - 1] == '\r')
 			c->buf[i - 1] = 0;
-		if (handle_line(c->fd, c->buf + start) < 0) {
+		if (handle_line(c, c->buf + start) < 0) {
 			drop_client(c);
 			return;
 		}
@@ -482,7 +529,7 @@ static void serve_client(struct client *c)
 	memmove(c->buf, c->buf + start, c->len - start);
 	c->len -= start;
 	if (c->len == sizeof c->buf) {
-		reply(c->fd, "err request too long");
+		reply(c->o.fd, "err request too long");
 		drop_client(c);
 	}
 }
@@ -500,7 +547,11 @@ static bool peer_allowed(int fd)
 static void accept_client(void)
 {
 	struct timeval tv = { SEND_TIMEOUT_S, 0 };
-	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC), i;
+	int fd, i;
+
+	if (!ours(&listener))
+		return;
+	fd = accept4(listener.fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (!peer_allowed(fd)) {
@@ -510,8 +561,8 @@ static void accept_client(void)
 	}
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	for (i = 0; i < MAX_CLIENTS; i++)
-		if (clients[i].fd < 0) {
-			clients[i].fd = fd;
+		if (clients[i].o.fd < 0) {
+			adopt(fd, &clients[i].o);
 			clients[i].len = 0;
 			return;
 		}
@@ -519,55 +570,13 @@ static void accept_client(void)
 	close(fd);
 }
 
-static void *server_main(void *arg)
-{
-	(void)arg;
-	/* Everything this thread allocates goes to the allocator unsampled. */
-	mw_tls.guard = 1;
-	for (;;) {
-		struct pollfd pfd[MAX_CLIENTS + 2];
-		int idx[MAX_CLIENTS];
-		int n = 0, i, r;
-		pfd[n].fd = listen_fd;
-		pfd[n++].events = POLLIN;
-		pfd[n].fd = wake_rd;
-		pfd[n++].events = POLLIN;
-		for (i = 0; i < MAX_CLIENTS; i++)
-			if (clients[i].fd >= 0) {
-				idx[n - 2] = i;
-				pfd[n].fd = clients[i].fd;
-				pfd[n++].events = POLLIN;
-			}
-		r = poll(pfd, (nfds_t)n, 1000);
-		if (r < 0 && errno != EINTR)
-			continue;
-		if (r > 0 && (pfd[1].revents & POLLIN)) {
-			char b[64];
-			while (read(wake_rd, b, sizeof b) > 0)
-				;
-		}
-		/* Modules that appeared without our dlopen hook seeing them. */
-		if (mw_hooks_installed() && mw_modules_changed())
-			mw_hooks_refresh(true);
-		if (r <= 0)
-			continue;
-		for (i = 2; i < n; i++)
-			if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
-				serve_client(&clients[idx[i - 2]]);
-		if (pfd[0].revents & POLLIN)
-			accept_client();
-	}
-	return NULL;
-}
-
-int mw_server_start(char **why)
+/* Bind and listen on this process's abstract name. A descriptor, or -1 with
+ * *why naming the call that failed. */
+static int open_listener(const char **why)
 {
 	struct sockaddr_un sa;
 	socklen_t salen;
-	sigset_t all, old;
-	pthread_attr_t attr;
-	pthread_t th;
-	int fd, p[2], i, n;
+	int fd, n;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
@@ -584,17 +593,82 @@ int mw_server_start(char **why)
 		close(fd);
 		return -1;
 	}
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-		*why = "pipe";
-		close(fd);
+	return adopt(fd, &listener);
+}
+
+/* Check every descriptor before poll sees it: one the program closed (or
+ * closed and reused) is forgotten; a lost listener is opened again. */
+static void check_descriptors(void)
+{
+	const char *why;
+	int i;
+	if (listener.fd >= 0 && !ours(&listener))
+		listener.fd = -1;
+	if (listener.fd < 0)
+		open_listener(&why);
+	for (i = 0; i < MAX_CLIENTS; i++)
+		if (clients[i].o.fd >= 0 && !ours(&clients[i].o)) {
+			clients[i].o.fd = -1;
+			drop_client(&clients[i]);
+		}
+}
+
+static void *server_main(void *arg)
+{
+	(void)arg;
+	/* Everything this thread allocates goes to the allocator unsampled. */
+	mw_tls.guard = 1;
+	for (;;) {
+		struct pollfd pfd[MAX_CLIENTS + 1];
+		int idx[MAX_CLIENTS];
+		int n = 0, i, r;
+
+		check_descriptors();
+		if (listener.fd >= 0) {
+			pfd[n].fd = listener.fd;
+			pfd[n++].events = POLLIN;
+		}
+		for (i = 0; i < MAX_CLIENTS; i++)
+			if (clients[i].o.fd >= 0) {
+				idx[n] = i;
+				pfd[n].fd = clients[i].o.fd;
+				pfd[n++].events = POLLIN;
+			}
+		/* A short tick: modules loaded behind every hook's back (dlmopen,
+		 * the C library's own loads) are found within a quarter second. */
+		r = poll(pfd, (nfds_t)n, 250);
+		if (mw_hooks_installed() && mw_modules_changed())
+			mw_hooks_refresh(true);
+		if (r <= 0)
+			continue;
+		for (i = 0; i < n; i++) {
+			if (pfd[i].fd == listener.fd) {
+				if (pfd[i].revents & POLLIN)
+					accept_client();
+				continue;
+			}
+			if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))
+				serve_client(&clients[idx[i]]);
+		}
+	}
+	return NULL;
+}
+
+int mw_server_start(char **why)
+{
+	const char *w = NULL;
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+	int i;
+
+	for (i = 0; i < MAX_CLIENTS; i++)
+		clients[i].o.fd = -1;
+	owner = NULL;
+	if (open_listener(&w) < 0) {
+		*why = (char *)w;
 		return -1;
 	}
-	for (i = 0; i < MAX_CLIENTS; i++)
-		clients[i].fd = -1;
-	owner_fd = -1;
-	listen_fd = fd;
-	wake_rd = p[0];
-	__atomic_store_n(&wake_wr, p[1], __ATOMIC_RELEASE);
 	/* The thread blocks every signal: the target's handlers run on its own
 	 * threads, as they did before the agent came. */
 	sigfillset(&all);
@@ -607,10 +681,7 @@ int mw_server_start(char **why)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (i != 0) {
 		*why = "pthread_create";
-		close(fd);
-		close(p[0]);
-		close(p[1]);
-		listen_fd = wake_rd = wake_wr = -1;
+		release(&listener);
 		return -1;
 	}
 #ifdef __GLIBC__
