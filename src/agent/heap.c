@@ -566,15 +566,15 @@ static void remove_live_locked(uintptr_t p, struct mw_taken *t)
 /* Unwind the allocating thread and record the block. */
 static void record(void *p, size_t size)
 {
-	uintptr_t ips[MW_MAX_DEPTH + 16];
-	unsigned depth = mw_depth, cap, skip = 0, nf;
+	unsigned depth = mw_depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : mw_depth, skip = 0, nf;
+	unsigned cap = depth + 16;
+	/* Sized by the depth in force (640 bytes at the default): this runs on
+	 * whatever stack called malloc, which may be small. */
+	uintptr_t ips[cap];
 	uint32_t flags = 0, id;
 	uint64_t h, wb, wn;
 	int n;
 
-	if (depth > MW_MAX_DEPTH)
-		depth = MW_MAX_DEPTH;
-	cap = depth + 16;
 	n = unw_backtrace((void **)ips, (int)cap);
 	if (n < 0)
 		n = 0;
