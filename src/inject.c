@@ -201,6 +201,16 @@ static const char *const blocking_calls[] = {
 	"__close", "ioctl", "splice", "tee", "sendfile", "sendfile64", "getrandom",
 	"fcntl", "fcntl64", "__fcntl", "lockf", "lockf64", "copy_file_range",
 	"clock_gettime", "__clock_gettime", "gettimeofday", "time",
+	/* stdio reads blocked in read(): they hold only their own stream's lock,
+	 * which neither the loader nor the agent takes (the agent reads no
+	 * stream); stdio writes are not here, as the agent may write to stderr */
+	"fgets", "fgets_unlocked", "fgetc", "fgetc_unlocked", "getc", "_IO_getc", "getc_unlocked",
+	"getchar", "getchar_unlocked", "fread", "_IO_fread", "fread_unlocked", "getline",
+	"getdelim", "__getdelim", "_IO_getline", "_IO_getline_info", "fgetws", "fgetwc", "getwc",
+	"getwchar", "scanf", "fscanf", "vscanf", "vfscanf", "__isoc99_scanf", "__isoc99_fscanf",
+	"__isoc99_vscanf", "__isoc99_vfscanf", "__isoc23_scanf", "__isoc23_fscanf",
+	"_IO_file_underflow", "__underflow", "__uflow", "_IO_default_uflow", "_IO_file_read",
+	"__wunderflow", "__wuflow", "_IO_wfile_underflow",
 	NULL,
 };
 

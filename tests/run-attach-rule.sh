@@ -3,9 +3,9 @@
 # main thread waits in epoll_wait (never interrupted); one other thread blocks
 # in read() inside a callback from dl_iterate_phdr (which holds the loader's
 # lock), inside qsort's comparator, or inside a signal handler: each must be
-# refused by name. A thread in fgetc (the stream locked) is refused even when
-# run to its return; one inside memset is run to its return and accepted there;
-# a thread in usleep() is accepted.
+# refused by name. A thread waiting under system() is refused even when run to
+# its return; one inside memset is run to its return and accepted there;
+# threads in fgetc() and usleep() are accepted.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/attach-lib.sh"
 
@@ -23,15 +23,21 @@ for place in dl_iterate_phdr qsort handler; do
 	expect_target_ok "$t" 40 "t-$place.out"
 done
 
-# blocked in read() under fgetc, which holds the stream's lock: refused, and
-# run to its return in vain (it does not return): interrupted again, left as
-# it was (its read() resumes and gets its byte at the end)
+# blocked in read() under fgetc, which holds only its stream's lock: accepted
 start_attach_target ready-fread --seconds 2 --main-epoll --place fread >t-fread.out 2>&1
 t=$target_pid
-MEMWATCH_INJECT_DEBUG=1 "$MW_INJECT" --deadline 300 "$t" "$PROBE" "" >out 2>err
-[ $? -eq 5 ] || fail "fread: expected exit status 5"
-expect_grep "thread [0-9]+ did not return to the application within" err
+run_inject 0 "$t" "$PROBE" "marker=$tmp/marker-fread"
+expect_grep "^start pid=$t " marker-fread
 expect_target_ok "$t" 40 t-fread.out
+
+# waiting for a child under system(): refused, and run to its return in vain
+# (it does not return in time): interrupted again and left as it was
+start_attach_target ready-system --seconds 2 --main-epoll --place system >t-system.out 2>&1
+t=$target_pid
+MEMWATCH_INJECT_DEBUG=1 "$MW_INJECT" --deadline 300 "$t" "$PROBE" "" >out 2>err
+[ $? -eq 5 ] || fail "system: expected exit status 5"
+expect_grep "thread [0-9]+ did not return to the application within" err
+expect_target_ok "$t" 40 t-system.out
 
 # inside memset (libc, no lock): run to its return, then accepted there
 start_attach_target ready-memset --seconds 3 --main-epoll --place memset >t-memset.out 2>&1

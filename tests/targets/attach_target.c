@@ -108,8 +108,12 @@ static void *placed(void *arg)
 				corrupt_seen++;
 		}
 		free(buf);
+	} else if (!strcmp(place, "system")) {
+		/* waiting for a child under system(), which holds libc's lock for it */
+		if (system("sleep 1.5") != 0)
+			corrupt_seen++;
 	} else if (!strcmp(place, "fread")) {
-		/* blocked in read() under fread, which holds the stream's lock */
+		/* blocked in read() under fgetc, which holds only the stream's lock */
 		FILE *f = fdopen(place_pipe[0], "r");
 		int c = f ? fgetc(f) : EOF;
 		if (c != 'p')
@@ -400,6 +404,13 @@ int main(int argc, char **argv)
 		pthread_create(&th[nth++], NULL, cond_waiter, NULL);
 	if (want_ticker)
 		pthread_create(&th[nth++], NULL, ticker, NULL);
+	if (place && !strcmp(place, "system")) {
+		/* the child's SIGCHLD would interrupt the main thread's epoll_wait */
+		sigset_t chld;
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		pthread_sigmask(SIG_BLOCK, &chld, NULL);
+	}
 	if (place)
 		pthread_create(&th[nth++], NULL, placed, NULL);
 	if (nsignals && want_reader)
