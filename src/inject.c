@@ -1548,7 +1548,38 @@ struct injector {
 	uint64_t start_off;         /* memwatch_agent_start in the agent file, relative to its bias */
 	struct module loaded;       /* the agent already mapped (already_loaded) */
 	struct classifier cl;
+	unsigned long long start_time;  /* of the process: tells a reused pid apart */
 };
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks), or 0. */
+static unsigned long long proc_start_time(int pid)
+{
+	char fn[64], buf[1024], *p;
+	unsigned long long t = 0;
+
+	snprintf(fn, sizeof fn, "/proc/%d/stat", pid);
+	if (read_small_file(fn, buf, sizeof buf) <= 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	/* after "pid (comm)": state is field 3, starttime field 22 */
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		   "%*d %*d %llu", &t) != 1)
+		return 0;
+	return t;
+}
+
+/* The stopped thread is still one of the process we prepared for: neither the
+ * pid nor the thread id was reused by another process meanwhile (a stopped
+ * thread cannot change process, so this holds until we let go). */
+static bool still_ours(const struct injector *ij, int tid)
+{
+	char fn[96];
+	struct proc_status st;
+
+	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", ij->pid, tid);
+	if (read_status(fn, &st) < 0 || st.tgid != ij->pid)
+		return false;
+	return proc_start_time(ij->pid) == ij->start_time;
+}
 
 /* Set the error and return its negated kind. */
 static int fail(int kind, char **cause, char **hint, const char *h, const char *fmt, ...)
@@ -1625,6 +1656,7 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 		return fail(INJECT_ENOPROC, cause, hint, NULL, "no such process");
 	if (ij->st.state == 'Z' || ij->st.state == 'X')
 		return fail(INJECT_ENOPROC, cause, hint, NULL, "the process has exited (zombie)");
+	ij->start_time = proc_start_time(pid);
 	if (ij->st.tgid && ij->st.tgid != pid)
 		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 			    "%d is a thread of process %d, not a process", pid, ij->st.tgid);
@@ -2019,6 +2051,12 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 					goto out;
 				}
 				continue;
+			}
+			if (!still_ours(&ij, s.tid)) {
+				release(pid, &s, false);
+				ret = fail(INJECT_ENOPROC, cause, hint, NULL,
+					   "the process exited (its pid or a thread id was reused)");
+				goto out;
 			}
 			if (save_regs(&s, &err) < 0) {
 				snprintf(c->why, sizeof c->why, "cannot read registers: %s", strerror(err));
