@@ -19,6 +19,13 @@ fi
 start_attach_target ready --seconds 6 --workers 1 >t.out 2>&1
 t=$target_pid
 
+# a thread id is not a process
+tid=$(ls "/proc/$t/task" | grep -v "^$t\$" | head -n 1)
+if [ -n "$tid" ]; then
+	run_inject 5 "$tid" "$PROBE" ""
+	expect_err_line "pid $tid: cannot attach: $tid is a thread of process $t, not a process"
+fi
+
 # another user
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 &&
 	setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null &&
