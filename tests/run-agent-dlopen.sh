@@ -1,9 +1,9 @@
 #!/bin/sh
 # run-agent-dlopen.sh: libraries loaded after the agent started are hooked: by
 # dlopen (a slash-less name still found along the *caller's* RUNPATH, not the
-# agent's), and by dlmopen, which bypasses every GOT and is caught by the
-# control thread watching the loader's counters. Their allocations are exact
-# at rate 1.
+# agent's), by dlmopen, which bypasses every GOT and is caught by the control
+# thread watching the loader's counters, and again after a dlclose and a new
+# dlopen of the same library. Their allocations are exact at rate 1.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/agent-lib.sh"
 
@@ -16,11 +16,11 @@ hooks_of() {
 	"$CTL" "$1" status 2>/dev/null | sed -n 's/^status: .* hooks=\([0-9]*\) .*/\1/p'
 }
 
-for mode in rpath path dlmopen; do
+for mode in rpath path dlmopen reload; do
 	start_agent_target $mode capture=now,rate=1 "$T" $mode "$LIB"
 	p=$target_pid
 	wait_ready $mode 0
-	if [ $mode = dlmopen ]; then
+	if [ $mode = dlmopen ] || [ $mode = reload ]; then
 		# nothing saw this load: the control thread must find it by itself
 		wait_until "[ \"\$(hooks_of $p)\" = '$hooks' ]" 10
 	else

@@ -772,6 +772,40 @@ static void prune_recs(const struct collect *c)
 
 /* Patch every module; with refresh, only if the hooks are (still) installed:
  * a dlopen racing with a stop must not bring them back. */
+/* Modules patched since the last full pass, by load bias: a refresh (after a
+ * dlopen) patches only modules not in it, so that a program loading hundreds
+ * of libraries one by one (an interpreter importing extensions) does not pay
+ * for all of them at every load. Any unload empties it (another object may
+ * now sit at a remembered address). */
+static uintptr_t *done;
+static size_t ndone, capdone;
+
+static bool is_done(uintptr_t base)
+{
+	size_t i;
+	for (i = 0; i < ndone; i++)
+		if (done[i] == base)
+			return true;
+	return false;
+}
+
+static void mark_done(uintptr_t base)
+{
+	if (ndone == capdone) {
+		size_t ncap = capdone ? capdone * 2 : 512;
+		uintptr_t *n = mw_map(ncap * sizeof *n);
+		if (!n)
+			return;
+		if (done) {
+			memcpy(n, done, ndone * sizeof *n);
+			mw_unmap(done, capdone * sizeof *done);
+		}
+		done = n;
+		capdone = ncap;
+	}
+	done[ndone++] = base;
+}
+
 static int install(bool blocking, bool refresh)
 {
 	struct collect c = { 0 };
@@ -791,11 +825,15 @@ static int install(bool blocking, bool refresh)
 	__atomic_store_n(&installed, true, __ATOMIC_RELEASE);
 	dl_iterate_phdr(collect_cb, &c);
 	if (!c.failed) {
-		if (c.subs != seen_subs)
+		if (c.subs != seen_subs) {
 			prune_recs(&c);
+			ndone = 0;
+		}
+		if (!refresh)
+			ndone = 0;
 		for (i = 0; i < c.n; i++) {
 			void *pin;
-			if (skip_module(&c.m[i]))
+			if (skip_module(&c.m[i]) || is_done(c.m[i].base))
 				continue;
 			pin = pin_module(&c.m[i]);
 			if (!pin)
@@ -803,6 +841,7 @@ static int install(bool blocking, bool refresh)
 			if (!mp.n)
 				maps_read(&mp);
 			total += (int)patch_module(&c.m[i], &mp);
+			mark_done(c.m[i].base);
 			unpin_module(pin);
 		}
 		seen_adds = c.adds;
@@ -858,6 +897,7 @@ void mw_hooks_remove(void)
 		}
 		/* Everything that could be restored was; forget the rest too. */
 		nrecs = 0;
+		ndone = 0;
 	}
 	free_collect(&c);
 	free(mp.e);
