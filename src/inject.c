@@ -1875,9 +1875,12 @@ static int do_calls(struct injector *ij, struct seized *s, struct inject_result 
 		start_addr = mod.bias + ij->start_off;
 		module_free(&mod);
 	}
+	uint64_t t_start = mono_ns();
 	cr = remote_call(pid, s, start_addr, ij->options, 0, &ret, CALL_TIMEOUT_MS, msg, sizeof msg);
 	if (cr != CALL_OK)
 		goto call_failed;
+	if (getenv("MEMWATCH_INJECT_DEBUG"))
+		fprintf(stderr, "inject: %s took %.2f ms\n", MEMWATCH_AGENT_START_SYMBOL, ms_since(t_start));
 	if ((int)ret != 0)
 		return fail(INJECT_ESTART, cause, hint, NULL, "%s(\"%s\") returned %d in the process",
 			    MEMWATCH_AGENT_START_SYMBOL, ij->options, (int)ret);
