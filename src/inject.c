@@ -1604,6 +1604,35 @@ static bool process_exists(int pid)
 	return read_status(fn, &st) == 0 && st.state != 'Z' && st.state != 'X';
 }
 
+/* Whether the program is written in Go: its goroutines run on small stacks
+ * of its own making, where a call into dlopen would overflow, and its threads
+ * do not unwind through libc's tables. Recognised by Go's own ELF sections. */
+static bool is_go_program(int pid)
+{
+	char fn[64];
+	bool go = false;
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	int fd;
+
+	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
+	if ((fd = open(fn, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	if ((elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		while (!go && (scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+			if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)))
+				go = !strcmp(name, ".go.buildinfo") || !strcmp(name, ".gopclntab");
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return go;
+}
+
 /* Explain an EPERM from PTRACE_SEIZE with what we can see of the cause. */
 static int explain_eperm(struct injector *ij, char **cause, char **hint)
 {
@@ -1719,6 +1748,11 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 				    "the process is statically linked (no libc.so or dynamic loader mapped)");
 		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL, "no glibc mapped in the process");
 	}
+	if (is_go_program(pid))
+		return fail(INJECT_EUNSUPPORTED, cause, hint,
+			    "Go programs have their own heap profiler (runtime/pprof)",
+			    "the process is a Go program: its goroutine stacks are too small "
+			    "to load a library on");
 	bool deleted;
 	const char *blind = unwind_blind_spot(pid, &ij->cl.maps, &deleted);
 	if (blind && deleted)

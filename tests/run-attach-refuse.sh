@@ -2,8 +2,8 @@
 # run-attach-refuse.sh: attach refuses clearly, with the documented exit status
 # and a hint where there is a fix, and leaves every target running normally:
 # no such process, another user, already traced, statically linked, stopped,
-# frozen, a program deleted on disk, and a process whose only thread may not
-# be interrupted.
+# frozen, a Go program, a program deleted on disk, and a process whose only
+# thread may not be interrupted.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/attach-lib.sh"
 
@@ -101,6 +101,16 @@ run_inject 5 "$s" "$PROBE" ""
 expect_err_line "pid $s: cannot attach: the process is statically linked"
 wait_target "$s" 30
 [ "$target_status" -eq 0 ] || fail "static target exited with $target_status"
+
+# a Go program (recognised by its ELF sections)
+"$TARGETS/attach_gofake" 3 &
+g=$!
+started_pids="$started_pids $g"
+sleep 0.2
+run_inject 5 "$g" "$PROBE" ""
+expect_err_line "pid $g: cannot attach: the process is a Go program"
+wait_target "$g" 30
+[ "$target_status" -eq 0 ] || fail "Go-like target exited with $target_status"
 
 # the program's file was deleted (an upgrade): its stacks cannot be unwound
 cp "$TARGETS/attach_target" "$tmp/upgraded"
