@@ -53,7 +53,21 @@ expect_eq "parent_site in the exec'd child" "$(site alloc_bytes cc.snap "$T" par
 step c
 expect_target_exit "$pc" c
 
-# 4. fork + exec with pid= naming the parent only: the exec'd child is left alone
+# 4. forks while other threads sample without pause, every allocation unwound:
+# no child inherits a lock held for the agent (libunwind's, the loader's, the
+# agent's own), neither when it stops sampling nor when it captures on its own
+for opts in capture=now,rate=1 capture=now,rate=1,children=1; do
+	LD_PRELOAD=$MEMWATCH_AGENT MEMWATCH_AGENT_OPTIONS=$opts "$T" forkstorm >fs.out 2>&1 &
+	pf=$!
+	started_pids="$started_pids $pf"
+	wait_until "! kill -0 $pf 2>/dev/null" 50 || kill -9 "$pf"
+	wait "$pf"
+	st=$?
+	[ $st -eq 0 ] || { fail "forkstorm with $opts: status $st"; sed 's/^/  | /' fs.out >&2; }
+	expect_grep '^ok' fs.out
+done
+
+# 5. fork + exec with pid= naming the parent only: the exec'd child is left alone
 start_agent_target d capture=idle,pid=1 sh -c \
 	'MEMWATCH_AGENT_OPTIONS="capture=now,rate=1,pid=$$"; export MEMWATCH_AGENT_OPTIONS; exec "$0" exec' "$T"
 pd=$target_pid

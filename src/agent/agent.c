@@ -128,6 +128,8 @@ static int next_epoch(void)
 
 int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks)
 {
+	if (mw_fork_tainted)
+		return -1;
 	mw_tls.guard++;
 	pthread_mutex_lock(&capture_lock);
 	if (!__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE)) {
@@ -187,7 +189,7 @@ static void atfork_child(void)
 	mw_hooks_atfork_child();
 	mw_heap_atfork_child();
 	mw_server_atfork_child();
-	if (children_mode && was) {
+	if (children_mode && was && !mw_fork_tainted) {
 		__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
 		mw_heap_reset();
 		mw_capture_start_ns = mw_now_ns();

@@ -110,6 +110,12 @@ void mw_heap_atfork_prepare(void) MW_HIDDEN;
 void mw_heap_atfork_parent(void) MW_HIDDEN;
 void mw_heap_atfork_child(void) MW_HIDDEN;
 void mw_reseed(void) MW_HIDDEN;
+/* Around the agent's own use of libunwind and the loader (see heap.c). */
+void mw_loader_enter(void) MW_HIDDEN;
+void mw_loader_leave(void) MW_HIDDEN;
+/* This process was forked while the agent was inside libunwind or the loader:
+ * their locks may be held for good, so capture is refused here. */
+extern bool mw_fork_tainted MW_HIDDEN;
 
 /* The filter in front of the live-sample table: one bit per hash bucket of
  * sampled addresses, read without a lock, so that the free of a block that was

@@ -70,6 +70,27 @@ static uint64_t dropped_live_bytes, nsamples;
 static uintptr_t pending[PENDING_SLOTS];
 static unsigned pending_count;
 
+/* Held (shared) by the agent whenever it is inside libunwind or the dynamic
+ * loader on its own initiative, and taken exclusively around fork: a child then
+ * never inherits a lock that libunwind or the loader held for the agent, which
+ * would hang the child's first unwinding. Writers are preferred, so that a fork
+ * does not wait behind a stream of samples; the wait is bounded (a fork from a
+ * constructor, with the loader's lock held, while the control thread waits
+ * for that lock) and a child forked without it never captures. */
+static pthread_rwlock_t loader_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static bool fork_has_loader_lock;
+bool mw_fork_tainted;
+
+void mw_loader_enter(void)
+{
+	pthread_rwlock_rdlock(&loader_lock);
+}
+
+void mw_loader_leave(void)
+{
+	pthread_rwlock_unlock(&loader_lock);
+}
+
 void *mw_map(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -575,7 +596,9 @@ static void record(void *p, size_t size)
 	uint64_t h, wb, wn;
 	int n;
 
+	mw_loader_enter();
 	n = unw_backtrace((void **)ips, (int)cap);
+	mw_loader_leave();
 	if (n < 0)
 		n = 0;
 	while (skip < (unsigned)n && mw_in_agent(ips[skip]))
@@ -743,6 +766,10 @@ static bool prepared_lock;
 
 void mw_heap_atfork_prepare(void)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += 2;
+	fork_has_loader_lock = pthread_rwlock_clockwrlock(&loader_lock, CLOCK_MONOTONIC, &ts) == 0;
 	/* A fork from a handler that interrupted our own critical section must
 	 * not wait for the lock this very thread holds. */
 	prepared_lock = !mw_tls.locked;
@@ -758,11 +785,17 @@ void mw_heap_atfork_parent(void)
 		unlock_heap();
 		mw_tls.guard--;
 	}
+	if (fork_has_loader_lock)
+		pthread_rwlock_unlock(&loader_lock);
 }
 
 /* The child never reports its parent's samples as its own. */
 void mw_heap_atfork_child(void)
 {
+	pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+	memcpy(&loader_lock, &fresh, sizeof fresh);
+	if (!fork_has_loader_lock)
+		mw_fork_tainted = true;
 	pthread_mutex_init(&heap_lock, NULL);
 	reset_locked();
 	mw_tls.locked = 0;

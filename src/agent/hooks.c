@@ -822,6 +822,7 @@ static int install(bool blocking, bool refresh)
 		return 0;
 	}
 	mw_tls.guard++;
+	mw_loader_enter();
 	__atomic_store_n(&installed, true, __ATOMIC_RELEASE);
 	dl_iterate_phdr(collect_cb, &c);
 	if (!c.failed) {
@@ -849,6 +850,7 @@ static int install(bool blocking, bool refresh)
 	}
 	free_collect(&c);
 	free(mp.e);
+	mw_loader_leave();
 	mw_tls.guard--;
 	pthread_mutex_unlock(&patch_lock);
 	return total;
@@ -872,6 +874,7 @@ void mw_hooks_remove(void)
 
 	pthread_mutex_lock(&patch_lock);
 	mw_tls.guard++;
+	mw_loader_enter();
 	__atomic_store_n(&installed, false, __ATOMIC_RELEASE);
 	dl_iterate_phdr(collect_cb, &c);
 	if (!c.failed) {
@@ -901,6 +904,7 @@ void mw_hooks_remove(void)
 	}
 	free_collect(&c);
 	free(mp.e);
+	mw_loader_leave();
 	mw_tls.guard--;
 	pthread_mutex_unlock(&patch_lock);
 }
@@ -919,7 +923,9 @@ static int counters_cb(struct dl_phdr_info *info, size_t sz, void *data)
 bool mw_modules_changed(void)
 {
 	unsigned long long v[2] = { 0, 0 };
+	mw_loader_enter();
 	dl_iterate_phdr(counters_cb, v);
+	mw_loader_leave();
 	return v[0] != __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) ||
 	       v[1] != __atomic_load_n(&seen_subs, __ATOMIC_RELAXED);
 }

@@ -317,14 +317,18 @@ static int build_snapshot(unsigned char **buf, size_t *len)
 	if (!s->exe || !s->cmdline)
 		goto out;
 	ml.exe = s->exe;
+	mw_loader_enter();
 	dl_iterate_phdr(modules_cb, &ml);
+	mw_loader_leave();
 	s->modules = ml.m;
 	s->nmodules = ml.n;
 	if (ml.failed)
 		goto out;
 	qsort(s->modules, s->nmodules, sizeof *s->modules, module_cmp);
 	s->rss_bytes = read_rss();
+	mw_loader_enter();
 	read_mallinfo(&s->mallinfo);
+	mw_loader_leave();
 	if (mw_heap_copy_stacks(&st, &nst, &fig) < 0)
 		goto out;
 	s->capture_start_ns = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) ? mw_capture_start_ns : 0;
@@ -461,7 +465,9 @@ static int handle_line(struct client *c, char *line)
 		owner = c;
 		if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE))
 			return reply(fd, "ok already capturing rate=%llu", (unsigned long long)mw_rate);
-		mw_capture_start(rate, (unsigned)depth, ms);
+		if (mw_capture_start(rate, (unsigned)depth, ms) < 0)
+			return reply(fd, "err capture is not safe in this process: it was forked "
+				     "while the agent was unwinding");
 		return reply(fd, "ok capturing rate=%llu slots=%u", (unsigned long long)mw_rate,
 			     mw_hooks_slots());
 	}
