@@ -1567,18 +1567,22 @@ static unsigned long long proc_start_time(int pid)
 	return t;
 }
 
-/* The stopped thread is still one of the process we prepared for: neither the
- * pid nor the thread id was reused by another process meanwhile (a stopped
- * thread cannot change process, so this holds until we let go). */
-static bool still_ours(const struct injector *ij, int tid)
+/* Whether the stopped thread is still one of the process we prepared for:
+ * neither the pid nor the thread id was reused by another process meanwhile (a
+ * stopped thread cannot change process, so this holds until we let go).
+ * Returns 1 when it is, 0 when the thread is another's (the process lives
+ * on), -1 when the process itself is gone. */
+static int still_ours(const struct injector *ij, int tid)
 {
 	char fn[96];
 	struct proc_status st;
 
+	if (proc_start_time(ij->pid) != ij->start_time)
+		return -1;
 	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", ij->pid, tid);
 	if (read_status(fn, &st) < 0 || st.tgid != ij->pid)
-		return false;
-	return proc_start_time(ij->pid) == ij->start_time;
+		return 0;
+	return 1;
 }
 
 /* Set the error and return its negated kind. */
@@ -2089,11 +2093,16 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 				}
 				continue;
 			}
-			if (!still_ours(&ij, s.tid)) {
+			int mine = still_ours(&ij, s.tid);
+			if (mine <= 0) {
 				release(pid, &s, false);
-				ret = fail(INJECT_ENOPROC, cause, hint, NULL,
-					   "the process exited (its pid or a thread id was reused)");
-				goto out;
+				if (mine < 0) {
+					ret = fail(INJECT_ENOPROC, cause, hint, NULL,
+						   "the process exited (its pid was reused)");
+					goto out;
+				}
+				snprintf(c->why, sizeof c->why, "exited");
+				continue;
 			}
 			if (save_regs(&s, &err) < 0) {
 				snprintf(c->why, sizeof c->why, "cannot read registers: %s", strerror(err));
