@@ -40,6 +40,7 @@ struct capture {
 	uint64_t last_rss;
 	uint64_t rss;            /* RSS (bytes) at the latest sample */
 	char *first_snap, *last_snap;
+	char *exit_snap;         /* what was never freed, written by the agent at exit */
 };
 
 /* How long a control request may take before the agent is considered stuck. */
@@ -59,6 +60,7 @@ void capture_opts_init(struct capture_opts *o)
 		.sample_rate = 512u << 10,
 		.max_depth = 64,
 		.report = true,
+		.exit_fd = -1,
 	};
 }
 
@@ -153,6 +155,53 @@ static int take_snapshot(struct capture *c, double t, bool final)
 	snapshot_free(s);
 	free(buf);
 	return 0;
+}
+
+/* Store the snapshot the agent of a program started by memwatch run wrote at
+ * its exit: what was never freed. The agent writes it into a file memwatch
+ * created and passed down (it opens no path itself). */
+static void take_exit_snapshot(struct capture *c, double t)
+{
+	struct stat st;
+	unsigned char *buf;
+	char *cause = NULL, *path;
+	struct snapshot *s;
+	int n;
+
+	if (fstat(c->o.exit_fd, &st) < 0 || st.st_size <= 0)
+		return;
+	buf = xmalloc((size_t)st.st_size);
+	n = (int)pread(c->o.exit_fd, buf, (size_t)st.st_size, 0);
+	if (n != st.st_size) {
+		free(buf);
+		return;
+	}
+	s = snapshot_decode(buf, (size_t)st.st_size, &cause);
+	if (!s) {
+		mw_warn("pid %d: the snapshot taken at exit is unusable: %s", c->pid, cause);
+		runlog_event(c->log, t, c->pid, "snapshot-failed", "cause=bad_exit_snapshot");
+		free(cause);
+		free(buf);
+		return;
+	}
+	path = snap_name(c, c->nsnaps + 1, "-exit");
+	if (snapshot_write_bytes(buf, (size_t)st.st_size, path, c->o.force, &cause) < 0) {
+		mw_warn("pid %d: %s", c->pid, cause);
+		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", path);
+		free(cause);
+		free(path);
+	} else {
+		uint64_t live = 0;
+		for (size_t i = 0; i < s->nstacks; i++)
+			live += s->stacks[i].live_bytes;
+		c->nsnaps++;
+		runlog_event(c->log, t, c->pid, "snapshot", "path=%s live=%llu stacks=%zu exit=1",
+			     path, (unsigned long long)live, s->nstacks);
+		free(c->exit_snap);
+		c->exit_snap = path;
+	}
+	snapshot_free(s);
+	free(buf);
 }
 
 /* Get the agent running in the process and capturing. A preloaded agent that
@@ -268,6 +317,19 @@ static void print_report(struct capture *c)
 	char *argv[8];
 	int argc = 0;
 
+	if (c->o.report && c->exit_snap) {
+		fflush(stdout);
+		printf("\nmemwatch: pid %d: never freed at exit (%s):\n", c->pid, c->exit_snap);
+		argv[argc++] = "show";
+		argv[argc++] = "--top";
+		argv[argc++] = "10";
+		argv[argc++] = c->exit_snap;
+		argv[argc] = NULL;
+		fflush(stdout);
+		cmd_show(argc, argv);
+		fflush(stdout);
+		return;
+	}
 	if (!c->o.report || !c->last_snap)
 		return;
 	fflush(stdout);
@@ -309,6 +371,8 @@ void capture_end(struct capture *c, double t, const char *reason, bool process_g
 			runlog_event(c->log, t, c->pid, "capture-stop", "reason=%s", reason);
 		}
 	}
+	if (process_gone && c->o.exit_fd >= 0 && c->pid == c->o.exit_pid)
+		take_exit_snapshot(c, t);
 	if (c->fd >= 0)
 		close(c->fd);     /* closing the owning connection stops capture in any case */
 	c->fd = -1;
@@ -325,5 +389,6 @@ void capture_free(struct capture *c)
 		close(c->fd);
 	free(c->first_snap);
 	free(c->last_snap);
+	free(c->exit_snap);
 	free(c);
 }

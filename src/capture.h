@@ -28,6 +28,8 @@ struct capture_opts {
 	bool report;                     /* print the growth report at the end (default yes) */
 	bool force;                      /* overwrite existing snapshot files */
 	const char *snap_prefix;         /* snapshot names: <prefix>.<pid>.<n>.snap */
+	int exit_fd;                     /* memwatch run: the file the agent of exit_pid */
+	int exit_pid;                    /*   writes its snapshot into at exit (-1/0: none) */
 };
 
 /* Defaults for every field. */

@@ -23,15 +23,41 @@ const char run_usage[] =
 	"      watch and capture option above applies except -p (default --capture now).\n"
 	"      Exits with CMD's exit status (128+N when a signal N ended it).\n";
 
-/* Set the environment the agent is preloaded with in the child. */
-static void setup_preload(const char *agent, const struct capture_opts *co)
+/* An unnamed file the agent of the command writes its last snapshot into when
+ * the command exits (what was never freed). Returns the fd, or -1: then there
+ * is no snapshot at exit, and nothing else changes. */
+static int exit_file(void)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR, 0600);
+	if (fd < 0) {
+		char *p = xasprintf("%s/memwatch-exit.XXXXXX", dir && *dir ? dir : "/tmp");
+		fd = mkstemp(p);
+		if (fd >= 0)
+			unlink(p);
+		free(p);
+	}
+	return fd;
+}
+
+/* Set the environment the agent is preloaded with in the child. The exit file
+ * is named by descriptor, inode and pid, so that only this process writes it,
+ * and only while that descriptor is still the file memwatch made. */
+static void setup_preload(const char *agent, const struct capture_opts *co, int exit_fd)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char *pre = old && *old ? xasprintf("%s:%s", old, agent) : xstrdup(agent);
-	char *opts = xasprintf("capture=%s,rate=%llu,depth=%u,max-stacks=%llu",
-			       co->mode == CAPTURE_NOW ? "now" : "idle",
-			       (unsigned long long)co->sample_rate, co->max_depth,
-			       (unsigned long long)co->max_stacks);
+	struct stat st;
+	char exitopt[96] = "";
+	char *opts;
+
+	if (exit_fd >= 0 && fstat(exit_fd, &st) == 0)
+		snprintf(exitopt, sizeof exitopt, ",exitfd=%d,exitino=%llu,exitpid=%d", exit_fd,
+			 (unsigned long long)st.st_ino, (int)getpid());
+	opts = xasprintf("capture=%s,rate=%llu,depth=%u,max-stacks=%llu%s",
+			 co->mode == CAPTURE_NOW ? "now" : "idle",
+			 (unsigned long long)co->sample_rate, co->max_depth,
+			 (unsigned long long)co->max_stacks, exitopt);
 	setenv("LD_PRELOAD", pre, 1);
 	setenv(MEMWATCH_AGENT_ENV, opts, 1);
 	free(pre);
@@ -40,7 +66,7 @@ static void setup_preload(const char *agent, const struct capture_opts *co)
 
 /* Start argv as a child. Exec failures come back through a close-on-exec pipe
  * so the parent can say them in its own words. Returns the pid, or -errno. */
-static int spawn(char **argv, const char *agent, const struct capture_opts *co)
+static int spawn(char **argv, const char *agent, const struct capture_opts *co, int exit_fd)
 {
 	int pfd[2], err = 0;
 	pid_t pid;
@@ -66,7 +92,7 @@ static int spawn(char **argv, const char *agent, const struct capture_opts *co)
 		signal(SIGXFSZ, SIG_DFL);
 		close(pfd[0]);
 		if (co->mode != CAPTURE_NEVER)
-			setup_preload(agent, co);
+			setup_preload(agent, co, exit_fd);
 		execvp(argv[0], argv);
 		err = errno;
 		(void)!write(pfd[1], &err, sizeof err);
@@ -88,7 +114,7 @@ int cmd_run(int argc, char **argv)
 {
 	struct watch_opts o;
 	char *agent, *cmdline;
-	int argi = 0, rc, pid;
+	int argi = 0, rc, pid, exit_fd;
 	struct stat st;
 
 	watch_opts_init(&o);
@@ -118,17 +144,27 @@ int cmd_run(int argc, char **argv)
 		return MW_EXIT_FAILURE;
 	}
 	o.capture.preloaded = true;
+	exit_fd = o.capture.mode != CAPTURE_NEVER ? exit_file() : -1;
 
-	pid = spawn(argv + argi, agent, &o.capture);
+	pid = spawn(argv + argi, agent, &o.capture, exit_fd);
 	free(agent);
 	if (pid < 0) {
 		mw_error("cannot run '%s': %s", argv[argi], strerror(-pid));
+		if (exit_fd >= 0)
+			close(exit_fd);
+		watch_opts_release(&o);
 		return -pid == ENOENT ? 127 : 126;
 	}
+	if (exit_fd >= 0)
+		fcntl(exit_fd, F_SETFD, FD_CLOEXEC);   /* not for gnuplot or other children */
+	o.capture.exit_fd = exit_fd;
+	o.capture.exit_pid = pid;
 	o.run_child = pid;
 	cmdline = watch_command_line("memwatch run", argc, argv);
 	rc = watch_loop(&o, cmdline);
 	free(cmdline);
+	if (exit_fd >= 0)
+		close(exit_fd);
 	watch_opts_release(&o);
 	return rc;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -71,6 +72,9 @@ int mw_parse_options(const char *s, struct mw_options *o)
 	o->max_stacks = MW_DEFAULT_MAX_STACKS;
 	o->children = false;
 	o->pid = 0;
+	o->exit_fd = -1;
+	o->exit_ino = 0;
+	o->exit_pid = 0;
 	while (s && *s) {
 		const char *end = strchr(s, ','), *eq;
 		size_t len = end ? (size_t)(end - s) : strlen(s), klen, vlen;
@@ -113,6 +117,18 @@ int mw_parse_options(const char *s, struct mw_options *o)
 			if (parse_num(v, vlen, &n) < 0 || n > INT32_MAX)
 				return -1;
 			o->pid = (int)n;
+		} else if (key_is(s, klen, "exitfd")) {
+			if (parse_num(v, vlen, &n) < 0 || n > INT32_MAX)
+				return -1;
+			o->exit_fd = (int)n;
+		} else if (key_is(s, klen, "exitino")) {
+			if (parse_num(v, vlen, &n) < 0)
+				return -1;
+			o->exit_ino = n;
+		} else if (key_is(s, klen, "exitpid")) {
+			if (parse_num(v, vlen, &n) < 0 || n > INT32_MAX)
+				return -1;
+			o->exit_pid = (int)n;
 		}
 		s = end ? end + 1 : s + len;
 	}
@@ -201,6 +217,34 @@ static void atfork_child(void)
 	}
 }
 
+/* The snapshot at exit (memwatch run): the file memwatch made, named by
+ * descriptor and inode, and the one process that may write it. */
+static int exit_fd = -1;
+static uint64_t exit_ino;
+static int exit_pid;
+
+/* True when fd is still the file of inode ino (the program may have closed it
+ * and opened something else under the same number). */
+static bool same_file(int fd, uint64_t ino)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == ino;
+}
+
+/* At exit, after the program's own atexit handlers and destructors have run:
+ * what is still live was never freed. Written only by the process memwatch
+ * started, only while capturing, and never from a thread that is inside the
+ * agent (a signal handler calling exit there, say). */
+__attribute__((destructor)) static void agent_dtor(void)
+{
+	if (exit_fd < 0 || getpid() != exit_pid || mw_tls.guard || mw_tls.locked ||
+	    !__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) || !same_file(exit_fd, exit_ino))
+		return;
+	mw_tls.guard++;
+	mw_server_write_snapshot(exit_fd);
+	mw_tls.guard--;
+}
+
 /* The one exported entry point: install the hooks, start the control thread,
  * and start capture when the options say capture=now. Short, so that the
  * injector's hijacked thread is released quickly. */
@@ -227,6 +271,11 @@ int memwatch_agent_start(const char *options)
 	if (mw_server_pid() == getpid())
 		goto out;
 	children_mode = o.children;
+	if (o.exit_fd >= 0 && o.exit_pid == getpid() && same_file(o.exit_fd, o.exit_ino)) {
+		exit_fd = o.exit_fd;
+		exit_ino = o.exit_ino;
+		exit_pid = o.exit_pid;
+	}
 	mw_heap_configure(o.rate, o.depth, o.max_stacks);
 	mw_hooks_install(true);
 	if (o.capture_now)

@@ -77,6 +77,9 @@ struct mw_options {
 	uint64_t max_stacks;
 	bool children;         /* a forked child keeps sampling under its own socket */
 	int pid;               /* preload: start only in this process (0: any) */
+	int exit_fd;           /* memwatch run: write a last snapshot into this file at */
+	uint64_t exit_ino;     /*   exit, if it is still the file of this inode and */
+	int exit_pid;          /*   this is the process (-1/0: none) */
 };
 
 /* mem.c: storage that never goes through the hooked allocator. */
@@ -164,5 +167,7 @@ uint64_t mw_now_ns(void) MW_HIDDEN;
 int mw_server_start(char **why) MW_HIDDEN;    /* socket bound and thread running, or -1 */
 void mw_server_atfork_child(void) MW_HIDDEN;  /* the thread is gone in the child */
 int mw_server_pid(void) MW_HIDDEN;            /* pid the running server belongs to, 0 if none */
+/* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */
+int mw_server_write_snapshot(int fd) MW_HIDDEN;
 
 #endif

@@ -368,6 +368,29 @@ out:
 	return r;
 }
 
+int mw_server_write_snapshot(int fd)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0, off = 0;
+	int r = -1;
+
+	if (build_snapshot(&buf, &len) < 0)
+		return -1;
+	if (ftruncate(fd, 0) == 0) {
+		while (off < len) {
+			ssize_t n = pwrite(fd, buf + off, len - off, (off_t)off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			off += (size_t)n;
+		}
+		r = off == len ? 0 : -1;
+	}
+	free(buf);
+	return r;
+}
+
 /* ------------------------------------------------------------------------- */
 /* The protocol. */
 
