@@ -2,7 +2,8 @@
  * every block is filled with a pattern of its owner and checked before it is
  * freed or reallocated, through every allocation function the agent hooks.
  * Usage: agent_storm THREADS SECONDS. Prints "ready 1" once the threads run,
- * then "ok ops=N" (or "corrupt ...", status 1) at the end. */
+ * then "ok ops=N" (or "corrupt ...", status 1) at the end. With SECONDS 0 the
+ * threads run until a line (or end of file) arrives on stdin. */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@ struct slot {
 };
 
 static double seconds;
+static volatile int stop_now;
 static unsigned long long total_ops;
 static unsigned long long total_bad;
 static pthread_mutex_t total_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -76,7 +78,7 @@ static void *worker(void *arg)
 	unsigned char tag = (unsigned char)((uintptr_t)arg * 16 + 1);
 	double end = now() + seconds;
 
-	while ((ops & 1023) || now() < end) {
+	while ((ops & 1023) || (seconds > 0 ? now() < end : !stop_now)) {
 		struct slot *sl = &slots[next(&s) % SLOTS];
 		size_t n = pick_size(&s);
 		unsigned op = (unsigned)(next(&s) % 10);
@@ -158,6 +160,12 @@ int main(int argc, char **argv)
 			return 2;
 	printf("ready 1\n");
 	fflush(stdout);
+	if (seconds <= 0) {
+		char line[64];
+		if (!fgets(line, sizeof line, stdin))
+			line[0] = 0;
+		stop_now = 1;
+	}
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
 	if (total_bad) {
