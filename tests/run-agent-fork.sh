@@ -22,8 +22,8 @@ ca=$(child_of a)
 take_snap "$pa" a.snap
 expect_eq "parent_site in the parent" "$(site live_bytes a.snap "$T" parent_site)" 1000000
 expect_eq "child_site in the parent" "$(site alloc_bytes a.snap "$T" child_site)" 0
-run_mw 5 snap -p "$ca"
-expect_err_line "pid $ca: no memwatch agent is listening"
+"$top_builddir/tests/tools/agentctl" "$ca" status >ca.ctl 2>&1 && fail "the forked child has an agent listening"
+expect_grep "^memwatch: pid $ca: no memwatch agent is listening$" ca.ctl
 step a
 expect_target_exit "$pa" a
 
@@ -75,8 +75,8 @@ wait_ready d "1 child=[0-9]*"
 cd=$(child_of d)
 take_snap "$pd" d.snap
 expect_eq "parent_site (pid=)" "$(site live_bytes d.snap "$T" parent_site)" 1000000
-run_mw 5 snap -p "$cd"
-expect_err_line "pid $cd: no memwatch agent is listening"
+"$top_builddir/tests/tools/agentctl" "$cd" status >cd.ctl 2>&1 && fail "the exec'd child has an agent listening"
+expect_grep "^memwatch: pid $cd: no memwatch agent is listening$" cd.ctl
 step d
 expect_target_exit "$pd" d
 finish
