@@ -12,45 +12,105 @@
 
 #include "commands.h"
 #include "control.h"
+#include "inject.h"
 #include "snapshot.h"
+#include "symbolize.h"
 #include "util.h"
 
 #define SNAP_TIMEOUT_MS 30000
+#define ATTACH_DEADLINE_MS 10000
+#define DEFAULT_WAIT_MS 10000
 
 const char snap_usage[] =
-	"  memwatch snap -p PID [-o FILE] [-f]\n"
-	"    take a heap snapshot of PID now, from the memwatch agent running in it\n"
+	"  memwatch snap -p PID [-o FILE] [-f] [-w TIME] [-r SIZE] [-E]\n"
+	"    take a heap snapshot of PID now, from the memwatch agent running in it;\n"
+	"    with no agent there, attach one and sample for --wait first\n"
 	"    -p, --pid PID        the process (PID or /proc/PID)\n"
 	"    -o, --output FILE    where to write it (default: memwatch-PID-TIME.snap)\n"
 	"    -f, --force          overwrite FILE if it exists\n"
+	"    -w, --wait TIME      when capture was not running: sample this long before\n"
+	"                         the snapshot, then stop (default 10s; 0: do not\n"
+	"                         attach or start capture, snapshot what is there)\n"
+	"    -r, --sample-rate SIZE  mean bytes between samples then (default 512KiB)\n"
+	"    -E, --embed-symbols  resolve and embed the symbols of its frames, so that\n"
+	"                         it can be reported where its binaries are not\n"
 	"    -h, --help           this help\n";
 
 struct snap_opts {
 	int pid;
 	const char *output;
 	bool force;
+	uint64_t wait_ms;
+	uint64_t rate;
+	bool embed;
 };
 
-/* Connect to the agent of pid. This is the one place that knows how an agent
- * comes to be there; today it must be running already (memwatch run, or a
- * watch that attached it). Returns the connection, or an exit status < 0
- * negated, with the error said. */
-static int ensure_agent(int pid, int *fd)
+/* Connect to the agent of pid, loading one into the process first when none is
+ * there (*attached says so). Returns 0, or an exit status negated, with the
+ * error said. */
+static int ensure_agent(int pid, bool may_attach, int *fd, bool *attached)
 {
-	char *cause = NULL;
+	struct inject_result res;
+	char *cause = NULL, *hint = NULL, *agent;
 	int r = control_connect(pid, SNAP_TIMEOUT_MS, &cause);
+
+	*attached = false;
 	if (r >= 0) {
 		*fd = r;
 		return 0;
 	}
-	mw_error("%s", cause);
+	if (r != -ECONNREFUSED && r != -ENOENT) {
+		mw_error("%s", cause);
+		free(cause);
+		return r == -ESRCH ? -MW_EXIT_NOPROC : -MW_EXIT_ATTACH;
+	}
+	if (!may_attach) {
+		mw_error("%s", cause);
+		mw_hint("without --wait 0, memwatch snap attaches an agent and samples for a while");
+		free(cause);
+		return -MW_EXIT_ATTACH;
+	}
 	free(cause);
-	if (r == -ESRCH)
-		return -MW_EXIT_NOPROC;
-	if (r == -ECONNREFUSED || r == -ENOENT)
-		mw_hint("start the program with 'memwatch run', or watch it with 'memwatch -p %d'",
-			pid);
-	return -MW_EXIT_ATTACH;
+	cause = NULL;
+	agent = find_agent_library();
+	r = inject_agent(pid, agent, "capture=idle", ATTACH_DEADLINE_MS, &res, &cause, &hint);
+	free(agent);
+	if (r < 0) {
+		mw_error("pid %d: cannot attach: %s", pid, cause);
+		if (hint)
+			mw_hint("%s", hint);
+		free(cause);
+		free(hint);
+		return r == -INJECT_ENOPROC ? -MW_EXIT_NOPROC : -MW_EXIT_ATTACH;
+	}
+	if (!res.already_loaded)
+		fprintf(stderr, "memwatch: pid %d: agent attached (thread %d paused %.1f ms)\n",
+			pid, res.tid, res.pause_ms);
+	r = control_connect(pid, SNAP_TIMEOUT_MS, &cause);
+	if (r < 0) {
+		mw_error("%s", cause);
+		free(cause);
+		return r == -ESRCH ? -MW_EXIT_NOPROC : -MW_EXIT_ATTACH;
+	}
+	*fd = r;
+	*attached = true;
+	return 0;
+}
+
+/* Sleep ms, or less when SIGINT or SIGTERM arrives. Returns the signal or 0. */
+static int wait_interruptible(uint64_t ms)
+{
+	uint64_t end = mono_ns() + ms * 1000000u;
+	struct timespec ts;
+	while (!stop_signal_pending()) {
+		uint64_t now = mono_ns();
+		if (now >= end)
+			break;
+		ts.tv_sec = (time_t)((end - now) / 1000000000u);
+		ts.tv_nsec = (long)((end - now) % 1000000000u);
+		nanosleep(&ts, NULL);
+	}
+	return stop_signal_pending();
 }
 
 /* Default name: memwatch-PID-YYYYmmddTHHMMSS.snap in the current directory. */
@@ -70,6 +130,9 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "wait", required_argument, NULL, 'w' },
+		{ "sample-rate", required_argument, NULL, 'r' },
+		{ "embed-symbols", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -78,7 +141,9 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:o:fh", longopts, NULL)) != -1) {
+	o->wait_ms = DEFAULT_WAIT_MS;
+	o->rate = 512 * 1024;
+	while ((c = getopt_long(argc, argv, "+p:o:fw:r:Eh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pid(optarg, &o->pid, &cause) < 0) {
@@ -93,12 +158,32 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 		case 'f':
 			o->force = true;
 			break;
+		case 'w':
+			if (strcmp(optarg, "0") == 0)
+				o->wait_ms = 0;     /* never start capture: snapshot what is there */
+			else if (parse_duration_ms(optarg, &o->wait_ms, &cause) < 0) {
+				mw_error("snap: %s", cause);
+				free(cause);
+				return MW_EXIT_USAGE;
+			}
+			break;
+		case 'r':
+			if (parse_size(optarg, &o->rate, &cause) < 0 || o->rate == 0) {
+				mw_error("snap: %s", cause ? cause : "the sample rate must be at least 1");
+				free(cause);
+				return MW_EXIT_USAGE;
+			}
+			break;
+		case 'E':
+			o->embed = true;
+			break;
 		case 'h':
 			fputs("Usage:\n", stdout);
 			fputs(snap_usage, stdout);
 			fputs("\nExamples:\n"
 			      "  memwatch snap -p 1234                 snapshot of pid 1234 in the current directory\n"
-			      "  memwatch snap -p 1234 -o before.snap  and later: memwatch diff before.snap after.snap\n",
+			      "  memwatch snap -p 1234 -o before.snap  and later: memwatch diff before.snap after.snap\n"
+			      "  memwatch snap -p 1234 -w 1m -E        attach, sample a minute, embed symbols\n",
 			      stdout);
 			return MW_EXIT_OK;
 		case ':':
@@ -135,26 +220,77 @@ int cmd_snap(int argc, char **argv)
 	char *cause = NULL, *path = NULL;
 	char b1[32];
 	uint64_t live = 0, samples = 0;
-	int fd = -1, r, ret = MW_EXIT_FAILURE;
+	int fd = -1, r, sig, ret = MW_EXIT_FAILURE;
+	bool attached, started = false;
 
 	r = parse_args(argc, argv, &o);
 	if (r >= 0)
 		return r;
-	r = ensure_agent(o.pid, &fd);
-	if (r < 0)
+	/* refuse an existing file before sampling for a while, not after */
+	path = o.output ? xstrdup(o.output) : default_name(o.pid);
+	if (!o.force && access(path, F_OK) == 0) {
+		mw_error("'%s' exists (use --force to overwrite)", path);
+		free(path);
+		return MW_EXIT_FAILURE;
+	}
+	stop_signals_install();
+	r = ensure_agent(o.pid, o.wait_ms > 0, &fd, &attached);
+	if (r < 0) {
+		free(path);
 		return -r;
-	if (control_status(fd, &st, &cause) < 0 || control_snapshot(fd, &buf, &len, &cause) < 0) {
+	}
+	if (control_status(fd, &st, &cause) < 0) {
 		mw_error("%s", cause);
 		ret = MW_EXIT_ATTACH;
 		goto out;
+	}
+	if (!st.capturing && o.wait_ms) {
+		/* nothing was being sampled: sample now, for a while, on this
+		 * connection (closing it stops capture and removes the hooks) */
+		char b2[32];
+		if (control_start(fd, o.rate, 0, 0, &cause) < 0) {
+			mw_error("%s", cause);
+			ret = MW_EXIT_ATTACH;
+			goto out;
+		}
+		started = true;
+		fprintf(stderr, "memwatch: pid %d: capture started now; sampling for %s: the snapshot "
+			"holds only what is allocated from now on\n", o.pid,
+			fmt_seconds(b2, sizeof b2, (double)o.wait_ms / 1000));
+		sig = wait_interruptible(o.wait_ms);
+		if (sig) {
+			mw_error("pid %d: interrupted: capture stopped, no snapshot written", o.pid);
+			ret = MW_EXIT_SIGNAL + sig;
+			goto out;
+		}
+		if (control_status(fd, &st, &cause) < 0) {
+			mw_error("%s", cause);
+			ret = MW_EXIT_ATTACH;
+			goto out;
+		}
+	}
+	if (control_snapshot(fd, &buf, &len, &cause) < 0) {
+		mw_error("%s", cause);
+		ret = MW_EXIT_ATTACH;
+		goto out;
+	}
+	if (started && control_stop(fd, &cause) < 0) {
+		mw_warn("pid %d: stopping capture: %s", o.pid, cause);
+		free(cause);
+		cause = NULL;
 	}
 	s = snapshot_decode(buf, len, &cause);
 	if (!s) {
 		mw_error("pid %d: the agent sent an invalid snapshot: %s", o.pid, cause);
 		goto out;
 	}
-	path = o.output ? xstrdup(o.output) : default_name(o.pid);
-	if (snapshot_write_bytes(buf, len, path, o.force, &cause) < 0) {
+	if (o.embed) {
+		long nsym = symbolize_embed(s, NULL, 0, &cause);
+		if (nsym < 0 || snapshot_write(s, path, o.force, &cause) < 0) {
+			mw_error("%s", cause);
+			goto out;
+		}
+	} else if (snapshot_write_bytes(buf, len, path, o.force, &cause) < 0) {
 		mw_error("%s", cause);
 		goto out;
 	}

@@ -58,16 +58,17 @@ for r in default 65536; do
 done
 [ "$(snap_field bdefault.snap sample_rate)" = 524288 ] || fail "default sample rate is not 512 KiB"
 
-# Loaded but idle: the snapshot says capture is off and holds no stacks.
+# Loaded but idle, and --wait 0 (no sampling first): the snapshot says capture
+# is off and holds no stacks.
 start_agent_target c capture=idle "$T"
 pc=$target_pid
 wait_ready c 1
-run_mw 0 snap -p "$pc" -o c.snap
+run_mw 0 snap -p "$pc" -w 0 -o c.snap
 expect_grep "capture is off" out
 expect_grep "^memwatch: warning: pid $pc: the agent is loaded but not capturing" err
 expect_eq "stacks when idle" "$(snap_field c.snap stacks)" 0
 # an existing file is refused without -f
-run_mw 1 snap -p "$pc" -o c.snap
+run_mw 1 snap -p "$pc" -w 0 -o c.snap
 expect_err_line "c\\.snap"
 step c
 wait_ready c 2
@@ -78,7 +79,7 @@ expect_target_exit "$pc" c
 sleep 30 &
 ps=$!
 started_pids="$started_pids $ps"
-run_mw 5 snap -p "$ps"
+run_mw 5 snap -p "$ps" -w 0
 expect_err_line "pid $ps: no memwatch agent is listening"
 kill "$ps"
 wait "$ps" 2>/dev/null
