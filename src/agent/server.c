@@ -58,9 +58,12 @@ int mw_server_pid(void)
 	return server_pid_v;
 }
 
-/* Move fd above the numbers a program usually uses and remember what it is.
- * Returns the descriptor to use (fd itself if it could not be moved). */
-static int adopt(int fd, struct owned *o)
+/* Remember what fd is, having moved it above the numbers a program usually
+ * uses when move is set. Moving grows the process's descriptor table, which in
+ * a multithreaded process waits for the other threads (about 10 ms): it is
+ * done on the control thread only, never on a thread borrowed by the injector.
+ * Returns the descriptor to use (fd itself if it was not moved). */
+static int adopt(int fd, struct owned *o, bool move)
 {
 	struct rlimit rl;
 	struct stat st;
@@ -69,7 +72,7 @@ static int adopt(int fd, struct owned *o)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > 400)
 		hi = (long)rl.rlim_cur - 100 < 4000 ? (long)rl.rlim_cur - 100 : 4000;
-	nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)hi);
+	nfd = move ? fcntl(fd, F_DUPFD_CLOEXEC, (int)hi) : -1;
 	if (nfd >= 0) {
 		close(fd);
 		fd = nfd;
@@ -591,7 +594,7 @@ static void accept_client(void)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	for (i = 0; i < MAX_CLIENTS; i++)
 		if (clients[i].o.fd < 0) {
-			adopt(fd, &clients[i].o);
+			adopt(fd, &clients[i].o, true);
 			clients[i].len = 0;
 			return;
 		}
@@ -599,9 +602,10 @@ static void accept_client(void)
 	close(fd);
 }
 
-/* Bind and listen on this process's abstract name. A descriptor, or -1 with
- * *why naming the call that failed. */
-static int open_listener(const char **why)
+/* Bind and listen on this process's abstract name (moving the descriptor high
+ * when move is set: see adopt). A descriptor, or -1 with *why naming the call
+ * that failed. */
+static int open_listener(const char **why, bool move)
 {
 	struct sockaddr_un sa;
 	socklen_t salen;
@@ -622,7 +626,7 @@ static int open_listener(const char **why)
 		close(fd);
 		return -1;
 	}
-	return adopt(fd, &listener);
+	return adopt(fd, &listener, move);
 }
 
 /* Check every descriptor before poll sees it: one the program closed (or
@@ -634,7 +638,7 @@ static void check_descriptors(void)
 	if (listener.fd >= 0 && !ours(&listener))
 		listener.fd = -1;
 	if (listener.fd < 0)
-		open_listener(&why);
+		open_listener(&why, true);
 	for (i = 0; i < MAX_CLIENTS; i++)
 		if (clients[i].o.fd >= 0 && !ours(&clients[i].o)) {
 			clients[i].o.fd = -1;
@@ -647,6 +651,9 @@ static void *server_main(void *arg)
 	(void)arg;
 	/* Everything this thread allocates goes to the allocator unsampled. */
 	mw_tls.guard = 1;
+	/* the listener was opened on the starting thread: move it high here */
+	if (listener.fd >= 0 && ours(&listener))
+		adopt(listener.fd, &listener, true);
 	for (;;) {
 		struct pollfd pfd[MAX_CLIENTS + 1];
 		int idx[MAX_CLIENTS];
@@ -694,7 +701,7 @@ int mw_server_start(char **why)
 	for (i = 0; i < MAX_CLIENTS; i++)
 		clients[i].o.fd = -1;
 	owner = NULL;
-	if (open_listener(&w) < 0) {
+	if (open_listener(&w, false) < 0) {
 		*why = (char *)w;
 		return -1;
 	}
