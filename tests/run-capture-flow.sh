@@ -36,4 +36,27 @@ wait "$demo"
 st=$?
 [ "$st" -eq 0 ] || fail "the demo exited with status $st"
 expect_grep "^demo: served [0-9]+ requests" demo.out
+
+# Two processes in one watch: each has its own agent, capture and snapshots.
+"$TARGETS/demo" 20 > d1.out &
+d1=$!
+"$TARGETS/demo" 20 > d2.out &
+d2=$!
+started_pids="$started_pids $d1 $d2"
+run_mw 0 -p "$d1,$d2" -i 250ms -d 4s -q --capture now -o two.log
+for p in $d1 $d2; do
+	expect_grep "^# event [0-9.]+ $p attach pause_ms=" two.log
+	expect_grep "^# event [0-9.]+ $p capture-start " two.log
+	expect_grep "^# event [0-9.]+ $p snapshot path=two\.$p\.[0-9]+-final\.snap" two.log
+	expect_grep "^# event [0-9.]+ $p capture-stop reason=duration" two.log
+done
+expect_grep "^memwatch: pid $d1: " out
+expect_grep "^memwatch: pid $d2: " out
+kill -0 "$d1" 2>/dev/null || fail "demo $d1 died"
+kill -0 "$d2" 2>/dev/null || fail "demo $d2 died"
+for p in $d1 $d2; do
+	wait "$p"
+	st=$?
+	[ "$st" -eq 0 ] || fail "demo $p exited with status $st"
+done
 finish
