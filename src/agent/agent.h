@@ -57,11 +57,9 @@ extern struct mw_orig mw_orig MW_HIDDEN;
  * is written while capturing (the heap lock, counters), so that sampling on one
  * thread does not make the hooks of the others miss.
  * capturing: 0 when off, else the capture's epoch (a new one at every start, so
- * that countdowns drawn for an earlier capture and another rate are redrawn).
- * filter: see mw_maybe_sampled. */
+ * that countdowns drawn for an earlier capture and another rate are redrawn). */
 struct mw_hot {
 	int capturing;
-	uint64_t *filter;
 } __attribute__((aligned(64)));
 extern struct mw_hot mw_hot MW_HIDDEN;
 extern uint64_t mw_rate MW_HIDDEN;         /* R, mean bytes between samples; 1 = every allocation */
@@ -124,9 +122,11 @@ extern bool mw_fork_tainted MW_HIDDEN;
  * sampled addresses, read without a lock, so that the free of a block that was
  * not sampled (nearly all of them) costs one load from a 16 KiB bitmap that
  * stays in cache. A saturating counter per bucket, touched only on the sampled
- * paths under the heap lock, says when a bit may be cleared. Mapped once at the
- * first capture and never unmapped. */
+ * paths under the heap lock, says when a bit may be cleared. Both are static
+ * (untouched pages cost nothing) and page-aligned, so that a reset can give
+ * their pages back. */
 #define MW_FILTER_BITS 17
+extern uint64_t mw_filter_bits[((size_t)1 << MW_FILTER_BITS) / 64] MW_HIDDEN;
 static inline size_t mw_filter_index(const void *p)
 {
 	return (size_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - MW_FILTER_BITS));
@@ -134,9 +134,8 @@ static inline size_t mw_filter_index(const void *p)
 /* False: p is surely not a sampled block. True: it may be; look it up. */
 static inline bool mw_maybe_sampled(const void *p)
 {
-	uint64_t *f = __atomic_load_n(&mw_hot.filter, __ATOMIC_RELAXED);
 	size_t i = mw_filter_index(p);
-	return f && ((__atomic_load_n(&f[i >> 6], __ATOMIC_RELAXED) >> (i & 63)) & 1);
+	return (__atomic_load_n(&mw_filter_bits[i >> 6], __ATOMIC_RELAXED) >> (i & 63)) & 1;
 }
 
 /* Figures for status and snapshots, copied under the heap lock. */

@@ -17,7 +17,9 @@
 #include "snapshot.h"
 
 __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
-static uint8_t *filter_counts;     /* one saturating counter per filter bucket */
+uint64_t mw_filter_bits[((size_t)1 << MW_FILTER_BITS) / 64] __attribute__((aligned(4096)));
+/* one saturating counter per filter bucket */
+static uint8_t filter_counts[(size_t)1 << MW_FILTER_BITS] __attribute__((aligned(4096)));
 struct mw_hot mw_hot;
 uint64_t mw_rate = MW_DEFAULT_RATE;
 unsigned mw_depth = MW_DEFAULT_DEPTH;
@@ -302,7 +304,7 @@ static void filter_inc(uintptr_t p)
 		return;
 	filter_counts[i] = (uint8_t)(v + 1);
 	if (v == 0)
-		__atomic_fetch_or(&mw_hot.filter[i >> 6], (uint64_t)1 << (i & 63), __ATOMIC_RELEASE);
+		__atomic_fetch_or(&mw_filter_bits[i >> 6], (uint64_t)1 << (i & 63), __ATOMIC_RELEASE);
 }
 
 /* A saturated counter stays saturated (and its bit set): it no longer knows
@@ -315,7 +317,7 @@ static void filter_dec(uintptr_t p)
 		return;
 	filter_counts[i] = (uint8_t)(v - 1);
 	if (v == 1)
-		__atomic_fetch_and(&mw_hot.filter[i >> 6], ~((uint64_t)1 << (i & 63)), __ATOMIC_RELEASE);
+		__atomic_fetch_and(&mw_filter_bits[i >> 6], ~((uint64_t)1 << (i & 63)), __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -545,8 +547,6 @@ static void live_insert(uintptr_t p, uint64_t size, uint32_t id)
 {
 	struct live *e;
 	size_t j;
-	if (!mw_hot.filter)
-		return;
 	e = live_find(p);
 	if (e) {
 		account_live(e->stack, e->size, -1);
@@ -725,10 +725,10 @@ static void reset_locked(void)
 	dropped_live_bytes = nsamples = 0;
 	memset(pending, 0, sizeof pending);
 	pending_count = 0;
-	if (mw_hot.filter) {
-		madvise(mw_hot.filter, FILTER_BUCKETS / 8, MADV_DONTNEED);
-		madvise(filter_counts, FILTER_BUCKETS, MADV_DONTNEED);
-	}
+	if (madvise(mw_filter_bits, sizeof mw_filter_bits, MADV_DONTNEED) != 0)
+		memset(mw_filter_bits, 0, sizeof mw_filter_bits);
+	if (madvise(filter_counts, sizeof filter_counts, MADV_DONTNEED) != 0)
+		memset(filter_counts, 0, sizeof filter_counts);
 }
 
 void mw_heap_reset(void)
@@ -736,15 +736,6 @@ void mw_heap_reset(void)
 	mw_tls.guard++;
 	lock_heap();
 	reset_locked();
-	if (!mw_hot.filter) {
-		/* the bitmap and its counters in one mapping; without it, frees are
-		 * never looked up, and samples not recorded (see live_insert) */
-		uint8_t *m = mw_map(FILTER_BUCKETS / 8 + FILTER_BUCKETS);
-		if (m) {
-			filter_counts = m + FILTER_BUCKETS / 8;
-			__atomic_store_n(&mw_hot.filter, (uint64_t *)m, __ATOMIC_RELEASE);
-		}
-	}
 	unlock_heap();
 	mw_tls.guard--;
 }

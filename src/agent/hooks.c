@@ -39,44 +39,54 @@ static inline __attribute__((always_inline)) void *account(void *p, size_t size,
 	return mw_sampled_alloc(p, size);
 }
 
+/* The same decision taken before the call, so that an allocation that is not a
+ * sample point goes to the allocator by a tail jump, with no frame of ours. */
+static inline __attribute__((always_inline)) bool unsampled(size_t size, int epoch)
+{
+	uint64_t left = mw_tls.left;
+	if (likely(size < left && mw_tls.epoch == (uint32_t)epoch)) {
+		mw_tls.left = left - size - 1;
+		return true;
+	}
+	return false;
+}
+
 static inline int capturing(void)
 {
 	return __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
 }
 
-/* Each hook is split: the "off" test stays in the hook, so that it compiles to
- * a load, a branch and a tail jump with no frame; the work of a capture is in a
- * separate function the branch jumps to. */
+/* Each hook keeps its common paths free of any frame of ours: capture off, or
+ * an allocation that is not a sample point, ends in a tail jump to the
+ * allocator; only a sample point goes through a separate function (which
+ * calls the allocator and then records the block). */
 #define ON __attribute__((noinline))
 
-static ON void *malloc_on(size_t n, int e)
+static ON void *malloc_slow(size_t n)
 {
-	return account(mw_orig.malloc(n), n, e);
+	return mw_sampled_alloc(mw_orig.malloc(n), n);
 }
 
 static void *hk_malloc(size_t n)
 {
 	int e = capturing();
-	if (likely(!e))
+	if (likely(!e) || likely(unsampled(n, e)))
 		return mw_orig.malloc(n);
-	return malloc_on(n, e);
+	return malloc_slow(n);
 }
 
-static ON void *calloc_on(size_t a, size_t b, int e)
+static ON void *calloc_slow(size_t a, size_t b, size_t n)
 {
-	void *p = mw_orig.calloc(a, b);
-	size_t n;
-	if (__builtin_mul_overflow(a, b, &n))
-		return p;
-	return account(p, n, e);
+	return mw_sampled_alloc(mw_orig.calloc(a, b), n);
 }
 
 static void *hk_calloc(size_t a, size_t b)
 {
 	int e = capturing();
-	if (likely(!e))
+	size_t n;
+	if (likely(!e) || __builtin_mul_overflow(a, b, &n) || likely(unsampled(n, e)))
 		return mw_orig.calloc(a, b);
-	return calloc_on(a, b, e);
+	return calloc_slow(a, b, n);
 }
 
 static ON void free_on(void *p)
@@ -131,72 +141,72 @@ static void *hk_reallocarray(void *p, size_t a, size_t b)
 	return realloc_on(p, n, true, a, b, e);
 }
 
-static ON int posix_memalign_on(void **m, size_t align, size_t n, int e)
+static ON int posix_memalign_slow(void **m, size_t align, size_t n)
 {
 	int r = mw_orig.posix_memalign(m, align, n);
 	if (r == 0)
-		account(*m, n, e);
+		mw_sampled_alloc(*m, n);
 	return r;
 }
 
 static int hk_posix_memalign(void **m, size_t align, size_t n)
 {
 	int e = capturing();
-	if (likely(!e))
+	if (likely(!e) || likely(unsampled(n, e)))
 		return mw_orig.posix_memalign(m, align, n);
-	return posix_memalign_on(m, align, n, e);
+	return posix_memalign_slow(m, align, n);
 }
 
-static ON void *aligned_alloc_on(size_t align, size_t n, int e)
+static ON void *aligned_alloc_slow(size_t align, size_t n)
 {
-	return account(mw_orig.aligned_alloc(align, n), n, e);
+	return mw_sampled_alloc(mw_orig.aligned_alloc(align, n), n);
 }
 
 static void *hk_aligned_alloc(size_t align, size_t n)
 {
 	int e = capturing();
-	if (likely(!e))
+	if (likely(!e) || likely(unsampled(n, e)))
 		return mw_orig.aligned_alloc(align, n);
-	return aligned_alloc_on(align, n, e);
+	return aligned_alloc_slow(align, n);
 }
 
-static ON void *memalign_on(size_t align, size_t n, int e)
+static ON void *memalign_slow(size_t align, size_t n)
 {
-	return account(mw_orig.memalign(align, n), n, e);
+	return mw_sampled_alloc(mw_orig.memalign(align, n), n);
 }
 
 static void *hk_memalign(size_t align, size_t n)
 {
 	int e = capturing();
-	if (likely(!e))
+	if (likely(!e) || likely(unsampled(n, e)))
 		return mw_orig.memalign(align, n);
-	return memalign_on(align, n, e);
+	return memalign_slow(align, n);
 }
 
-static ON void *valloc_on(size_t n, int e)
+static ON void *valloc_slow(size_t n)
 {
-	return account(mw_orig.valloc(n), n, e);
+	return mw_sampled_alloc(mw_orig.valloc(n), n);
 }
 
 static void *hk_valloc(size_t n)
 {
 	int e = capturing();
-	if (likely(!e))
+	if (likely(!e) || likely(unsampled(n, e)))
 		return mw_orig.valloc(n);
-	return valloc_on(n, e);
+	return valloc_slow(n);
 }
 
-static ON void *pvalloc_on(size_t n, int e)
+static ON void *pvalloc_slow(size_t n)
 {
-	return account(mw_orig.pvalloc(n), n, e);
+	return mw_sampled_alloc(mw_orig.pvalloc(n), n);
 }
 
 static void *hk_pvalloc(size_t n)
 {
 	int e = capturing();
-	if (likely(!e))
+	if (likely(!e) || likely(unsampled(n, e)))
 		return mw_orig.pvalloc(n);
-	return pvalloc_on(n, e);
+	return pvalloc_slow(n);
 }
 
 /* True when the object behind lm names a search path of its own: only then can
