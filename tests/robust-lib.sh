@@ -1,0 +1,91 @@
+# tests/robust-lib.sh: helpers of the failure-matrix tests (tests/run-robust-*.sh),
+# sourced after tests/lib.sh.
+
+snapdump=$top_builddir/tests/tools/snapdump
+robust=$TARGETS/robust_target
+
+# no_temp_files WHAT: no outfile temporary (NAME.tmp.XXXXXX) is left in the
+# test directory or below it.
+no_temp_files() {
+	local left
+	left=$(find . -name '*.tmp.*' 2>/dev/null)
+	[ -z "$left" ] || fail "$1: temporary files left: $left"
+}
+
+# snaps_complete WHAT FILES...: every snapshot file given decodes whole
+# (snapdump checks the layout and the CRC over every byte).
+snaps_complete() {
+	local what=$1 f
+	shift
+	for f in "$@"; do
+		[ -e "$f" ] || continue
+		"$snapdump" "$f" >/dev/null 2>snapdump.err ||
+			fail "$what: '$f' is not a complete snapshot: $(cat snapdump.err)"
+	done
+}
+
+# log_lines_whole WHAT LOG: every line of the run log but the last is a
+# comment, the column header or a sample of 10 fields; with ENDED=1 (the
+# default) the last one too, ending with a newline.
+log_lines_whole() {
+	local what=$1 log=$2 n bad
+	n=$(grep -c '' "$log")
+	bad=$(head -n $((n - 1)) "$log" |
+		grep -Ev '^# |^time_s |^[0-9]+\.[0-9]{3} [0-9a-z]+( ([0-9]+|-)){8}$' | head -n 3)
+	[ -z "$bad" ] || fail "$what: '$log' has broken lines: $bad"
+}
+
+# log_ended WHAT LOG: the log's last line is the end event, complete.
+log_ended() {
+	tail -n 1 "$2" | grep -Eq '^# event [0-9.]+ - end reason=[a-z]+$' ||
+		fail "$1: '$2' does not end with the end event: $(tail -n 1 "$2")"
+	[ "$(tail -c 1 "$2" | od -An -c | tr -d ' ')" = '\n' ] || fail "$1: '$2' ends in a half line"
+}
+
+# capture_off WHAT PID: the agent in PID answers and is not capturing (its
+# hooks removed): memwatch snap says so. Polls up to 15 s, since an agent that
+# lost its owner notices it on its own.
+capture_off() {
+	local i=0
+	while :; do
+		"$MEMWATCH" snap -p "$2" -f -o capture-check.snap >capture-check.out 2>capture-check.err
+		if [ $? -eq 0 ] && grep -q 'capture is off' capture-check.out; then
+			return 0
+		fi
+		i=$((i + 1))
+		if [ "$i" -ge 30 ]; then
+			fail "$1: pid $2 still captures (or does not answer): $(cat capture-check.out capture-check.err)"
+			return 0
+		fi
+		sleep 0.5
+	done
+}
+
+# throughput FILE FROM: the median of the "ops_per_s" lines of FILE from line
+# FROM on (robust_target churn's reports), or 0.
+throughput() {
+	tail -n +"$2" "$1" | awk '/^ops_per_s /{ v[n++] = $2 } END {
+		if (n == 0) { print 0; exit }
+		for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+		print v[int(n / 2)] }'
+}
+
+# throughput_kept WHAT FILE BEFORE_FROM AFTER_FROM: the target's throughput
+# after memwatch left is not far below what it was before memwatch came
+# (loose: the machine is shared and noisy; hooks left in place would not fail
+# this, capture_off checks that).
+throughput_kept() {
+	local before after
+	before=$(throughput "$2" "$3")
+	after=$(throughput "$2" "$4")
+	awk -v b="$before" -v a="$after" 'BEGIN { exit !(b > 0 && a >= 0.3 * b) }' ||
+		fail "$1: the target's throughput fell from $before to $after ops/s"
+}
+
+# ptrace_allowed: skip when this user may not attach to its own children.
+ptrace_allowed() {
+	[ -r /proc/sys/kernel/yama/ptrace_scope ] &&
+		[ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] && [ "$(id -u)" -ne 0 ] &&
+		skip "ptrace is restricted (yama ptrace_scope >= 2)"
+	return 0
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# run-robust-pids.sh: processes that are not there, or stop being there. A
+# zombie (exited, its parent never reaps it) is refused like an exited process
+# (4), with or without capture; memwatch snap of a pid that does not exist is 4;
+# a process that exits while its allocations are captured ends the watch with 7,
+# its log complete and its snapshots whole. No file is left behind by a refusal.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/robust-lib.sh"
+ptrace_allowed
+
+# a zombie: its parent prints its pid and sleeps without waiting for it
+"$robust" zombie 60 >zombie.out &
+parent=$!
+started_pids="$started_pids $parent"
+wait_until "[ -s zombie.out ]" 10
+z=$(cat zombie.out)
+wait_until "grep -q '^State:.*Z' /proc/$z/status 2>/dev/null" 10
+for capture in growth now; do
+	run_mw 4 -p "$z" -i 100ms -d 2s --capture "$capture" -o zombie.log
+	expect_err_line "pid $z: the process has exited \(its parent has not reaped it\)$"
+	[ -e zombie.log ] && fail "--capture $capture: a log was created for a zombie"
+done
+# in a list, the zombie is refused like a missing pid: nothing is watched
+run_mw 4 -p "$parent,$z" -i 100ms -d 500ms -q -o mixed.log
+expect_err_line "pid $z: the process has exited \(its parent has not reaped it\)$"
+[ -e mixed.log ] && fail "a log was created for a list with a zombie"
+kill -0 "$parent" || fail "the zombie's parent died"
+
+# memwatch snap of a pid that does not exist
+max=$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 4194304)
+run_mw 4 snap -p "$max" -o gone.snap
+expect_err_line "pid $max: no such process$"
+[ -e gone.snap ] && fail "snap of a missing pid created a file"
+
+# a process that exits while captured: status 7, exit and end events, the
+# snapshots whole, nothing half-written
+"$robust" churn 2.5 4096 >churn.out &
+c=$!
+started_pids="$started_pids $c"
+wait_until "grep -q ops_per_s churn.out" 10
+run_mw 7 -p "$c" -i 100ms -q --capture now --snap-every 500ms -o exit.log
+[ -s err ] && fail "exiting target: stderr: $(cat err)"
+expect_grep "^# event [0-9.]+ $c capture-start " exit.log
+expect_grep "^# event [0-9.]+ $c exit( |\$)" exit.log
+expect_grep "^# event [0-9.]+ - end reason=exited\$" exit.log
+log_ended "exiting target" exit.log
+log_lines_whole "exiting target" exit.log
+ls exit.*.snap >/dev/null 2>&1 || fail "exiting target: no snapshot written"
+snaps_complete "exiting target" exit.*.snap
+no_temp_files "exiting target"
+expect_grep '^done$' churn.out
+finish
