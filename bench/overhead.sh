@@ -7,9 +7,11 @@
 # machine hurts them alike).
 #
 # Usage: bench/overhead.sh [-r REPEATS] [-n OPS] [-l LIVE] [-s small|uniform]
-#                          [-t "1 2 4"] [-q] [BUILDDIR]
+#                          [-t "1 2 4"] [-q] [-i] [BUILDDIR]
 #   BUILDDIR holds bench/workload and .libs/libmemwatch-agent.so (default: .);
-#   make bench/workload builds the workload. -q: a quick sanity run.
+#   make bench/workload builds the workload. -q: a quick sanity run. -i: also
+#   count the instructions of one thread with cachegrind, a figure that a busy
+#   machine does not disturb.
 set -u
 
 repeats=5
@@ -17,7 +19,8 @@ ops=2000000
 live=16384
 sizes=small
 threads="1 2 4"
-while getopts r:n:l:s:t:q opt; do
+icount=no
+while getopts r:n:l:s:t:qi opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) ops=$OPTARG ;;
@@ -25,7 +28,8 @@ while getopts r:n:l:s:t:q opt; do
 	s) sizes=$OPTARG ;;
 	t) threads=$OPTARG ;;
 	q) repeats=3; ops=300000 ;;
-	*) sed -n '2,13s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	i) icount=yes ;;
+	*) sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -90,3 +94,25 @@ for t in $threads; do
 				(pr > 0 ? r / pr : 0) }'
 	done
 done
+
+# Instructions (user space, one thread), which a loaded machine does not change.
+if [ $icount = yes ] && command -v valgrind >/dev/null 2>&1; then
+	iops=$((ops / 4))
+	echo "instructions, 1 thread, $iops operations (cachegrind):"
+	plain_ir=
+	for v in plain idle default rate1; do
+		case $v in
+		plain) set -- env ;;
+		idle) set -- env LD_PRELOAD="$agent" MEMWATCH_AGENT_OPTIONS=capture=idle ;;
+		default) set -- env LD_PRELOAD="$agent" MEMWATCH_AGENT_OPTIONS=capture=now ;;
+		rate1) set -- env LD_PRELOAD="$agent" MEMWATCH_AGENT_OPTIONS=capture=now,rate=1 ;;
+		esac
+		ir=$("$@" valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+			"$wl" -t 1 -n "$iops" -l "$live" -s "$sizes" 2>&1 |
+			sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' | tr -d ,)
+		[ -n "$plain_ir" ] || plain_ir=$ir
+		awk -v v="$v" -v ir="$ir" -v p="$plain_ir" -v n="$iops" 'BEGIN {
+			printf "  %-10s %14.0f instructions %7.3fx  (%+.1f per operation)\n", v, ir,
+				(p > 0 ? ir / p : 0), (ir - p) / n }'
+	done
+fi
