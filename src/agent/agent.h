@@ -106,6 +106,9 @@ struct mw_taken { uint64_t size; uint32_t stack; };
 bool mw_take_record(const void *p, struct mw_taken *t) MW_HIDDEN;
 void mw_put_record(const void *p, const struct mw_taken *t) MW_HIDDEN;
 void mw_heap_reset(void) MW_HIDDEN;                      /* drop every record and stack */
+/* Around the use of mw_heap_copy_stacks's frames: no reset meanwhile. */
+void mw_snapshot_begin(void) MW_HIDDEN;
+void mw_snapshot_end(void) MW_HIDDEN;
 void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
 void mw_heap_atfork_prepare(void) MW_HIDDEN;
 void mw_heap_atfork_parent(void) MW_HIDDEN;

@@ -731,12 +731,29 @@ static void reset_locked(void)
 		memset(filter_counts, 0, sizeof filter_counts);
 }
 
+/* Held while a snapshot reads the interned frames outside the heap lock (the
+ * control thread's, or the one at exit on the exiting thread): a reset, which
+ * unmaps them, waits for it. */
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void mw_snapshot_begin(void)
+{
+	pthread_mutex_lock(&snap_lock);
+}
+
+void mw_snapshot_end(void)
+{
+	pthread_mutex_unlock(&snap_lock);
+}
+
 void mw_heap_reset(void)
 {
 	mw_tls.guard++;
+	pthread_mutex_lock(&snap_lock);
 	lock_heap();
 	reset_locked();
 	unlock_heap();
+	pthread_mutex_unlock(&snap_lock);
 	mw_tls.guard--;
 }
 
@@ -785,6 +802,7 @@ void mw_heap_atfork_child(void)
 {
 	pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 	memcpy(&loader_lock, &fresh, sizeof fresh);
+	pthread_mutex_init(&snap_lock, NULL);
 	if (!fork_has_loader_lock)
 		mw_fork_tainted = true;
 	pthread_mutex_init(&heap_lock, NULL);

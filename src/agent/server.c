@@ -308,6 +308,7 @@ static int build_snapshot(unsigned char **buf, size_t *len)
 	struct mw_stack_copy *st = NULL;
 	struct mw_heap_figures fig;
 	size_t nst = 0, i, k;
+	bool locked = false;
 	int r = -1;
 
 	if (!s)
@@ -332,6 +333,8 @@ static int build_snapshot(unsigned char **buf, size_t *len)
 	mw_loader_enter();
 	read_mallinfo(&s->mallinfo);
 	mw_loader_leave();
+	mw_snapshot_begin();
+	locked = true;
 	if (mw_heap_copy_stacks(&st, &nst, &fig) < 0)
 		goto out;
 	s->capture_start_ns = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) ? mw_capture_start_ns : 0;
@@ -364,8 +367,12 @@ static int build_snapshot(unsigned char **buf, size_t *len)
 			d->frames[k].offset = mi == SNAP_NO_MODULE ? a : a - s->modules[mi].bias;
 		}
 	}
+	mw_snapshot_end();
+	locked = false;
 	r = snapshot_encode(s, buf, len);
 out:
+	if (locked)
+		mw_snapshot_end();
 	free(st);
 	snapshot_free(s);
 	return r;
