@@ -19,11 +19,11 @@ wait_ready a 1
 setpriv --reuid=65534 --regid=65534 --clear-groups "$CTL" "$p" status >o1 2>e1
 [ $? -eq 1 ] || fail "a client of another user was not refused"
 expect_grep "pid $p: .*permission denied: not the target's user" e1
-setpriv --reuid=65534 --regid=65534 --clear-groups "$MEMWATCH" snap -p "$p" -o /tmp/x-$$.snap >out 2>err
+setpriv --reuid=65534 --regid=65534 --clear-groups "$MEMWATCH" snap -p "$p" -o "${TMPDIR:-/tmp}/x-$$.snap" >out 2>err
 st=$?
 [ $st -eq 5 ] || fail "memwatch snap as another user: status $st, expected 5"
 expect_err_line "pid $p: .*permission denied"
-[ ! -e /tmp/x-$$.snap ] || { rm -f /tmp/x-$$.snap; fail "another user got a snapshot"; }
+[ ! -e "${TMPDIR:-/tmp}/x-$$.snap" ] || { rm -f "${TMPDIR:-/tmp}/x-$$.snap"; fail "another user got a snapshot"; }
 # root (the owner here) is served, and the capture was not disturbed
 "$CTL" "$p" status >o2 2>e2 || fail "agentctl as root: $(cat e2)"
 expect_grep '^status: capturing=1 hooks=[1-9]' o2
