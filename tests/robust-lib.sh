@@ -43,12 +43,13 @@ log_ended() {
 }
 
 # capture_off WHAT PID: the agent in PID answers and is not capturing (its
-# hooks removed): memwatch snap says so. Polls up to 15 s, since an agent that
-# lost its owner notices it on its own.
+# hooks removed): memwatch snap --wait 0 (which starts no capture of its own)
+# says so. Polls up to 15 s, since an agent that lost its owner notices it on
+# its own.
 capture_off() {
 	local i=0
 	while :; do
-		"$MEMWATCH" snap -p "$2" -f -o capture-check.snap >capture-check.out 2>capture-check.err
+		"$MEMWATCH" snap --wait 0 -p "$2" -f -o capture-check.snap >capture-check.out 2>capture-check.err
 		if [ $? -eq 0 ] && grep -q 'capture is off' capture-check.out; then
 			return 0
 		fi

@@ -1,9 +1,10 @@
 #!/bin/sh
 # run-robust-pids.sh: processes that are not there, or stop being there. A
 # zombie (exited, its parent never reaps it) is refused like an exited process
-# (4), with or without capture; memwatch snap of a pid that does not exist is 4;
-# a process that exits while its allocations are captured ends the watch with 7,
-# its log complete and its snapshots whole. No file is left behind by a refusal.
+# (4), with or without capture, and by memwatch snap; memwatch snap of a pid
+# that does not exist is 4; a process that exits while its allocations are
+# captured ends the watch with 7, its log complete and its snapshots whole. No
+# file is left behind by a refusal.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
 ptrace_allowed
@@ -25,6 +26,11 @@ run_mw 4 -p "$parent,$z" -i 100ms -d 500ms -q -o mixed.log
 expect_err_line "pid $z: the process has exited \(its parent has not reaped it\)$"
 [ -e mixed.log ] && fail "a log was created for a list with a zombie"
 kill -0 "$parent" || fail "the zombie's parent died"
+
+# memwatch snap of a zombie: it would attach, and cannot
+run_mw 4 snap -p "$z" -o zombie.snap
+expect_err_line "pid $z: cannot attach: the process has exited \(zombie\)$"
+[ -e zombie.snap ] && fail "snap of a zombie created a file"
 
 # memwatch snap of a pid that does not exist
 max=$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 4194304)
