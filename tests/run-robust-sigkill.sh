@@ -9,6 +9,7 @@
 . "$top_srcdir/tests/robust-lib.sh"
 ptrace_allowed
 
+: >churn.out
 "$robust" churn 0 4096 >churn.out &
 t=$!
 started_pids="$started_pids $t"

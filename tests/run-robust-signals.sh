@@ -50,6 +50,7 @@ ended_cleanly() {
 }
 
 # 1. while capturing, after the trigger and a snapshot
+: >churn.out
 "$robust" churn 0 4096 >churn.out &
 t=$!
 started_pids="$started_pids $t"
@@ -67,6 +68,7 @@ throughput_kept "after the signals" churn.out 1 "$after"
 kill "$t"
 
 # 2. as the trigger fires: the signal races the attach (best effort)
+: >churn2.out
 "$robust" churn 0 8192 >churn2.out &
 t=$!
 started_pids="$started_pids $t"

@@ -1,0 +1,83 @@
+#!/bin/sh
+# run-robust-diskfull.sh: the disk fills while a watch captures. The log hits
+# the file size limit (ulimit -f; memwatch ignores SIGXFSZ, so write fails with
+# EFBIG) or a full tmpfs (as root): one clear line, status 1, every line
+# written before the failure intact, snapshots whole or absent. Snapshots that
+# do not fit on a full tmpfs: a warning each, a snapshot-failed event, no
+# partial file, the log complete. The target goes on running in every case,
+# its agent no longer capturing.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/robust-lib.sh"
+ptrace_allowed
+
+# expect_one_error PATTERN: stderr holds one error line matching PATTERN,
+# besides warnings and hints (a snapshot may fail to fit before the log does).
+expect_one_error() {
+	[ "$(grep -v '^memwatch: warning: ' err | grep -c '^memwatch: ')" -eq 1 ] ||
+		fail "not one error line: $(cat err)"
+	expect_grep "^memwatch: $1" err
+	grep -v '^memwatch: ' err | grep -vq '^  hint: ' && fail "stray stderr: $(cat err)"
+}
+
+mounted=
+trap 'for p in $started_pids; do kill -9 "$p"; done 2>/dev/null; wait 2>/dev/null
+	[ -n "$mounted" ] && umount "$mounted"; cleanup' EXIT
+
+: >churn.out
+"$robust" churn 0 4096 >churn.out &
+t=$!
+started_pids="$started_pids $t"
+wait_until "grep -q ops_per_s churn.out" 20
+
+# 1. the file size limit: a few KiB of log at a 10 ms interval
+(ulimit -f 8 && exec "$MEMWATCH" -p "$t" -i 10ms -q --capture now --snap-every 200ms \
+	-o fsize.log >out 2>err)
+status=$?
+[ "$status" -eq 1 ] || fail "file size limit: status $status, expected 1"
+expect_one_error "cannot write 'fsize\.log': File too large$"
+log_lines_whole "file size limit" fsize.log
+expect_grep "^# event [0-9.]+ $t capture-start " fsize.log
+snaps_complete "file size limit" fsize.*.snap
+no_temp_files "file size limit"
+kill -0 "$t" || fail "file size limit: the target died"
+capture_off "file size limit" "$t"
+
+# 2. a full tmpfs (root, and mounting allowed)
+mkdir fs
+if [ "$(id -u)" -ne 0 ] || ! mount -t tmpfs -o size=256k tmpfs fs 2>/dev/null; then
+	echo "not root or mount refused: the tmpfs cases are left out" >&2
+	finish
+fi
+mounted=$tmp/fs
+
+# 2a. the log fills it: leave it about 12 KiB
+dd if=/dev/zero of=fs/filler bs=4096 count=61 2>/dev/null
+run_mw 1 -p "$t" -i 10ms -q --capture now --snap-every 200ms -o fs/full.log
+expect_one_error "cannot write 'fs/full\.log': No space left on device$"
+log_lines_whole "full tmpfs" fs/full.log
+snaps_complete "full tmpfs" fs/full.*.snap
+no_temp_files "full tmpfs"
+kill -0 "$t" || fail "full tmpfs: the target died"
+capture_off "full tmpfs" "$t"
+kill "$t"
+rm -f fs/*
+
+# 2b. snapshots of 16384 stacks (1.5 MiB) cannot fit; the log does
+"$robust" stacks 16384 30 0.3 >stacks.out &
+t=$!
+started_pids="$started_pids $t"
+"$MEMWATCH" -p "$t" -i 100ms -q -r 1 --capture now --snap-every 700ms -d 2s -o fs/s.log >out 2>err
+status=$?
+# the watch itself ran its course; what the failed snapshots should make of
+# the status is the lead's call: 0 or 1
+[ "$status" -eq 0 ] || [ "$status" -eq 1 ] || fail "snapshots on a full tmpfs: status $status"
+expect_grep "^memwatch: warning: pid $t: cannot write 'fs/s\.$t\.[0-9]+(-final)?\.snap': No space left on device\$" err
+grep -v '^memwatch: ' err | grep -vq '^  hint: ' && fail "snapshots on a full tmpfs: stderr: $(cat err)"
+expect_grep "^# event [0-9.]+ $t snapshot-failed path=fs/s\.$t\." fs/s.log
+log_ended "snapshots on a full tmpfs" fs/s.log
+log_lines_whole "snapshots on a full tmpfs" fs/s.log
+ls fs/*.snap >/dev/null 2>&1 && fail "snapshots on a full tmpfs: files left: $(ls fs)"
+no_temp_files "snapshots on a full tmpfs"
+kill -0 "$t" || fail "snapshots on a full tmpfs: the target died"
+capture_off "snapshots on a full tmpfs" "$t"
+finish
