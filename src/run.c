@@ -43,21 +43,30 @@ static int exit_file(void)
 /* Set the environment the agent is preloaded with in the child. The exit file
  * is named by descriptor, inode and pid, so that only this process writes it,
  * and only while that descriptor is still the file memwatch made. */
-static void setup_preload(const char *agent, const struct capture_opts *co, int exit_fd)
+static void setup_preload(const char *agent, const struct capture_opts *co, bool children,
+			  int exit_fd)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char *pre = old && *old ? xasprintf("%s:%s", old, agent) : xstrdup(agent);
 	struct stat st;
-	char exitopt[96] = "";
+	char exitopt[96] = "", who[32];
 	char *opts;
 
 	if (exit_fd >= 0 && fstat(exit_fd, &st) == 0)
 		snprintf(exitopt, sizeof exitopt, ",exitfd=%d,exitino=%llu,exitpid=%d", exit_fd,
 			 (unsigned long long)st.st_ino, (int)getpid());
-	opts = xasprintf("capture=%s,rate=%llu,depth=%u,max-stacks=%llu%s",
+	/* Without --children only this process samples: the programs it starts
+	 * inherit the preload but their agents stay off. With it, forked children
+	 * sample on their own and exec'd ones start their own agents. */
+	if (children)
+		snprintf(who, sizeof who, "children=1");
+	else
+		snprintf(who, sizeof who, "pid=%d", (int)getpid());
+	opts = xasprintf("capture=%s,rate=%llu,depth=%u,max-stacks=%llu,%s%s",
 			 co->mode == CAPTURE_NOW ? "now" : "idle",
 			 (unsigned long long)co->sample_rate, co->max_depth,
-			 (unsigned long long)co->max_stacks, exitopt);
+			 (unsigned long long)co->max_stacks,
+			 who, exitopt);
 	setenv("LD_PRELOAD", pre, 1);
 	setenv(MEMWATCH_AGENT_ENV, opts, 1);
 	free(pre);
@@ -66,7 +75,8 @@ static void setup_preload(const char *agent, const struct capture_opts *co, int 
 
 /* Start argv as a child. Exec failures come back through a close-on-exec pipe
  * so the parent can say them in its own words. Returns the pid, or -errno. */
-static int spawn(char **argv, const char *agent, const struct capture_opts *co, int exit_fd)
+static int spawn(char **argv, const char *agent, const struct capture_opts *co, bool children,
+		 int exit_fd)
 {
 	int pfd[2], err = 0;
 	pid_t pid;
@@ -92,7 +102,7 @@ static int spawn(char **argv, const char *agent, const struct capture_opts *co, 
 		signal(SIGXFSZ, SIG_DFL);
 		close(pfd[0]);
 		if (co->mode != CAPTURE_NEVER)
-			setup_preload(agent, co, exit_fd);
+			setup_preload(agent, co, children, exit_fd);
 		execvp(argv[0], argv);
 		err = errno;
 		(void)!write(pfd[1], &err, sizeof err);
@@ -146,7 +156,7 @@ int cmd_run(int argc, char **argv)
 	o.capture.preloaded = true;
 	exit_fd = o.capture.mode != CAPTURE_NEVER ? exit_file() : -1;
 
-	pid = spawn(argv + argi, agent, &o.capture, exit_fd);
+	pid = spawn(argv + argi, agent, &o.capture, o.children, exit_fd);
 	free(agent);
 	if (pid < 0) {
 		mw_error("cannot run '%s': %s", argv[argi], strerror(-pid));
