@@ -90,3 +90,17 @@ ptrace_allowed() {
 		skip "ptrace is restricted (yama ptrace_scope >= 2)"
 	return 0
 }
+
+# target_free WHAT PID FILE: PID is neither traced nor stopped (memwatch let go
+# of it), and still makes progress: FILE, its output, grows.
+target_free() {
+	local i=0 n
+	while grep -Eq '^TracerPid:[[:space:]]*[1-9]|^State:[[:space:]]*[tT]' "/proc/$2/status" 2>/dev/null; do
+		i=$((i + 1))
+		[ "$i" -gt 40 ] && { fail "$1: pid $2 left traced or stopped: $(grep -E '^(State|TracerPid)' "/proc/$2/status" | tr '\n' ' ')"; return 0; }
+		sleep 0.05
+	done
+	kill -0 "$2" 2>/dev/null || { fail "$1: pid $2 is gone"; return 0; }
+	n=$(grep -c '' "$3")
+	wait_until "[ \$(grep -c '' $3) -gt $n ]" 10
+}

@@ -39,7 +39,7 @@ log_lines_whole "file size limit" fsize.log
 expect_grep "^# event [0-9.]+ $t capture-start " fsize.log
 snaps_complete "file size limit" fsize.*.snap
 no_temp_files "file size limit"
-kill -0 "$t" || fail "file size limit: the target died"
+target_free "file size limit" "$t" churn.out
 capture_off "file size limit" "$t"
 
 # 2. a full tmpfs (root, and mounting allowed)
@@ -57,7 +57,7 @@ expect_one_error "cannot write 'fs/full\.log': No space left on device$"
 log_lines_whole "full tmpfs" fs/full.log
 snaps_complete "full tmpfs" fs/full.*.snap
 no_temp_files "full tmpfs"
-kill -0 "$t" || fail "full tmpfs: the target died"
+target_free "full tmpfs" "$t" churn.out
 capture_off "full tmpfs" "$t"
 kill "$t"
 rm -f fs/*

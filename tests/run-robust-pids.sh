@@ -1,10 +1,11 @@
 #!/bin/sh
 # run-robust-pids.sh: processes that are not there, or stop being there. A
 # zombie (exited, its parent never reaps it) is refused like an exited process
-# (4), with or without capture, and by memwatch snap; memwatch snap of a pid
-# that does not exist is 4; a process that exits while its allocations are
-# captured ends the watch with 7, its log complete and its snapshots whole. No
-# file is left behind by a refusal.
+# (4), with or without capture, and by memwatch snap; one that becomes a zombie
+# during the watch has exited (7); memwatch snap of a pid that does not exist
+# is 4; a process that exits while its allocations are captured ends the watch
+# with 7, its log complete and its snapshots whole. No file is left behind by a
+# refusal.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
 ptrace_allowed
@@ -26,6 +27,18 @@ run_mw 4 -p "$parent,$z" -i 100ms -d 500ms -q -o mixed.log
 expect_err_line "pid $z: the process has exited \(its parent has not reaped it\)$"
 [ -e mixed.log ] && fail "a log was created for a list with a zombie"
 kill -0 "$parent" || fail "the zombie's parent died"
+
+# a process that becomes a zombie during the watch has exited: status 7
+: >zombie2.out
+"$robust" zombie 30 1.5 >zombie2.out &
+started_pids="$started_pids $!"
+wait_until "[ -s zombie2.out ]" 10
+z2=$(cat zombie2.out)
+run_mw 7 -p "$z2" -i 100ms -d 20s -q -o zombie2.log
+expect_grep "^# event [0-9.]+ $z2 exit( |\$)" zombie2.log
+expect_grep '^# event [0-9.]+ - end reason=exited$' zombie2.log
+log_ended "a zombie during the watch" zombie2.log
+grep -q '^State:.*Z' "/proc/$z2/status" 2>/dev/null || fail "pid $z2 is not a zombie"
 
 # memwatch snap of a zombie: it would attach, and cannot
 run_mw 4 snap -p "$z" -o zombie.snap

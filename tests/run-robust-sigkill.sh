@@ -26,7 +26,7 @@ expect_grep "^# event [0-9.]+ $t trigger " k.log
 expect_grep "^# event [0-9.]+ $t attach .*reused=0" k.log
 log_lines_whole "killed watch" k.log
 snaps_complete "killed watch" k.*.snap
-kill -0 "$t" || fail "the target died with memwatch"
+target_free "SIGKILL" "$t" churn.out
 
 # the agent stops sampling by itself
 capture_off "after SIGKILL" "$t"

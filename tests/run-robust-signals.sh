@@ -60,7 +60,7 @@ for sig in INT TERM; do
 	watch_then_signal $sig "cap-$sig.log" " $t snapshot path=" 0.5 -p "$t" -i 100ms -t +4MiB
 	ended_cleanly "capturing, SIG$sig" $sig "cap-$sig.log"
 	expect_grep "^# event [0-9.]+ $t snapshot path=cap-$sig\.$t\.[0-9]+-final\.snap .*final=1" "cap-$sig.log"
-	kill -0 "$t" || fail "SIG$sig while capturing: the target died"
+	target_free "SIG$sig while capturing" "$t" churn.out
 	capture_off "SIG$sig while capturing" "$t"
 done
 after=$(($(grep -c '' churn.out) + 1))
@@ -77,7 +77,7 @@ wait_until "grep -q ops_per_s churn2.out" 20
 watch_then_signal TERM att.log " $t trigger " 0 -p "$t" -i 50ms -t +4MiB
 # an attach the signal cut short says so
 ended_cleanly "attaching, SIGTERM" TERM att.log "^memwatch: pid $t: cannot attach: interrupted"
-kill -0 "$t" || fail "SIGTERM while attaching: the target died"
+target_free "SIGTERM while attaching" "$t" churn2.out
 if grep -q " $t attach " att.log; then
 	capture_off "SIGTERM while attaching" "$t"
 fi

@@ -2,8 +2,8 @@
  * and of bench/capture-throughput.sh. Three modes:
  *   churn SECS LEAK_KIB_PER_S   malloc/free as fast as it can, leak a steady amount
  *                               in robust_leak(), print "ops_per_s N" every 0.5 s
- *   zombie SECS                 fork a child that exits at once and never reap it;
- *                               print the child's pid
+ *   zombie SECS [CHILD_SECS]    fork a child that exits at once (or after
+ *                               CHILD_SECS) and never reap it; print its pid
  *   stacks N SECS [DELAY]       after DELAY seconds (default 0), keep N blocks
  *                               allocated from N distinct call stacks (a path of
  *                               calls chosen by the bits of i), print "ready",
@@ -79,14 +79,17 @@ static int churn(double secs, double leak_kib_s)
 	return 0;
 }
 
-/* zombie mode: a child that has exited and is never waited for. */
-static int zombie(double secs)
+/* zombie mode: a child that exits and is never waited for. */
+static int zombie(double secs, double child_secs)
 {
 	pid_t c = fork();
 	if (c < 0)
 		return 1;
-	if (c == 0)
+	if (c == 0) {
+		if (child_secs > 0)
+			usleep((useconds_t)(child_secs * 1e6));
 		_exit(0);
+	}
 	printf("%d\n", (int)c);
 	if (secs > 0)
 		usleep((useconds_t)(secs * 1e6));
@@ -158,12 +161,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && strcmp(argv[1], "churn") == 0)
 		return churn(atof(argv[2]), atof(argv[3]));
-	if (argc == 3 && strcmp(argv[1], "zombie") == 0)
-		return zombie(atof(argv[2]));
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "zombie") == 0)
+		return zombie(atof(argv[2]), argc == 4 ? atof(argv[3]) : 0);
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "stacks") == 0)
 		return stacks((unsigned)strtoul(argv[2], NULL, 10), atof(argv[3]),
 			      argc == 5 ? atof(argv[4]) : 0);
-	fprintf(stderr, "usage: robust_target churn SECS LEAK_KIB_PER_S | zombie SECS | "
+	fprintf(stderr, "usage: robust_target churn SECS LEAK_KIB_PER_S | zombie SECS [CHILD_SECS] | "
 		"stacks N SECS [DELAY]\n");
 	return 2;
 }
