@@ -4,7 +4,7 @@
 # not notice: it keeps running at its speed, its agent sees the control
 # connection gone and stops sampling on its own (hooks removed), and a later
 # memwatch reuses the agent already loaded (attach event reused=1) and
-# captures as before.
+# captures as before. The same when memwatch run is killed: its command goes on.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
 ptrace_allowed
@@ -46,5 +46,23 @@ snaps_complete "second watch" again.*.snap
 expect_grep "robust_leak" out
 capture_off "after the second watch" "$t"
 kill -0 "$t" || fail "the target died"
+kill "$t"
+
+# memwatch run killed: its command, orphaned, goes on; its agent (preloaded,
+# capturing from the start) stops capturing when its owner's connection goes
+: >run.out
+"$MEMWATCH" run -i 100ms -q -o run.log -- "$robust" churn 0 1024 >run.out 2>run.err &
+mw=$!
+started_pids="$started_pids $mw"
+wait_until "[ \$(grep -c ops_per_s run.out) -ge 2 ]" 20
+c=$(sed -n 's/^# process: \([0-9]*\) .*/\1/p' run.log)
+[ -n "$c" ] && started_pids="$started_pids $c"
+expect_grep "^# event [0-9.]+ $c capture-start " run.log
+kill -KILL "$mw"
+wait "$mw" 2>/dev/null
+target_free "memwatch run killed" "$c" run.out
+capture_off "memwatch run killed" "$c"
+run_mw 0 -p "$c" --capture now -i 100ms -d 1s -q -o run2.log
+expect_grep "^# event [0-9.]+ $c attach .*reused=1" run2.log
 no_temp_files "sigkill"
 finish
