@@ -109,6 +109,41 @@ static void capture_fail(struct capture *c, double t, const char *kind, const ch
 	c->state = ST_FAILED;
 }
 
+/* Check the snapshot bytes the agent sent and store them as the next snapshot,
+ * named with suffix ("", "-final", "-exit"), with an event whose detail ends in
+ * tag. Returns the path written (caller frees), or NULL when it was unusable or
+ * could not be written (said, and logged). */
+static char *store_snapshot(struct capture *c, double t, const unsigned char *buf, size_t len,
+			    const char *suffix, const char *tag)
+{
+	char *cause = NULL, *path;
+	struct snapshot *s = snapshot_decode(buf, len, &cause);
+	uint64_t live = 0;
+
+	if (!s) {
+		mw_warn("pid %d: the agent sent a bad snapshot: %s", c->pid, cause);
+		runlog_event(c->log, t, c->pid, "snapshot-failed", "cause=bad_snapshot");
+		free(cause);
+		return NULL;
+	}
+	path = snap_name(c, c->nsnaps + 1, suffix);
+	if (snapshot_write_bytes(buf, len, path, c->o.force, &cause) < 0) {
+		mw_warn("pid %d: %s", c->pid, cause);
+		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", path);
+		free(cause);
+		free(path);
+		snapshot_free(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < s->nstacks; i++)
+		live += s->stacks[i].live_bytes;
+	c->nsnaps++;
+	runlog_event(c->log, t, c->pid, "snapshot", "path=%s live=%llu stacks=%zu%s", path,
+		     (unsigned long long)live, s->nstacks, tag);
+	snapshot_free(s);
+	return path;
+}
+
 /* Ask the agent for a snapshot and store it. Returns 0, or -1 when the agent can
  * no longer be reached (the capture is failed then). */
 static int take_snapshot(struct capture *c, double t, bool final)
@@ -116,7 +151,6 @@ static int take_snapshot(struct capture *c, double t, bool final)
 	unsigned char *buf = NULL;
 	size_t len = 0;
 	char *cause = NULL, *path;
-	struct snapshot *s;
 
 	if (control_snapshot(c->fd, &buf, &len, &cause) < 0) {
 		mw_warn("pid %d: snapshot failed: %s", c->pid, cause);
@@ -124,27 +158,8 @@ static int take_snapshot(struct capture *c, double t, bool final)
 		free(cause);
 		return -1;
 	}
-	s = snapshot_decode(buf, len, &cause);
-	if (!s) {
-		mw_warn("pid %d: the agent sent a bad snapshot: %s", c->pid, cause);
-		runlog_event(c->log, t, c->pid, "snapshot-failed", "cause=bad_snapshot");
-		free(cause);
-		free(buf);
-		return 0;
-	}
-	path = snap_name(c, c->nsnaps + 1, final ? "-final" : "");
-	if (snapshot_write_bytes(buf, len, path, c->o.force, &cause) < 0) {
-		mw_warn("pid %d: %s", c->pid, cause);
-		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", path);
-		free(cause);
-		free(path);
-	} else {
-		uint64_t live = 0;
-		for (size_t i = 0; i < s->nstacks; i++)
-			live += s->stacks[i].live_bytes;
-		c->nsnaps++;
-		runlog_event(c->log, t, c->pid, "snapshot", "path=%s live=%llu stacks=%zu%s", path,
-			     (unsigned long long)live, s->nstacks, final ? " final=1" : "");
+	path = store_snapshot(c, t, buf, len, final ? "-final" : "", final ? " final=1" : "");
+	if (path) {
 		if (!c->first_snap)
 			c->first_snap = xstrdup(path);
 		free(c->last_snap);
@@ -152,7 +167,6 @@ static int take_snapshot(struct capture *c, double t, bool final)
 	}
 	c->last_t = t;
 	c->last_rss = c->rss;
-	snapshot_free(s);
 	free(buf);
 	return 0;
 }
@@ -164,43 +178,18 @@ static void take_exit_snapshot(struct capture *c, double t)
 {
 	struct stat st;
 	unsigned char *buf;
-	char *cause = NULL, *path;
-	struct snapshot *s;
-	int n;
+	char *path;
 
 	if (fstat(c->o.exit_fd, &st) < 0 || st.st_size <= 0)
 		return;
 	buf = xmalloc((size_t)st.st_size);
-	n = (int)pread(c->o.exit_fd, buf, (size_t)st.st_size, 0);
-	if (n != st.st_size) {
-		free(buf);
-		return;
+	if (pread(c->o.exit_fd, buf, (size_t)st.st_size, 0) == st.st_size) {
+		path = store_snapshot(c, t, buf, (size_t)st.st_size, "-exit", " exit=1");
+		if (path) {
+			free(c->exit_snap);
+			c->exit_snap = path;
+		}
 	}
-	s = snapshot_decode(buf, (size_t)st.st_size, &cause);
-	if (!s) {
-		mw_warn("pid %d: the snapshot taken at exit is unusable: %s", c->pid, cause);
-		runlog_event(c->log, t, c->pid, "snapshot-failed", "cause=bad_exit_snapshot");
-		free(cause);
-		free(buf);
-		return;
-	}
-	path = snap_name(c, c->nsnaps + 1, "-exit");
-	if (snapshot_write_bytes(buf, (size_t)st.st_size, path, c->o.force, &cause) < 0) {
-		mw_warn("pid %d: %s", c->pid, cause);
-		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", path);
-		free(cause);
-		free(path);
-	} else {
-		uint64_t live = 0;
-		for (size_t i = 0; i < s->nstacks; i++)
-			live += s->stacks[i].live_bytes;
-		c->nsnaps++;
-		runlog_event(c->log, t, c->pid, "snapshot", "path=%s live=%llu stacks=%zu exit=1",
-			     path, (unsigned long long)live, s->nstacks);
-		free(c->exit_snap);
-		c->exit_snap = path;
-	}
-	snapshot_free(s);
 	free(buf);
 }
 
