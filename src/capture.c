@@ -41,6 +41,7 @@ struct capture {
 	uint64_t rss;            /* RSS (bytes) at the latest sample */
 	char *first_snap, *last_snap;
 	char *exit_snap;         /* what was never freed, written by the agent at exit */
+	unsigned lost;           /* snapshots that could not be written */
 };
 
 /* How long a control request may take before the agent is considered stuck. */
@@ -128,7 +129,9 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	}
 	path = snap_name(c, c->nsnaps + 1, suffix);
 	if (snapshot_write_bytes(buf, len, path, c->o.force, &cause) < 0) {
-		mw_warn("pid %d: %s", c->pid, cause);
+		/* said once; the log has every one (a full disk fails them all) */
+		if (!c->lost++)
+			mw_warn("pid %d: %s", c->pid, cause);
 		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", path);
 		free(cause);
 		free(path);
@@ -346,7 +349,7 @@ static void print_report(struct capture *c)
 	fflush(stdout);
 }
 
-void capture_end(struct capture *c, double t, const char *reason, bool process_gone)
+int capture_end(struct capture *c, double t, const char *reason, bool process_gone)
 {
 	char *cause = NULL;
 
@@ -368,6 +371,14 @@ void capture_end(struct capture *c, double t, const char *reason, bool process_g
 	if (c->state == ST_CAPTURING || c->nsnaps)
 		print_report(c);
 	c->state = ST_DONE;
+	if (c->lost) {
+		/* a watch that ends on a failed log write has said its error */
+		if (strcmp(reason, "error") != 0)
+			mw_error("pid %d: %u snapshot%s could not be written", c->pid, c->lost,
+				 c->lost == 1 ? "" : "s");
+		return -1;
+	}
+	return 0;
 }
 
 void capture_free(struct capture *c)

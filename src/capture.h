@@ -42,8 +42,9 @@ struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog
 /* Feed one sample of this process (t: seconds since start). */
 void capture_sample(struct capture *c, double t, const struct mem_sample *s);
 /* The watch ends (reason: "duration", "signal", "exited"): a last snapshot when
- * the process is still there, stop capture, remove hooks, print the report. */
-void capture_end(struct capture *c, double t, const char *reason, bool process_gone);
+ * the process is still there, stop capture, remove hooks, print the report.
+ * Returns 0, or -1 when snapshots could not be written (said). */
+int capture_end(struct capture *c, double t, const char *reason, bool process_gone);
 void capture_free(struct capture *c);
 
 #endif

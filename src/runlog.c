@@ -24,19 +24,27 @@ struct runlog {
 	bool pss;
 	bool columns_written;    /* "# pss:" and the column header are out */
 	int err;                 /* errno of the first failed write, 0 if none */
+	off_t end;               /* bytes written whole so far */
 	uint64_t start_ns;       /* monotonic */
 };
 
 /* Write one line; after the first failure nothing more is written, and the
- * error is kept for runlog_error and runlog_close. */
+ * error is kept for runlog_error and runlog_close. A line that did not fit
+ * whole (a full disk, a file size limit) is cut off again, so that the log
+ * ends with the last complete line. */
 static void put(struct runlog *log, const char *buf, size_t len)
 {
 	int r;
 	if (log->err)
 		return;
 	r = write_all(log->fd, buf, len);
-	if (r < 0)
+	if (r < 0) {
 		log->err = -r;
+		if (log->own_fd)
+			(void)!ftruncate(log->fd, log->end);
+		return;
+	}
+	log->end += (off_t)len;
 }
 
 /* The metadata that must come last, and the column header, before the first

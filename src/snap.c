@@ -45,6 +45,24 @@ struct snap_opts {
 	bool embed;
 };
 
+/* True when pid does not exist or has exited (a zombie, not reaped yet). */
+static bool process_gone(int pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
 /* Connect to the agent of pid, loading one into the process first when none is
  * there (*attached says so). Returns 0, or an exit status negated, with the
  * error said. */
@@ -65,6 +83,11 @@ static int ensure_agent(int pid, bool may_attach, int *fd, bool *attached)
 		return r == -ESRCH ? -MW_EXIT_NOPROC : -MW_EXIT_ATTACH;
 	}
 	if (!may_attach) {
+		if (process_gone(pid)) {
+			mw_error("pid %d: no such process (it has exited)", pid);
+			free(cause);
+			return -MW_EXIT_NOPROC;
+		}
 		mw_error("%s", cause);
 		mw_hint("without --wait 0, memwatch snap attaches an agent and samples for a while");
 		free(cause);
@@ -304,7 +327,7 @@ int cmd_snap(int argc, char **argv)
 		printf("pid %d: capture is off, so the snapshot holds no call stacks (RSS %s)\n", o.pid,
 		       fmt_bytes(b1, sizeof b1, (double)s->rss_bytes));
 		mw_warn("pid %d: the agent is loaded but not capturing: the snapshot is empty", o.pid);
-		mw_hint("capture starts with 'memwatch run' or when 'memwatch -p %d' sees growth", o.pid);
+		mw_hint("without --wait 0, memwatch snap starts capture and samples for a while first");
 	} else {
 		char b2[32];
 		printf("pid %d: %s live (estimated) in %zu stacks, %llu live samples, "

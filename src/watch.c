@@ -563,6 +563,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	struct sigaction sa_run, old_int, old_term, old_chld, old_hup, old_pipe;
 	const char *reason = NULL;
 	int status = MW_EXIT_OK, child_wstatus = 0;
+	bool lost_output = false;     /* a capture could not write its snapshots */
 	bool child_done = false;
 	unsigned handled_sigs = 0;
 	uint64_t start_ns, interval_ns = o->interval_ms * 1000000u, k = 0;
@@ -741,7 +742,8 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 						     WEXITSTATUS(child_wstatus));
 				else
 					runlog_event(log, t, m[i].pid, "exit", NULL);
-				capture_end(m[i].cap, t, "exited", true);
+				if (capture_end(m[i].cap, t, "exited", true) < 0)
+					lost_output = true;
 				capture_free(m[i].cap);
 				m[i].cap = NULL;
 				m[i].gone = true;
@@ -851,7 +853,8 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 		double t = (double)(mono_ns() - start_ns) / 1e9;
 		status_clear(&sl);
 		for (i = 0; i < nm; i++) {
-			capture_end(m[i].cap, t, reason, false);
+			if (capture_end(m[i].cap, t, reason, false) < 0)
+				lost_output = true;
 			capture_free(m[i].cap);
 		}
 		runlog_event(log, t, 0, "end", "reason=%s", reason);
@@ -867,6 +870,9 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	}
 	sigaction(SIGHUP, &old_hup, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
+	/* outside run mode, a watch whose snapshots were lost has failed */
+	if (lost_output && !run_mode && (status == MW_EXIT_OK || status == MW_EXIT_GONE))
+		status = MW_EXIT_FAILURE;
 	if (runlog_close(log, &cause) < 0) {
 		if (status != MW_EXIT_FAILURE || strcmp(reason, "error") != 0)
 			mw_error("%s", cause);

@@ -68,4 +68,10 @@ ls exit.*.snap >/dev/null 2>&1 || fail "exiting target: no snapshot written"
 snaps_complete "exiting target" exit.*.snap
 no_temp_files "exiting target"
 expect_grep '^done$' churn.out
+# memwatch snap --wait 0 (no attach) of the first zombie, still unreaped: it
+# has exited, status 4
+grep -q '^State:.*Z' "/proc/$z/status" || fail "pid $z is no longer a zombie"
+run_mw 4 snap --wait 0 -p "$z" -o z.snap
+expect_err_line "pid $z: .*exited"
+[ ! -e z.snap ] || fail "snap of a zombie wrote a file"
 finish
