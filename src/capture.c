@@ -48,8 +48,6 @@ struct capture {
 #define CONTROL_TIMEOUT_MS 10000
 /* How long a preloaded agent may take to come up in a starting program. */
 #define PRELOAD_GRACE_S 10.0
-/* How long the injector may look for a safe point. */
-#define ATTACH_DEADLINE_MS 10000
 
 void capture_opts_init(struct capture_opts *o)
 {
@@ -213,7 +211,7 @@ static void capture_begin(struct capture *c, double t)
 		char *agent = find_agent_library();
 		char *opts = xasprintf("capture=idle,rate=%llu,depth=%u",
 				       (unsigned long long)c->o.sample_rate, c->o.max_depth);
-		int rc = inject_agent(c->pid, agent, opts, ATTACH_DEADLINE_MS, &r, &cause, &hint);
+		int rc = inject_agent(c->pid, agent, opts, INJECT_DEADLINE_MS, &r, &cause, &hint);
 		free(agent);
 		free(opts);
 		if (rc < 0) {

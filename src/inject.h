@@ -26,6 +26,9 @@ enum inject_error {
 	INJECT_EINTERNAL,        /* anything else (ptrace call failed unexpectedly) */
 };
 
+/* How long memwatch lets the injector look for a safe point. */
+#define INJECT_DEADLINE_MS 10000
+
 /* Load agent_path into pid (unless an agent is already mapped) and call
  * memwatch_agent_start(options) in it. deadline_ms bounds the search for a safe
  * point. Returns 0 and fills *res, or -enum inject_error with *cause and *hint

@@ -18,7 +18,6 @@
 #include "util.h"
 
 #define SNAP_TIMEOUT_MS 30000
-#define ATTACH_DEADLINE_MS 10000
 #define DEFAULT_WAIT_MS 10000
 
 const char snap_usage[] =
@@ -96,7 +95,7 @@ static int ensure_agent(int pid, bool may_attach, int *fd, bool *attached)
 	free(cause);
 	cause = NULL;
 	agent = find_agent_library();
-	r = inject_agent(pid, agent, "capture=idle", ATTACH_DEADLINE_MS, &res, &cause, &hint);
+	r = inject_agent(pid, agent, "capture=idle", INJECT_DEADLINE_MS, &res, &cause, &hint);
 	free(agent);
 	if (r < 0) {
 		mw_error("pid %d: cannot attach: %s", pid, cause);
