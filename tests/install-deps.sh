@@ -1,6 +1,6 @@
 #!/bin/sh
 # install-deps.sh: install the Debian packages memwatch needs to build and test.
-# Run as root (or through sudo). Safe to run again.
+# Run as root, or as a user who may use sudo. Safe to run again.
 set -e
 packages="build-essential autoconf automake libtool pkg-config
 	libproc2-dev libunwind-dev libdw-dev libelf-dev libdebuginfod-dev zlib1g-dev
@@ -13,12 +13,16 @@ for p in $packages; do
 		missing="$missing $p"
 done
 if [ -n "$missing" ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "install-deps: missing packages:$missing (run as root or with sudo)" >&2
+	# root installs directly; anyone else through sudo, when there is one
+	if [ "$(id -u)" -eq 0 ]; then
+		sudo=
+	elif command -v sudo > /dev/null; then
+		sudo="sudo"
+	else
+		echo "install-deps: missing packages:$missing (run as root)" >&2
 		exit 1
 	fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q
 	# libunwind-dev conflicts with LLVM's libunwind-14-dev; -y lets apt resolve it.
-	apt-get install -y -q --no-install-recommends $missing
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
 fi
