@@ -47,6 +47,19 @@ static void put(struct runlog *log, const char *buf, size_t len)
 	log->end += (off_t)len;
 }
 
+/* Write the n formatted bytes of buf (size cap, n clamped to it) as one line:
+ * whatever a value holds, a newline in it becomes a space. */
+static void put_line(struct runlog *log, char *buf, size_t n, size_t cap)
+{
+	if (n > cap - 2)
+		n = cap - 2;
+	for (char *p = buf; p < buf + n; p++)
+		if (*p == '\n')
+			*p = ' ';
+	buf[n++] = '\n';
+	put(log, buf, n);
+}
+
 /* The metadata that must come last, and the column header, before the first
  * sample or event line (so that "# process:" lines can come before them). */
 static void put_columns(struct runlog *log)
@@ -126,15 +139,7 @@ void runlog_meta(struct runlog *log, const char *key, const char *fmt, ...)
 	va_end(ap);
 	if (m < 0)
 		return;
-	n += m;
-	if ((size_t)n > sizeof buf - 2)
-		n = sizeof buf - 2;
-	/* a value is one line whatever it holds */
-	for (char *p = buf; p < buf + n; p++)
-		if (*p == '\n')
-			*p = ' ';
-	buf[n++] = '\n';
-	put(log, buf, (size_t)n);
+	put_line(log, buf, (size_t)(n + m), sizeof buf);
 }
 
 /* Seconds with three decimals, in integers: printf's %f is the costliest part
@@ -201,14 +206,8 @@ void runlog_event(struct runlog *log, double t, int pid, const char *kind,
 		va_end(ap);
 		if (m > 0)
 			n += m;
-		if ((size_t)n > sizeof buf - 2)
-			n = sizeof buf - 2;
 	}
-	for (char *p = buf; p < buf + n; p++)
-		if (*p == '\n')
-			*p = ' ';
-	buf[n++] = '\n';
-	put(log, buf, (size_t)n);
+	put_line(log, buf, (size_t)n, sizeof buf);
 }
 
 const char *runlog_path(const struct runlog *log)
