@@ -469,6 +469,24 @@ static char *process_title(const struct runlog_data *d, int pid)
 			return xasprintf("%d %.*s", pid, (int)(len - (size_t)(base - cmd)), base);
 		}
 	}
+	/* a member found later (--children): its "process" event has cmd=PROG%20ARGS */
+	for (i = 0; i < d->nevents; i++) {
+		const struct runlog_event_rec *e = &d->events[i];
+		const char *cmd, *base, *slash;
+		size_t len;
+		if (e->pid != pid || strcmp(e->kind, "process") != 0 ||
+		    !(cmd = strstr(e->detail, "cmd=")))
+			continue;
+		cmd += 4;
+		len = strcspn(cmd, " \t");
+		if (strstr(cmd, "%20") && (size_t)(strstr(cmd, "%20") - cmd) < len)
+			len = (size_t)(strstr(cmd, "%20") - cmd);
+		base = cmd;
+		while ((slash = memchr(base, '/', len - (size_t)(base - cmd))))
+			base = slash + 1;
+		if (base < cmd + len)
+			return xasprintf("%d %.*s", pid, (int)(len - (size_t)(base - cmd)), base);
+	}
 	return xasprintf("pid %d", pid);
 }
 

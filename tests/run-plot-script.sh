@@ -112,4 +112,22 @@ if command -v gnuplot >/dev/null 2>&1; then
 	gnuplot out > img 2> gp.err || { fail "gnuplot failed on the printed program"; cat gp.err >&2; }
 	od -An -tx1 -N4 img | grep -q '89 50 4e 47' || fail "the printed program did not draw a PNG"
 fi
+# a member found later (--children) is named after the program in its event
+cat > kids.log <<'LOG'
+# memwatch run.log 1
+# process: 100 /usr/bin/sh -c work
+# children: yes
+# pss: no
+time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib
+# event 0.000 - start
+0.000 100 16 16 0 0 0 512 - -
+0.000 total 16 16 0 0 0 512 - -
+# event 0.250 101 process ppid=100 cmd=/opt/bin/worker%20--fast
+0.250 100 16 16 0 0 0 512 - -
+0.250 101 900 800 100 0 0 4096 - -
+0.250 total 916 816 100 0 0 4608 - -
+LOG
+run_mw 0 plot --script kids.log
+expect_grep "= '101 worker'" out
+expect_grep "= '100 sh'" out
 finish
