@@ -335,7 +335,12 @@ static void print_report(struct capture *c)
 		fflush(stdout);
 		cmd_diff(argc, argv);
 	} else {
-		printf("live heap in %s:\n", c->last_snap);
+		/* one snapshot: nothing to measure growth from (--capture now takes
+		 * no reference snapshot; growth capture ended before a second) */
+		printf("live heap in %s\n(one snapshot, so no growth to show: this is all the sampled "
+		       "memory still live,\n grown or not; take a second snapshot, or capture on growth, "
+		       "for a diff):\n",
+		       c->last_snap);
 		argv[argc++] = "show";
 		argv[argc++] = "--top";
 		argv[argc++] = "5";

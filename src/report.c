@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,7 @@ struct gframe {
 struct figures {
 	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
 	uint64_t live_stacks;         /* totals only: stacks holding live bytes */
+	double live_var;              /* variance of the live_bytes estimate */
 };
 
 struct row {
@@ -91,6 +93,10 @@ struct row {
 	bool truncated;
 	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
 	int64_t growth;               /* diff: f[1].live_bytes - f[0].live_bytes */
+	double sd;                    /* standard error of what the row shows: its live
+				       * bytes (show) or its growth (diff) */
+	bool weak;                    /* within two standard errors of 0: as likely
+				       * sampling noise as growth */
 };
 
 /* One snapshot being reported. */
@@ -291,6 +297,21 @@ static bool trimmed_frame(struct report *r, const struct gframe *g)
 	return allocator_function(loc->frames[loc->nframes - 1].function);
 }
 
+/* The variance of a stack's live-bytes estimate under Poisson sampling at mean
+ * rate R. With n samples of blocks of size s, each kept with p = 1 - e^(-s/R)
+ * and weighted s/p, the estimate is E = n s/p and its variance n s^2 (1-p)/p^2
+ * = E^2 e^(-s/R) / n: one sample of a small block is as likely noise as not,
+ * while a block far larger than R is always sampled and carries no error. The
+ * stack's mean block size stands for s (exact when its blocks are alike). */
+static double stack_variance(const struct snap_stack *st, uint64_t rate)
+{
+	double e = (double)st->live_bytes, s;
+	if (rate <= 1 || st->live_samples == 0 || st->live_blocks == 0)
+		return 0;
+	s = e / (double)st->live_blocks;
+	return e * e * exp(-s / (double)rate) / (double)st->live_samples;
+}
+
 /* Add every stack of input k to the rows. */
 static void collect(struct report *r, int k)
 {
@@ -356,11 +377,13 @@ static void collect(struct report *r, int k)
 		w->f[k].live_bytes += st->live_bytes;
 		w->f[k].live_blocks += st->live_blocks;
 		w->f[k].live_samples += st->live_samples;
+		w->f[k].live_var += stack_variance(st, in->s->sample_rate);
 		w->f[k].alloc_bytes += st->alloc_bytes;
 		w->f[k].alloc_blocks += st->alloc_blocks;
 		in->total.live_bytes += st->live_bytes;
 		in->total.live_blocks += st->live_blocks;
 		in->total.live_samples += st->live_samples;
+		in->total.live_var += stack_variance(st, in->s->sample_rate);
 		in->total.alloc_bytes += st->alloc_bytes;
 		in->total.alloc_blocks += st->alloc_blocks;
 		in->total.live_stacks += st->live_bytes > 0;
@@ -411,6 +434,24 @@ static size_t row_frames(struct report *r, const struct row *w, size_t max, stru
 /* --------------------------------------------------------------------------- */
 /* Sorting and selecting rows. */
 
+/* A row's change and its uncertainty, once every snapshot is collected. In a
+ * diff the two estimates are taken as independent (they are, across runs;
+ * within one run they share samples, and the error is smaller than said). */
+static void row_finish(struct row *w, bool diff)
+{
+	double v;
+	w->growth = (int64_t)w->f[1].live_bytes - (int64_t)w->f[0].live_bytes;
+	v = w->f[0].live_var + (diff ? w->f[1].live_var : 0);
+	w->sd = sqrt(v);
+	w->weak = fabs(diff ? (double)w->growth : (double)w->f[0].live_bytes) <= 2 * w->sd;
+}
+
+/* Rows with the evidence of enough samples come before the weak ones. */
+static int cmp_weak(const struct row *a, const struct row *b)
+{
+	return a->weak == b->weak ? 0 : a->weak ? 1 : -1;
+}
+
 static int cmp_seq(const struct row *a, const struct row *b)
 {
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
@@ -419,6 +460,8 @@ static int cmp_seq(const struct row *a, const struct row *b)
 static int cmp_live(const void *pa, const void *pb)
 {
 	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	if (cmp_weak(a, b))
+		return cmp_weak(a, b);
 	if (a->f[0].live_bytes != b->f[0].live_bytes)
 		return a->f[0].live_bytes > b->f[0].live_bytes ? -1 : 1;
 	return cmp_seq(a, b);
@@ -427,6 +470,8 @@ static int cmp_live(const void *pa, const void *pb)
 static int cmp_growth_desc(const void *pa, const void *pb)
 {
 	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	if (cmp_weak(a, b))
+		return cmp_weak(a, b);
 	if (a->growth != b->growth)
 		return a->growth > b->growth ? -1 : 1;
 	return cmp_seq(a, b);
@@ -435,6 +480,8 @@ static int cmp_growth_desc(const void *pa, const void *pb)
 static int cmp_growth_asc(const void *pa, const void *pb)
 {
 	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	if (cmp_weak(a, b))
+		return cmp_weak(a, b);
 	if (a->growth != b->growth)
 		return a->growth < b->growth ? -1 : 1;
 	return cmp_seq(a, b);
@@ -610,6 +657,13 @@ static void print_snapshot_header(FILE *f, const struct input *in, const char *l
 	fputc('\n', f);
 }
 
+/* The RSS that malloc does not hold (in use or kept free); mallinfo present. */
+static uint64_t rest_of_rss(const struct snapshot *s)
+{
+	uint64_t held = s->mallinfo.in_use + s->mallinfo.free_bytes;
+	return s->rss_bytes > held ? s->rss_bytes - held : 0;
+}
+
 /* The allocator's view: live sampled heap against what malloc holds and RSS. */
 static void print_memory(FILE *f, const struct input *in)
 {
@@ -620,18 +674,42 @@ static void print_memory(FILE *f, const struct input *in)
 	fprintf(f, "  %-32s %12s\n", "live heap (sampled estimate)",
 		fmt_bytes(b, sizeof b, (double)in->total.live_bytes));
 	if (s->mallinfo.present) {
-		uint64_t held = s->mallinfo.in_use + s->mallinfo.free_bytes;
 		fprintf(f, "  %-32s %12s\n", "allocator in use",
 			fmt_bytes(b, sizeof b, (double)s->mallinfo.in_use));
 		fprintf(f, "  %-32s %12s\n", "allocator slack (free, kept)",
 			fmt_bytes(b, sizeof b, (double)s->mallinfo.free_bytes));
 		if (s->rss_bytes)
 			fprintf(f, "  %-32s %12s\n", "rest of RSS (not heap)",
-				fmt_bytes(b, sizeof b,
-					  (double)(s->rss_bytes > held ? s->rss_bytes - held : 0)));
+				fmt_bytes(b, sizeof b, (double)rest_of_rss(s)));
 	}
 	if (s->rss_bytes)
 		fprintf(f, "  %-32s %12s\n", "RSS", fmt_bytes(b, sizeof b, (double)s->rss_bytes));
+}
+
+/* A standard error with its sign, in a column of width display cells ('±' is
+ * two bytes and one cell). */
+static void print_sd(FILE *f, double sd, int width)
+{
+	char b[32], c[40];
+	snprintf(c, sizeof c, "\u00b1%s", fmt_bytes(b, sizeof b, sd));
+	fprintf(f, "%*s", width + 1, c);
+}
+
+/* The sample count of a row, marked when it is too few to tell from noise. */
+static void print_samples(FILE *f, const struct row *w, uint64_t n)
+{
+	fprintf(f, " %7" PRIu64 "%c", n, w->weak ? '?' : ' ');
+}
+
+/* The note under a table that shows weak rows. */
+static void print_weak_note(FILE *f, struct row **v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n && !v[i]->weak; i++)
+		;
+	if (i < n)
+		fprintf(f, "  ? too few samples to tell from sampling noise (within two standard errors,\n"
+			   "    \u00b1 is one): listed after the rows with evidence\n");
 }
 
 /* memwatch show as a table: the snapshot, the memory, the largest stacks. */
@@ -641,7 +719,7 @@ static void table_show(FILE *f, struct report *r)
 	struct row **v;
 	size_t n, i;
 	char b[32];
-	const int width = 41;
+	const int width = 61;
 
 	print_snapshot_header(f, in, "snapshot");
 	print_memory(f, in);
@@ -649,16 +727,21 @@ static void table_show(FILE *f, struct report *r)
 	fprintf(f, "\nlive heap by %s (%zu of %zu rows)\n",
 		r->o->by == BY_STACK ? "call stack" : r->o->by == BY_FUNCTION ? "function" : "line",
 		n, held_rows(r));
-	fprintf(f, "%4s %12s %7s %13s  %s\n", "#", "bytes", "share", "blocks", "where");
+	fprintf(f, "%4s %12s %10s %7s %13s %8s  %s\n", "#", "bytes", "\u00b1", "share", "blocks",
+		"samples", "where");
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
 		double share = in->total.live_bytes
 				       ? 100.0 * (double)w->f[0].live_bytes / (double)in->total.live_bytes
 				       : 0;
-		fprintf(f, "%4zu %12s %6.1f%% %13" PRIu64 "  ", i + 1,
-			fmt_bytes(b, sizeof b, (double)w->f[0].live_bytes), share, w->f[0].live_blocks);
+		fprintf(f, "%4zu %12s ", i + 1, fmt_bytes(b, sizeof b, (double)w->f[0].live_bytes));
+		print_sd(f, w->sd, 10);
+		fprintf(f, " %6.1f%% %13" PRIu64, share, w->f[0].live_blocks);
+		print_samples(f, w, w->f[0].live_samples);
+		fputs("  ", f);
 		print_row_frames(f, r, w, width);
 	}
+	print_weak_note(f, v, n);
 	free(v);
 }
 
@@ -666,20 +749,71 @@ static void table_show(FILE *f, struct report *r)
 static void table_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 {
 	char b1[32], b2[32], b3[32];
-	const int width = 60;
+	const int width = 80;
 	size_t i;
 
-	fprintf(f, "%4s %11s %11s %11s %10s %-6s  %s\n", "#", "growth", "before", "after", "blocks",
-		"status", "where");
+	fprintf(f, "%4s %11s %10s %11s %11s %10s %8s %-6s  %s\n", "#", "growth", "\u00b1", "before",
+		"after", "blocks", "samples", "status", "where");
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
 		int64_t db = (int64_t)w->f[1].live_blocks - (int64_t)w->f[0].live_blocks;
-		fprintf(f, "%4zu %11s %11s %11s %+10" PRId64 " %-6s  ", i + 1,
-			fmt_signed(b1, sizeof b1, w->growth),
-			fmt_bytes(b2, sizeof b2, (double)w->f[0].live_bytes),
-			fmt_bytes(b3, sizeof b3, (double)w->f[1].live_bytes), db, status_of(w));
+		fprintf(f, "%4zu %11s ", i + 1, fmt_signed(b1, sizeof b1, w->growth));
+		print_sd(f, w->sd, 10);
+		fprintf(f, " %11s %11s %+10" PRId64, fmt_bytes(b2, sizeof b2, (double)w->f[0].live_bytes),
+			fmt_bytes(b3, sizeof b3, (double)w->f[1].live_bytes), db);
+		print_samples(f, w, w->f[1].live_samples);
+		fprintf(f, " %-6s  ", status_of(w));
 		print_row_frames(f, r, w, width);
 	}
+	print_weak_note(f, v, n);
+}
+
+/* The RSS growth between the two snapshots (0 when either RSS is unknown). */
+static int64_t rss_growth(const struct report *r)
+{
+	const struct snapshot *a = r->in[0].s, *b = r->in[1].s;
+	if (!a->rss_bytes || !b->rss_bytes)
+		return 0;
+	return (int64_t)b->rss_bytes - (int64_t)a->rss_bytes;
+}
+
+/* How much of the RSS growth the sampled stacks explain, or a negative value
+ * when RSS did not grow enough to ask (less than 1 MiB: a page here and there). */
+static double explained_share(const struct report *r)
+{
+	int64_t rss = rss_growth(r);
+	int64_t heap = (int64_t)r->in[1].total.live_bytes - (int64_t)r->in[0].total.live_bytes;
+	if (rss < (int64_t)1 << 20)
+		return -1;
+	if (heap <= 0)
+		return 0;
+	return heap >= rss ? 1 : (double)heap / (double)rss;
+}
+
+/* One line on how far the sampled stacks account for the RSS growth; when they
+ * explain less than half, say where the rest may be, so that an empty or thin
+ * report is never read as "nothing grew". */
+static void print_explained(FILE *f, const struct report *r)
+{
+	const struct snapshot *a = r->in[0].s, *b = r->in[1].s;
+	double share = explained_share(r);
+	char g[32];
+
+	if (share < 0)
+		return;
+	fmt_signed(g, sizeof g, rss_growth(r));
+	if (share >= 0.5) {
+		fprintf(f, "  sampled stacks explain %.0f %% of the RSS growth (%s)\n", 100 * share, g);
+		return;
+	}
+	fprintf(f, "  unexplained: sampled stacks explain only %.0f %% of the RSS growth (%s)\n    %s\n",
+		100 * share, g,
+		a->mallinfo.present && b->mallinfo.present
+			? "the rest is outside the sampled malloc calls (mmap'd memory, an interpreter's\n"
+			  "    or runtime's own heap, thread stacks, files): see \"rest of RSS\" above"
+			: "the rest is outside the sampled malloc calls (mmap'd memory, an interpreter's\n"
+			  "    or runtime's own heap, thread stacks, files), or in an allocator whose\n"
+			  "    figures memwatch cannot read");
 }
 
 /* memwatch diff as a table: both snapshots, the change, then what grew and
@@ -712,6 +846,11 @@ static void table_diff(FILE *f, struct report *r)
 			fmt_bytes(y, sizeof y, (double)b->s->mallinfo.in_use),
 			fmt_signed(z, sizeof z,
 				   (int64_t)b->s->mallinfo.in_use - (int64_t)a->s->mallinfo.in_use));
+	if (a->s->mallinfo.present && b->s->mallinfo.present && a->s->rss_bytes && b->s->rss_bytes)
+		fprintf(f, "  %-28s %11s -> %11s  %s\n", "rest of RSS (not heap)",
+			fmt_bytes(x, sizeof x, (double)rest_of_rss(a->s)),
+			fmt_bytes(y, sizeof y, (double)rest_of_rss(b->s)),
+			fmt_signed(z, sizeof z, (int64_t)rest_of_rss(b->s) - (int64_t)rest_of_rss(a->s)));
 	if (a->s->rss_bytes && b->s->rss_bytes)
 		fprintf(f, "  %-28s %11s -> %11s  %s\n", "RSS",
 			fmt_bytes(x, sizeof x, (double)a->s->rss_bytes),
@@ -721,12 +860,15 @@ static void table_diff(FILE *f, struct report *r)
 		counts[1], counts[2], counts[3], counts[4],
 		r->o->by == BY_STACK ? "stacks" : r->o->by == BY_FUNCTION ? "functions" : "lines");
 
+	print_explained(f, r);
 	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
 	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);
 	fprintf(f, "\ngrowth by %s, largest first\n",
 		r->o->by == BY_STACK ? "call stack" : r->o->by == BY_FUNCTION ? "function" : "line");
 	if (ng)
 		table_diff_rows(f, r, grown, ng);
+	else if (rss_growth(r) > 0)
+		fprintf(f, "  (no sampled stack grew)\n");
 	else
 		fprintf(f, "  (nothing grew)\n");
 	if (ns) {
@@ -916,10 +1058,11 @@ static void json_show(FILE *f, struct report *r)
 		fprintf(f,
 			"%s\n  {\"rank\": %zu, \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
 			", \"live_samples\": %" PRIu64 ", \"share\": %.4f, \"alloc_bytes\": %" PRIu64
-			", \"alloc_blocks\": %" PRIu64 ", \"truncated\": %s,\n    ",
+			", \"alloc_blocks\": %" PRIu64 ", \"stderr_bytes\": %.0f, \"weak\": %s"
+			", \"truncated\": %s,\n    ",
 			i ? "," : "", i + 1, w->f[0].live_bytes, w->f[0].live_blocks,
-			w->f[0].live_samples, share, w->f[0].alloc_bytes, w->f[0].alloc_blocks,
-			w->truncated ? "true" : "false");
+			w->f[0].live_samples, share, w->f[0].alloc_bytes, w->f[0].alloc_blocks, w->sd,
+			w->weak ? "true" : "false", w->truncated ? "true" : "false");
 		json_frames(f, r, w);
 		fputc('}', f);
 	}
@@ -937,11 +1080,14 @@ static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 			"%s\n  {\"rank\": %zu, \"status\": \"%s\", \"growth_bytes\": %" PRId64
 			", \"growth_blocks\": %" PRId64 ", \"before_bytes\": %" PRIu64
 			", \"after_bytes\": %" PRIu64 ", \"before_blocks\": %" PRIu64
-			", \"after_blocks\": %" PRIu64 ", \"truncated\": %s,\n    ",
+			", \"after_blocks\": %" PRIu64 ", \"before_samples\": %" PRIu64
+			", \"after_samples\": %" PRIu64 ", \"stderr_bytes\": %.0f, \"weak\": %s"
+			", \"truncated\": %s,\n    ",
 			i ? "," : "", i + 1, status_of(w), w->growth,
 			(int64_t)w->f[1].live_blocks - (int64_t)w->f[0].live_blocks,
 			w->f[0].live_bytes, w->f[1].live_bytes, w->f[0].live_blocks,
-			w->f[1].live_blocks, w->truncated ? "true" : "false");
+			w->f[1].live_blocks, w->f[0].live_samples, w->f[1].live_samples, w->sd,
+			w->weak ? "true" : "false", w->truncated ? "true" : "false");
 		json_frames(f, r, w);
 		fputc('}', f);
 	}
@@ -960,8 +1106,14 @@ static void json_diff(FILE *f, struct report *r)
 	json_snapshot(f, &r->in[0]);
 	fputs(",\n \"after\": ", f);
 	json_snapshot(f, &r->in[1]);
-	fprintf(f, ",\n \"growth_bytes\": %" PRId64 ",\n \"rows_total\": %zu,\n \"grown\": [",
-		(int64_t)r->in[1].total.live_bytes - (int64_t)r->in[0].total.live_bytes, held_rows(r));
+	fprintf(f, ",\n \"growth_bytes\": %" PRId64 ",\n \"rss_growth_bytes\": %" PRId64
+		   ",\n \"explained\": ",
+		(int64_t)r->in[1].total.live_bytes - (int64_t)r->in[0].total.live_bytes, rss_growth(r));
+	if (explained_share(r) < 0)
+		fputs("null", f);
+	else
+		fprintf(f, "%.4f", explained_share(r));
+	fprintf(f, ",\n \"rows_total\": %zu,\n \"grown\": [", held_rows(r));
 	json_diff_rows(f, r, grown, ng);
 	fputs("\n ],\n \"shrunk\": [", f);
 	json_diff_rows(f, r, shrunk, ns);
@@ -1202,7 +1354,7 @@ static int run_report(struct opts *o, char **paths, int npaths)
 	for (i = 0; i < npaths; i++)
 		collect(&r, i);
 	for (size_t k = 0; k < r.nrows; k++)
-		r.rows[k].growth = (int64_t)r.rows[k].f[1].live_bytes - (int64_t)r.rows[k].f[0].live_bytes;
+		row_finish(&r.rows[k], npaths == 2);
 
 	out = outfile_open(o->output ? o->output : "-", true, &cause);
 	if (!out) {

@@ -23,7 +23,7 @@ wait_until "grep -q grown target.out" 30 || finish
 run_mw 0 snap -p "$target_pid" -o b.snap
 
 run_mw 0 show a.snap
-expect_grep "^ +1 +40\.0 KiB .* +10  leaky_helper  report_leaky\.c:$L_helper \[inlined\]$" out
+expect_grep "^ +1 +40\.0 KiB .* +10 +[0-9]+  +leaky_helper  report_leaky\.c:$L_helper \[inlined\]$" out
 expect_grep "^ +grow_site  report_leaky\.c:$L_grow$" out
 expect_grep "  steady_site  report_leaky\.c:$L_steady$" out
 # nothing of the agent or of malloc itself on top of a stack
@@ -32,12 +32,12 @@ expect_no_grep "^ +[0-9]+ .* [0-9]+  (malloc|calloc|realloc|__libc_malloc|__libc
 
 run_mw 0 diff a.snap b.snap
 # the second round comes from another line of main: a new stack
-expect_grep "^ +1 +\+40\.0 KiB +0 B +40\.0 KiB +\+10 new +leaky_helper  report_leaky\.c:$L_helper \[inlined\]$" out
+expect_grep "^ +1 +\+40\.0 KiB +±0 B +0 B +40\.0 KiB +\+10 +10  +new +leaky_helper  report_leaky\.c:$L_helper \[inlined\]$" out
 expect_grep "^  1 new, 0 grown, 0 shrunk, 0 gone, 4 unchanged stacks$" out
 expect_no_grep "steady_site" out
 # by function both rounds are one row, which grew
 run_mw 0 diff --by function a.snap b.snap
-expect_grep "^ +1 +\+40\.0 KiB +40\.0 KiB +80\.0 KiB +\+10 grown +leaky_helper  \(report_leaky\)$" out
+expect_grep "^ +1 +\+40\.0 KiB +±0 B +40\.0 KiB +80\.0 KiB +\+10 +20  +grown +leaky_helper  \(report_leaky\)$" out
 run_mw 0 diff -F folded --by function a.snap b.snap
 expect_grep '^leaky_helper 40960$' out
 finish

@@ -19,7 +19,7 @@ fi
 
 run_mw 0 diff a.snap b.snap
 expect_grep "^  0 new, 1 grown, 0 shrunk, 0 gone, 3 unchanged stacks$" out
-expect_grep "^ +1 +\+60\.0 KiB +40\.0 KiB +100 KiB +\+15 grown +leaky_helper  mksnap\.c:[0-9]+ \[inlined\]$" out
+expect_grep "^ +1 +\+60\.0 KiB +±0 B +40\.0 KiB +100 KiB +\+15 +25  +grown +leaky_helper  mksnap\.c:[0-9]+ \[inlined\]$" out
 expect_no_grep "^shrinkage" out
 [ -s err ] && fail "diff of two runs of one binary wrote to stderr: $(cat err)"
 

@@ -17,7 +17,7 @@ wait_until "grep -q ready target.out" 30 || finish
 run_mw 0 snap -p "$target_pid" -o a.snap
 
 run_mw 0 show a.snap
-expect_grep "^ +1 +78\.1 KiB .* +20  shop::Cache::store\(int\)  report_cxx\.cc:$L_store$" out
+expect_grep "^ +1 +78\.1 KiB .* +20 +20   shop::Cache::store\(int\)  report_cxx\.cc:$L_store$" out
 expect_no_grep "^ +[0-9]+ .* [0-9]+  operator new" out
 run_mw 0 show -F folded a.snap
 expect_grep ';main;shop::Cache::store\(int\) 80000$' out

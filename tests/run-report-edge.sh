@@ -47,14 +47,17 @@ expect_grep '^  sampling one sample per 512 KiB on average$' out
 expect_grep '^  taken    2023-11-14 22:13:20 UTC, after 10\.0 s of capture$' out
 expect_grep '^  samples  9 live in 3 stacks; 7 stacks dropped \(121 KiB\)$' out
 expect_no_grep 'allocator in use|^  RSS' out
-expect_grep '^ +1 +3\.00 MiB +66\.7% +6  inner  inner\.c:12 \[inlined\]$' out
+# 6 samples of 512 KiB blocks at 512 KiB: a standard error of sqrt(e^-1 / 6)
+expect_grep '^ +1 +3\.00 MiB +±761 KiB +66\.7% +6 +6   inner  inner\.c:12 \[inlined\]$' out
 expect_grep '^ +outer  outer\.c:34$' out
 expect_grep '^ +ns::Server::run\(\)  \(app\+0x2345\)$' out
 expect_grep '^ +<unknown>  \(app\+0x3456\)$' out
 expect_grep 'stack truncated' out
 expect_grep '^ +2 +1\.00 MiB .*  <unknown>  \(0x7ffd12345678\)$' out
 expect_grep '^ +<unknown>  \(libnoid\.so\+0x4444\)$' out
-expect_grep '^ +3 +512 KiB .*  <no frames>$' out
+# one sample: within two standard errors of nothing, so marked
+expect_grep '^ +3 +512 KiB +±311 KiB .* 1\?  <no frames>$' out
+expect_grep '^  \? too few samples to tell from sampling noise' out
 # a stack whose blocks were all freed holds nothing: not a row, not counted
 expect_grep '^live heap by call stack \(3 of 3 rows\)$' out
 expect_no_grep 'app\+0x9999' out

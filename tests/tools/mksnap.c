@@ -10,6 +10,13 @@
  *     -s N   blocks of 1000 bytes (steady_site) and of 2000 bytes (calloc_site,
  *            recorded under a calloc frame, as an allocator frame on top) default 5
  *     -k N   blocks of 512 bytes at shrink_site                         default 3
+ *     -t N   blocks of 64 bytes at tiny_site                            default 0
+ *     -B N   blocks of 1 MiB at big_site                                default 0
+ *     -M N   also map and touch N MiB that are not recorded (RSS the
+ *            snapshot's stacks do not explain)
+ *     -R R   record as if sampled at mean rate R with every allocation a
+ *            sample: each block weighs s / (1 - e^(-s/R)) bytes, as the
+ *            agent's estimate of a sampled block does (default 1: exact)
  *     -m     keep only the frames in the main program (fixtures that must
  *            not depend on this machine's libc)
  *     -e     embed the symbols (symbolize_embed) before writing
@@ -28,9 +35,11 @@
 #include <inttypes.h>
 #include <link.h>
 #include <malloc.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,6 +115,8 @@ static uint32_t module_of(uintptr_t a)
 	return SNAP_NO_MODULE;
 }
 
+static uint64_t rate = 1;
+
 /* Attribute one allocation of size n to the stack given by raw addresses. */
 static void account(void **pcs, int n, size_t size)
 {
@@ -140,11 +151,16 @@ static void account(void **pcs, int n, size_t size)
 		st->frames = xmalloc((nf ? nf : 1) * sizeof *fr);
 		memcpy(st->frames, fr, nf * sizeof *fr);
 	}
-	snap.stacks[i].live_bytes += size;
-	snap.stacks[i].live_blocks++;
-	snap.stacks[i].live_samples++;
-	snap.stacks[i].alloc_bytes += size;
-	snap.stacks[i].alloc_blocks++;
+	{
+		double p = rate > 1 ? -expm1(-(double)size / (double)rate) : 1;
+		uint64_t bytes = (uint64_t)((double)size / p + 0.5);
+		uint64_t blocks = (uint64_t)(1 / p + 0.5);
+		snap.stacks[i].live_bytes += bytes;
+		snap.stacks[i].live_blocks += blocks;
+		snap.stacks[i].live_samples++;
+		snap.stacks[i].alloc_bytes += bytes;
+		snap.stacks[i].alloc_blocks += blocks;
+	}
 }
 
 /* Record the allocation p of n bytes under the caller's stack; returns p. With
@@ -201,6 +217,18 @@ static __attribute__((noinline)) void shrink_site(int count)
 {
 	for (int i = 0; i < count; i++)
 		record(malloc(512), 512); /* LINE:shrink */
+}
+
+static __attribute__((noinline)) void tiny_site(int count)
+{
+	for (int i = 0; i < count; i++)
+		record(malloc(64), 64); /* LINE:tiny */
+}
+
+static __attribute__((noinline)) void big_site(int count)
+{
+	for (int i = 0; i < count; i++)
+		record(malloc(1 << 20), 1 << 20); /* LINE:big */
 }
 
 /* Executable ranges of the loaded modules, to draw synthetic frames from. */
@@ -294,7 +322,7 @@ static uint64_t rss_bytes(void)
 
 int main(int argc, char **argv)
 {
-	int grow = 10, steady = 5, shrink = 3, c;
+	int grow = 10, steady = 5, shrink = 3, tiny = 0, big = 0, mapped = 0, c;
 	unsigned depth = 8;
 	size_t nsynth = 0;
 	bool embed = false, print_bias = false;
@@ -302,11 +330,15 @@ int main(int argc, char **argv)
 	struct mallinfo2 mi;
 	size_t len = 0;
 
-	while ((c = getopt(argc, argv, "g:s:k:meS:d:pr:")) != -1) {
+	while ((c = getopt(argc, argv, "g:s:k:t:B:M:R:meS:d:pr:")) != -1) {
 		switch (c) {
 		case 'g': grow = atoi(optarg); break;
 		case 's': steady = atoi(optarg); break;
 		case 'k': shrink = atoi(optarg); break;
+		case 't': tiny = atoi(optarg); break;
+		case 'B': big = atoi(optarg); break;
+		case 'M': mapped = atoi(optarg); break;
+		case 'R': rate = strtoull(optarg, NULL, 10); break;
 		case 'm': main_only = true; break;
 		case 'e': embed = true; break;
 		case 'S': nsynth = strtoul(optarg, NULL, 10); break;
@@ -314,17 +346,17 @@ int main(int argc, char **argv)
 		case 'p': print_bias = true; break;
 		case 'r': value_seed = strtoull(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: mksnap [-g N] [-s N] [-k N] [-m] [-e] [-S N [-d D]] [-p] OUT.snap\n");
+			fprintf(stderr, "usage: mksnap [-g N] [-s N] [-k N] [-t N] [-B N] [-M MiB] [-R RATE] [-m] [-e] [-S N [-d D]] [-p] OUT.snap\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: mksnap [-g N] [-s N] [-k N] [-m] [-e] [-S N [-d D]] [-p] OUT.snap\n");
+		fprintf(stderr, "usage: mksnap [-g N] [-s N] [-k N] [-t N] [-B N] [-M MiB] [-R RATE] [-m] [-e] [-S N [-d D]] [-p] OUT.snap\n");
 		return 2;
 	}
 	snap.capture_start_ns = wall_ns();
 	snap.pid = getpid();
-	snap.sample_rate = 1;
+	snap.sample_rate = rate ? rate : 1;
 	snap.max_depth = MAX_FRAMES;
 	{
 		char buf[4096];
@@ -356,6 +388,15 @@ int main(int argc, char **argv)
 		steady_site(steady);
 		calloc_site(steady);
 		shrink_site(shrink);
+		tiny_site(tiny);
+		big_site(big);
+	}
+	if (mapped > 0) {
+		size_t n = (size_t)mapped << 20;
+		char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			abort();
+		memset(m, 1, n);
 	}
 	mi = mallinfo2();
 	snap.mallinfo.present = true;
