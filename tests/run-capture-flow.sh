@@ -59,4 +59,14 @@ for p in $d1 $d2; do
 	st=$?
 	[ "$st" -eq 0 ] || fail "demo $p exited with status $st"
 done
+
+# --capture now takes no reference snapshot: a watch that ends with its final
+# snapshot alone reports the live heap, and says that it is not growth.
+"$TARGETS/flat" 4 30 &
+f=$!
+started_pids="$started_pids $f"
+run_mw 0 -p "$f" -i 250ms -d 2s -q --capture now -o one.log
+expect_grep "^memwatch: pid $f: 1 snapshot; live heap in one\.$f\.1-final\.snap$" out
+expect_grep "^\(one snapshot, so no growth to show: this is all the sampled memory still live,$" out
+expect_grep "^live heap by call stack " out
 finish
