@@ -26,7 +26,8 @@ enum snap_section_type {
 	SEC_MODULES = 3,
 	SEC_STACKS = 4,
 	SEC_SYMBOLS = 5,
-	SEC_KNOWN_MAX = SEC_SYMBOLS,
+	SEC_REGIONS = 6,
+	SEC_KNOWN_MAX = SEC_REGIONS,
 };
 
 enum snap_section_flags {
@@ -41,6 +42,7 @@ enum snap_section_flags {
 #define MIN_FRAME_LEN 2                /* module, offset */
 #define MIN_SYMBOL_LEN 3               /* module, offset, nframes */
 #define MIN_SYMFRAME_LEN 3             /* function, file, line */
+#define MIN_REGION_LEN 7               /* kind, name and five figures */
 
 /* Name of a known section type, for messages. */
 static const char *section_name(uint32_t type)
@@ -51,6 +53,7 @@ static const char *section_name(uint32_t type)
 	case SEC_MODULES: return "modules";
 	case SEC_STACKS: return "stacks";
 	case SEC_SYMBOLS: return "symbols";
+	case SEC_REGIONS: return "regions";
 	default: return "unknown";
 	}
 }
@@ -254,7 +257,8 @@ static uint32_t crc_of(const unsigned char *p, size_t len)
 /* Write the whole encoding of s (header, sections, trailer) into w. */
 static void encode_into(struct writer *w, const struct snapshot *s)
 {
-	uint32_t nsections = 3 + (s->mallinfo.present ? 1 : 0) + (s->nsymbols ? 1 : 0);
+	uint32_t nsections = 3 + (s->mallinfo.present ? 1 : 0) + (s->nsymbols ? 1 : 0) +
+			     (s->has_regions ? 1 : 0);
 	size_t at;
 
 	put_bytes(w, SNAPSHOT_MAGIC, SNAP_MAGIC_LEN);
@@ -333,6 +337,22 @@ static void encode_into(struct writer *w, const struct snapshot *s)
 		end_section(w, at);
 	}
 
+	if (s->has_regions) {
+		at = begin_section(w, SEC_REGIONS, 0);
+		put_varint(w, s->nregions);
+		for (size_t i = 0; i < s->nregions; i++) {
+			const struct snap_region *g = &s->regions[i];
+			put_varint(w, g->kind);
+			put_optstr(w, g->name);
+			put_varint(w, g->mappings);
+			put_varint(w, g->size);
+			put_varint(w, g->rss);
+			put_varint(w, g->anon);
+			put_varint(w, g->swap);
+		}
+		end_section(w, at);
+	}
+
 	/* The trailer: computed over everything written so far. */
 	if (w->buf)
 		put_u32(w, crc_of(w->buf, w->pos));
@@ -353,7 +373,8 @@ static bool encodable(const struct snapshot *s)
 	if (s->sample_rate == 0 || s->nmodules > UINT32_MAX - 1)
 		return false;
 	if ((s->nmodules && !s->modules) || (s->nstacks && !s->stacks) ||
-	    (s->nsymbols && !s->symbols))
+	    (s->nsymbols && !s->symbols) || (s->nregions && !s->regions) ||
+	    (s->nregions && !s->has_regions))
 		return false;
 	for (size_t i = 0; i < s->nmodules; i++) {
 		const struct snap_module *m = &s->modules[i];
@@ -756,6 +777,33 @@ static void decode_symbols(struct reader *r, struct snapshot *s)
 	}
 }
 
+/* The regions section: varint count, then kind, name and figures each. A kind
+ * this reader does not know is read as "other", so a later writer may add
+ * kinds. */
+static void decode_regions(struct reader *r, struct snapshot *s)
+{
+	size_t n = get_count(r, get_varint(r), MIN_REGION_LEN, "regions");
+	s->has_regions = !r->failed;
+	s->regions = alloc_records(r, n, sizeof *s->regions);
+	if (!s->regions)
+		return;
+	s->nregions = n;
+	r->what = "region";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_region *g = &s->regions[i];
+		r->index = i;
+		g->kind = get_varint32(r, "kind");
+		if (g->kind > SNAP_REGION_KIND_MAX)
+			g->kind = SNAP_REGION_OTHER;
+		g->name = get_optstr(r, "region name");
+		g->mappings = get_varint(r);
+		g->size = get_varint(r);
+		g->rss = get_varint(r);
+		g->anon = get_varint(r);
+		g->swap = get_varint(r);
+	}
+}
+
 /* Check the header, the checksum and the section headers; fill locs for the
  * known sections. The checksum decides how a fault is named: when it holds, the
  * bytes are what the writer wrote and a fault is a malformed file; when it does
@@ -859,7 +907,7 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 		return -1;
 	}
 	for (uint32_t t = SEC_PROCESS; t <= SEC_KNOWN_MAX; t++) {
-		if (!locs[t].seen && t != SEC_MALLINFO && t != SEC_SYMBOLS) {
+		if (!locs[t].seen && t != SEC_MALLINFO && t != SEC_SYMBOLS && t != SEC_REGIONS) {
 			set_cause(cause, "section '%s' is missing", section_name(t));
 			return -1;
 		}
@@ -905,6 +953,10 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
 		decode_symbols(&r, s);
 	}
+	if (!r.failed && locs[SEC_REGIONS].seen) {
+		enter_section(&r, &locs[SEC_REGIONS], SEC_REGIONS);
+		decode_regions(&r, s);
+	}
 	if (r.failed) {
 		snapshot_free(s);
 		return NULL;
@@ -933,5 +985,8 @@ void snapshot_free(struct snapshot *s)
 		free(sym->frames);
 	}
 	free(s->symbols);
+	for (size_t i = 0; s->regions && i < s->nregions; i++)
+		free(s->regions[i].name);
+	free(s->regions);
 	free(s);
 }

@@ -58,6 +58,31 @@ struct snap_mallinfo {
 	uint64_t releasable;     /* releasable top-most free bytes (keepcost) */
 };
 
+/* Where the resident memory of the process is, by kind of mapping, read from
+ * /proc/PID/smaps by the CLI when it stores a snapshot. */
+enum snap_region_kind {
+	SNAP_REGION_OTHER = 0,       /* [vdso], [vvar], anything not below */
+	SNAP_REGION_HEAP = 1,        /* [heap]: the brk heap (glibc's main arena) */
+	SNAP_REGION_ARENA = 2,       /* anonymous heaps of glibc's other malloc arenas */
+	SNAP_REGION_ANON = 3,        /* other private anonymous mappings (mmap) */
+	SNAP_REGION_ANON_NAMED = 4,  /* anonymous mappings named by prctl: [anon:NAME] */
+	SNAP_REGION_STACK = 5,       /* the main thread's [stack] and thread stacks */
+	SNAP_REGION_FILE = 6,        /* file-backed mappings, by file */
+	SNAP_REGION_SHMEM = 7,       /* shared anonymous, memfd, /dev/shm, SysV shm */
+	SNAP_REGION_KIND_MAX = SNAP_REGION_SHMEM,
+};
+
+/* The mappings of one kind (and, for files and named mappings, one name). */
+struct snap_region {
+	uint32_t kind;               /* enum snap_region_kind; a reader maps unknown kinds to other */
+	char *name;                  /* the file or the [anon:] name; NULL for the rest */
+	uint64_t mappings;           /* how many mappings were summed */
+	uint64_t size;               /* address space (Size) */
+	uint64_t rss;                /* resident (Rss) */
+	uint64_t anon;               /* of which anonymous pages (Anonymous) */
+	uint64_t swap;               /* swapped out (Swap) */
+};
+
 /* One resolved source frame, for the optional symbol section. */
 struct snap_symframe {
 	char *function;          /* demangled name, or NULL */
@@ -93,6 +118,9 @@ struct snapshot {
 	struct snap_stack *stacks;
 	size_t nsymbols;             /* 0 unless symbols were embedded */
 	struct snap_symbol *symbols;
+	bool has_regions;            /* the mapping breakdown was read (it may be empty) */
+	size_t nregions;
+	struct snap_region *regions;
 };
 
 /* Encode s into a malloc'd buffer (*buf, *len; caller frees). One allocation of

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "maps.h"
 #include "commands.h"
 #include "control.h"
 #include "inject.h"
@@ -126,7 +127,12 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		return NULL;
 	}
 	path = snap_name(c, c->nsnaps + 1, suffix);
-	if (snapshot_write_bytes(buf, len, path, c->o.force, &cause) < 0) {
+	/* where the RSS is, by mapping; a process gone meanwhile has none */
+	if (maps_add_to_snapshot(s, c->pid, &cause) < 0) {
+		free(cause);
+		cause = NULL;
+	}
+	if (snapshot_write(s, path, c->o.force, &cause) < 0) {
 		/* said once; the log has every one (a full disk fails them all) */
 		if (!c->lost++)
 			mw_warn("pid %d: %s", c->pid, cause);

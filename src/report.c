@@ -5,6 +5,7 @@
  * the same binaries diff cleanly whatever their address layouts. */
 #include "config.h"
 #include "commands.h"
+#include "maps.h"
 #include "snapshot.h"
 #include "symbolize.h"
 #include "util.h"
@@ -712,6 +713,111 @@ static void print_weak_note(FILE *f, struct row **v, size_t n)
 			   "    \u00b1 is one): listed after the rows with evidence\n");
 }
 
+/* The figures of every kind of mapping of one snapshot, summed. */
+struct kind_sums {
+	uint64_t rss[SNAP_REGION_KIND_MAX + 1], anon[SNAP_REGION_KIND_MAX + 1];
+	uint64_t swap[SNAP_REGION_KIND_MAX + 1], mappings[SNAP_REGION_KIND_MAX + 1];
+};
+
+static void sum_kinds(const struct snapshot *s, struct kind_sums *k)
+{
+	memset(k, 0, sizeof *k);
+	for (size_t i = 0; i < s->nregions; i++) {
+		const struct snap_region *g = &s->regions[i];
+		k->rss[g->kind] += g->rss;
+		k->anon[g->kind] += g->anon;
+		k->swap[g->kind] += g->swap;
+		k->mappings[g->kind] += g->mappings;
+	}
+}
+
+/* Kinds in the order a report lists them: the allocator's first. */
+static const uint32_t kind_order[] = {
+	SNAP_REGION_HEAP, SNAP_REGION_ARENA, SNAP_REGION_ANON, SNAP_REGION_ANON_NAMED,
+	SNAP_REGION_STACK, SNAP_REGION_SHMEM, SNAP_REGION_FILE, SNAP_REGION_OTHER,
+};
+#define NKINDS (sizeof kind_order / sizeof kind_order[0])
+
+/* The named regions (files, [anon:] names, shared memory) of a kind worth a
+ * line of their own: the n with the most resident bytes (in a diff, the most
+ * change), into idx. */
+static size_t top_named(const struct snapshot *a, const struct snapshot *b, uint32_t kind,
+			size_t *idx, size_t n);
+
+/* The resident bytes of the region of s with kind and name (0: none). */
+static uint64_t region_rss(const struct snapshot *s, uint32_t kind, const char *name)
+{
+	for (size_t i = 0; s && i < s->nregions; i++)
+		if (s->regions[i].kind == kind && s->regions[i].name && !strcmp(s->regions[i].name, name))
+			return s->regions[i].rss;
+	return 0;
+}
+
+static size_t top_named(const struct snapshot *a, const struct snapshot *b, uint32_t kind,
+			size_t *idx, size_t n)
+{
+	int64_t best[8];
+	size_t k = 0;
+
+	if (n > 8)
+		n = 8;
+	for (size_t i = 0; i < b->nregions; i++) {
+		const struct snap_region *g = &b->regions[i];
+		int64_t v;
+		size_t j;
+		if (g->kind != kind || !g->name)
+			continue;
+		v = (int64_t)g->rss - (a ? (int64_t)region_rss(a, kind, g->name) : 0);
+		if (v < 0)
+			v = -v;
+		if (v < 4096 * 16)
+			continue;   /* a few pages: not worth a line */
+		for (j = k; j > 0 && best[j - 1] < v; j--) {
+			if (j < n) {
+				best[j] = best[j - 1];
+				idx[j] = idx[j - 1];
+			}
+		}
+		if (j < n) {
+			best[j] = v;
+			idx[j] = i;
+			if (k < n)
+				k++;
+		}
+	}
+	return k;
+}
+
+/* memwatch show: where the resident memory is, by kind of mapping. */
+static void print_regions(FILE *f, const struct snapshot *s)
+{
+	struct kind_sums k;
+	char b1[32], b2[32], b3[32];
+	size_t top[3], nt;
+
+	if (!s->has_regions)
+		return;
+	sum_kinds(s, &k);
+	fprintf(f, "\nresident memory by mapping %21s %12s %12s %9s\n", "resident", "anonymous",
+		"swap", "mappings");
+	for (size_t i = 0; i < NKINDS; i++) {
+		uint32_t kd = kind_order[i];
+		if (!k.mappings[kd])
+			continue;
+		fprintf(f, "  %-32s %12s %12s %12s %9" PRIu64 "\n", maps_kind_name(kd),
+			fmt_bytes(b1, sizeof b1, (double)k.rss[kd]),
+			fmt_bytes(b2, sizeof b2, (double)k.anon[kd]),
+			fmt_bytes(b3, sizeof b3, (double)k.swap[kd]), k.mappings[kd]);
+		if (kd == SNAP_REGION_ANON && s->mallinfo.present && s->mallinfo.mmapped)
+			fprintf(f, "    %-30s %12s\n", "of which malloc's large blocks",
+				fmt_bytes(b1, sizeof b1, (double)s->mallinfo.mmapped));
+		nt = top_named(NULL, s, kd, top, 3);
+		for (size_t j = 0; j < nt; j++)
+			fprintf(f, "    %-30s %12s\n", base_name(s->regions[top[j]].name),
+				fmt_bytes(b1, sizeof b1, (double)s->regions[top[j]].rss));
+	}
+}
+
 /* memwatch show as a table: the snapshot, the memory, the largest stacks. */
 static void table_show(FILE *f, struct report *r)
 {
@@ -723,6 +829,7 @@ static void table_show(FILE *f, struct report *r)
 
 	print_snapshot_header(f, in, "snapshot");
 	print_memory(f, in);
+	print_regions(f, in->s);
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
 	fprintf(f, "\nlive heap by %s (%zu of %zu rows)\n",
 		r->o->by == BY_STACK ? "call stack" : r->o->by == BY_FUNCTION ? "function" : "line",
@@ -768,6 +875,66 @@ static void table_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 	print_weak_note(f, v, n);
 }
 
+/* memwatch diff: the change of the resident memory by kind of mapping. */
+static void print_regions_change(FILE *f, const struct snapshot *a, const struct snapshot *b)
+{
+	struct kind_sums ka, kb;
+	char x[32], y[32], z[32];
+	size_t top[3], nt;
+
+	if (!a->has_regions || !b->has_regions)
+		return;
+	sum_kinds(a, &ka);
+	sum_kinds(b, &kb);
+	fprintf(f, "\nresident memory by mapping\n");
+	for (size_t i = 0; i < NKINDS; i++) {
+		uint32_t kd = kind_order[i];
+		if (!ka.mappings[kd] && !kb.mappings[kd])
+			continue;
+		fprintf(f, "  %-28s %11s -> %11s  %s\n", maps_kind_name(kd),
+			fmt_bytes(x, sizeof x, (double)ka.rss[kd]),
+			fmt_bytes(y, sizeof y, (double)kb.rss[kd]),
+			fmt_signed(z, sizeof z, (int64_t)kb.rss[kd] - (int64_t)ka.rss[kd]));
+		if (kd == SNAP_REGION_ANON && a->mallinfo.present && b->mallinfo.present &&
+		    (a->mallinfo.mmapped || b->mallinfo.mmapped))
+			fprintf(f, "    %-26s %11s -> %11s  %s\n", "of which malloc's large blocks",
+				fmt_bytes(x, sizeof x, (double)a->mallinfo.mmapped),
+				fmt_bytes(y, sizeof y, (double)b->mallinfo.mmapped),
+				fmt_signed(z, sizeof z,
+					   (int64_t)b->mallinfo.mmapped - (int64_t)a->mallinfo.mmapped));
+		nt = top_named(a, b, kd, top, 3);
+		for (size_t j = 0; j < nt; j++) {
+			const struct snap_region *g = &b->regions[top[j]];
+			uint64_t before = region_rss(a, kd, g->name);
+			fprintf(f, "    %-26s %11s -> %11s  %s\n", base_name(g->name),
+				fmt_bytes(x, sizeof x, (double)before),
+				fmt_bytes(y, sizeof y, (double)g->rss),
+				fmt_signed(z, sizeof z, (int64_t)g->rss - (int64_t)before));
+		}
+	}
+}
+
+/* The kind of mapping whose resident memory grew most between the snapshots,
+ * and by how much (0 when the breakdown is missing or nothing grew). */
+static int64_t largest_region_growth(const struct report *r, uint32_t *kind)
+{
+	struct kind_sums ka, kb;
+	int64_t best = 0;
+
+	if (!r->in[0].s->has_regions || !r->in[1].s->has_regions)
+		return 0;
+	sum_kinds(r->in[0].s, &ka);
+	sum_kinds(r->in[1].s, &kb);
+	for (uint32_t k = 0; k <= SNAP_REGION_KIND_MAX; k++) {
+		int64_t g = (int64_t)kb.rss[k] - (int64_t)ka.rss[k];
+		if (g > best) {
+			best = g;
+			*kind = k;
+		}
+	}
+	return best;
+}
+
 /* The RSS growth between the two snapshots (0 when either RSS is unknown). */
 static int64_t rss_growth(const struct report *r)
 {
@@ -797,6 +964,7 @@ static void print_explained(FILE *f, const struct report *r)
 {
 	const struct snapshot *a = r->in[0].s, *b = r->in[1].s;
 	double share = explained_share(r);
+	uint32_t kind = SNAP_REGION_OTHER;
 	char g[32];
 
 	if (share < 0)
@@ -806,8 +974,18 @@ static void print_explained(FILE *f, const struct report *r)
 		fprintf(f, "  sampled stacks explain %.0f %% of the RSS growth (%s)\n", 100 * share, g);
 		return;
 	}
-	fprintf(f, "  unexplained: sampled stacks explain only %.0f %% of the RSS growth (%s)\n    %s\n",
-		100 * share, g,
+	fprintf(f, "  unexplained: sampled stacks explain only %.0f %% of the RSS growth (%s)\n", 100 * share,
+		g);
+	if (largest_region_growth(r, &kind) > 0) {
+		fmt_bytes(g, sizeof g, (double)largest_region_growth(r, &kind));
+		fprintf(f, "    %s of it is in %s%s: see \"resident memory by mapping\" below\n", g,
+			maps_kind_name(kind),
+			kind == SNAP_REGION_HEAP || kind == SNAP_REGION_ARENA
+				? " (malloc's own, through calls memwatch does not sample)"
+				: kind == SNAP_REGION_ANON ? " outside malloc" : "");
+		return;
+	}
+	fprintf(f, "    %s\n",
 		a->mallinfo.present && b->mallinfo.present
 			? "the rest is outside the sampled malloc calls (mmap'd memory, an interpreter's\n"
 			  "    or runtime's own heap, thread stacks, files): see \"rest of RSS\" above"
@@ -861,6 +1039,7 @@ static void table_diff(FILE *f, struct report *r)
 		r->o->by == BY_STACK ? "stacks" : r->o->by == BY_FUNCTION ? "functions" : "lines");
 
 	print_explained(f, r);
+	print_regions_change(f, a->s, b->s);
 	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
 	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);
 	fprintf(f, "\ngrowth by %s, largest first\n",
@@ -1003,11 +1182,28 @@ static void json_snapshot(FILE *f, const struct input *in)
 	if (s->mallinfo.present)
 		fprintf(f,
 			"{\"arena\": %" PRIu64 ", \"mmapped\": %" PRIu64 ", \"in_use\": %" PRIu64
-			", \"free_bytes\": %" PRIu64 ", \"releasable\": %" PRIu64 "}}",
+			", \"free_bytes\": %" PRIu64 ", \"releasable\": %" PRIu64 "}",
 			s->mallinfo.arena, s->mallinfo.mmapped, s->mallinfo.in_use,
 			s->mallinfo.free_bytes, s->mallinfo.releasable);
 	else
+		fputs("null", f);
+	fputs(", \"regions\": ", f);
+	if (s->has_regions) {
+		fputc('[', f);
+		for (size_t i = 0; i < s->nregions; i++) {
+			const struct snap_region *g = &s->regions[i];
+			fprintf(f, "%s{\"kind\": \"%s\", \"name\": ", i ? ", " : "",
+				maps_kind_name(g->kind));
+			json_str(f, g->name);
+			fprintf(f,
+				", \"mappings\": %" PRIu64 ", \"size\": %" PRIu64 ", \"rss\": %" PRIu64
+				", \"anon\": %" PRIu64 ", \"swap\": %" PRIu64 "}",
+				g->mappings, g->size, g->rss, g->anon, g->swap);
+		}
+		fputs("]}", f);
+	} else {
 		fputs("null}", f);
+	}
 }
 
 /* A row's "frames" array, innermost first. */

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "control.h"
 #include "inject.h"
+#include "maps.h"
 #include "snapshot.h"
 #include "symbolize.h"
 #include "util.h"
@@ -306,13 +307,13 @@ int cmd_snap(int argc, char **argv)
 		mw_error("pid %d: the agent sent an invalid snapshot: %s", o.pid, cause);
 		goto out;
 	}
-	if (o.embed) {
-		long nsym = symbolize_embed(s, NULL, 0, &cause);
-		if (nsym < 0 || snapshot_write(s, path, o.force, &cause) < 0) {
-			mw_error("%s", cause);
-			goto out;
-		}
-	} else if (snapshot_write_bytes(buf, len, path, o.force, &cause) < 0) {
+	/* where the RSS is, by mapping; a process gone meanwhile has none */
+	if (maps_add_to_snapshot(s, o.pid, &cause) < 0) {
+		free(cause);
+		cause = NULL;
+	}
+	if ((o.embed && symbolize_embed(s, NULL, 0, &cause) < 0) ||
+	    snapshot_write(s, path, o.force, &cause) < 0) {
 		mw_error("%s", cause);
 		goto out;
 	}

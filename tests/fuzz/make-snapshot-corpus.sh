@@ -56,6 +56,11 @@ symbol 0:0x1234 nframes=2
   function="grow" file=- line=0
 symbol -:0x7fffdeadbeef nframes=1
   function=- file=- line=0
+regions 4
+region kind=1 mappings=1 size=8388608 rss=4194304 anon=4194304 swap=0 name=-
+region kind=6 mappings=5 size=2097152 rss=1482752 anon=24576 swap=0 name="/lib/x86_64-linux-gnu/libc.so.6"
+region kind=4 mappings=2 size=65536 rss=4096 anon=4096 swap=8192 name="[anon:pool \"a\"]"
+region kind=42 mappings=1 size=4096 rss=0 anon=0 swap=0 name=-
 T
 for t in empty small rich; do
 	"$snapdump" --from-text "$tmp/$t.txt" "$out/valid-$t.snap"

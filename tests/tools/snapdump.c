@@ -9,7 +9,8 @@
  * "mallinfo none"; "module I k=v ... path=\"...\""; "stack I k=v ..." followed by
  * indented frame lines "MODULE:0xOFFSET" (MODULE "-" for none); "symbol
  * MODULE:0xOFFSET nframes=N" followed by indented lines 'function="f" file="a.c"
- * line=N' (- for an absent string). Count lines ("modules 2") and lines starting
+ * line=N' (- for an absent string); "regions N" (the mapping breakdown was read)
+ * and "region kind=K mappings=N size=N rss=N anon=N swap=N name=\"...\"". Count lines ("modules 2") and lines starting
  * with "memwatch snapshot" or '#' are ignored on input. */
 #include "config.h"
 
@@ -116,6 +117,17 @@ static void dump(const struct snapshot *s)
 			printf(" file=");
 			print_str(sym->frames[f].file);
 			printf(" line=%" PRIu32 "\n", sym->frames[f].line);
+		}
+	}
+	if (s->has_regions) {
+		printf("regions %zu\n", s->nregions);
+		for (size_t i = 0; i < s->nregions; i++) {
+			const struct snap_region *g = &s->regions[i];
+			printf("region kind=%" PRIu32 " mappings=%" PRIu64 " size=%" PRIu64
+			       " rss=%" PRIu64 " anon=%" PRIu64 " swap=%" PRIu64 " name=",
+			       g->kind, g->mappings, g->size, g->rss, g->anon, g->swap);
+			print_str(g->name);
+			fputc('\n', stdout);
 		}
 	}
 }
@@ -280,6 +292,32 @@ static void set_mallinfo(struct parser *ps, void *obj, const char *k, const char
 		perr(ps, "mallinfo: unknown field '%s'", k);
 }
 
+/* Setter for the fields of a "region" line. */
+static void set_region(struct parser *ps, void *obj, const char *k, const char *v)
+{
+	struct snap_region *g = obj;
+	if (strcmp(k, "name") == 0) {
+		free(g->name);
+		g->name = v ? (strcmp(v, "-") == 0 ? NULL : xstrdup(v)) : quoted(ps, k);
+	} else if (!v) {
+		perr(ps, "region %s: not a string field", k);
+	} else if (strcmp(k, "kind") == 0) {
+		g->kind = (uint32_t)number(ps, v, k);
+	} else if (strcmp(k, "mappings") == 0) {
+		g->mappings = number(ps, v, k);
+	} else if (strcmp(k, "size") == 0) {
+		g->size = number(ps, v, k);
+	} else if (strcmp(k, "rss") == 0) {
+		g->rss = number(ps, v, k);
+	} else if (strcmp(k, "anon") == 0) {
+		g->anon = number(ps, v, k);
+	} else if (strcmp(k, "swap") == 0) {
+		g->swap = number(ps, v, k);
+	} else {
+		perr(ps, "region: unknown field '%s'", k);
+	}
+}
+
 /* Setter for the fields of a "module" line. */
 static void set_module(struct parser *ps, void *obj, const char *k, const char *v)
 {
@@ -441,6 +479,12 @@ static void parse_line(struct parser *ps, struct snapshot *s, char *line)
 	} else if (strcmp(key, "modules") == 0 || strcmp(key, "stacks") == 0 ||
 		   strcmp(key, "symbols") == 0) {
 		return; /* counts follow from the lines themselves */
+	} else if (strcmp(key, "regions") == 0) {
+		s->has_regions = true;
+	} else if (strcmp(key, "region") == 0) {
+		struct snap_region *g = push((void **)&s->regions, &s->nregions, sizeof *g);
+		s->has_regions = true;
+		pairs(ps, g, set_region);
 	} else if (strcmp(key, "module") == 0) {
 		word(ps); /* the index, implied by the order */
 		struct snap_module *m = push((void **)&s->modules, &s->nmodules, sizeof *m);

@@ -1,0 +1,31 @@
+/* maps.h: where a process's resident memory is, by kind of mapping (brk heap,
+ * malloc arenas, anonymous mappings, thread stacks, files, shared memory), read
+ * from /proc/PID/smaps when a snapshot is stored. */
+#ifndef MEMWATCH_MAPS_H
+#define MEMWATCH_MAPS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "snapshot.h"
+
+/* Read pid's mappings and sum them by kind into *out (*n entries; caller frees
+ * with maps_free). 0, or -1 with *cause (caller frees). */
+int maps_read(pid_t pid, struct snap_region **out, size_t *n, char **cause);
+
+/* The same from smaps text f; sps are the stack pointers of threads (their
+ * mappings are thread stacks), nsps of them. 0, or -1 (out of memory). */
+int maps_parse(FILE *f, const uint64_t *sps, size_t nsps, struct snap_region **out, size_t *n);
+
+/* Free what maps_read or maps_parse made. */
+void maps_free(struct snap_region *v, size_t n);
+
+/* A kind's name in reports ("brk heap", "malloc arenas", ...). */
+const char *maps_kind_name(uint32_t kind);
+
+/* Add the mapping breakdown of pid to s (has_regions set on success). A failure
+ * leaves s without one and is not an error of the snapshot: 0 or -1 with *cause. */
+int maps_add_to_snapshot(struct snapshot *s, pid_t pid, char **cause);
+
+#endif

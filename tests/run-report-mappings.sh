@@ -1,0 +1,48 @@
+#!/bin/sh
+# run-report-mappings.sh: every snapshot records where the RSS is, by kind of
+# mapping (/proc/PID/smaps), and a report says where growth that malloc did not
+# make went: a program's own mmap'd arena, thread stacks, a mapped file. The
+# target grows by 96 MiB one of those ways; memwatch -p triggers, captures, and
+# its report must name the kind (and the file).
+. "$top_srcdir/tests/lib.sh"
+
+[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
+	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+SNAPDUMP="$top_builddir/tests/tools/snapdump"
+
+# watch_mode MODE KIND: grow_maps MODE grows; the report says KIND grew.
+watch_mode() {
+	mode=$1 kind=$2
+	TMPDIR=$tmp "$TARGETS/grow_maps" "$mode" 96 10 > "$mode.out" &
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "grep -q ready $mode.out" 10 || return 0
+	run_mw 0 -p "$t" -i 200ms -d 7s -q --trigger +16MiB -o "$mode.log"
+	expect_grep "^  unexplained: sampled stacks explain only [0-9] % of the RSS growth" out
+	expect_grep "^    [0-9.]+ MiB of it is in $kind" out
+	expect_grep "^resident memory by mapping$" out
+	# the kind's own line: grown by tens of MiB
+	expect_grep "^  $kind +[0-9.]+ [KM]iB -> +[0-9.]+ MiB  \+[3-9][0-9](\.[0-9])? MiB$" out
+	kill -0 "$t" 2>/dev/null || fail "grow_maps $mode died"
+}
+
+watch_mode arena "anonymous mappings"
+expect_grep "^    [0-9.]+ MiB of it is in anonymous mappings outside malloc" out
+watch_mode threads "thread stacks"
+watch_mode file "files"
+expect_grep "^    grow_maps\.[0-9]+\.data \(deleted\) +[0-9.]+ [KM]iB -> +[0-9.]+ MiB  \+[0-9.]+ MiB$" out
+
+# the breakdown is in the snapshot itself: show prints it, snapdump reads it
+snap=$(sed -n 's/^# event [0-9.]* [0-9]* snapshot path=\([^ ]*final\.snap\).*/\1/p' file.log)
+[ -n "$snap" ] && [ -s "$snap" ] || fail "no final snapshot in file.log"
+if [ -n "$snap" ]; then
+	run_mw 0 show "$snap"
+	expect_grep "^resident memory by mapping +resident +anonymous +swap +mappings$" out
+	expect_grep "^  files +[0-9.]+ MiB " out
+	expect_grep "^  thread stacks " out
+	"$SNAPDUMP" "$snap" > dump.txt || fail "snapdump $snap"
+	expect_grep '^region kind=6 .* name=".*grow_maps\.[0-9]+\.data \(deleted\)"$' dump.txt
+	run_mw 0 show -F json "$snap"
+	expect_grep '"regions": \[\{"kind": ' out
+fi
+finish
