@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,11 @@ const char diff_usage[] =
 	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"    -o, --output FILE      write the report to FILE (replaced atomically)\n"
+	"        --hide REGEX       frames whose function matches are not the user's code\n"
+	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
+	"        --all-frames       head rows with the innermost frame, not the user's own\n"
+	"        --full-names       C++ names with their template arguments in tables\n"
+	"        --details          every figure of both snapshots above the rows\n"
 	"    -h, --help             this help\n";
 
 const char show_usage[] =
@@ -48,6 +54,11 @@ const char show_usage[] =
 	"    -o, --output FILE      write the report to FILE (replaced atomically)\n"
 	"    -E, --embed-symbols FILE  also write a copy of the snapshot with the symbols of\n"
 	"                           its frames embedded, to report where its binaries are not\n"
+	"        --hide REGEX       frames whose function matches are not the user's code\n"
+	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
+	"        --all-frames       head rows with the innermost frame, not the user's own\n"
+	"        --full-names       C++ names with their template arguments in tables\n"
+	"        --details          every figure of the snapshot above the rows\n"
 	"    -h, --help             this help\n";
 
 enum by { BY_STACK, BY_FUNCTION, BY_LINE };
@@ -65,6 +76,11 @@ struct opts {
 	size_t ndirs;
 	const char *output;
 	const char *embed;            /* show --embed-symbols FILE */
+	bool all_frames;              /* rows headed by their innermost frame, not the user's */
+	bool full_names;              /* C++ names with their template arguments in tables */
+	bool details;                 /* the long header: every figure of every snapshot */
+	bool has_hide, has_focus;
+	regex_t hide, focus;          /* --hide: frames that are not the user's; --focus: rows kept */
 };
 
 /* A frame in global terms: the symbolizer's module index and the offset. */
@@ -298,6 +314,191 @@ static bool trimmed_frame(struct report *r, const struct gframe *g)
 	return allocator_function(loc->frames[loc->nframes - 1].function);
 }
 
+/* A symbolized frame as a dframe. */
+static struct dframe make_dframe(const struct sym_frame *sf, struct gframe g)
+{
+	struct dframe d = { sf->function, sf->file, sf->line, sf->inlined, g.gmod, g.offset };
+	return d;
+}
+
+/* Is the module a system library (under /lib or /usr/lib)? Code there is not
+ * the user's: libc, libstdc++, the loader, the system's other libraries. */
+static bool system_module(struct report *r, uint32_t gmod)
+{
+	const char *p;
+	if (gmod == SYM_NO_MODULE)
+		return false;
+	p = symbolizer_module_path(r->z, gmod);
+	return !strncmp(p, "/lib/", 5) || !strncmp(p, "/lib64/", 7) || !strncmp(p, "/usr/lib/", 9) ||
+	       !strncmp(p, "/usr/lib64/", 11);
+}
+
+/* The qualified name in a demangled one, past the return type that names of
+ * template functions carry ("void std::vector<…>::_M_realloc_insert<…>(…)"). */
+static const char *qualified_name(const char *fn)
+{
+	const char *p, *start = fn;
+	int depth = 0;
+
+	for (p = fn; *p && !(*p == '(' && depth == 0); p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>' && depth > 0)
+			depth--;
+		else if (*p == ' ' && depth == 0 && strncmp(start, "operator", 8) != 0)
+			start = p + 1;
+	}
+	return start;
+}
+
+/* A C++ standard library name: its templates are inlined into the caller. */
+static bool std_name(const char *fn)
+{
+	const char *q;
+	if (!fn)
+		return false;
+	q = qualified_name(fn);
+	return !strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11) ||
+	       !strncmp(q, "__cxxabiv1::", 12) || !strncmp(q, "__cxa_", 6) ||
+	       !strncmp(fn, "operator new", 12) || !strncmp(fn, "operator delete", 15);
+}
+
+static bool hidden_frame(const struct report *r, const struct dframe *d)
+{
+	return r->o->has_hide && d->function && regexec(&r->o->hide, d->function, 0, NULL, 0) == 0;
+}
+
+/* Is d a frame of the user's own code? Not: a frame --hide names, a frame of
+ * the C++ standard library by name, one of the allocator, or one in a system
+ * library. A frame with no name outside the system's libraries is the user's. */
+static bool user_frame(struct report *r, const struct dframe *d)
+{
+	return !hidden_frame(r, d) && !std_name(d->function) && !allocator_function(d->function) &&
+	       !system_module(r, d->gmod);
+}
+
+/* Every source frame of a row's stack, inlined ones expanded, innermost first,
+ * and the index of the first the tables show: the user's own (the innermost
+ * when there is none, or with --all-frames). */
+struct expanded {
+	struct dframe *d;             /* caller frees */
+	size_t n, head;
+};
+
+static void row_expand(struct report *r, const struct row *w, struct expanded *e)
+{
+	size_t cap = 0;
+	uint32_t i, j;
+
+	e->d = NULL;
+	e->n = 0;
+	for (i = 0; i < w->nframes; i++) {
+		struct gframe g = row_frame(w, i);
+		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
+		for (j = 0; j < loc->nframes; j++) {
+			if (e->n == cap) {
+				cap = cap ? cap * 2 : 16;
+				e->d = xrealloc(e->d, cap * sizeof *e->d);
+			}
+			e->d[e->n++] = make_dframe(&loc->frames[j], g);
+		}
+	}
+	for (e->head = 0; !r->o->all_frames && e->head < e->n; e->head++)
+		if (user_frame(r, &e->d[e->head]))
+			break;
+	if (e->head == e->n)
+		e->head = 0;
+}
+
+/* The first frame of a stack (from frame top) that a keyed row (by function or
+ * line) is grouped by: the user's own, as row_expand would find it. */
+static struct dframe key_frame_of(struct report *r, const struct snap_frame *sf,
+				  const uint32_t *map, size_t nm, uint32_t n)
+{
+	struct dframe first = { 0 };
+	bool have = false;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct gframe g = global_frame(sf, map, nm, i);
+		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
+		for (uint32_t j = 0; j < loc->nframes; j++) {
+			struct dframe d = make_dframe(&loc->frames[j], g);
+			if (!have) {
+				first = d;
+				have = true;
+			}
+			if (r->o->all_frames || user_frame(r, &d))
+				return d;
+		}
+	}
+	return first;
+}
+
+/* What the head of a row skipped, in a few words: "via 5 std:: frames", "via 2
+ * frames in libc.so.6", "via 3 library frames" ("" when nothing was). */
+static void describe_skipped(struct report *r, const struct dframe *d, size_t n, char *buf,
+			     size_t len)
+{
+	bool all_std = true, one_module = true;
+	size_t i;
+
+	buf[0] = '\0';
+	if (n == 0)
+		return;
+	for (i = 0; i < n; i++) {
+		all_std = all_std && std_name(d[i].function);
+		one_module = one_module && d[i].gmod == d[0].gmod && d[0].gmod != SYM_NO_MODULE;
+	}
+	if (all_std)
+		snprintf(buf, len, "via %zu std:: frame%s", n, n == 1 ? "" : "s");
+	else if (one_module)
+		snprintf(buf, len, "via %zu frame%s in %s", n, n == 1 ? "" : "s",
+			 symbolizer_module_name(r->z, d[0].gmod));
+	else
+		snprintf(buf, len, "via %zu library frame%s", n, n == 1 ? "" : "s");
+}
+
+/* The source frames a row shows, into *out (caller frees): by stack, from its
+ * head, at most max (0: all; with whole, every frame from the innermost); by
+ * function or line, the one frame it is grouped by. *total: how many there are
+ * from the head; via (vialen bytes, may be NULL): what the head skipped. */
+static size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
+			 struct dframe **out, size_t *total, char *via, size_t vialen)
+{
+	struct expanded e;
+	size_t from, n = 0, k;
+
+	row_expand(r, w, &e);
+	from = whole ? 0 : e.head;
+	if (via)
+		describe_skipped(r, e.d, e.head, via, vialen);
+	if (r->o->by != BY_STACK) {
+		n = e.n ? 1 : 0;
+		if (n) {
+			e.d[0] = e.d[e.head];
+			if (r->o->by == BY_FUNCTION && e.d[0].function) {
+				e.d[0].file = NULL;
+				e.d[0].line = 0;
+				e.d[0].inlined = false;
+			}
+		}
+		if (total)
+			*total = n;
+		*out = e.d;
+		return n;
+	}
+	/* frames --hide names are left out below the head too, in tables */
+	for (k = from; k < e.n; k++)
+		if (whole || k == from || !hidden_frame(r, &e.d[k]))
+			e.d[n++] = e.d[k];
+	if (total)
+		*total = n;
+	if (max && n > max)
+		n = max;
+	*out = e.d;
+	return n;
+}
+
 /* The variance of a stack's live-bytes estimate under Poisson sampling at mean
  * rate R. With n samples of blocks of size s, each kept with p = 1 - e^(-s/R)
  * and weighted s/p, the estimate is E = n s/p and its variance n s^2 (1-p)/p^2
@@ -352,19 +553,17 @@ static void collect(struct report *r, int k)
 			c.hash = h;
 			keyed = false;
 		} else {
-			const struct sym_loc *loc;
-			const struct sym_frame *f;
-			g = global_frame(st->frames, in->map, nm, top);
-			loc = symbolizer_lookup(r->z, g.gmod, g.offset);
-			f = &loc->frames[0];
-			if (!f->function || (r->o->by == BY_LINE && !f->file)) {
+			struct dframe f = key_frame_of(r, st->frames + top, in->map, nm, n - top);
+			if (!f.function || (r->o->by == BY_LINE && !f.file)) {
 				/* nothing to group by but the address itself */
+				g.gmod = f.gmod;
+				g.offset = f.offset;
 				key_frame(r, &g);
 			} else {
-				key_str(r, f->function);
+				key_str(r, f.function);
 				if (r->o->by == BY_LINE) {
-					key_str(r, f->file);
-					key_add(r, &f->line, sizeof f->line);
+					key_str(r, f.file);
+					key_add(r, &f.line, sizeof f.line);
 				}
 			}
 		}
@@ -389,47 +588,6 @@ static void collect(struct report *r, int k)
 		in->total.alloc_blocks += st->alloc_blocks;
 		in->total.live_stacks += st->live_bytes > 0;
 	}
-}
-
-/* The source frames a row shows (at most max; 0: all), into *out (caller frees). */
-static size_t row_frames(struct report *r, const struct row *w, size_t max, struct dframe **out,
-			 size_t *total)
-{
-	struct dframe *d = NULL;
-	size_t n = 0, cap = 0, all = 0;
-	uint32_t i, j;
-
-	for (i = 0; i < w->nframes; i++) {
-		struct gframe g = row_frame(w, i);
-		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
-		for (j = 0; j < loc->nframes; j++) {
-			all++;
-			if ((max && n >= max) || (r->o->by != BY_STACK && n >= 1))
-				continue;
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				d = xrealloc(d, cap * sizeof *d);
-			}
-			d[n].function = loc->frames[j].function;
-			d[n].file = loc->frames[j].file;
-			d[n].line = loc->frames[j].line;
-			d[n].inlined = loc->frames[j].inlined;
-			d[n].gmod = g.gmod;
-			d[n].offset = g.offset;
-			if (r->o->by == BY_FUNCTION && d[n].function) {
-				d[n].file = NULL;
-				d[n].line = 0;
-				d[n].inlined = false;
-			}
-			n++;
-		}
-		if (r->o->by != BY_STACK)
-			break;
-	}
-	*out = d;
-	if (total)
-		*total = r->o->by == BY_STACK ? all : n;
-	return n;
 }
 
 /* --------------------------------------------------------------------------- */
@@ -506,19 +664,35 @@ static struct row **select_rows(struct report *r, bool (*pred)(const struct repo
 	return v;
 }
 
+/* --focus: does some frame of the row's stack (its function or file) match? */
+static bool focused(const struct report *r, const struct row *w)
+{
+	struct expanded e;
+	bool hit = false;
+
+	if (!r->o->has_focus)
+		return true;
+	row_expand((struct report *)r, w, &e);
+	for (size_t i = 0; i < e.n && !hit; i++)
+		hit = (e.d[i].function && !regexec(&r->o->focus, e.d[i].function, 0, NULL, 0)) ||
+		      (e.d[i].file && !regexec(&r->o->focus, e.d[i].file, 0, NULL, 0));
+	free(e.d);
+	return hit;
+}
+
 static bool pred_live(const struct report *r, const struct row *w)
 {
-	return w->f[0].live_bytes > 0 && w->f[0].live_bytes >= r->o->min_bytes;
+	return w->f[0].live_bytes > 0 && w->f[0].live_bytes >= r->o->min_bytes && focused(r, w);
 }
 
 static bool pred_grown(const struct report *r, const struct row *w)
 {
-	return w->growth > 0 && (uint64_t)w->growth >= r->o->min_bytes;
+	return w->growth > 0 && (uint64_t)w->growth >= r->o->min_bytes && focused(r, w);
 }
 
 static bool pred_shrunk(const struct report *r, const struct row *w)
 {
-	return w->growth < 0 && (uint64_t)-w->growth >= r->o->min_bytes;
+	return w->growth < 0 && (uint64_t)-w->growth >= r->o->min_bytes && focused(r, w);
 }
 
 /* Rows that hold live bytes in some snapshot (stacks whose blocks were all
@@ -554,10 +728,43 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* One frame as the table shows it. */
-static void print_frame(FILE *f, struct report *r, const struct dframe *d)
+/* A C++ name as a table shows it: the arguments of templates elided
+ * ("std::vector<…>::_M_realloc_insert<…>(…)"), where they make a name run
+ * over a line; --full-names keeps them. An operator's own '<' or '>' is no
+ * bracket. */
+static void print_short_name(FILE *f, const char *name)
 {
-	fputs(d->function ? d->function : "<unknown>", f);
+	int depth = 0;
+	const char *p;
+
+	if (strlen(name) <= 60 || !strchr(name, '<')) {
+		fputs(name, f);
+		return;
+	}
+	for (p = name; *p; p++) {
+		bool op = p - name >= 8 && !strncmp(p - 8, "operator", 8);
+		if (*p == '<' && !op) {
+			if (depth++ == 0)
+				fputs("<\u2026>", f);
+		} else if (*p == '>' && depth > 0 && !(p > name && p[-1] == '-')) {
+			depth--;
+		} else if (depth == 0) {
+			fputc(*p, f);
+			if (op && (*p == '<' || *p == '>') && (p[1] == '<' || p[1] == '>' || p[1] == '='))
+				fputc(*++p, f);
+		}
+	}
+}
+
+/* One frame as the table shows it. */
+static void print_frame(FILE *f, struct report *r, const struct dframe *d, const char *via)
+{
+	if (!d->function)
+		fputs("<unknown>", f);
+	else if (r->o->full_names)
+		fputs(d->function, f);
+	else
+		print_short_name(f, d->function);
 	if (d->file) {
 		fprintf(f, "  %s", base_name(d->file));
 		if (d->line)
@@ -572,6 +779,8 @@ static void print_frame(FILE *f, struct report *r, const struct dframe *d)
 	}
 	if (d->inlined)
 		fputs(" [inlined]", f);
+	if (via && *via)
+		fprintf(f, "  (%s)", via);
 	fputc('\n', f);
 }
 
@@ -580,15 +789,16 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 {
 	size_t max = r->o->depth, n, total, i;
 	struct dframe *d;
+	char via[96];
 
-	n = row_frames(r, w, max, &d, &total);
+	n = row_frames(r, w, max, false, &d, &total, via, sizeof via);
 	if (n == 0) {
 		fputs("<no frames>\n", f);
 	}
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			fprintf(f, "%*s", width, "");
-		print_frame(f, r, &d[i]);
+		print_frame(f, r, &d[i], i == 0 ? via : NULL);
 	}
 	if (total > n)
 		fprintf(f, "%*s... %zu more frame%s%s\n", width, "", total - n,
@@ -663,6 +873,27 @@ static uint64_t rest_of_rss(const struct snapshot *s)
 {
 	uint64_t held = s->mallinfo.in_use + s->mallinfo.free_bytes;
 	return s->rss_bytes > held ? s->rss_bytes - held : 0;
+}
+
+/* One snapshot in one line: where it is from, when, and how it was sampled. */
+static void print_snapshot_line(FILE *f, const struct input *in, const char *label)
+{
+	const struct snapshot *s = in->s;
+	char b1[64], b2[64], b3[32];
+	double cap = s->capture_start_ns && s->time_ns > s->capture_start_ns
+			     ? (double)(s->time_ns - s->capture_start_ns) / 1e9
+			     : 0;
+
+	fprintf(f, "%-8s %s: pid %" PRId32 " %s, %s after %s of capture, %s", label, in->path,
+		s->pid, s->exe && *s->exe ? base_name(s->exe) : "?",
+		fmt_time(b1, sizeof b1, s->time_ns), fmt_seconds(b3, sizeof b3, cap),
+		s->sample_rate <= 1 ? "every allocation" : "1 sample per ");
+	if (s->sample_rate > 1)
+		fputs(fmt_bytes(b2, sizeof b2, (double)s->sample_rate), f);
+	if (s->dropped_stacks)
+		fprintf(f, "; %" PRIu64 " stacks dropped (%s)", s->dropped_stacks,
+			fmt_bytes(b1, sizeof b1, (double)s->dropped_bytes));
+	fputc('\n', f);
 }
 
 /* The allocator's view: live sampled heap against what malloc holds and RSS. */
@@ -827,9 +1058,22 @@ static void table_show(FILE *f, struct report *r)
 	char b[32];
 	const int width = 61;
 
-	print_snapshot_header(f, in, "snapshot");
-	print_memory(f, in);
-	print_regions(f, in->s);
+	if (r->o->details) {
+		print_snapshot_header(f, in, "snapshot");
+		print_memory(f, in);
+		print_regions(f, in->s);
+	} else {
+		print_snapshot_line(f, in, "snapshot");
+		fprintf(f, "memory   live heap %s (%" PRIu64 " samples in %" PRIu64 " stacks)",
+			fmt_bytes(b, sizeof b, (double)in->total.live_bytes), in->total.live_samples,
+			in->total.live_stacks);
+		if (in->s->mallinfo.present)
+			fprintf(f, ", allocator in use %s",
+				fmt_bytes(b, sizeof b, (double)in->s->mallinfo.in_use));
+		if (in->s->rss_bytes)
+			fprintf(f, ", RSS %s", fmt_bytes(b, sizeof b, (double)in->s->rss_bytes));
+		fputc('\n', f);
+	}
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
 	fprintf(f, "\nlive heap by %s (%zu of %zu rows)\n",
 		r->o->by == BY_STACK ? "call stack" : r->o->by == BY_FUNCTION ? "function" : "line",
@@ -988,7 +1232,7 @@ static void print_explained(FILE *f, const struct report *r)
 	fprintf(f, "    %s\n",
 		a->mallinfo.present && b->mallinfo.present
 			? "the rest is outside the sampled malloc calls (mmap'd memory, an interpreter's\n"
-			  "    or runtime's own heap, thread stacks, files): see \"rest of RSS\" above"
+			  "    or runtime's own heap, thread stacks, files)"
 			: "the rest is outside the sampled malloc calls (mmap'd memory, an interpreter's\n"
 			  "    or runtime's own heap, thread stacks, files), or in an allocator whose\n"
 			  "    figures memwatch cannot read");
@@ -1003,8 +1247,6 @@ static void table_diff(FILE *f, struct report *r)
 	struct row **grown, **shrunk;
 	char x[32], y[32], z[32];
 
-	print_snapshot_header(f, a, "before");
-	print_snapshot_header(f, b, "after");
 	for (i = 0; i < r->nrows; i++) {
 		const char *st = status_of(&r->rows[i]);
 		/* a stack whose blocks were all freed on both sides holds nothing */
@@ -1013,6 +1255,28 @@ static void table_diff(FILE *f, struct report *r)
 		counts[strcmp(st, "new") == 0 ? 0 : strcmp(st, "grown") == 0 ? 1 :
 		       strcmp(st, "shrunk") == 0 ? 2 : strcmp(st, "gone") == 0 ? 3 : 4]++;
 	}
+	if (!r->o->details) {
+		print_snapshot_line(f, a, "before");
+		print_snapshot_line(f, b, "after");
+		fprintf(f, "change   live heap %s",
+			fmt_signed(z, sizeof z,
+				   (int64_t)b->total.live_bytes - (int64_t)a->total.live_bytes));
+		if (a->s->rss_bytes && b->s->rss_bytes)
+			fprintf(f, ", RSS %s (%s -> %s)",
+				fmt_signed(z, sizeof z, rss_growth(r)),
+				fmt_bytes(x, sizeof x, (double)a->s->rss_bytes),
+				fmt_bytes(y, sizeof y, (double)b->s->rss_bytes));
+		fprintf(f, "; %zu new, %zu grown, %zu shrunk, %zu gone, %zu unchanged %s\n", counts[0],
+			counts[1], counts[2], counts[3], counts[4],
+			r->o->by == BY_STACK ? "stacks" : r->o->by == BY_FUNCTION ? "functions" : "lines");
+		print_explained(f, r);
+		/* where the growth went, when the stacks do not say */
+		if (explained_share(r) >= 0 && explained_share(r) < 0.5)
+			print_regions_change(f, a->s, b->s);
+		goto rows;
+	}
+	print_snapshot_header(f, a, "before");
+	print_snapshot_header(f, b, "after");
 	fprintf(f, "\nchange\n");
 	fprintf(f, "  %-28s %11s -> %11s  %s\n", "live heap (sampled estimate)",
 		fmt_bytes(x, sizeof x, (double)a->total.live_bytes),
@@ -1040,6 +1304,7 @@ static void table_diff(FILE *f, struct report *r)
 
 	print_explained(f, r);
 	print_regions_change(f, a->s, b->s);
+rows:
 	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
 	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);
 	fprintf(f, "\ngrowth by %s, largest first\n",
@@ -1094,7 +1359,7 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 	struct dframe *d;
 
 	for (i = 0; i < n; i++) {
-		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, &d, NULL);
+		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0);
 		if (nd == 0) {
 			free(d);
 			continue;
@@ -1210,9 +1475,13 @@ static void json_snapshot(FILE *f, const struct input *in)
 static void json_frames(FILE *f, struct report *r, const struct row *w)
 {
 	struct dframe *d;
-	size_t n = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, &d, NULL), i;
+	size_t n = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0), i;
+	struct expanded e;
 
-	fputs("\"frames\": [", f);
+	/* the frame tables head the row with: the user's own */
+	row_expand(r, w, &e);
+	free(e.d);
+	fprintf(f, "\"head\": %zu, \"frames\": [", r->o->by == BY_STACK ? e.head : 0);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ",\n      {\"function\": " : "\n      {\"function\": ", f);
 		json_str(f, d[i].function);
@@ -1321,6 +1590,30 @@ static void json_diff(FILE *f, struct report *r)
 /* --------------------------------------------------------------------------- */
 /* Command lines. */
 
+/* Options with no short form. */
+enum { OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS };
+
+/* Compile a --hide or --focus pattern into re. 0, or an exit status (said). */
+static int compile_pattern(const char *cmd, const char *opt, const char *pat, regex_t *re,
+			   bool *has)
+{
+	char msg[128];
+	int rc;
+
+	if (*has) {
+		mw_error("%s: %s given twice (one pattern: join them with |)", cmd, opt);
+		return MW_EXIT_USAGE;
+	}
+	rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
+	if (rc != 0) {
+		regerror(rc, re, msg, sizeof msg);
+		mw_error("%s: invalid %s '%s': %s", cmd, opt, pat, msg);
+		return MW_EXIT_USAGE;
+	}
+	*has = true;
+	return 0;
+}
+
 /* Parse the options shared by diff and show. Returns -1 to go on, or an exit
  * status (help printed, or a usage error said). */
 static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
@@ -1334,6 +1627,11 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "embed-symbols", required_argument, NULL, 'E' },
+		{ "hide", required_argument, NULL, OPT_HIDE },
+		{ "focus", required_argument, NULL, OPT_FOCUS },
+		{ "all-frames", no_argument, NULL, OPT_ALL_FRAMES },
+		{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
+		{ "details", no_argument, NULL, OPT_DETAILS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1409,6 +1707,25 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 			}
 			o->embed = optarg;
 			break;
+		case OPT_HIDE:
+		case OPT_FOCUS: {
+			int rc = c == OPT_HIDE
+					 ? compile_pattern(argv[0], "--hide", optarg, &o->hide, &o->has_hide)
+					 : compile_pattern(argv[0], "--focus", optarg, &o->focus,
+							   &o->has_focus);
+			if (rc)
+				return rc;
+			break;
+		}
+		case OPT_ALL_FRAMES:
+			o->all_frames = true;
+			break;
+		case OPT_FULL_NAMES:
+			o->full_names = true;
+			break;
+		case OPT_DETAILS:
+			o->details = true;
+			break;
 		case 'h':
 			fputs("Usage:\n", stdout);
 			fputs(usage, stdout);
@@ -1475,6 +1792,10 @@ static void report_free(struct report *r)
 	}
 	symbolizer_free(r->z);
 	free(r->o->dirs);
+	if (r->o->has_hide)
+		regfree(&r->o->hide);
+	if (r->o->has_focus)
+		regfree(&r->o->focus);
 }
 
 /* show --embed-symbols: a copy of s with the symbols of its frames, written

@@ -19,13 +19,13 @@ snap=$(ls leak.*-exit.snap 2>/dev/null)
 # the leak view, printed at the end, names the site (the loop that calls it may
 # be unrolled into several call sites, each its own stack)
 expect_grep 'never freed at exit' out
-expect_grep '1.00 MiB +[0-9.]+% +1 +leak_block +run_leaker\.c:13' out
+expect_grep '1.00 MiB +±0 B +[0-9.]+% +1 +1 +leak_block +run_leaker\.c:13' out
 # the freed buffers are not in it
 expect_no_grep 'churn' out
 
 # by line, the file holds exactly the 3 MiB leaked there in 3 blocks
 run_mw 0 show --by line "$snap"
-expect_grep '3.00 MiB +[0-9.]+% +3 +leak_block +run_leaker\.c:13' out
+expect_grep '3.00 MiB +±0 B +[0-9.]+% +3 +3 +leak_block +run_leaker\.c:13' out
 
 # --capture never: no agent, no snapshot, same status
 "$MEMWATCH" run -q --capture never -o plain.log -- "$TARGETS/run_leaker" 5 < input > out 2> err

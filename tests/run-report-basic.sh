@@ -19,7 +19,7 @@ L_calloc=$(line_of calloc)
 "$MKSNAP" -g 30 -s 5 -k 1 b.snap || fail "mksnap b.snap"
 
 # show: the largest stack is the inlined helper, with its line and its caller's
-run_mw 0 show a.snap
+run_mw 0 show --details a.snap
 expect_grep "^ +1 +40\.0 KiB +±0 B +71\.[0-9]% +10 +10   leaky_helper  mksnap\.c:$L_helper \[inlined\]$" out
 expect_grep "^ +grow_site  mksnap\.c:$L_grow$" out
 expect_grep "steady_site  mksnap\.c:$L_steady$" out
@@ -42,7 +42,7 @@ expect_grep "calloc_site" out
 # diff: grown and shrunk stacks; the unchanged ones cancel out
 run_mw 0 diff a.snap b.snap
 expect_grep "^ +1 +\+80\.0 KiB +±0 B +40\.0 KiB +120 KiB +\+20 +30  +grown +leaky_helper  mksnap\.c:$L_helper \[inlined\]$" out
-expect_grep "^  0 new, 1 grown, 1 shrunk, 0 gone, 2 unchanged stacks$" out
+expect_grep "; 0 new, 1 grown, 1 shrunk, 0 gone, 2 unchanged stacks$" out
 expect_grep "^ +1 +-1\.00 KiB .* -2 +1  +shrunk +shrink_site" out
 expect_no_grep "steady_site" out
 

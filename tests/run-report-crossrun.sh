@@ -18,7 +18,7 @@ if [ "$bias_a" = "$bias_b" ]; then
 fi
 
 run_mw 0 diff a.snap b.snap
-expect_grep "^  0 new, 1 grown, 0 shrunk, 0 gone, 3 unchanged stacks$" out
+expect_grep "; 0 new, 1 grown, 0 shrunk, 0 gone, 3 unchanged stacks$" out
 expect_grep "^ +1 +\+60\.0 KiB +±0 B +40\.0 KiB +100 KiB +\+15 +25  +grown +leaky_helper  mksnap\.c:[0-9]+ \[inlined\]$" out
 expect_no_grep "^shrinkage" out
 [ -s err ] && fail "diff of two runs of one binary wrote to stderr: $(cat err)"
@@ -29,7 +29,7 @@ expect_grep ';grow_site;leaky_helper_\[i\] 61440$' out
 
 # by line and by function the same holds
 run_mw 0 diff --by line a.snap b.snap
-expect_grep "^  0 new, 1 grown, 0 shrunk, 0 gone, 3 unchanged lines$" out
+expect_grep "; 0 new, 1 grown, 0 shrunk, 0 gone, 3 unchanged lines$" out
 
 # another program (the main module's build-id changed): a warning, then the diff
 if [ -x "$SNAPDUMP" ]; then

@@ -1,6 +1,8 @@
 #!/bin/sh
 # run-report-cxx.sh: a C++ target under the agent: names are demangled
-# (shop::Cache::store(int)) and operator new is trimmed from the top.
+# (shop::Cache::store(int)), operator new is trimmed from the top, and a row is
+# headed by the user's own frame: Registry::add, an inlined helper whose block
+# comes from six std::vector frames inlined into it, not those frames.
 . "$top_srcdir/tests/lib.sh"
 
 [ -f "$MEMWATCH_AGENT" ] || skip "the agent is not built ($MEMWATCH_AGENT)"
@@ -10,6 +12,10 @@ src="$top_srcdir/tests/targets/report_cxx.cc"
 "$CXX" -O2 -g -fno-omit-frame-pointer -o report_cxx "$src" || skip "$CXX cannot build report_cxx.cc"
 unset DEBUGINFOD_URLS
 L_store=$(grep -n "LINE:store" "$src" | cut -d: -f1)
+L_add=$(grep -n "LINE:add" "$src" | cut -d: -f1)
+# the vector's construction is placed on its statement's line or the next
+L_adds="($L_add|$((L_add + 1)))"
+L_open=$(grep -n "LINE:open" "$src" | cut -d: -f1)
 
 LD_PRELOAD="$MEMWATCH_AGENT" MEMWATCH_AGENT_OPTIONS=capture=now,rate=1 \
 	start_target ./report_cxx >target.out
@@ -17,8 +23,39 @@ wait_until "grep -q ready target.out" 30 || finish
 run_mw 0 snap -p "$target_pid" -o a.snap
 
 run_mw 0 show a.snap
-expect_grep "^ +1 +78\.1 KiB .* +20 +20   shop::Cache::store\(int\)  report_cxx\.cc:$L_store$" out
+# 200 vectors of 2048 bytes: the first line is the user's function, the std::
+# frames are counted, and the next line is its caller
+expect_grep "^ +1 +400 KiB .* +200 +200   Registry::add\(int\)  report_cxx\.cc:$L_adds \[inlined\]  \(via [0-9]+ std:: frames\)$" out
+expect_grep "^ +open_sessions\(Registry&, int\)  report_cxx\.cc:$L_open$" out
+expect_grep "^ +2 +78\.1 KiB .* +20 +20   shop::Cache::store\(int\)  report_cxx\.cc:$L_store$" out
 expect_no_grep "^ +[0-9]+ .* [0-9]+  operator new" out
+expect_no_grep "^ +[0-9]+ .* [0-9]+   (void )?std::" out
+# the same by function; every frame with --all-frames; names elided in tables
+run_mw 0 show --by function a.snap
+expect_grep "^ +1 +40[0-9] KiB .*   Registry::add\(int\)  \(report_cxx\)$" out
+run_mw 0 show --all-frames --depth 0 --top 1 a.snap
+expect_grep "^ +1 +400 KiB .*   std::__new_allocator<…>::allocate\(" out
+expect_grep "^ +Registry::add\(int\)  report_cxx\.cc:$L_adds \[inlined\]$" out
+run_mw 0 show --all-frames --full-names --top 1 a.snap
+expect_grep "^ +1 +400 KiB .*   std::__new_allocator<char>::allocate\(" out
+# --hide: the user says what is not theirs; --focus keeps the rows through a frame
+run_mw 0 show --hide '^Registry::' --top 1 a.snap
+expect_grep "^ +1 +400 KiB .*   open_sessions\(Registry&, int\)  report_cxx\.cc:$L_open  \(via [0-9]+ frames in report_cxx\)$" out
+run_mw 0 show --focus 'Cache::store' a.snap
+expect_grep "shop::Cache::store\(int\)" out
+expect_no_grep "Registry::add" out
+run_mw 2 show --focus '(' a.snap
+expect_err_line "show: invalid --focus '\(': "
+# JSON keeps every frame and says which one heads the row
+run_mw 0 show -F json a.snap
+if command -v python3 >/dev/null 2>&1; then
+	python3 - out <<'PY' || fail "show json: the row's head is not the user's frame"
+import json, sys
+row = json.load(open(sys.argv[1]))["rows"][0]
+assert row["frames"][0]["function"].startswith("std::"), row["frames"][0]
+assert row["frames"][row["head"]]["function"] == "Registry::add(int)", row["head"]
+PY
+fi
 run_mw 0 show -F folded a.snap
 expect_grep ';main;shop::Cache::store\(int\) 80000$' out
 finish

@@ -67,7 +67,7 @@ if command -v script >/dev/null 2>&1; then
 	st=$?
 	[ "$st" -eq 0 ] || fail "show on a terminal: exit status $st"
 	grep -q 'memwatch: downloading debug info: ' tty.log || fail "no progress line on a terminal"
-	grep -q "$(printf '\033\\[K')snapshot   a.snap" tty.log || fail "the progress line is not erased before the report"
+	grep -q "$(printf '\033\\[K')snapshot a.snap: " tty.log || fail "the progress line is not erased before the report"
 	grep -q "leaky_helper  mksnap\.c:$L_helper \[inlined\]" tty.log || fail "show on a terminal lost the lines"
 fi
 

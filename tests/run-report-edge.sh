@@ -42,7 +42,7 @@ symbol 0:0x2345 nframes=1
 TXT
 "$SNAPDUMP" --from-text edge.txt edge.snap || fail "snapdump --from-text edge.txt"
 
-run_mw 0 show edge.snap
+run_mw 0 show --details edge.snap
 expect_grep '^  sampling one sample per 512 KiB on average$' out
 expect_grep '^  taken    2023-11-14 22:13:20 UTC, after 10\.0 s of capture$' out
 expect_grep '^  samples  9 live in 3 stacks; 7 stacks dropped \(121 KiB\)$' out
@@ -84,7 +84,7 @@ fi
 
 # the same snapshot on both sides: nothing grew
 run_mw 0 diff edge.snap edge.snap
-expect_grep '^  0 new, 0 grown, 0 shrunk, 0 gone, 3 unchanged stacks$' out
+expect_grep '; 0 new, 0 grown, 0 shrunk, 0 gone, 3 unchanged stacks$' out
 expect_grep '^  \(nothing grew\)$' out
 
 # an empty snapshot
@@ -93,7 +93,7 @@ if "$SNAPDUMP" --from-text empty.txt empty.snap 2>/dev/null; then
 	run_mw 0 show empty.snap
 	expect_grep '^live heap by call stack \(0 of 0 rows\)$' out
 	run_mw 0 diff empty.snap edge.snap
-	expect_grep '^  3 new, 0 grown, 0 shrunk, 0 gone, 0 unchanged stacks$' out
+	expect_grep '; 3 new, 0 grown, 0 shrunk, 0 gone, 0 unchanged stacks$' out
 	run_mw 0 diff -F json edge.snap empty.snap
 	expect_grep '"status": "gone"' out
 fi

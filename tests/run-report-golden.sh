@@ -23,10 +23,12 @@ check() {
 }
 
 check report_show show -D "$dd" report_a.snap
+check report_show_details show --details -D "$dd" report_a.snap
 check report_show_nodebug show report_a.snap
 check report_show_json show -D "$dd" -F json report_a.snap
 check report_show_folded_line show -D "$dd" -F folded --by line report_a.snap
 check report_diff diff -D "$dd" report_a.snap report_b.snap
+check report_diff_details diff --details -D "$dd" report_a.snap report_b.snap
 check report_diff_json diff -D "$dd" -F json report_a.snap report_b.snap
 check report_diff_folded diff -D "$dd" -F folded report_a.snap report_b.snap
 check report_diff_function diff -D "$dd" --by function --depth 1 report_a.snap report_b.snap

@@ -36,7 +36,7 @@ expect_grep "^    grow_maps\.[0-9]+\.data \(deleted\) +[0-9.]+ [KM]iB -> +[0-9.]
 snap=$(sed -n 's/^# event [0-9.]* [0-9]* snapshot path=\([^ ]*final\.snap\).*/\1/p' file.log)
 [ -n "$snap" ] && [ -s "$snap" ] || fail "no final snapshot in file.log"
 if [ -n "$snap" ]; then
-	run_mw 0 show "$snap"
+	run_mw 0 show --details "$snap"
 	expect_grep "^resident memory by mapping +resident +anonymous +swap +mappings$" out
 	expect_grep "^  files +[0-9.]+ MiB " out
 	expect_grep "^  thread stacks " out

@@ -35,7 +35,6 @@ run_mw 0 diff none.snap thinmapped.snap
 expect_grep '^ +1 +\+1\.16 MiB +±[0-9.]+ KiB .* 1  +new +big_site ' out
 expect_grep '^ +2 +\+1\.50 MiB +±88[0-9] KiB .* 3\? +new +tiny_site ' out
 expect_grep '^  unexplained: sampled stacks explain only [0-9] % of the RSS growth \(\+6[4-9]\.[0-9] MiB\)$' out
-expect_grep '^  rest of RSS \(not heap\) ' out
 # ... near the top: before the first row
 un=$(grep -n '^  unexplained' out | cut -d: -f1)
 first=$(grep -En '^ +1 ' out | head -n 1 | cut -d: -f1)

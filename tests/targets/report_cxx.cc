@@ -26,10 +26,33 @@ private:
 };
 } // namespace shop
 
+// The leak a user meets in real code: an inlined helper whose allocation is
+// made deep inside std::vector's templates, all inlined into it.
+struct Session {
+	int id;
+	std::vector<char> buf;
+};
+
+struct Registry {
+	std::vector<Session *> all;
+	inline __attribute__((always_inline)) void add(int id)
+	{
+		all.push_back(new Session{id, std::vector<char>(2048)}); // LINE:add
+	}
+};
+
+__attribute__((noinline)) void open_sessions(Registry &reg, int n)
+{
+	for (int i = 0; i < n; i++)
+		reg.add(i); // LINE:open
+}
+
 int main()
 {
 	static shop::Cache cache;
+	static Registry registry;
 	cache.store(20);
+	open_sessions(registry, 200);
 	std::printf("ready\n");
 	std::fflush(stdout);
 	for (int t = 0; t < 600; t++) // at most a minute
