@@ -257,16 +257,22 @@ static void capture_begin(struct capture *c, double t)
 	c->fd = fd;
 	/* a program started under memwatch run --capture now samples from its first
 	 * allocation: take the capture over instead of restarting it */
+	struct control_started got = { .rate = c->o.sample_rate, .depth = c->o.max_depth };
 	if (c->o.preloaded && c->o.mode == CAPTURE_NOW ?
 		    control_hold(fd, &cause) < 0 :
-		    control_start(fd, c->o.sample_rate, c->o.max_depth, c->o.max_stacks, &cause) < 0) {
+		    control_start(fd, c->o.sample_rate, c->o.max_depth, c->o.max_stacks, &got, &cause) < 0) {
 		mw_error("pid %d: cannot start capture: %s", c->pid, cause);
 		capture_fail(c, t, "attach-failed", cause);
 		free(cause);
 		return;
 	}
-	runlog_event(c->log, t, c->pid, "capture-start", "rate=%llu depth=%u",
-		     (unsigned long long)c->o.sample_rate, c->o.max_depth);
+	/* another memwatch captures this process already: share its capture, at
+	 * its rate (the snapshots record the rate in force) */
+	if (got.joined && got.rate != c->o.sample_rate)
+		control_warn_rate(c->pid, &got, c->o.sample_rate);
+	runlog_event(c->log, t, c->pid, "capture-start", "rate=%llu depth=%u%s",
+		     (unsigned long long)got.rate, got.depth ? got.depth : c->o.max_depth,
+		     got.joined ? " shared=1" : "");
 	c->state = ST_CAPTURING;
 	c->last_t = t;
 	c->last_rss = c->rss;
@@ -375,7 +381,7 @@ int capture_end(struct capture *c, double t, const char *reason, bool process_go
 	if (process_gone && c->o.exit_fd >= 0 && c->pid == c->o.exit_pid)
 		take_exit_snapshot(c, t);
 	if (c->fd >= 0)
-		close(c->fd);     /* closing the owning connection stops capture in any case */
+		close(c->fd);     /* closing the connection drops its hold in any case */
 	c->fd = -1;
 	if (c->state == ST_CAPTURING || c->nsnaps)
 		print_report(c);

@@ -156,15 +156,46 @@ static int request(int fd, const char *line, char *buf, size_t size, char **caus
 	return -1;
 }
 
-int control_start(int fd, uint64_t rate, unsigned depth, uint64_t max_stacks, char **cause)
+static bool status_field(const char *s, const char *key, uint64_t *v);
+
+int control_start(int fd, uint64_t rate, unsigned depth, uint64_t max_stacks,
+		  struct control_started *got, char **cause)
 {
 	char line[128], buf[REPLY_MAX];
+	struct control_started g = { .rate = rate, .depth = depth };
+	uint64_t v;
+
 	if (max_stacks)
 		snprintf(line, sizeof line, "start rate=%llu depth=%u max-stacks=%llu",
 			 (unsigned long long)rate, depth, (unsigned long long)max_stacks);
 	else
 		snprintf(line, sizeof line, "start rate=%llu depth=%u", (unsigned long long)rate, depth);
-	return request(fd, line, buf, sizeof buf, cause);
+	if (request(fd, line, buf, sizeof buf, cause) < 0)
+		return -1;
+	/* the agent says the settings in force, which a joined capture keeps */
+	g.joined = strncmp(buf, "already", 7) == 0;
+	if (status_field(buf, "rate", &v) && v)
+		g.rate = v;
+	if (status_field(buf, "depth", &v))
+		g.depth = (unsigned)v;
+	if (status_field(buf, "holder-pid", &v))
+		g.holder_pid = (int)v;
+	if (status_field(buf, "age-ms", &v))
+		g.age_ms = v;
+	if (got)
+		*got = g;
+	return 0;
+}
+
+void control_warn_rate(int pid, const struct control_started *got, uint64_t asked)
+{
+	char in_force[32], want[32], who[48] = "another memwatch";
+
+	if (got->holder_pid > 0)
+		snprintf(who, sizeof who, "memwatch pid %d", got->holder_pid);
+	mw_warn("pid %d: sharing the capture of %s at its sample rate %s, not %s", pid, who,
+		fmt_bytes(in_force, sizeof in_force, (double)got->rate),
+		fmt_bytes(want, sizeof want, (double)asked));
 }
 
 int control_hold(int fd, char **cause)

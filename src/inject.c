@@ -1549,7 +1549,11 @@ struct injector {
 	struct module loaded;       /* the agent already mapped (already_loaded) */
 	struct classifier cl;
 	unsigned long long start_time;  /* of the process: tells a reused pid apart */
+	int busy_by;                /* INJECT_EBUSY: the memwatch that is attaching */
 };
+
+/* Internal to this file: another memwatch is attaching to the process. */
+#define INJECT_EBUSY 100
 
 /* Field 22 of /proc/PID/stat (start time in clock ticks), or 0. */
 static unsigned long long proc_start_time(int pid)
@@ -1637,6 +1641,49 @@ static bool is_go_program(int pid)
 	return go;
 }
 
+/* Is pid another memwatch (the same program as this one, or one named so)? */
+static bool is_memwatch(int pid)
+{
+	char fn[64], comm[32] = "";
+	struct stat a, b;
+
+	if (pid <= 0 || pid == getpid())
+		return false;
+	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
+	if (stat(fn, &a) == 0 && stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		return true;
+	snprintf(fn, sizeof fn, "/proc/%d/comm", pid);
+	if (read_small_file(fn, comm, sizeof comm) <= 0)
+		return false;
+	comm[strcspn(comm, "\n")] = '\0';
+	return !strcmp(comm, "memwatch");
+}
+
+/* The pid of another memwatch tracing a thread of pid (it is attaching: for
+ * a few milliseconds), or 0. */
+static int memwatch_tracing(int pid)
+{
+	char fn[320];
+	struct dirent *de;
+	DIR *d;
+	int found = 0;
+
+	snprintf(fn, sizeof fn, "/proc/%d/task", pid);
+	if (!(d = opendir(fn)))
+		return 0;
+	while (!found && (de = readdir(d))) {
+		struct proc_status st;
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(fn, sizeof fn, "/proc/%d/task/%s/status", pid, de->d_name);
+		if (read_status(fn, &st) == 0 && st.tracer && is_memwatch(st.tracer))
+			found = st.tracer;
+	}
+	closedir(d);
+	return found;
+}
+
 /* Explain an EPERM from PTRACE_SEIZE with what we can see of the cause. */
 static int explain_eperm(struct injector *ij, char **cause, char **hint)
 {
@@ -1695,6 +1742,10 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 			    "%d is a thread of process %d, not a process", pid, ij->st.tgid);
 	if (pid == getpid())
 		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL, "memwatch cannot attach to itself");
+	if (ij->st.tracer && is_memwatch(ij->st.tracer)) {
+		ij->busy_by = ij->st.tracer;
+		return -INJECT_EBUSY;
+	}
 	if (ij->st.tracer) {
 		char comm[80] = "?";
 		snprintf(fn, sizeof fn, "/proc/%d/comm", ij->st.tracer);
@@ -1726,6 +1777,12 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 		return fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot read its memory map: %s",
 			    strerror(-r));
 	}
+	/* Another memwatch attaching now (its thread may be anywhere in dlopen of
+	 * the agent, which the maps just read may show half loaded): wait for it,
+	 * then use the agent it loaded. Looked at after reading the maps, so an
+	 * agent seen mapped with no memwatch tracing is one fully started. */
+	if ((ij->busy_by = memwatch_tracing(pid)))
+		return -INJECT_EBUSY;
 	for (size_t i = 0; i < ij->cl.maps.n; i++)
 		if (!strcmp(ij->cl.maps.v[i].path, "[vdso]")) {
 			ij->cl.vdso_lo = ij->cl.maps.v[i].lo;
@@ -2015,14 +2072,49 @@ static int rand_between(unsigned lo, unsigned hi)
 	return (int)(lo + (unsigned)rand_r(&seed) % (hi - lo + 1));
 }
 
+/* Free what prepare and the search found, for another try or the end. */
+static void injector_clear(struct injector *ij)
+{
+	if (ij->cl.as)
+		unw_destroy_addr_space(ij->cl.as);
+	maps_free(&ij->cl.maps);
+	module_free(&ij->cl.libc);
+	module_free(&ij->cl.ldso);
+	module_free(&ij->cl.libpthread);
+	module_free(&ij->loaded);
+	free(ij->agent_abs);
+	*ij = (struct injector){ .pid = ij->pid, .options = ij->options };
+}
+
+/* Another memwatch is attaching (ij->busy_by traces a thread): wait until it
+ * has finished, within the deadline. 0, or -kind with the cause. */
+static int wait_other_memwatch(struct injector *ij, uint64_t deadline, unsigned deadline_ms,
+			       char **cause, char **hint)
+{
+	int other = ij->busy_by;
+	while (memwatch_tracing(ij->pid)) {
+		if (stop_signal_pending())
+			return fail(INJECT_ENOSAFEPOINT, cause, hint, NULL,
+				    "interrupted while memwatch pid %d was attaching", other);
+		if (mono_ns() >= deadline)
+			return fail(INJECT_ENOSAFEPOINT, cause, hint, "retry when it has finished",
+				    "memwatch pid %d is attaching to the process and did not finish "
+				    "within %u ms", other, deadline_ms);
+		nap_us(5000);
+	}
+	return process_exists(ij->pid) ? 0 : fail(INJECT_ENOPROC, cause, hint, NULL, "the process exited");
+}
+
 int inject_agent(int pid, const char *agent_path, const char *options, unsigned deadline_ms,
 		 struct inject_result *res, char **cause, char **hint)
 {
 	uint64_t t0 = mono_ns();
+	uint64_t deadline = t0 + (uint64_t)deadline_ms * 1000000u;
 	struct injector ij = { .pid = pid, .options = options ? options : "" };
 	struct cand *cands = NULL, *seen = NULL;
 	size_t nseen = 0;
 	int ret, ncand = 0;
+	unsigned eperm_retries = 0;
 	bool debug = getenv("MEMWATCH_INJECT_DEBUG") != NULL;
 
 	memset(res, 0, sizeof *res);
@@ -2030,7 +2122,10 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 	*hint = NULL;
 	if (pid <= 0)
 		return fail(INJECT_ENOPROC, cause, hint, NULL, "no such process");
-	if ((ret = prepare(&ij, agent_path, cause, hint)) < 0)
+restart:
+	if ((ret = prepare(&ij, agent_path, cause, hint)) == -INJECT_EBUSY)
+		goto busy;
+	if (ret < 0)
 		goto out;
 
 	if (debug)
@@ -2042,7 +2137,6 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 	}
 	unw_set_caching_policy(ij.cl.as, UNW_CACHE_GLOBAL);
 
-	uint64_t deadline = t0 + (uint64_t)deadline_ms * 1000000u;
 	for (unsigned round = 0;; round++) {
 		remember_reasons(&seen, &nseen, cands, ncand);
 		free(cands);
@@ -2065,6 +2159,10 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 			int sr = seize_and_stop(&s, &err);
 			if (sr == STOP_ERROR && err == EPERM) {
 				release(pid, &s, false);
+				/* another memwatch seized this thread to attach: wait for
+				 * it (it may have let go already: look again, a few times) */
+				if ((ij.busy_by = memwatch_tracing(pid)) || eperm_retries++ < 3)
+					goto busy;
 				ret = explain_eperm(&ij, cause, hint);
 				goto out;
 			}
@@ -2223,19 +2321,26 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 			   more > 0 ? "; ..." : "");
 		free(what);
 	}
+	goto out;
+busy:
+	if (debug)
+		fprintf(stderr, "inject: memwatch pid %d is attaching: waiting for it\n", ij.busy_by);
+	free(cands);
+	free(seen);
+	cands = seen = NULL;
+	ncand = 0;
+	nseen = 0;
+	nap_us((unsigned)rand_between(1000, 5000));
+	if ((ret = wait_other_memwatch(&ij, deadline, deadline_ms, cause, hint)) < 0)
+		goto out;
+	injector_clear(&ij);
+	goto restart;
 out:
 	if (ret == 0 || res->total_ms == 0)
 		res->total_ms = ms_since(t0);
 	free(cands);
 	free(seen);
-	if (ij.cl.as)
-		unw_destroy_addr_space(ij.cl.as);
-	maps_free(&ij.cl.maps);
-	module_free(&ij.cl.libc);
-	module_free(&ij.cl.ldso);
-	module_free(&ij.cl.libpthread);
-	module_free(&ij.loaded);
-	free(ij.agent_abs);
+	injector_clear(&ij);
 	return ret;
 }
 

@@ -30,7 +30,9 @@ const char snap_usage[] =
 	"    -f, --force          overwrite FILE if it exists\n"
 	"    -w, --wait TIME      when capture was not running: sample this long before\n"
 	"                         the snapshot, then stop (default 10s; 0: do not\n"
-	"                         attach or start capture, snapshot what is there)\n"
+	"                         attach or start capture, snapshot what is there);\n"
+	"                         a capture running already (another memwatch's) is\n"
+	"                         joined at its rate and left running\n"
 	"    -r, --sample-rate SIZE  mean bytes between samples then (default 512KiB)\n"
 	"    -E, --embed-symbols  resolve and embed the symbols of its frames, so that\n"
 	"                         it can be reported where its binaries are not\n"
@@ -237,6 +239,8 @@ int cmd_snap(int argc, char **argv)
 {
 	struct snap_opts o = { 0 };
 	struct control_status st;
+	struct control_started got = { 0 };
+	uint64_t wait_ms;
 	struct snapshot *s = NULL;
 	unsigned char *buf = NULL;
 	size_t len = 0, i;
@@ -267,20 +271,35 @@ int cmd_snap(int argc, char **argv)
 		ret = MW_EXIT_ATTACH;
 		goto out;
 	}
-	if (!st.capturing && o.wait_ms) {
-		/* nothing was being sampled: sample now, for a while, on this
-		 * connection (closing it stops capture and removes the hooks) */
+	/* hold the capture while the snapshot is taken: one running already
+	 * (another memwatch's) is joined at its rate and left running, since stop
+	 * only drops this connection's hold */
+	if (o.wait_ms && control_start(fd, o.rate, 0, 0, &got, &cause) < 0) {
+		mw_error("%s", cause);
+		ret = MW_EXIT_ATTACH;
+		goto out;
+	}
+	started = o.wait_ms != 0;
+	if (started && got.joined && got.rate != o.rate)
+		control_warn_rate(o.pid, &got, o.rate);
+	/* a capture joined has sampled for a while already: only the rest of
+	 * --wait is waited (another snap may have started it a moment ago) */
+	wait_ms = !started ? 0 : !got.joined ? o.wait_ms : got.age_ms < o.wait_ms ? o.wait_ms - got.age_ms : 0;
+	if (started)
+		st.capturing = true;
+	if (wait_ms) {
+		/* sample now, for a while, on this connection (closing it drops
+		 * the hold: the last one stops capture and removes the hooks) */
 		char b2[32];
-		if (control_start(fd, o.rate, 0, 0, &cause) < 0) {
-			mw_error("%s", cause);
-			ret = MW_EXIT_ATTACH;
-			goto out;
-		}
-		started = true;
-		fprintf(stderr, "memwatch: pid %d: capture started now; sampling for %s: the snapshot "
-			"holds only what is allocated from now on\n", o.pid,
-			fmt_seconds(b2, sizeof b2, (double)o.wait_ms / 1000));
-		sig = wait_interruptible(o.wait_ms);
+		if (got.joined)
+			fprintf(stderr, "memwatch: pid %d: joined the capture running for %s; sampling "
+				"%s more\n", o.pid, fmt_seconds(b1, sizeof b1, (double)got.age_ms / 1000),
+				fmt_seconds(b2, sizeof b2, (double)wait_ms / 1000));
+		else
+			fprintf(stderr, "memwatch: pid %d: capture started now; sampling for %s: the "
+				"snapshot holds only what is allocated from now on\n", o.pid,
+				fmt_seconds(b2, sizeof b2, (double)o.wait_ms / 1000));
+		sig = wait_interruptible(wait_ms);
 		if (sig) {
 			mw_error("pid %d: interrupted: capture stopped, no snapshot written", o.pid);
 			ret = MW_EXIT_SIGNAL + sig;

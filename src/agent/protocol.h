@@ -13,16 +13,28 @@
  *   stop
  *   snapshot
  *   status
- *   hold          (make this connection the capture's owner without starting)
+ *   hold          (hold the capture without starting it: take over one the
+ *                 agent started on its own, capture=now)
  * Replies are one line, "ok ..." or "err <message>", except that "snapshot" is
  * answered by "ok <nbytes>\n" followed by exactly nbytes of .snap encoding.
  * "status" answers "ok capturing=<0|1> rate=<R> samples=<n> stacks=<n> live=<bytes> pid=<pid>
- * hooks=<n>": samples taken since capture start, distinct stacks, estimated live
- * bytes, and the number of GOT slots patched now (0 once stop removed them).
+ * hooks=<n> holders=<n>": samples taken since capture start, distinct stacks,
+ * estimated live bytes, the number of GOT slots patched now (0 once stop removed
+ * them), and how many hold the capture.
  *
- * The connection that sent "start" (or "hold") owns the capture: when it closes
- * without "stop", the agent stops sampling and removes its hooks on its own, so a
- * killed memwatch never leaves a target instrumented. */
+ * Several clients share one capture. "start" and "hold" give the connection a
+ * hold on it; capture runs while anyone holds it. "start" when capture is off
+ * starts it at the asked settings: "ok capturing rate=<R> depth=<D> slots=<n>
+ * holders=<n>"; when it is on, the connection joins it at the settings in force
+ * (the first holder's: a rate changed mid-capture would mix sample weights):
+ * "ok already capturing rate=<R> depth=<D> holders=<n> holder-pid=<pid of
+ * another holding client, 0 for none> age-ms=<how long it has been running>". "stop" drops the connection's hold
+ * ("ok released holders=<n>" while others still hold, "ok stopped" when it was
+ * the last); from a connection that holds nothing it stops a capture that no
+ * client holds, and is refused ("err capture is held by memwatch pid <pid>...")
+ * when one does. "snapshot" never resets or stops anything. A connection that
+ * closes drops its hold, so a killed memwatch never leaves a target instrumented,
+ * nor ends the capture of another memwatch. */
 #define MEMWATCH_SOCKET_PREFIX "memwatch-agent."
 
 /* Options the preloaded agent reads at start-up (memwatch run), and the argument

@@ -1,6 +1,7 @@
 /* server.c: the agent's control thread: the abstract socket memwatch talks to
- * (protocol.h), the capture owner's lifetime, the periodic look for modules
- * loaded behind our back, and the building of snapshots. */
+ * (protocol.h), the holds on the shared capture and their lifetime, the
+ * periodic look for modules loaded behind our back, and the building of
+ * snapshots. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -44,6 +45,8 @@ struct owned {
 
 struct client {
 	struct owned o;
+	bool holds;             /* this connection holds the capture (start or hold) */
+	int peer_pid;           /* from SO_PEERCRED, to name it to other clients */
 	size_t len;
 	char buf[LINE_MAX_LEN];
 };
@@ -51,7 +54,10 @@ struct client {
 static struct owned listener = { -1, 0, 0 };
 static int server_pid_v;
 static struct client clients[MAX_CLIENTS];
-static struct client *owner;    /* the connection that owns the capture, or NULL */
+/* A capture the agent started on its own (capture=now) is held by the agent
+ * until a client takes it over with "hold": a client that joins it and leaves
+ * must not end it. */
+static bool self_hold;
 
 int mw_server_pid(void)
 {
@@ -112,9 +118,11 @@ void mw_server_atfork_child(void)
 	if (!server_pid_v)
 		return;
 	release(&listener);
-	for (i = 0; i < MAX_CLIENTS; i++)
+	for (i = 0; i < MAX_CLIENTS; i++) {
 		release(&clients[i].o);
-	owner = NULL;
+		clients[i].holds = false;
+	}
+	self_hold = false;
 	server_pid_v = 0;
 }
 
@@ -460,15 +468,17 @@ static int request_num(const char *line, const char *key, uint64_t *v)
 	return 0;
 }
 
+static unsigned holders(void);
+
 static int do_status(int fd)
 {
 	struct mw_heap_figures f;
 	int on = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) != 0;
 	mw_heap_figures(&f);
-	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u",
-		     on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
+	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u "
+		     "holders=%u", on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
 		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid(),
-		     mw_hooks_installed() ? mw_hooks_slots() : 0);
+		     mw_hooks_installed() ? mw_hooks_slots() : 0, holders());
 }
 
 static int do_snapshot(int fd)
@@ -485,34 +495,108 @@ static int do_snapshot(int fd)
 	return r;
 }
 
+/* ------------------------------------------------------------------------- */
+/* Holds. Several memwatch processes may use one agent at once (two watches, a
+ * watch and a snap, memwatch run and a watch of its program). They share one
+ * capture: it runs while anyone holds it, and a client that leaves drops only
+ * its own hold. The rate is the first holder's: changing it under a running
+ * capture would mix samples of two weights in one table and corrupt the other
+ * clients' estimates, so a later client joins at the rate in force and is told
+ * which (every snapshot records it too). */
+
+/* How many hold the capture: clients, and the agent itself (self_hold). */
+static unsigned holders(void)
+{
+	unsigned n = self_hold ? 1 : 0;
+	int i;
+	for (i = 0; i < MAX_CLIENTS; i++)
+		n += clients[i].o.fd >= 0 && clients[i].holds;
+	return n;
+}
+
+/* The pid of a client other than c that holds the capture, or 0 when none
+ * does (the agent's own hold, or nobody). */
+static int other_holder(const struct client *c)
+{
+	int i;
+	for (i = 0; i < MAX_CLIENTS; i++)
+		if (&clients[i] != c && clients[i].o.fd >= 0 && clients[i].holds)
+			return clients[i].peer_pid;
+	return 0;
+}
+
+/* c lets go of the capture; the last hold to go stops it and removes the
+ * hooks, leaving the target as it was before memwatch came. */
+static void drop_hold(struct client *c)
+{
+	if (!c->holds)
+		return;
+	c->holds = false;
+	if (!holders())
+		mw_capture_stop(true);
+}
+
+static int do_start(struct client *c, const char *line)
+{
+	uint64_t rate = MW_DEFAULT_RATE, depth = MW_DEFAULT_DEPTH, ms = 0;
+	int fd = c->o.fd;
+
+	if (request_num(line, "rate", &rate) < 0 || request_num(line, "depth", &depth) < 0 ||
+	    request_num(line, "max-stacks", &ms) < 0 || rate == 0 || depth > MW_MAX_DEPTH)
+		return reply(fd, "err bad start request '%.100s'", line);
+	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE)) {
+		/* join the capture in force, at its settings */
+		uint64_t now = mw_now_ns(), since = mw_capture_start_ns;
+		c->holds = true;
+		return reply(fd, "ok already capturing rate=%llu depth=%u holders=%u holder-pid=%d "
+			     "age-ms=%llu", (unsigned long long)mw_rate, mw_depth, holders(),
+			     other_holder(c), (unsigned long long)(since && now > since ?
+								  (now - since) / 1000000u : 0));
+	}
+	if (mw_capture_start(rate, (unsigned)depth, ms) < 0)
+		return reply(fd, "err capture is not safe in this process: it was forked "
+			     "while the agent was unwinding");
+	c->holds = true;
+	return reply(fd, "ok capturing rate=%llu depth=%u slots=%u holders=%u",
+		     (unsigned long long)mw_rate, mw_depth, mw_hooks_slots(), holders());
+}
+
+/* stop: a holder lets go (capture ends with the last hold). A client that
+ * holds nothing may stop a capture nobody holds, never one another memwatch
+ * holds. */
+static int do_stop(struct client *c)
+{
+	int fd = c->o.fd, other;
+
+	if (c->holds) {
+		drop_hold(c);
+		if (holders())
+			return reply(fd, "ok released holders=%u", holders());
+		return reply(fd, "ok stopped");
+	}
+	other = other_holder(c);
+	if (other)
+		return reply(fd, "err capture is held by memwatch pid %d: it goes on until "
+			     "that one stops", other);
+	self_hold = false;
+	mw_capture_stop(true);
+	return reply(fd, "ok stopped");
+}
+
 /* One request line. Returns -1 when the connection is to be dropped. */
 static int handle_line(struct client *c, char *line)
 {
 	int fd = c->o.fd;
 
-	if (strncmp(line, "start", 5) == 0 && (line[5] == 0 || line[5] == ' ')) {
-		uint64_t rate = MW_DEFAULT_RATE, depth = MW_DEFAULT_DEPTH, ms = 0;
-		if (request_num(line, "rate", &rate) < 0 || request_num(line, "depth", &depth) < 0 ||
-		    request_num(line, "max-stacks", &ms) < 0 || rate == 0 || depth > MW_MAX_DEPTH)
-			return reply(fd, "err bad start request '%.100s'", line);
-		owner = c;
-		if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE))
-			return reply(fd, "ok already capturing rate=%llu", (unsigned long long)mw_rate);
-		if (mw_capture_start(rate, (unsigned)depth, ms) < 0)
-			return reply(fd, "err capture is not safe in this process: it was forked "
-				     "while the agent was unwinding");
-		return reply(fd, "ok capturing rate=%llu slots=%u", (unsigned long long)mw_rate,
-			     mw_hooks_slots());
-	}
-	if (strcmp(line, "stop") == 0) {
-		mw_capture_stop(true);
-		if (owner == c)
-			owner = NULL;
-		return reply(fd, "ok stopped");
-	}
+	if (strncmp(line, "start", 5) == 0 && (line[5] == 0 || line[5] == ' '))
+		return do_start(c, line);
+	if (strcmp(line, "stop") == 0)
+		return do_stop(c);
 	if (strcmp(line, "hold") == 0) {
-		owner = c;
-		return reply(fd, "ok holding");
+		/* take over the agent's own hold, or add one */
+		self_hold = false;
+		c->holds = true;
+		return reply(fd, "ok holding holders=%u", holders());
 	}
 	if (strcmp(line, "status") == 0)
 		return do_status(fd);
@@ -521,15 +605,11 @@ static int handle_line(struct client *c, char *line)
 	return reply(fd, "err unknown request '%.100s'", line);
 }
 
-/* Forget a connection (closing it if it is still ours). */
+/* Forget a connection (closing it if it is still ours). A holder that went
+ * away without "stop" (killed, crashed) drops its hold. */
 static void drop_client(struct client *c)
 {
-	if (c == owner) {
-		/* The owner went away without "stop" (killed, crashed): leave the
-		 * target as it was before memwatch came. */
-		owner = NULL;
-		mw_capture_stop(true);
-	}
+	drop_hold(c);
 	release(&c->o);
 	c->len = 0;
 }
@@ -573,27 +653,28 @@ static void serve_client(struct client *c)
 	}
 }
 
-/* Only the target's own user, or root, may drive its agent. */
-static bool peer_allowed(int fd)
+/* Only the target's own user, or root, may drive its agent. *pid: the peer's. */
+static bool peer_allowed(int fd, int *pid)
 {
 	struct ucred cr;
 	socklen_t len = sizeof cr;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
 		return false;
+	*pid = cr.pid;
 	return cr.uid == 0 || cr.uid == geteuid() || cr.uid == getuid();
 }
 
 static void accept_client(void)
 {
 	struct timeval tv = { SEND_TIMEOUT_S, 0 };
-	int fd, i;
+	int fd, i, pid = 0;
 
 	if (!ours(&listener))
 		return;
 	fd = accept4(listener.fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (!peer_allowed(fd)) {
+	if (!peer_allowed(fd, &pid)) {
 		reply(fd, "err permission denied: not the target's user");
 		close(fd);
 		return;
@@ -603,6 +684,8 @@ static void accept_client(void)
 		if (clients[i].o.fd < 0) {
 			adopt(fd, &clients[i].o, true);
 			clients[i].len = 0;
+			clients[i].holds = false;
+			clients[i].peer_pid = pid;
 			return;
 		}
 	reply(fd, "err too many connections");
@@ -705,9 +788,10 @@ int mw_server_start(char **why)
 	pthread_t th;
 	int i;
 
-	for (i = 0; i < MAX_CLIENTS; i++)
+	for (i = 0; i < MAX_CLIENTS; i++) {
 		clients[i].o.fd = -1;
-	owner = NULL;
+		clients[i].holds = false;
+	}
 	if (open_listener(&w, false) < 0) {
 		*why = (char *)w;
 		return -1;
@@ -731,5 +815,7 @@ int mw_server_start(char **why)
 	pthread_setname_np(th, "memwatch-agent");
 #endif
 	server_pid_v = getpid();
+	/* capture=now: the agent holds what it started until a client takes over */
+	self_hold = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) != 0;
 	return 0;
 }

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 		int r = 0;
 		if (strncmp(a, "start=", 6) == 0) {
-			r = control_start(fd, strtoull(a + 6, NULL, 10), 64, 0, &cause);
+			r = control_start(fd, strtoull(a + 6, NULL, 10), 64, 0, NULL, &cause);
 			if (r == 0)
 				printf("start: ok\n");
 		} else if (strcmp(a, "hold") == 0) {

@@ -36,7 +36,7 @@ static int control_cycle(int pid, uint64_t rate, uint64_t t0)
 	}
 	if (fd < 0)
 		goto failed;
-	if (control_start(fd, rate, 32, 0, &cause) < 0)
+	if (control_start(fd, rate, 32, 0, NULL, &cause) < 0)
 		goto failed;
 	/* from the decision to attach until samples are being taken */
 	printf("capture_ms=%.3f\n", (double)(mono_ns() - t0) / 1e6);
