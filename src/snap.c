@@ -283,8 +283,11 @@ int cmd_snap(int argc, char **argv)
 	if (started && got.joined && got.rate != o.rate)
 		control_warn_rate(o.pid, &got, o.rate);
 	/* a capture joined has sampled for a while already: only the rest of
-	 * --wait is waited (another snap may have started it a moment ago) */
-	wait_ms = !started ? 0 : !got.joined ? o.wait_ms : got.age_ms < o.wait_ms ? o.wait_ms - got.age_ms : 0;
+	 * --wait is waited when another memwatch runs it (another snap may have
+	 * started it a moment ago); one the agent runs on its own (preloaded with
+	 * capture=now) has sampled from the start: the snapshot is taken at once */
+	wait_ms = !started ? 0 : !got.joined ? o.wait_ms :
+		  got.holder_pid <= 0 || got.age_ms >= o.wait_ms ? 0 : o.wait_ms - got.age_ms;
 	if (started)
 		st.capturing = true;
 	if (wait_ms) {
