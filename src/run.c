@@ -123,9 +123,8 @@ static int spawn(char **argv, const char *agent, const struct capture_opts *co, 
 int cmd_run(int argc, char **argv)
 {
 	struct watch_opts o;
-	char *agent, *cmdline;
+	char *agent, *cmdline, *cause = NULL;
 	int argi = 0, rc, pid, exit_fd;
-	struct stat st;
 
 	watch_opts_init(&o);
 	o.capture.mode = CAPTURE_NOW;
@@ -142,8 +141,11 @@ int cmd_run(int argc, char **argv)
 		watch_opts_release(&o);
 		return MW_EXIT_USAGE;
 	}
-	if (o.output && !o.force && strcmp(o.output, "-") != 0 && lstat(o.output, &st) == 0) {
-		mw_error("'%s' exists (use --force to overwrite)", o.output);
+	/* refuse an output that will not be written before starting the command */
+	if (o.output && outfile_check(o.output, o.force, &cause) < 0) {
+		mw_error("%s", cause);
+		free(cause);
+		watch_opts_release(&o);
 		return MW_EXIT_FAILURE;
 	}
 	agent = find_agent_library();

@@ -255,8 +255,9 @@ int cmd_snap(int argc, char **argv)
 		return r;
 	/* refuse an existing file before sampling for a while, not after */
 	path = o.output ? xstrdup(o.output) : default_name(o.pid);
-	if (!o.force && access(path, F_OK) == 0) {
-		mw_error("'%s' exists (use --force to overwrite)", path);
+	if (outfile_check(path, o.force, &cause) < 0) {
+		mw_error("%s", cause);
+		free(cause);
 		free(path);
 		return MW_EXIT_FAILURE;
 	}

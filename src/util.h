@@ -55,16 +55,35 @@ const char *fmt_seconds(char *buf, size_t n, double seconds);
 uint64_t mono_ns(void);
 uint64_t wall_ns(void);
 
-/* Output written to a temporary file beside its final name and renamed into place
- * on commit, so a reader never sees a half-written file. */
+/* How an output path is written. Only a regular file is ever replaced: by a
+ * temporary file beside it, renamed over it, so that a reader never sees it
+ * half written. A symbolic link is followed (the link stays, the file it leads
+ * to is replaced); a character device, terminal, FIFO or socket is opened and
+ * written as it is (nothing is replaced, so no --force is needed); a block
+ * device is written as it is with force only; a directory and a link to
+ * nothing are refused. */
+enum outpath_kind {
+	OUTPATH_NEW,      /* nothing there: created (a temporary file renamed) */
+	OUTPATH_REGULAR,  /* an existing regular file (force): *real is replaced */
+	OUTPATH_DIRECT,   /* a device, FIFO, socket: opened for writing as it is */
+};
+/* Decide for path; without force an existing regular file or block device is
+ * refused (EEXIST wording). *real (caller frees) is the regular file to replace,
+ * symbolic links resolved, else NULL. 0, or -1 with *cause (caller frees). */
+int outpath_resolve(const char *path, bool force, enum outpath_kind *kind, char **real,
+		    char **cause);
+/* The same decision made early, before work whose result would have nowhere to
+ * go ("-" is always fine). 0, or -1 with *cause (caller frees). */
+int outfile_check(const char *path, bool force, char **cause);
+
+/* Output written by the rule above. */
 struct outfile;
-/* Open "path" for writing; without force an existing file is refused (EEXIST).
- * Returns NULL with *cause set. "-" means stdout (no rename). */
+/* Open "path" for writing. Returns NULL with *cause set. "-" means stdout. */
 struct outfile *outfile_open(const char *path, bool force, char **cause);
 FILE *outfile_stream(struct outfile *o);
 const char *outfile_path(const struct outfile *o);
-/* Flush, fsync, rename into place and free. Returns 0, or -1 with *cause set
- * (the temporary file is removed then). */
+/* Flush (fsync and rename a regular file into place) and free. Returns 0, or
+ * -1 with *cause set (the temporary file is removed then). */
 int outfile_commit(struct outfile *o, char **cause);
 /* Remove the temporary file and free. */
 void outfile_abort(struct outfile *o);
