@@ -123,6 +123,8 @@ static int split_number(const char *s, double *v, const char **unit, char **caus
 	return 0;
 }
 
+#define DURATION_MAX_MS (36500.0 * 86400000.0)
+
 int parse_duration_ms(const char *s, uint64_t *ms, char **cause)
 {
 	static const struct { const char *u; double ms; } units[] = {
@@ -138,8 +140,10 @@ int parse_duration_ms(const char *s, uint64_t *ms, char **cause)
 	for (i = 0; i < sizeof units / sizeof units[0]; i++) {
 		if (strcmp(unit, units[i].u) == 0) {
 			double r = v * units[i].ms;
-			if (r < 1 || r > 1e15) {
-				*cause = xasprintf("duration '%s' out of range (1ms and more)", s);
+			/* 100 years: far beyond any watch, and its nanoseconds
+			 * still fit in 64 bits when added to the clock */
+			if (r < 1 || r > DURATION_MAX_MS) {
+				*cause = xasprintf("duration '%s' out of range (1ms to 36500d)", s);
 				return -1;
 			}
 			*ms = (uint64_t)(r + 0.5);

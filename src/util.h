@@ -39,7 +39,7 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *xvasprintf(const char *fmt, va_list ap);
 
 /* Parse a duration ("500ms", "1s", "2m", "1h", "1.5s"; a bare number is seconds)
- * into *ms. Returns 0, or -1 with *cause set (caller frees). Zero is refused. */
+ * into *ms, from 1ms to 36500d. Returns 0, or -1 with *cause set (caller frees). */
 int parse_duration_ms(const char *s, uint64_t *ms, char **cause);
 /* Parse a size ("512", "64K", "64KiB", "1.5MiB", "2G"; binary units) into bytes. */
 int parse_size(const char *s, uint64_t *bytes, char **cause);

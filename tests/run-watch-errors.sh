@@ -8,7 +8,13 @@ start_target "$TARGETS/flat" 1
 p=$target_pid
 
 run_mw 2 -p "$p" -i 0
-expect_err_line "--interval: duration '0' out of range"
+expect_err_line "--interval: duration '0' out of range \\(1ms to 36500d\\)"
+run_mw 2 -p "$p" -i 1e99s
+expect_err_line "--interval: duration '1e99s' out of range \\(1ms to 36500d\\)\$"
+# (-d 1ms: a memwatch that took the interval would end at once, not in 100 years)
+run_mw 2 -p "$p" -d 1ms -i 36501d -o toolong.log
+expect_err_line "--interval: duration '36501d' out of range \\(1ms to 36500d\\)\$"
+rm -f toolong.log
 run_mw 2 -p "$p" -i 5x
 expect_err_line "--interval: invalid duration '5x'"
 run_mw 2 -p "$p" --interval=
