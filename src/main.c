@@ -55,7 +55,7 @@ static const char outro[] =
 	"  1    run-time failure (cannot write output, I/O error, agent error)\n"
 	"  2    usage error (unknown option, bad interval, size or trigger)\n"
 	"  3    an input file is malformed (snapshot, run.log)\n"
-	"  4    no such process, or it cannot be read\n"
+	"  4    no such process, or it cannot be read, or a kernel thread\n"
 	"  5    the agent could not be loaded or reached (ptrace refused, no safe point)\n"
 	"  6    an external program is missing or failed (gnuplot)\n"
 	"  7    every watched process exited during the watch\n"

@@ -443,6 +443,38 @@ void outfile_abort(struct outfile *o)
 	outfile_free(o);
 }
 
+bool pid_is_kernel_thread(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* the name in parentheses may hold anything: fields start after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p)
+		return false;
+	p++;
+	/* state ppid pgrp session tty_nr tpgid, then flags */
+	for (i = 0; i < 6; i++) {
+		while (*p == ' ')
+			p++;
+		p += strcspn(p, " ");
+	}
+	errno = 0;
+	flags = strtoul(p, NULL, 10);
+	return !errno && (flags & 0x00200000ul);   /* PF_KTHREAD */
+}
+
 /* Directory of the running executable, caller frees; NULL if unknown. */
 static char *exe_dir(void)
 {

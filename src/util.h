@@ -15,7 +15,7 @@ enum mw_exit {
 	MW_EXIT_FAILURE = 1,    /* run-time failure: I/O error, cannot write output */
 	MW_EXIT_USAGE = 2,      /* bad command line: unknown option, bad interval or size */
 	MW_EXIT_BADFILE = 3,    /* an input file is not what it should be: snapshot, run.log */
-	MW_EXIT_NOPROC = 4,     /* no such process, or it cannot be read (another user) */
+	MW_EXIT_NOPROC = 4,     /* no such process, it cannot be read (another user), a kernel thread */
 	MW_EXIT_ATTACH = 5,     /* the agent could not be loaded or reached: ptrace refused, no safe point */
 	MW_EXIT_EXTERNAL = 6,   /* an external program is missing or failed (gnuplot) */
 	MW_EXIT_GONE = 7,       /* every watched process exited during the watch */
@@ -94,6 +94,10 @@ void outfile_abort(struct outfile *o);
  * Caller frees. */
 char *find_agent_library(void);
 char *find_data_file(const char *name);
+
+/* True when pid is a kernel thread (PF_KTHREAD in /proc/PID/stat): it has no
+ * user memory to watch, snapshot or load an agent into. */
+bool pid_is_kernel_thread(int pid);
 
 /* Write all of buf to fd, retrying on EINTR and short writes. 0 or -errno. */
 int write_all(int fd, const void *buf, size_t len);

@@ -499,6 +499,10 @@ static int check_pids(int *pids, size_t n, struct proc_ident *ids, bool pss, int
 			}
 			return MW_EXIT_NOPROC;
 		}
+		if (e == 0 && pid_is_kernel_thread(pids[i])) {
+			mw_error("pid %d is a kernel thread: it has no user memory to watch", pids[i]);
+			return MW_EXIT_NOPROC;
+		}
 		if (e < 0) {
 			mw_error("pid %d: cannot read /proc/%d: %s", pids[i], pids[i], strerror(-e));
 			mw_hint("run memwatch as the process's user or root");

@@ -56,6 +56,30 @@ run_mw 4 -p "$max"
 expect_err_line "pid $max: no such process"
 [ -e "memwatch-$max.log" ] && fail "a log was created for a missing pid"
 
+# a kernel thread (pid 2, kthreadd, outside a pid namespace) has no user
+# memory: said as such, status 4, no log
+kt=
+for f in /proc/2/stat /proc/[0-9]*/stat; do
+	fl=$(sed 's/.*) //' "$f" 2>/dev/null | cut -d' ' -f7)
+	case $fl in '' | *[!0-9]*) continue ;; esac
+	if [ $((fl / 2097152 % 2)) -eq 1 ]; then
+		kt=${f#/proc/}
+		kt=${kt%/stat}
+		break
+	fi
+done
+if [ -n "$kt" ]; then
+	run_mw 4 -p "$kt" -i 100ms -d 300ms -o kthread.log
+	expect_err_line "pid $kt is a kernel thread: it has no user memory to watch\$"
+	[ -e kthread.log ] && fail "a log was created for a kernel thread"
+	run_mw 4 snap -p "$kt" -w 1s -o kthread.snap
+	expect_err_line "pid $kt is a kernel thread: it has no heap to snapshot\$"
+	[ -e kthread.snap ] && fail "a snapshot was written for a kernel thread"
+	rm -f kthread.log kthread.snap
+else
+	echo "no kernel thread is visible here: the kernel thread case is left out" >&2
+fi
+
 # a thread id stands for its process, with a warning; twice the same process is
 # a usage error
 start_target "$TARGETS/flat" 1 -1 1
