@@ -60,7 +60,7 @@ static const char outro[] =
 	"  6    an external program is missing or failed (gnuplot)\n"
 	"  7    every watched process exited during the watch\n"
 	"  128+N  ended by signal N (130: SIGINT, 143: SIGTERM); memwatch run exits\n"
-	"       with the command's own status\n";
+	"       with the command's own status (0 when -d ended the watch first)\n";
 
 void usage_all(void)
 {

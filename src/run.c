@@ -21,7 +21,10 @@ const char run_usage[] =
 	"  memwatch run [OPTIONS] [--] CMD [ARGS...]\n"
 	"      Start CMD with the agent preloaded and watch it like memwatch -p; every\n"
 	"      watch and capture option above applies except -p (default --capture now).\n"
-	"      Exits with CMD's exit status (128+N when a signal N ended it).\n";
+	"      Waits for CMD and exits with its exit status (128+N when a signal N ended\n"
+	"      it). With -d the watch ends at the duration instead: memwatch exits 0 and\n"
+	"      CMD goes on running (its pid is said on stderr). Without -c, a CMD that\n"
+	"      started other programs (sh -c 'a | b') gets a hint to use --children.\n";
 
 /* An unnamed file the agent of the command writes its last snapshot into when
  * the command exits (what was never freed). Returns the fd, or -1: then there

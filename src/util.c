@@ -443,36 +443,43 @@ void outfile_abort(struct outfile *o)
 	outfile_free(o);
 }
 
-bool pid_is_kernel_thread(int pid)
+int pid_stat_field(int pid, int field, unsigned long long *v)
 {
-	char path[64], buf[1024], *p;
-	unsigned long flags;
+	char path[64], buf[1024], *p, *end;
 	ssize_t n;
 	int fd, i;
 
 	snprintf(path, sizeof path, "/proc/%d/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return -errno;
 	n = read(fd, buf, sizeof buf - 1);
+	i = errno;
 	close(fd);
-	if (n <= 0)
-		return false;
+	if (n < 0)
+		return -i;
 	buf[n] = '\0';
-	/* the name in parentheses may hold anything: fields start after the last ')' */
+	/* the name in parentheses may hold anything: field 3 starts after the last ')' */
 	p = strrchr(buf, ')');
-	if (!p)
-		return false;
+	if (field < 3 || !p)
+		return -EINVAL;
 	p++;
-	/* state ppid pgrp session tty_nr tpgid, then flags */
-	for (i = 0; i < 6; i++) {
+	for (i = 3; i < field; i++) {
 		while (*p == ' ')
 			p++;
 		p += strcspn(p, " ");
 	}
 	errno = 0;
-	flags = strtoul(p, NULL, 10);
-	return !errno && (flags & 0x00200000ul);   /* PF_KTHREAD */
+	*v = strtoull(p, &end, 10);
+	if (errno || end == p)
+		return -EINVAL;
+	return 0;
+}
+
+bool pid_is_kernel_thread(int pid)
+{
+	unsigned long long flags;
+	return pid_stat_field(pid, 9, &flags) == 0 && (flags & 0x00200000ull);   /* PF_KTHREAD */
 }
 
 /* Directory of the running executable, caller frees; NULL if unknown. */

@@ -95,6 +95,9 @@ void outfile_abort(struct outfile *o);
 char *find_agent_library(void);
 char *find_data_file(const char *name);
 
+/* Field number "field" (from 1, as proc(5) counts; 3 or more) of /proc/PID/stat
+ * into *v. 0 or -errno. */
+int pid_stat_field(int pid, int field, unsigned long long *v);
 /* True when pid is a kernel thread (PF_KTHREAD in /proc/PID/stat): it has no
  * user memory to watch, snapshot or load an agent into. */
 bool pid_is_kernel_thread(int pid);
