@@ -1,6 +1,7 @@
 /* snapio.c: reading and writing .snap files for the CLI: the whole file is read
- * and decoded with the name in every message; writes go through a temporary file
- * renamed into place, so a failed write (a full disk) leaves no file behind. */
+ * and decoded with the name in every message; writes follow the output rule of
+ * util.h (a regular file is written aside and renamed into place, so a failed
+ * write leaves no file behind; a device or FIFO is written as it is). */
 #include "config.h"
 
 #include <errno.h>

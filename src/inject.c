@@ -1772,6 +1772,9 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 	if ((r = maps_read(pid, &ij->cl.maps)) < 0) {
 		if (!process_exists(pid))
 			return fail(INJECT_ENOPROC, cause, hint, NULL, "no such process");
+		if (pid_is_kernel_thread(pid))
+			return fail(INJECT_EINTERNAL, cause, hint, NULL,
+				    "pid %d is a kernel thread: it has no user memory", pid);
 		if (r == -EACCES || r == -EPERM)
 			return explain_eperm(ij, cause, hint);
 		return fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot read its memory map: %s",

@@ -46,17 +46,21 @@ static const char outro[] =
 	"  memwatch show a.snap                what one snapshot holds\n"
 	"  memwatch plot run.log > mem.png     draw the memory of a run\n"
 	"\n"
+	"Output files (-o, show -E, snapshots, the run log): a regular file is written\n"
+	"aside and renamed into place (an existing one only with --force); a symbolic\n"
+	"link is followed and stays; a device, terminal or FIFO is written as it is.\n"
+	"\n"
 	"Exit status:\n"
 	"  0    success (the watch's duration elapsed, the report or file was written)\n"
 	"  1    run-time failure (cannot write output, I/O error, agent error)\n"
 	"  2    usage error (unknown option, bad interval, size or trigger)\n"
 	"  3    an input file is malformed (snapshot, run.log)\n"
-	"  4    no such process, or it cannot be read\n"
+	"  4    no such process, or it cannot be read, or a kernel thread\n"
 	"  5    the agent could not be loaded or reached (ptrace refused, no safe point)\n"
 	"  6    an external program is missing or failed (gnuplot)\n"
 	"  7    every watched process exited during the watch\n"
 	"  128+N  ended by signal N (130: SIGINT, 143: SIGTERM); memwatch run exits\n"
-	"       with the command's own status\n";
+	"       with the command's own status (0 when -d ended the watch first)\n";
 
 void usage_all(void)
 {

@@ -21,7 +21,10 @@ const char run_usage[] =
 	"  memwatch run [OPTIONS] [--] CMD [ARGS...]\n"
 	"      Start CMD with the agent preloaded and watch it like memwatch -p; every\n"
 	"      watch and capture option above applies except -p (default --capture now).\n"
-	"      Exits with CMD's exit status (128+N when a signal N ended it).\n";
+	"      Waits for CMD and exits with its exit status (128+N when a signal N ended\n"
+	"      it). With -d the watch ends at the duration instead: memwatch exits 0 and\n"
+	"      CMD goes on running (its pid is said on stderr). Without -c, a CMD that\n"
+	"      started other programs (sh -c 'a | b') gets a hint to use --children.\n";
 
 /* An unnamed file the agent of the command writes its last snapshot into when
  * the command exits (what was never freed). Returns the fd, or -1: then there
@@ -123,9 +126,8 @@ static int spawn(char **argv, const char *agent, const struct capture_opts *co, 
 int cmd_run(int argc, char **argv)
 {
 	struct watch_opts o;
-	char *agent, *cmdline;
+	char *agent, *cmdline, *cause = NULL;
 	int argi = 0, rc, pid, exit_fd;
-	struct stat st;
 
 	watch_opts_init(&o);
 	o.capture.mode = CAPTURE_NOW;
@@ -142,8 +144,11 @@ int cmd_run(int argc, char **argv)
 		watch_opts_release(&o);
 		return MW_EXIT_USAGE;
 	}
-	if (o.output && !o.force && strcmp(o.output, "-") != 0 && lstat(o.output, &st) == 0) {
-		mw_error("'%s' exists (use --force to overwrite)", o.output);
+	/* refuse an output that will not be written before starting the command */
+	if (o.output && outfile_check(o.output, o.force, &cause) < 0) {
+		mw_error("%s", cause);
+		free(cause);
+		watch_opts_release(&o);
 		return MW_EXIT_FAILURE;
 	}
 	agent = find_agent_library();

@@ -21,6 +21,7 @@ struct runlog {
 	char *path;
 	int fd;
 	bool own_fd;             /* false for "-" (standard output) */
+	bool regular;            /* a regular file (not a device or FIFO): cut back on failure */
 	bool pss;
 	bool columns_written;    /* "# pss:" and the column header are out */
 	int err;                 /* errno of the first failed write, 0 if none */
@@ -40,7 +41,7 @@ static void put(struct runlog *log, const char *buf, size_t len)
 	r = write_all(log->fd, buf, len);
 	if (r < 0) {
 		log->err = -r;
-		if (log->own_fd)
+		if (log->regular)
 			(void)!ftruncate(log->fd, log->end);
 		return;
 	}
@@ -92,9 +93,22 @@ struct runlog *runlog_create(const char *path, bool force, const char *command,
 		log->path = xstrdup("<stdout>");
 	} else {
 		/* The log is written as the watch goes, so it cannot be written aside and
-		 * renamed at the end: O_EXCL is what keeps an existing file safe. */
-		int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
-		log->fd = open(path, flags, 0666);
+		 * renamed at the end: O_EXCL is what keeps an existing file safe. The
+		 * rule of every output (util.h) decides: a device or FIFO is written as
+		 * it is, a symbolic link leads to its file. */
+		enum outpath_kind kind;
+		char *real = NULL;
+		if (outpath_resolve(path, force, &kind, &real, cause) < 0) {
+			free(log);
+			return NULL;
+		}
+		if (kind == OUTPATH_NEW)
+			log->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		else if (kind == OUTPATH_REGULAR)
+			log->fd = open(real, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		else
+			log->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		free(real);
 		if (log->fd < 0) {
 			if (errno == EEXIST)
 				*cause = xasprintf("'%s' exists (use --force to overwrite)", path);
@@ -103,6 +117,7 @@ struct runlog *runlog_create(const char *path, bool force, const char *command,
 			free(log);
 			return NULL;
 		}
+		log->regular = kind != OUTPATH_DIRECT;
 		log->own_fd = true;
 		log->path = xstrdup(path);
 	}

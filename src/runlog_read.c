@@ -112,6 +112,21 @@ static int parse_kib(const char *s, uint64_t *v)
 	return 0;
 }
 
+/* A field of the file as an error echoes it: at most 40 bytes (not cut inside
+ * a UTF-8 character), then an ellipsis (U+2026), so that a 10 MB field makes a short line.
+ * Returns buf (of 64 bytes). */
+static const char *clip(const char *s, char buf[64])
+{
+	size_t n = strlen(s);
+	if (n <= 40)
+		return s;
+	n = 40;
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	snprintf(buf, 64, "%.*s\u2026", (int)n, s);
+	return buf;
+}
+
 /* Error "'path' line N: ..." into *cause; returns -1. */
 static int line_error(struct reader *r, char **cause, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -211,19 +226,21 @@ static int read_sample(struct reader *r, char *line, char **cause)
 		&rec.s.swap, &rec.s.vsz, &rec.s.pss, &rec.s.uss,
 	};
 	size_t n = split(line, tok), i;
+	char cb[64];
 
 	if (n != NCOLUMNS)
 		return line_error(r, cause, "expected %zu columns, found %zu", NCOLUMNS, n);
 	memset(&rec, 0, sizeof rec);
 	if (parse_time(tok[0], &rec.t) < 0)
-		return line_error(r, cause, "invalid time_s '%s'", tok[0]);
+		return line_error(r, cause, "invalid time_s '%s'", clip(tok[0], cb));
 	if (strcmp(tok[1], "total") == 0)
 		rec.s.pid = 0;
 	else if (parse_pid_field(tok[1], &rec.s.pid) < 0)
-		return line_error(r, cause, "invalid pid '%s'", tok[1]);
+		return line_error(r, cause, "invalid pid '%s'", clip(tok[1], cb));
 	for (i = 0; i < 8; i++)
 		if (parse_kib(tok[2 + i], fig[i]) < 0)
-			return line_error(r, cause, "invalid %s '%s'", columns[2 + i], tok[2 + i]);
+			return line_error(r, cause, "invalid %s '%s'", columns[2 + i],
+					  clip(tok[2 + i], cb));
 	if (rec.s.pss != RUNLOG_NONE)
 		d->has_pss = true;
 	d->samples = grow(d->samples, d->nsamples, &r->samples_cap, sizeof *d->samples);
@@ -237,7 +254,7 @@ static int read_event(struct reader *r, char *rest, char **cause)
 {
 	struct runlog_data *d = r->d;
 	struct runlog_event_rec ev;
-	char *p = rest, *f[3];
+	char *p = rest, *f[3], cb[64];
 	size_t i;
 
 	memset(&ev, 0, sizeof ev);
@@ -256,11 +273,11 @@ static int read_event(struct reader *r, char *rest, char **cause)
 	while (*p == ' ' || *p == '\t')
 		p++;
 	if (parse_time(f[0], &ev.t) < 0)
-		return line_error(r, cause, "invalid event time '%s'", f[0]);
+		return line_error(r, cause, "invalid event time '%s'", clip(f[0], cb));
 	if (strcmp(f[1], "-") == 0)
 		ev.pid = 0;
 	else if (parse_pid_field(f[1], &ev.pid) < 0)
-		return line_error(r, cause, "invalid event pid '%s'", f[1]);
+		return line_error(r, cause, "invalid event pid '%s'", clip(f[1], cb));
 	ev.kind = xstrdup(f[2]);
 	ev.detail = xstrdup(p);
 	/* trailing blanks are not part of the detail */
@@ -275,7 +292,7 @@ static int read_event(struct reader *r, char *rest, char **cause)
 static int read_process(struct reader *r, char *rest, char **cause)
 {
 	struct runlog_data *d = r->d;
-	char *p = rest, *pidstr;
+	char *p = rest, *pidstr, cb[64];
 	int pid;
 
 	while (*p == ' ' || *p == '\t')
@@ -288,7 +305,7 @@ static int read_process(struct reader *r, char *rest, char **cause)
 	while (*p == ' ' || *p == '\t')
 		p++;
 	if (parse_pid_field(pidstr, &pid) < 0)
-		return line_error(r, cause, "invalid process pid '%s'", pidstr);
+		return line_error(r, cause, "invalid process pid '%s'", clip(pidstr, cb));
 	d->procs = grow(d->procs, d->nprocs, &r->procs_cap, sizeof *d->procs);
 	d->procs[d->nprocs].pid = pid;
 	d->procs[d->nprocs].cmd = xstrdup(p);

@@ -253,10 +253,15 @@ int cmd_snap(int argc, char **argv)
 	r = parse_args(argc, argv, &o);
 	if (r >= 0)
 		return r;
+	if (pid_is_kernel_thread(o.pid)) {
+		mw_error("pid %d is a kernel thread: it has no heap to snapshot", o.pid);
+		return MW_EXIT_NOPROC;
+	}
 	/* refuse an existing file before sampling for a while, not after */
 	path = o.output ? xstrdup(o.output) : default_name(o.pid);
-	if (!o.force && access(path, F_OK) == 0) {
-		mw_error("'%s' exists (use --force to overwrite)", path);
+	if (outfile_check(path, o.force, &cause) < 0) {
+		mw_error("%s", cause);
+		free(cause);
 		free(path);
 		return MW_EXIT_FAILURE;
 	}

@@ -123,6 +123,8 @@ static int split_number(const char *s, double *v, const char **unit, char **caus
 	return 0;
 }
 
+#define DURATION_MAX_MS (36500.0 * 86400000.0)
+
 int parse_duration_ms(const char *s, uint64_t *ms, char **cause)
 {
 	static const struct { const char *u; double ms; } units[] = {
@@ -138,8 +140,10 @@ int parse_duration_ms(const char *s, uint64_t *ms, char **cause)
 	for (i = 0; i < sizeof units / sizeof units[0]; i++) {
 		if (strcmp(unit, units[i].u) == 0) {
 			double r = v * units[i].ms;
-			if (r < 1 || r > 1e15) {
-				*cause = xasprintf("duration '%s' out of range (1ms and more)", s);
+			/* 100 years: far beyond any watch, and its nanoseconds
+			 * still fit in 64 bits when added to the clock */
+			if (r < 1 || r > DURATION_MAX_MS) {
+				*cause = xasprintf("duration '%s' out of range (1ms to 36500d)", s);
 				return -1;
 			}
 			*ms = (uint64_t)(r + 0.5);
@@ -248,35 +252,123 @@ uint64_t wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The one decision about an output path, for every file memwatch writes (see
+ * util.h): only a regular file is replaced, by a new file renamed over it; what
+ * else the name leads to is written as it is, or refused. */
+int outpath_resolve(const char *path, bool force, enum outpath_kind *kind, char **real,
+		    char **cause)
+{
+	struct stat st;
+	bool link = false;
+
+	*real = NULL;
+	if (lstat(path, &st) != 0) {
+		if (errno == ENOENT) {
+			*kind = OUTPATH_NEW;
+			return 0;
+		}
+		*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		link = true;
+		if (stat(path, &st) != 0) {
+			if (errno == ENOENT)
+				*cause = xasprintf("cannot write '%s': it is a symbolic link to a file that does not exist",
+						   path);
+			else
+				*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	if (S_ISDIR(st.st_mode)) {
+		*cause = xasprintf("cannot write '%s': it is a directory", path);
+		return -1;
+	}
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+		/* both hold data that writing destroys */
+		if (!force) {
+			*cause = xasprintf("'%s' exists (use --force to overwrite)", path);
+			return -1;
+		}
+		if (S_ISBLK(st.st_mode)) {
+			*kind = OUTPATH_DIRECT;
+			return 0;
+		}
+		*kind = OUTPATH_REGULAR;
+		if (link) {
+			/* the link stays; the file it leads to is replaced */
+			*real = realpath(path, NULL);
+			if (!*real) {
+				*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+				return -1;
+			}
+		} else {
+			*real = xstrdup(path);
+		}
+		return 0;
+	}
+	/* a character device, a terminal, a FIFO, a socket: nothing to replace */
+	*kind = OUTPATH_DIRECT;
+	return 0;
+}
+
+int outfile_check(const char *path, bool force, char **cause)
+{
+	enum outpath_kind kind;
+	char *real;
+
+	if (strcmp(path, "-") == 0)
+		return 0;
+	if (outpath_resolve(path, force, &kind, &real, cause) < 0)
+		return -1;
+	free(real);
+	return 0;
+}
+
 struct outfile {
-	char *path;   /* final name, or NULL for stdout */
-	char *tmp;    /* temporary name beside it */
+	char *path;   /* the name given, or NULL for stdout */
+	char *final;  /* the file renamed over (a symlink's target), NULL when direct */
+	char *tmp;    /* temporary name beside final, NULL when direct */
 	FILE *f;
 };
+
+static void outfile_free(struct outfile *o)
+{
+	free(o->path);
+	free(o->final);
+	free(o->tmp);
+	free(o);
+}
 
 struct outfile *outfile_open(const char *path, bool force, char **cause)
 {
 	struct outfile *o = xcalloc(1, sizeof *o);
-	struct stat st;
+	enum outpath_kind kind;
 	int fd;
 
 	if (strcmp(path, "-") == 0) {
 		o->f = stdout;
 		return o;
 	}
-	if (!force && lstat(path, &st) == 0) {
-		*cause = xasprintf("'%s' exists (use --force to overwrite)", path);
-		free(o);
-		return NULL;
-	}
-	o->path = xstrdup(path);
-	o->tmp = xasprintf("%s.tmp.XXXXXX", path);
-	fd = mkstemp(o->tmp);
-	if (fd < 0) {
-		*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+	if (outpath_resolve(path, force, &kind, &o->final, cause) < 0)
 		goto fail;
-	}
-	{
+	o->path = xstrdup(path);
+	if (kind == OUTPATH_DIRECT) {
+		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0) {
+			*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+			goto fail;
+		}
+	} else {
+		if (!o->final)
+			o->final = xstrdup(path);
+		o->tmp = xasprintf("%s.tmp.XXXXXX", o->final);
+		fd = mkstemp(o->tmp);
+		if (fd < 0) {
+			*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+			goto fail;
+		}
 		mode_t um = umask(0);
 		umask(um);
 		fchmod(fd, 0666 & ~um);
@@ -285,14 +377,13 @@ struct outfile *outfile_open(const char *path, bool force, char **cause)
 	if (!o->f) {
 		*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
 		close(fd);
-		unlink(o->tmp);
+		if (o->tmp)
+			unlink(o->tmp);
 		goto fail;
 	}
 	return o;
 fail:
-	free(o->path);
-	free(o->tmp);
-	free(o);
+	outfile_free(o);
 	return NULL;
 }
 
@@ -304,13 +395,6 @@ FILE *outfile_stream(struct outfile *o)
 const char *outfile_path(const struct outfile *o)
 {
 	return o->path ? o->path : "<stdout>";
-}
-
-static void outfile_free(struct outfile *o)
-{
-	free(o->path);
-	free(o->tmp);
-	free(o);
 }
 
 int outfile_commit(struct outfile *o, char **cause)
@@ -327,15 +411,19 @@ int outfile_commit(struct outfile *o, char **cause)
 		}
 		return 0;
 	}
-	if (fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0)
+	if (fflush(o->f) != 0 || ferror(o->f))
 		err = errno ? errno : EIO;
+	/* fsync is for the file that is renamed; a device or FIFO has nothing to sync */
+	if (!err && o->tmp && fsync(fileno(o->f)) != 0)
+		err = errno;
 	if (fclose(o->f) != 0 && !err)
 		err = errno ? errno : EIO;
-	if (!err && rename(o->tmp, o->path) != 0)
+	if (!err && o->tmp && rename(o->tmp, o->final) != 0)
 		err = errno;
 	if (err) {
 		*cause = xasprintf("cannot write '%s': %s", o->path, strerror(err));
-		unlink(o->tmp);
+		if (o->tmp)
+			unlink(o->tmp);
 		outfile_free(o);
 		return -1;
 	}
@@ -349,9 +437,49 @@ void outfile_abort(struct outfile *o)
 		return;
 	if (o->path) {
 		fclose(o->f);
-		unlink(o->tmp);
+		if (o->tmp)
+			unlink(o->tmp);
 	}
 	outfile_free(o);
+}
+
+int pid_stat_field(int pid, int field, unsigned long long *v)
+{
+	char path[64], buf[1024], *p, *end;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof buf - 1);
+	i = errno;
+	close(fd);
+	if (n < 0)
+		return -i;
+	buf[n] = '\0';
+	/* the name in parentheses may hold anything: field 3 starts after the last ')' */
+	p = strrchr(buf, ')');
+	if (field < 3 || !p)
+		return -EINVAL;
+	p++;
+	for (i = 3; i < field; i++) {
+		while (*p == ' ')
+			p++;
+		p += strcspn(p, " ");
+	}
+	errno = 0;
+	*v = strtoull(p, &end, 10);
+	if (errno || end == p)
+		return -EINVAL;
+	return 0;
+}
+
+bool pid_is_kernel_thread(int pid)
+{
+	unsigned long long flags;
+	return pid_stat_field(pid, 9, &flags) == 0 && (flags & 0x00200000ull);   /* PF_KTHREAD */
 }
 
 /* Directory of the running executable, caller frees; NULL if unknown. */

@@ -15,7 +15,7 @@ enum mw_exit {
 	MW_EXIT_FAILURE = 1,    /* run-time failure: I/O error, cannot write output */
 	MW_EXIT_USAGE = 2,      /* bad command line: unknown option, bad interval or size */
 	MW_EXIT_BADFILE = 3,    /* an input file is not what it should be: snapshot, run.log */
-	MW_EXIT_NOPROC = 4,     /* no such process, or it cannot be read (another user) */
+	MW_EXIT_NOPROC = 4,     /* no such process, it cannot be read (another user), a kernel thread */
 	MW_EXIT_ATTACH = 5,     /* the agent could not be loaded or reached: ptrace refused, no safe point */
 	MW_EXIT_EXTERNAL = 6,   /* an external program is missing or failed (gnuplot) */
 	MW_EXIT_GONE = 7,       /* every watched process exited during the watch */
@@ -39,7 +39,7 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *xvasprintf(const char *fmt, va_list ap);
 
 /* Parse a duration ("500ms", "1s", "2m", "1h", "1.5s"; a bare number is seconds)
- * into *ms. Returns 0, or -1 with *cause set (caller frees). Zero is refused. */
+ * into *ms, from 1ms to 36500d. Returns 0, or -1 with *cause set (caller frees). */
 int parse_duration_ms(const char *s, uint64_t *ms, char **cause);
 /* Parse a size ("512", "64K", "64KiB", "1.5MiB", "2G"; binary units) into bytes. */
 int parse_size(const char *s, uint64_t *bytes, char **cause);
@@ -55,16 +55,35 @@ const char *fmt_seconds(char *buf, size_t n, double seconds);
 uint64_t mono_ns(void);
 uint64_t wall_ns(void);
 
-/* Output written to a temporary file beside its final name and renamed into place
- * on commit, so a reader never sees a half-written file. */
+/* How an output path is written. Only a regular file is ever replaced: by a
+ * temporary file beside it, renamed over it, so that a reader never sees it
+ * half written. A symbolic link is followed (the link stays, the file it leads
+ * to is replaced); a character device, terminal, FIFO or socket is opened and
+ * written as it is (nothing is replaced, so no --force is needed); a block
+ * device is written as it is with force only; a directory and a link to
+ * nothing are refused. */
+enum outpath_kind {
+	OUTPATH_NEW,      /* nothing there: created (a temporary file renamed) */
+	OUTPATH_REGULAR,  /* an existing regular file (force): *real is replaced */
+	OUTPATH_DIRECT,   /* a device, FIFO, socket: opened for writing as it is */
+};
+/* Decide for path; without force an existing regular file or block device is
+ * refused (EEXIST wording). *real (caller frees) is the regular file to replace,
+ * symbolic links resolved, else NULL. 0, or -1 with *cause (caller frees). */
+int outpath_resolve(const char *path, bool force, enum outpath_kind *kind, char **real,
+		    char **cause);
+/* The same decision made early, before work whose result would have nowhere to
+ * go ("-" is always fine). 0, or -1 with *cause (caller frees). */
+int outfile_check(const char *path, bool force, char **cause);
+
+/* Output written by the rule above. */
 struct outfile;
-/* Open "path" for writing; without force an existing file is refused (EEXIST).
- * Returns NULL with *cause set. "-" means stdout (no rename). */
+/* Open "path" for writing. Returns NULL with *cause set. "-" means stdout. */
 struct outfile *outfile_open(const char *path, bool force, char **cause);
 FILE *outfile_stream(struct outfile *o);
 const char *outfile_path(const struct outfile *o);
-/* Flush, fsync, rename into place and free. Returns 0, or -1 with *cause set
- * (the temporary file is removed then). */
+/* Flush (fsync and rename a regular file into place) and free. Returns 0, or
+ * -1 with *cause set (the temporary file is removed then). */
 int outfile_commit(struct outfile *o, char **cause);
 /* Remove the temporary file and free. */
 void outfile_abort(struct outfile *o);
@@ -75,6 +94,13 @@ void outfile_abort(struct outfile *o);
  * Caller frees. */
 char *find_agent_library(void);
 char *find_data_file(const char *name);
+
+/* Field number "field" (from 1, as proc(5) counts; 3 or more) of /proc/PID/stat
+ * into *v. 0 or -errno. */
+int pid_stat_field(int pid, int field, unsigned long long *v);
+/* True when pid is a kernel thread (PF_KTHREAD in /proc/PID/stat): it has no
+ * user memory to watch, snapshot or load an agent into. */
+bool pid_is_kernel_thread(int pid);
 
 /* Write all of buf to fd, retrying on EINTR and short writes. 0 or -errno. */
 int write_all(int fd, const void *buf, size_t len);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -499,6 +500,10 @@ static int check_pids(int *pids, size_t n, struct proc_ident *ids, bool pss, int
 			}
 			return MW_EXIT_NOPROC;
 		}
+		if (e == 0 && pid_is_kernel_thread(pids[i])) {
+			mw_error("pid %d is a kernel thread: it has no user memory to watch", pids[i]);
+			return MW_EXIT_NOPROC;
+		}
 		if (e < 0) {
 			mw_error("pid %d: cannot read /proc/%d: %s", pids[i], pids[i], strerror(-e));
 			mw_hint("run memwatch as the process's user or root");
@@ -512,12 +517,45 @@ static int check_pids(int *pids, size_t n, struct proc_ident *ids, bool pss, int
 	return 0;
 }
 
-/* Reap memwatch run's child if it has exited; true then, with its status. */
-static bool reap_child(int pid, bool block, int *wstatus)
+/* Whether pid has started programs of its own: some are running, or it has
+ * reaped some (the minor faults of its reaped children, field 11 of its stat,
+ * which a zombie still shows: any program that ran made page faults). */
+static bool had_children(int pid)
 {
+	char path[80], buf[16];
+	unsigned long long cminflt;
+	ssize_t n = 0;
+	int fd;
+
+	if (pid_stat_field(pid, 11, &cminflt) == 0 && cminflt > 0)
+		return true;
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", pid, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof buf);
+		close(fd);
+	}
+	return n > 0;
+}
+
+/* Reap memwatch run's child if it has exited; true then, with its status, and
+ * *kids telling whether it had started programs (read before the reaping, while
+ * its /proc entry is still there). */
+static bool reap_child(int pid, bool block, int *wstatus, bool *kids)
+{
+	siginfo_t si;
 	pid_t r;
+	int e;
+
+	memset(&si, 0, sizeof si);
 	do
-		r = waitpid(pid, wstatus, block ? 0 : WNOHANG);
+		e = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT | (block ? 0 : WNOHANG));
+	while (e < 0 && errno == EINTR);
+	if (e < 0 || si.si_pid != pid)
+		return false;
+	*kids = had_children(pid);
+	do
+		r = waitpid(pid, wstatus, 0);
 	while (r < 0 && errno == EINTR);
 	return r == pid;
 }
@@ -566,6 +604,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	int status = MW_EXIT_OK, child_wstatus = 0;
 	bool lost_output = false;     /* a capture could not write its snapshots */
 	bool child_done = false;
+	bool child_kids = false;      /* memwatch run's command started programs */
 	unsigned handled_sigs = 0;
 	uint64_t start_ns, interval_ns = o->interval_ms * 1000000u, k = 0;
 	int e;
@@ -668,7 +707,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 		bool total_pss = true;
 		size_t live = 0;
 
-		if (run_mode && !child_done && reap_child(o->run_child, false, &child_wstatus))
+		if (run_mode && !child_done && reap_child(o->run_child, false, &child_wstatus, &child_kids))
 			child_done = true;
 		chld_seen = 0;
 		t = (double)(mono_ns() - start_ns) / 1e9;
@@ -732,7 +771,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 			bool is_child = run_mode && m[i].pid == o->run_child;
 
 			if (is_child && ps->found && ps->zombie && !child_done)
-				child_done = reap_child(o->run_child, true, &child_wstatus);
+				child_done = reap_child(o->run_child, true, &child_wstatus, &child_kids);
 			if (!ps->found || ps->zombie || (is_child && child_done)) {
 				status_clear(&sl);
 				if (is_child && child_done && WIFSIGNALED(child_wstatus))
@@ -863,6 +902,19 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	if (run_mode && child_done) {
 		status = WIFSIGNALED(child_wstatus) ? MW_EXIT_SIGNAL + WTERMSIG(child_wstatus)
 						    : WEXITSTATUS(child_wstatus);
+	}
+	if (run_mode && !child_done && strcmp(reason, "duration") == 0) {
+		/* the watch was asked to last this long, not the command: it is
+		 * left running as memwatch -p leaves its processes */
+		fprintf(stderr, "memwatch: pid %d is still running: the watch ended at --duration, "
+			"the command goes on without it\n", o->run_child);
+		child_kids = had_children(o->run_child);
+	}
+	if (run_mode && child_kids && !o->children && o->capture.mode != CAPTURE_NEVER) {
+		/* e.g. sh -c 'a | b': the memory is in programs that were not sampled */
+		fprintf(stderr, "memwatch: pid %d started other programs, which were not watched\n",
+			o->run_child);
+		mw_hint("memwatch run --children watches the programs the command starts");
 	}
 	if (run_mode) {
 		sigaction(SIGINT, &old_int, NULL);

@@ -113,6 +113,16 @@ nothing_left "no samples"
 run_mw 3 plot "$data/plot-badcols.log"
 expect_err_line "plot: '$data/plot-badcols.log' line 13: expected 10 columns, found 3$"
 nothing_left "bad column count"
+# a 10 MB number in a column is not echoed whole: 40 bytes and an ellipsis
+head -n 9 "$data/plot-one.log" > huge.log
+{ printf '1.001 4242 '; head -c 10000000 /dev/zero | tr '\0' 7; printf ' 1 1 1 0 1 1 1\n'; } >> huge.log
+run_mw 3 plot -o mem.png huge.log
+expect_err_line "plot: 'huge.log' line 10: invalid rss_kib '7{40}…'\$"
+[ "$(wc -c < err)" -lt 200 ] || fail "a huge column is echoed whole: $(wc -c < err) bytes on stderr"
+nothing_left "huge column"
+{ head -n 9 "$data/plot-one.log"; printf '# event '; head -c 100000 /dev/zero | tr '\0' 9; printf ' - end\n'; } > hugeev.log
+run_mw 3 plot -o mem.png hugeev.log
+expect_err_line "plot: 'hugeev.log' line 10: invalid event time '9{40}…'\$"
 : > empty.log
 run_mw 3 plot -o mem.png empty.log
 expect_err_line "plot: 'empty.log' is empty, not a memwatch run.log$"

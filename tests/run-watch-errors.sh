@@ -8,7 +8,13 @@ start_target "$TARGETS/flat" 1
 p=$target_pid
 
 run_mw 2 -p "$p" -i 0
-expect_err_line "--interval: duration '0' out of range"
+expect_err_line "--interval: duration '0' out of range \\(1ms to 36500d\\)"
+run_mw 2 -p "$p" -i 1e99s
+expect_err_line "--interval: duration '1e99s' out of range \\(1ms to 36500d\\)\$"
+# (-d 1ms: a memwatch that took the interval would end at once, not in 100 years)
+run_mw 2 -p "$p" -d 1ms -i 36501d -o toolong.log
+expect_err_line "--interval: duration '36501d' out of range \\(1ms to 36500d\\)\$"
+rm -f toolong.log
 run_mw 2 -p "$p" -i 5x
 expect_err_line "--interval: invalid duration '5x'"
 run_mw 2 -p "$p" --interval=
@@ -49,6 +55,30 @@ max=$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 4194304)
 run_mw 4 -p "$max"
 expect_err_line "pid $max: no such process"
 [ -e "memwatch-$max.log" ] && fail "a log was created for a missing pid"
+
+# a kernel thread (pid 2, kthreadd, outside a pid namespace) has no user
+# memory: said as such, status 4, no log
+kt=
+for f in /proc/2/stat /proc/[0-9]*/stat; do
+	fl=$(sed 's/.*) //' "$f" 2>/dev/null | cut -d' ' -f7)
+	case $fl in '' | *[!0-9]*) continue ;; esac
+	if [ $((fl / 2097152 % 2)) -eq 1 ]; then
+		kt=${f#/proc/}
+		kt=${kt%/stat}
+		break
+	fi
+done
+if [ -n "$kt" ]; then
+	run_mw 4 -p "$kt" -i 100ms -d 300ms -o kthread.log
+	expect_err_line "pid $kt is a kernel thread: it has no user memory to watch\$"
+	[ -e kthread.log ] && fail "a log was created for a kernel thread"
+	run_mw 4 snap -p "$kt" -w 1s -o kthread.snap
+	expect_err_line "pid $kt is a kernel thread: it has no heap to snapshot\$"
+	[ -e kthread.snap ] && fail "a snapshot was written for a kernel thread"
+	rm -f kthread.log kthread.snap
+else
+	echo "no kernel thread is visible here: the kernel thread case is left out" >&2
+fi
 
 # a thread id stands for its process, with a warning; twice the same process is
 # a usage error

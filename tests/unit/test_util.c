@@ -23,13 +23,20 @@ static void test_durations(void **state)
 	assert_int_equal(ms, 1500);
 	assert_int_equal(parse_duration_ms("1h", &ms, &cause), 0);
 	assert_int_equal(ms, 3600000);
-	static const char *bad[] = { "", "0", "0s", "-1s", "1x", "s", "1 s", "nan", "inf", "0.1ms" };
+	assert_int_equal(parse_duration_ms("36500d", &ms, &cause), 0);
+	assert_true(ms == 36500ull * 86400000ull);
+	static const char *bad[] = { "", "0", "0s", "-1s", "1x", "s", "1 s", "nan", "inf", "0.1ms",
+				     "36501d", "1e99s" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		cause = NULL;
 		assert_int_equal(parse_duration_ms(bad[i], &ms, &cause), -1);
 		assert_non_null(cause);
 		free(cause);
 	}
+	cause = NULL;
+	parse_duration_ms("1e99s", &ms, &cause);
+	assert_string_equal(cause, "duration '1e99s' out of range (1ms to 36500d)");
+	free(cause);
 }
 
 static void test_sizes(void **state)
