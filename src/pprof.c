@@ -331,7 +331,7 @@ static int write_gzip(FILE *f, const uint8_t *buf, size_t len, char **cause)
 /* The comments of the profile: what it is of, and how to read its values. */
 static size_t comments(struct builder *b, const struct pprof_source *src, int64_t *c)
 {
-	const struct snapshot *last = src->s[src->nin - 1];
+	const struct snapshot *last = src->s[src->nin == 2 ? 1 : 0];
 	char *t;
 	size_t n = 0;
 
@@ -362,7 +362,7 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 		{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
 		{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
 	};
-	const struct snapshot *first = src->s[0], *last = src->s[src->nin - 1];
+	const struct snapshot *first = src->s[0], *last = src->s[src->nin == 2 ? 1 : 0];
 	struct builder b = { .z = z };
 	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	ValueType vt[PPROF_NVALUES], period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;

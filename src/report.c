@@ -1358,7 +1358,7 @@ static int pprof_out(FILE *f, struct report *r)
 	v = select_rows(r, pred_pprof, r->nin == 2 ? cmp_change : cmp_live, r->o->top, &n);
 	p = xcalloc(n ? n : 1, sizeof *p);
 	for (i = 0; i < n; i++) {
-		const struct figures *a = &v[i]->f[0], *b = &v[i]->f[r->nin - 1];
+		const struct figures *a = &v[i]->f[0], *b = &v[i]->f[r->nin == 2 ? 1 : 0];
 		bool diff = r->nin == 2;
 		p[i].frames = v[i]->sf;
 		p[i].nframes = r->o->depth_set && r->o->depth && r->o->depth < v[i]->nframes
