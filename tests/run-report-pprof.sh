@@ -15,11 +15,14 @@ export HOME="$tmp" GOCACHE="$tmp/gocache" GOPATH="$tmp/go" PPROF_TMPDIR="$tmp/pp
 unset DEBUGINFOD_URLS GOFLAGS
 go tool pprof -h >/dev/null 2>&1 || skip "go tool pprof does not run here"
 
-# pprof FILE.out ARGS...: run go tool pprof, output to FILE.out; a failure fails
+# pprof FILE.out ARGS...: run go tool pprof, output to FILE.out; a failure or
+# a complaint (a symbolization it tried, a malformed profile) fails
 pprof() {
 	local o=$1
 	shift
-	go tool pprof "$@" >"$o" 2>"$o.err" || { fail "go tool pprof $*: exit status $?"; sed 's/^/  | /' "$o.err" >&2; }
+	go tool pprof "$@" >"$o" 2>"$o.err" || fail "go tool pprof $*: exit status $?"
+	[ -s "$o.err" ] && { fail "go tool pprof $* wrote to stderr:"; sed 's/^/  | /' "$o.err" >&2; }
+	return 0
 }
 # is_gzip FILE: the file starts with the gzip magic
 is_gzip() {
@@ -95,7 +98,7 @@ expect_grep '^ +81920B .*  leaky_helper \(inline\)$' base.txt
 expect_grep '^ +-1024B .*  shrink_site$' base.txt
 
 # refusals: a terminal, --by
-if command -v script >/dev/null 2>&1; then
+if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
 	script -qec "\"$MEMWATCH\" show -F pprof a.snap" /dev/null >tty.txt 2>&1
 	status=$?
 	[ "$status" -eq 2 ] || fail "pprof to a terminal: exit status $status, expected 2"
