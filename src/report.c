@@ -1501,7 +1501,8 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 			 argv[0], by_name(o->by));
 		return MW_EXIT_USAGE;
 	}
-	if (o->format == FMT_PPROF && !o->output && isatty(STDOUT_FILENO)) {
+	if (o->format == FMT_PPROF && (!o->output || strcmp(o->output, "-") == 0) &&
+	    isatty(STDOUT_FILENO)) {
 		mw_error("%s: --format pprof is binary and is not written to a terminal", argv[0]);
 		mw_hint("add -o FILE (e.g. -o heap.pb.gz), or redirect standard output");
 		return MW_EXIT_USAGE;

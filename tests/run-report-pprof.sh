@@ -104,6 +104,10 @@ if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>
 	[ "$status" -eq 2 ] || fail "pprof to a terminal: exit status $status, expected 2"
 	expect_grep 'memwatch: show: --format pprof is binary and is not written to a terminal' tty.txt
 	expect_no_grep "$(printf '\037')" tty.txt
+	script -qec "\"$MEMWATCH\" diff -F pprof -o - a.snap b.snap" /dev/null >tty.txt 2>&1
+	status=$?
+	[ "$status" -eq 2 ] || fail "pprof to a terminal by -o -: exit status $status, expected 2"
+	expect_grep 'memwatch: diff: --format pprof is binary' tty.txt
 	script -qec "\"$MEMWATCH\" show -F pprof -o t.pb.gz a.snap" /dev/null >tty.txt 2>&1 ||
 		fail "pprof -o from a terminal: exit status $?"
 	is_gzip t.pb.gz
