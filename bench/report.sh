@@ -78,9 +78,13 @@ for n in $sizes; do
 	measure "memwatch show (agent snapshot)" "$mw" show a.snap
 	t_show=$secs
 	measure "memwatch show -F folded (agent snapshot)" "$mw" show -F folded a.snap
+	measure "memwatch show -F pprof (agent snapshot)" "$mw" show -F pprof -o p.pb.gz a.snap
 	measure "memwatch diff (two agent snapshots)" "$mw" diff a.snap b.snap
+	measure "memwatch diff -F pprof (two agent snapshots)" "$mw" diff -F pprof -o p.pb.gz a.snap b.snap
 	measure "memwatch show (synthetic, libc frames)" "$mw" show s1.snap
+	measure "memwatch show -F pprof (synthetic)" "$mw" show -F pprof -o p.pb.gz s1.snap
 	measure "memwatch diff (synthetic)" "$mw" diff s1.snap s2.snap
+	measure "memwatch diff -F pprof (synthetic)" "$mw" diff -F pprof -o p.pb.gz s1.snap s2.snap
 	if [ "$have_heaptrack" = yes ]; then
 		rm -f ht.*
 		start=$(date +%s.%N)

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "commands.h"
 #include "maps.h"
+#include "pprof.h"
 #include "snapshot.h"
 #include "symbolize.h"
 #include "util.h"
@@ -31,7 +32,9 @@ const char diff_usage[] =
 	"    -m, --min-bytes SIZE   leave out rows whose change is smaller than SIZE\n"
 	"    -b, --by KIND          rows per stack (default), function or line\n"
 	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
-	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
+	"    -F, --format FMT       table (default), folded (flame graphs), json, or pprof\n"
+	"                           (a gzipped profile.proto for go tool pprof; needs -o\n"
+	"                           or a redirection: it is not written to a terminal)\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"    -o, --output FILE      write the report to FILE (a regular file is replaced\n"
 	"                           atomically, a device or FIFO written as it is)\n"
@@ -50,7 +53,9 @@ const char show_usage[] =
 	"    -m, --min-bytes SIZE   leave out rows smaller than SIZE\n"
 	"    -b, --by KIND          rows per stack (default), function or line\n"
 	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
-	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
+	"    -F, --format FMT       table (default), folded (flame graphs), json, or pprof\n"
+	"                           (a gzipped profile.proto for go tool pprof; needs -o\n"
+	"                           or a redirection: it is not written to a terminal)\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"    -o, --output FILE      write the report to FILE (a regular file is replaced\n"
 	"                           atomically, a device or FIFO written as it is)\n"
@@ -64,7 +69,7 @@ const char show_usage[] =
 	"    -h, --help             this help\n";
 
 enum by { BY_STACK, BY_FUNCTION, BY_LINE };
-enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON };
+enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON, FMT_PPROF };
 
 struct opts {
 	unsigned long top;
@@ -1590,6 +1595,70 @@ static void json_diff(FILE *f, struct report *r)
 }
 
 /* --------------------------------------------------------------------------- */
+/* pprof output (the encoder is pprof.c): every row with something to show, by
+ * stack; in a diff the values are changes, negative where memory was freed. */
+
+static bool pred_pprof(const struct report *r, const struct row *w)
+{
+	if (!focused(r, w))
+		return false;
+	if (r->nin == 2)
+		return (w->growth || w->f[0].live_blocks != w->f[1].live_blocks ||
+			w->f[0].alloc_bytes != w->f[1].alloc_bytes) &&
+		       (uint64_t)llabs(w->growth) >= r->o->min_bytes;
+	return (w->f[0].live_bytes || w->f[0].alloc_bytes) && w->f[0].live_bytes >= r->o->min_bytes;
+}
+
+/* Largest change first, growth or not. */
+static int cmp_change(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	if (llabs(a->growth) != llabs(b->growth))
+		return llabs(a->growth) > llabs(b->growth) ? -1 : 1;
+	return cmp_seq(a, b);
+}
+
+/* Write the report as a pprof profile. 0, or -1 (said). */
+static int pprof_out(FILE *f, struct report *r)
+{
+	struct pprof_source src = { .nin = r->nin };
+	struct pprof_sample *p;
+	struct row **v;
+	size_t n, i;
+	char *cause = NULL;
+	int rc, k;
+
+	v = select_rows(r, pred_pprof, r->nin == 2 ? cmp_change : cmp_live, r->o->top, &n);
+	p = xcalloc(n ? n : 1, sizeof *p);
+	for (i = 0; i < n; i++) {
+		const struct figures *a = &v[i]->f[0], *b = &v[i]->f[r->nin == 2 ? 1 : 0];
+		bool diff = r->nin == 2;
+		p[i].frames = v[i]->sf;
+		p[i].nframes = r->o->depth_set && r->o->depth && r->o->depth < v[i]->nframes
+				       ? (uint32_t)r->o->depth : v[i]->nframes;
+		p[i].map = v[i]->map;
+		p[i].nmodules = v[i]->nmodules;
+		p[i].value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
+		p[i].value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
+		p[i].value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
+		p[i].value[PPROF_INUSE_SPACE] = (int64_t)b->live_bytes - (diff ? (int64_t)a->live_bytes : 0);
+	}
+	for (k = 0; k < r->nin; k++) {
+		src.path[k] = r->in[k].path;
+		src.s[k] = r->in[k].s;
+		src.map[k] = r->in[k].map;
+	}
+	rc = pprof_write(f, r->z, &src, p, n, &cause);
+	if (rc < 0) {
+		mw_error("%s", cause);
+		free(cause);
+	}
+	free(p);
+	free(v);
+	return rc;
+}
+
+/* --------------------------------------------------------------------------- */
 /* Command lines. */
 
 /* Options with no short form. */
@@ -1689,9 +1758,11 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 				o->format = FMT_FOLDED;
 			else if (strcmp(optarg, "json") == 0)
 				o->format = FMT_JSON;
+			else if (strcmp(optarg, "pprof") == 0)
+				o->format = FMT_PPROF;
 			else {
-				mw_error("%s: invalid --format '%s' (table, folded or json)", argv[0],
-					 optarg);
+				mw_error("%s: invalid --format '%s' (table, folded, json or pprof)",
+					 argv[0], optarg);
 				return MW_EXIT_USAGE;
 			}
 			break;
@@ -1743,9 +1814,20 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 			return MW_EXIT_USAGE;
 		}
 	}
-	/* folded stacks are for tools that want the whole picture */
-	if (o->format == FMT_FOLDED && !o->top_set)
+	/* folded stacks and profiles are for tools that want the whole picture */
+	if ((o->format == FMT_FOLDED || o->format == FMT_PPROF) && !o->top_set)
 		o->top = 0;
+	if (o->format == FMT_PPROF && o->by != BY_STACK) {
+		mw_error("%s: --by %s does not apply to --format pprof (pprof groups by itself: -functions, -lines)",
+			 argv[0], by_name(o->by));
+		return MW_EXIT_USAGE;
+	}
+	if (o->format == FMT_PPROF && (!o->output || strcmp(o->output, "-") == 0) &&
+	    isatty(STDOUT_FILENO)) {
+		mw_error("%s: --format pprof is binary and is not written to a terminal", argv[0]);
+		mw_hint("add -o FILE (e.g. -o heap.pb.gz), or redirect standard output");
+		return MW_EXIT_USAGE;
+	}
 	return -1;
 }
 
@@ -1905,6 +1987,15 @@ static int run_report(struct opts *o, char **paths, int npaths)
 			json_diff(f, &r);
 		else
 			json_show(f, &r);
+	} else if (o->format == FMT_PPROF) {
+		if (pprof_out(f, &r) < 0) {
+			if (f != outfile_stream(out))
+				fclose(f);
+			free(text);
+			outfile_abort(out);
+			report_free(&r);
+			return MW_EXIT_FAILURE;
+		}
 	} else {
 		struct row **v;
 		size_t n;

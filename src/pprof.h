@@ -1,0 +1,56 @@
+/* pprof.h: memwatch's reports as pprof profiles (the public profile.proto
+ * format, gzip-compressed), for `go tool pprof` and the other tools that read
+ * it. The profile is symbolized here, at report time: functions, files, lines
+ * and inlined frames travel in the file, and mappings carry their build-ids. */
+#ifndef MEMWATCH_PPROF_H
+#define MEMWATCH_PPROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "snapshot.h"
+#include "symbolize.h"
+
+/* The values of a sample, in the order of Go's heap profiles (the sample types
+ * alloc_objects, alloc_space, inuse_objects, inuse_space; inuse_space is the
+ * default). */
+enum pprof_value {
+	PPROF_ALLOC_OBJECTS,
+	PPROF_ALLOC_SPACE,
+	PPROF_INUSE_OBJECTS,
+	PPROF_INUSE_SPACE,
+	PPROF_NVALUES
+};
+
+/* One call stack and its values. The frames are those of a snapshot, innermost
+ * first; map turns their module indexes into the symbolizer's (as
+ * symbolizer_add returned it, nmodules entries). Nothing is copied. */
+struct pprof_sample {
+	const struct snap_frame *frames;
+	uint32_t nframes;
+	const uint32_t *map;
+	size_t nmodules;
+	int64_t value[PPROF_NVALUES];
+};
+
+/* What the profile is of: one snapshot (show), or the change from in[0] to
+ * in[1] (diff: the values are differences, negative where memory was freed,
+ * as `pprof -diff_base` shows them). Each snapshot with its module map. */
+struct pprof_source {
+	int nin;
+	const char *path[2];
+	const struct snapshot *s[2];
+	const uint32_t *map[2];
+};
+
+/* Write the profile of the n samples v to f: encoded (protobuf-c) and gzipped.
+ * Frames are symbolized with z. The values are memwatch's estimates as they
+ * are: already unbiased for the sampling, so a reader must not scale them
+ * again (the sampling rate is recorded as the profile's period, as in Go's
+ * heap profiles). Returns 0, or -1 with *cause (caller frees). */
+int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
+		const struct pprof_sample *v, size_t n, char **cause);
+
+#endif
