@@ -407,3 +407,20 @@ void capture_free(struct capture *c)
 	free(c->exit_snap);
 	free(c);
 }
+
+const char *capture_state_name(const struct capture *c)
+{
+	if (c->o.mode == CAPTURE_NEVER)
+		return "off";
+	switch (c->state) {
+	case ST_IDLE: return "idle";
+	case ST_CAPTURING: return "capturing";
+	case ST_FAILED: return "failed";
+	default: return "stopped";
+	}
+}
+
+unsigned capture_snapshots(const struct capture *c)
+{
+	return c->nsnaps;
+}

@@ -46,5 +46,9 @@ void capture_sample(struct capture *c, double t, const struct mem_sample *s);
  * Returns 0, or -1 when snapshots could not be written (said). */
 int capture_end(struct capture *c, double t, const char *reason, bool process_gone);
 void capture_free(struct capture *c);
+/* The state of c in a word ("off", "idle", "capturing", "failed", "stopped")
+ * and the snapshots it wrote, for the metrics. */
+const char *capture_state_name(const struct capture *c);
+unsigned capture_snapshots(const struct capture *c);
 
 #endif

@@ -24,7 +24,7 @@
 #define RATE_MIN_SPAN_S 30.0
 #define RATE_MIN_POINTS 5u
 #define RATE_MIN_SPACING_S 0.9
-#define WIN_CAP (sizeof ((struct trigger_state *)0)->win_t / sizeof(double))
+#define WIN_CAP (sizeof ((struct growth_window *)0)->t / sizeof(double))
 
 /* Parse a growth rule: "+64MiB", "+20%", or a rate "10MiB/min" (/s, /m, /min, /h). */
 int trigger_parse(const char *s, struct trigger_rule *r, char **cause)
@@ -121,51 +121,51 @@ void trigger_init(struct trigger_state *st, const struct trigger_rule *r)
 }
 
 /* Index of the i-th oldest point of the window. */
-static unsigned win_at(const struct trigger_state *st, unsigned i)
+static unsigned win_at(const struct growth_window *w, unsigned i)
 {
-	return (st->win_head + WIN_CAP - st->win_n + i) % WIN_CAP;
+	return (w->head + WIN_CAP - w->n + i) % WIN_CAP;
 }
 
-/* Add a point to the rate window, dropping points that fell out of it. */
-static void win_push(struct trigger_state *st, double t, double v)
+/* Add a point to the window, dropping points that fell out of it. */
+void growth_window_push(struct growth_window *w, double t, double v)
 {
-	if (st->win_n > 0) {
-		double last = st->win_t[win_at(st, st->win_n - 1)];
+	if (w->n > 0) {
+		double last = w->t[win_at(w, w->n - 1)];
 		if (t - last < RATE_MIN_SPACING_S)
 			return;
 	}
-	if (st->win_n == WIN_CAP)
-		st->win_n--;
-	st->win_t[st->win_head] = t;
-	st->win_v[st->win_head] = v;
-	st->win_head = (st->win_head + 1) % WIN_CAP;
-	st->win_n++;
+	if (w->n == WIN_CAP)
+		w->n--;
+	w->t[w->head] = t;
+	w->v[w->head] = v;
+	w->head = (w->head + 1) % WIN_CAP;
+	w->n++;
 	/* drop the oldest while the rest still covers the whole window */
-	while (st->win_n > RATE_MIN_POINTS && t - st->win_t[win_at(st, 1)] >= RATE_WINDOW_S)
-		st->win_n--;
+	while (w->n > RATE_MIN_POINTS && t - w->t[win_at(w, 1)] >= RATE_WINDOW_S)
+		w->n--;
 }
 
 /* Least-squares slope (bytes per second) of the window; false when too short. */
-static bool win_slope(const struct trigger_state *st, double *slope)
+bool growth_window_slope(const struct growth_window *w, double *slope)
 {
 	double t0, mt = 0, mv = 0, sxx = 0, sxy = 0;
-	unsigned i, n = st->win_n;
+	unsigned i, n = w->n;
 
 	if (n < RATE_MIN_POINTS)
 		return false;
-	t0 = st->win_t[win_at(st, 0)];
-	if (st->win_t[win_at(st, n - 1)] - t0 < RATE_MIN_SPAN_S)
+	t0 = w->t[win_at(w, 0)];
+	if (w->t[win_at(w, n - 1)] - t0 < RATE_MIN_SPAN_S)
 		return false;
 	for (i = 0; i < n; i++) {
-		mt += st->win_t[win_at(st, i)] - t0;
-		mv += st->win_v[win_at(st, i)];
+		mt += w->t[win_at(w, i)] - t0;
+		mv += w->v[win_at(w, i)];
 	}
 	mt /= n;
 	mv /= n;
 	for (i = 0; i < n; i++) {
-		double dt = st->win_t[win_at(st, i)] - t0 - mt;
+		double dt = w->t[win_at(w, i)] - t0 - mt;
 		sxx += dt * dt;
-		sxy += dt * (st->win_v[win_at(st, i)] - mv);
+		sxy += dt * (w->v[win_at(w, i)] - mv);
 	}
 	if (sxx <= 0)
 		return false;
@@ -174,11 +174,11 @@ static bool win_slope(const struct trigger_state *st, double *slope)
 }
 
 /* Both halves of the window grew by at least half the rate. */
-static bool win_halves_grow(const struct trigger_state *st, double rate)
+static bool win_halves_grow(const struct growth_window *w, double rate)
 {
-	unsigned n = st->win_n, a = win_at(st, 0), mid = win_at(st, n / 2), z = win_at(st, n - 1);
-	return st->win_v[mid] - st->win_v[a] >= 0.5 * rate * (st->win_t[mid] - st->win_t[a]) &&
-	       st->win_v[z] - st->win_v[mid] >= 0.5 * rate * (st->win_t[z] - st->win_t[mid]);
+	unsigned n = w->n, a = win_at(w, 0), mid = win_at(w, n / 2), z = win_at(w, n - 1);
+	return w->v[mid] - w->v[a] >= 0.5 * rate * (w->t[mid] - w->t[a]) &&
+	       w->v[z] - w->v[mid] >= 0.5 * rate * (w->t[z] - w->t[mid]);
 }
 
 /* Feed one sample; true at the first sample where the rule holds, never again. */
@@ -192,7 +192,7 @@ bool trigger_update(struct trigger_state *st, double t, uint64_t rss)
 		st->baseline = rss;
 	}
 	if (st->rule.kind == TRIGGER_RATE)
-		win_push(st, t, (double)rss);
+		growth_window_push(&st->win, t, (double)rss);
 	if (st->fired)
 		return false;
 	switch (st->rule.kind) {
@@ -204,8 +204,8 @@ bool trigger_update(struct trigger_state *st, double t, uint64_t rss)
 		holds = holds && rss > st->baseline;
 		break;
 	case TRIGGER_RATE:
-		holds = win_slope(st, &slope) && slope >= st->rule.bytes_per_s &&
-			win_halves_grow(st, st->rule.bytes_per_s);
+		holds = growth_window_slope(&st->win, &slope) && slope >= st->rule.bytes_per_s &&
+			win_halves_grow(&st->win, st->rule.bytes_per_s);
 		break;
 	}
 	if (holds)

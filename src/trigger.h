@@ -25,16 +25,26 @@ int trigger_parse(const char *s, struct trigger_rule *r, char **cause);
 /* "+64 MiB over baseline" etc. for events and messages, into buf. */
 const char *trigger_describe(const struct trigger_rule *r, char *buf, size_t n);
 
+/* A window of recent (time, RSS) samples for a sustained growth rate: at
+ * least 5 points and, beyond that, no more than 60 s, points closer than 0.9 s
+ * to the previous one left out (a ring buffer). */
+struct growth_window {
+	double t[64];
+	double v[64];
+	unsigned n, head;
+};
+void growth_window_push(struct growth_window *w, double t, double v);
+/* The least-squares slope of the window in bytes per second; false until it
+ * spans 30 s. */
+bool growth_window_slope(const struct growth_window *w, double *slope);
+
 /* The evaluation state of one process's trigger. */
 struct trigger_state {
 	struct trigger_rule rule;
 	bool have_baseline;
 	uint64_t baseline;       /* bytes: RSS at the first sample */
 	bool fired;
-	/* rate estimation over a window of recent samples (ring buffer) */
-	double win_t[64];
-	double win_v[64];
-	unsigned win_n, win_head;
+	struct growth_window win; /* rate rules */
 };
 
 void trigger_init(struct trigger_state *st, const struct trigger_rule *r);

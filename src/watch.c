@@ -20,6 +20,7 @@
 #include "runlog.h"
 #include "util.h"
 #include "watch.h"
+#include "metrics.h"
 
 const char watch_usage[] =
 	"  memwatch [watch] -p PID [options]\n"
@@ -34,6 +35,8 @@ const char watch_usage[] =
 	"      --pss               also PSS and USS (smaps_rollup: a walk of the page tables,\n"
 	"                          about 6-12 ms of CPU per GiB resident per sample)\n"
 	"  -q, --quiet             no live status line on the terminal\n"
+	"      --metrics FILE      the current figures in Prometheus text format, replaced\n"
+	"                          after every sample (node_exporter's textfile collector)\n"
 	"      --capture WHEN      load the agent: growth (default), now, never\n"
 	"  -t, --trigger RULE      growth that starts capture: +64MiB (default), +20%,\n"
 	"                          10MiB/min (slope over the last 30-60 s)\n"
@@ -51,7 +54,7 @@ const char watch_usage[] =
 
 enum {
 	OPT_PSS = 256, OPT_CAPTURE, OPT_SNAP_EVERY, OPT_MAX_SNAPS, OPT_MAX_DEPTH,
-	OPT_MAX_STACKS, OPT_NO_REPORT,
+	OPT_MAX_STACKS, OPT_NO_REPORT, OPT_METRICS,
 };
 
 static const struct option long_options[] = {
@@ -71,6 +74,7 @@ static const struct option long_options[] = {
 	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -242,6 +246,9 @@ int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int 
 		case OPT_NO_REPORT:
 			o->capture.report = false;
 			break;
+		case OPT_METRICS:
+			o->metrics = optarg;
+			break;
 		case 'h':
 			return WATCH_PARSE_HELP;
 		case ':':
@@ -309,6 +316,8 @@ struct member {
 	bool gone;
 	bool pss_warned;
 	struct capture *cap;
+	char *cmd;               /* its command line, for --metrics */
+	struct growth_window win; /* its recent RSS, for --metrics' growth rate */
 };
 
 /* Run mode: memwatch's own signals are recorded with their origin, and the
@@ -594,6 +603,8 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	size_t nm = 0, capm = 0, i;
 	int *pids = NULL;
 	struct proc_stat *stats = NULL;
+	struct metrics_proc *mprocs = NULL;    /* --metrics: the live members' figures */
+	unsigned metrics_warned = 0;
 	size_t cap_arr = 0;
 	int *roots;
 	size_t nroots;
@@ -698,7 +709,8 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 		/* another user's process was warned about already, PSS included */
 		m[nm++] = (struct member){ .pid = roots[i], .root = true,
 					   .pss_warned = ids[i].other_user,
-					   .cap = capture_new(&o->capture, roots[i], log) };
+					   .cap = capture_new(&o->capture, roots[i], log),
+					   .cmd = xstrdup(ids[i].cmdline) };
 	}
 
 	for (;;) {
@@ -722,6 +734,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 						cap_arr = cap_arr ? cap_arr * 2 : 16;
 						pids = xrealloc(pids, cap_arr * sizeof *pids);
 						stats = xrealloc(stats, cap_arr * sizeof *stats);
+						mprocs = xrealloc(mprocs, cap_arr * sizeof *mprocs);
 					}
 					pids[j++] = m[i].pid;
 				}
@@ -740,13 +753,13 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 					v = event_value(id.cmdline);
 					runlog_event(log, t, kids[j], "process", "ppid=%d cmd=%s", kppids[j], v);
 					free(v);
-					free(id.cmdline);
 					if (nm == capm) {
 						capm *= 2;
 						m = xrealloc(m, capm * sizeof *m);
 					}
 					m[nm++] = (struct member){ .pid = kids[j],
-						.cap = capture_new(&o->capture, kids[j], log) };
+						.cap = capture_new(&o->capture, kids[j], log),
+						.cmd = id.cmdline };
 				}
 			}
 		}
@@ -755,6 +768,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 			cap_arr = nm * 2;
 			pids = xrealloc(pids, cap_arr * sizeof *pids);
 			stats = xrealloc(stats, cap_arr * sizeof *stats);
+			mprocs = xrealloc(mprocs, cap_arr * sizeof *mprocs);
 		}
 		for (i = 0; i < nm; i++)
 			pids[i] = m[i].pid;
@@ -797,6 +811,16 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 			}
 			runlog_sample(log, t, &ps->s);
 			capture_sample(m[i].cap, t, &ps->s);
+			if (o->metrics) {
+				struct metrics_proc *mp = &mprocs[live];
+				growth_window_push(&m[i].win, t, (double)ps->s.rss * 1024);
+				mp->pid = m[i].pid;
+				mp->command = m[i].cmd;
+				mp->s = &ps->s;
+				mp->have_growth = growth_window_slope(&m[i].win, &mp->growth_bps);
+				mp->capture = capture_state_name(m[i].cap);
+				mp->snapshots = capture_snapshots(m[i].cap);
+			}
 			live++;
 			total.rss += ps->s.rss;
 			total.anon += ps->s.anon;
@@ -816,12 +840,24 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 		if (multi && live > 0)
 			runlog_sample(log, t, &total);
 
+		if (o->metrics && metrics_write(o->metrics, mprocs, live, t, &cause) < 0) {
+			/* said once; the watch and its log go on */
+			if (!metrics_warned++) {
+				status_clear(&sl);
+				mw_warn("--metrics: %s", cause);
+			}
+			free(cause);
+			cause = NULL;
+		}
 		/* forget the members that are gone, keep the order of the rest */
 		{
 			size_t j = 0;
-			for (i = 0; i < nm; i++)
+			for (i = 0; i < nm; i++) {
 				if (!m[i].gone)
 					m[j++] = m[i];
+				else
+					free(m[i].cmd);
+			}
 			nm = j;
 		}
 		if (live > 0)
@@ -896,8 +932,14 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 			if (capture_end(m[i].cap, t, reason, false) < 0)
 				lost_output = true;
 			capture_free(m[i].cap);
+			free(m[i].cmd);
 		}
 		runlog_event(log, t, 0, "end", "reason=%s", reason);
+		/* the watch is over: no process is reported any more */
+		if (o->metrics && metrics_write(o->metrics, NULL, 0, t, &cause) < 0) {
+			free(cause);
+			cause = NULL;
+		}
 	}
 	if (run_mode && child_done) {
 		status = WIFSIGNALED(child_wstatus) ? MW_EXIT_SIGNAL + WTERMSIG(child_wstatus)
@@ -949,6 +991,7 @@ out:
 	free(m);
 	free(pids);
 	free(stats);
+	free(mprocs);
 	free(outname);
 	free(prefix);
 	proc_tree_free(tree);

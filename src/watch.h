@@ -19,6 +19,7 @@ struct watch_opts {
 	bool force;                  /* -f: overwrite the log and snapshots */
 	bool pss;                    /* --pss: PSS and USS too */
 	bool quiet;                  /* -q: no status line */
+	const char *metrics;         /* --metrics FILE: Prometheus text after every sample */
 	struct capture_opts capture; /* --capture, --trigger, --snap-every, ... */
 	int run_child;               /* >0: memwatch run's child, watched and reaped here */
 };
