@@ -45,6 +45,7 @@ static const char outro[] =
 	"  memwatch diff a.snap b.snap         which call stacks grew\n"
 	"  memwatch show a.snap                what one snapshot holds\n"
 	"  memwatch plot run.log > mem.png     draw the memory of a run\n"
+	"  memwatch diff -F svg -o g.svg a.snap b.snap   flame graph of the growth\n"
 	"\n"
 	"Exit status:\n"
 	"  0    success (the watch's duration elapsed, the report or file was written)\n"

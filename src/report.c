@@ -1,10 +1,12 @@
 /* report.c: memwatch show (what one snapshot holds, by call stack) and memwatch
  * diff (what grew between two snapshots, by call stack), as a table for people,
- * folded stacks for flame graphs, or JSON. Stacks are matched by (module
- * build-id, offset) frames, never by raw addresses, so snapshots of two runs of
- * the same binaries diff cleanly whatever their address layouts. */
+ * folded stacks for flame graphs, JSON, or an SVG flame graph (src/flame.c).
+ * Stacks are matched by (module build-id, offset) frames, never by raw
+ * addresses, so snapshots of two runs of the same binaries diff cleanly
+ * whatever their address layouts. */
 #include "config.h"
 #include "commands.h"
+#include "flame.h"
 #include "maps.h"
 #include "snapshot.h"
 #include "symbolize.h"
@@ -30,7 +32,8 @@ const char diff_usage[] =
 	"    -m, --min-bytes SIZE   leave out rows whose change is smaller than SIZE\n"
 	"    -b, --by KIND          rows per stack (default), function or line\n"
 	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
-	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
+	"    -F, --format FMT       table (default), folded (flame graphs), json, or svg\n"
+	"                           (a flame graph that opens in a browser)\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"    -o, --output FILE      write the report to FILE (replaced atomically)\n"
 	"    -h, --help             this help\n";
@@ -43,7 +46,8 @@ const char show_usage[] =
 	"    -m, --min-bytes SIZE   leave out rows smaller than SIZE\n"
 	"    -b, --by KIND          rows per stack (default), function or line\n"
 	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
-	"    -F, --format FMT       table (default), folded (flame graphs) or json\n"
+	"    -F, --format FMT       table (default), folded (flame graphs), json, or svg\n"
+	"                           (a flame graph that opens in a browser)\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"    -o, --output FILE      write the report to FILE (replaced atomically)\n"
 	"    -E, --embed-symbols FILE  also write a copy of the snapshot with the symbols of\n"
@@ -51,7 +55,7 @@ const char show_usage[] =
 	"    -h, --help             this help\n";
 
 enum by { BY_STACK, BY_FUNCTION, BY_LINE };
-enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON };
+enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON, FMT_SVG };
 
 struct opts {
 	unsigned long top;
@@ -1318,6 +1322,78 @@ static void json_diff(FILE *f, struct report *r)
 	free(shrunk);
 }
 
+/* The rows as a flame graph (src/flame.c): a snapshot's live bytes, or a
+ * diff's growth and shrinkage; frames labelled as in folded stacks. */
+static void flame_svg(FILE *f, struct report *r, bool inline_svg)
+{
+	bool diff = r->nin == 2;
+	struct flame *fl = flame_new(diff);
+	struct row **v[2];
+	size_t n[2] = { 0, 0 }, i, k, nd, len;
+	struct flame_frame *fr = NULL;
+	struct dframe *d;
+	char *labels = NULL, *title, *sub, b[32];
+	FILE *m;
+
+	if (diff) {
+		v[0] = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &n[0]);
+		v[1] = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &n[1]);
+	} else {
+		v[0] = select_rows(r, pred_live, cmp_live, r->o->top, &n[0]);
+		v[1] = NULL;
+	}
+	/* the labels of a row, NUL-separated, made by the folded format's code */
+	m = open_memstream(&labels, &len);
+	if (!m)
+		abort();
+	for (int s = 0; s < 2; s++) {
+		for (i = 0; i < n[s]; i++) {
+			const struct row *w = v[s][i];
+			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, &d, NULL);
+			/* each row's labels over the last one's */
+			fseek(m, 0, SEEK_SET);
+			for (k = 0; k < nd; k++) {
+				folded_name(m, r, &d[k]);
+				fputc('\0', m);
+			}
+			fflush(m);
+			fr = xrealloc(fr, (nd ? nd : 1) * sizeof *fr);
+			for (k = 0; k < nd; k++) {
+				struct flame_frame *x = &fr[nd - 1 - k];
+				x->label = k ? x[1].label + strlen(x[1].label) + 1 : labels;
+				x->file = d[k].file;
+				x->line = d[k].line;
+				x->module = d[k].gmod == SYM_NO_MODULE ? NULL
+								   : symbolizer_module_name(r->z, d[k].gmod);
+				x->inlined = d[k].inlined;
+			}
+			flame_add(fl, fr, nd, diff ? w->f[0].live_bytes : 0, diff ? w->f[1].live_bytes : w->f[0].live_bytes,
+				  diff ? w->f[0].live_blocks : 0, diff ? w->f[1].live_blocks : w->f[0].live_blocks);
+			free(d);
+		}
+	}
+	fclose(m);
+	free(labels);
+	if (diff) {
+		title = xasprintf("memory growth: %s -> %s", base_name(r->in[0].path),
+				  base_name(r->in[1].path));
+		sub = xasprintf("%s of sampled heap; widths by bytes changed: red grew, blue shrank",
+				fmt_signed(b, sizeof b, (int64_t)r->in[1].total.live_bytes -
+								(int64_t)r->in[0].total.live_bytes));
+	} else {
+		title = xasprintf("live heap: %s", base_name(r->in[0].path));
+		sub = xasprintf("%s live (sampled estimate), pid %" PRId32 "; widths by live bytes",
+				fmt_bytes(b, sizeof b, (double)r->in[0].total.live_bytes), r->in[0].s->pid);
+	}
+	flame_write(fl, f, title, sub, inline_svg);
+	free(title);
+	free(sub);
+	free(fr);
+	free(v[0]);
+	free(v[1]);
+	flame_free(fl);
+}
+
 /* --------------------------------------------------------------------------- */
 /* Command lines. */
 
@@ -1389,8 +1465,10 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 				o->format = FMT_FOLDED;
 			else if (strcmp(optarg, "json") == 0)
 				o->format = FMT_JSON;
+			else if (strcmp(optarg, "svg") == 0)
+				o->format = FMT_SVG;
 			else {
-				mw_error("%s: invalid --format '%s' (table, folded or json)", argv[0],
+				mw_error("%s: invalid --format '%s' (table, folded, json or svg)", argv[0],
 					 optarg);
 				return MW_EXIT_USAGE;
 			}
@@ -1425,7 +1503,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 		}
 	}
 	/* folded stacks are for tools that want the whole picture */
-	if (o->format == FMT_FOLDED && !o->top_set)
+	if ((o->format == FMT_FOLDED || o->format == FMT_SVG) && !o->top_set)
 		o->top = 0;
 	return -1;
 }
@@ -1582,6 +1660,8 @@ static int run_report(struct opts *o, char **paths, int npaths)
 			json_diff(f, &r);
 		else
 			json_show(f, &r);
+	} else if (o->format == FMT_SVG) {
+		flame_svg(f, &r, false);
 	} else {
 		struct row **v;
 		size_t n;
