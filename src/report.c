@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "flame.h"
 #include "maps.h"
+#include "report.h"
 #include "snapshot.h"
 #include "symbolize.h"
 #include "util.h"
@@ -1593,6 +1594,68 @@ static bool progress_possible(void)
 	return u && *u && !getenv("DEBUGINFOD_PROGRESS") && isatty(STDERR_FILENO);
 }
 
+/* Read the inputs into r (r->o set) and build the rows. 0, or an exit status
+ * (said; r freed). */
+static int report_load(struct report *r, char *const *paths, int npaths)
+{
+	struct opts *o = r->o;
+	char *cause = NULL;
+	int i;
+
+	for (i = 0; i < npaths; i++) {
+		r->in[i].path = paths[i];
+		r->in[i].s = snapshot_read(paths[i], &cause);
+		if (!r->in[i].s) {
+			mw_error("%s", cause);
+			free(cause);
+			r->nin = i;
+			report_free(r);
+			return MW_EXIT_BADFILE;
+		}
+	}
+	r->nin = npaths;
+	if (npaths == 2)
+		check_same_program(r);
+	if (o->embed && embed_copy(o, r->in[0].s) < 0) {
+		report_free(r);
+		return MW_EXIT_FAILURE;
+	}
+	r->z = symbolizer_new(o->dirs, o->ndirs);
+	for (i = 0; i < npaths; i++)
+		r->in[i].map = symbolizer_add(r->z, r->in[i].s);
+	for (i = 0; i < npaths; i++)
+		collect(r, i);
+	for (size_t k = 0; k < r->nrows; k++)
+		row_finish(&r->rows[k], npaths == 2);
+	return MW_EXIT_OK;
+}
+
+int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs, FILE *table,
+		 FILE *svg)
+{
+	struct opts o = { .top = 10, .depth = 5 };
+	struct report r = { .o = &o };
+	int st;
+
+	/* report_free frees the list of directories: a copy */
+	o.dirs = xmalloc((ndirs ? ndirs : 1) * sizeof *o.dirs);
+	memcpy(o.dirs, dirs, ndirs * sizeof *o.dirs);
+	o.ndirs = ndirs;
+	st = report_load(&r, paths, npaths);
+	if (st != MW_EXIT_OK)
+		return st;
+	if (table && npaths == 2)
+		table_diff(table, &r);
+	else if (table)
+		table_show(table, &r);
+	if (svg) {
+		o.top = 0;
+		flame_svg(svg, &r, true);
+	}
+	report_free(&r);
+	return MW_EXIT_OK;
+}
+
 /* Read the inputs, build the rows and write the report: the common body of
  * diff (two paths) and show (one). */
 static int run_report(struct opts *o, char **paths, int npaths)
@@ -1601,34 +1664,12 @@ static int run_report(struct opts *o, char **paths, int npaths)
 	struct outfile *out;
 	char *cause = NULL, *text = NULL;
 	size_t textlen = 0;
-	int i, status = MW_EXIT_OK;
+	int status;
 	FILE *f;
 
-	for (i = 0; i < npaths; i++) {
-		r.in[i].path = paths[i];
-		r.in[i].s = snapshot_read(paths[i], &cause);
-		if (!r.in[i].s) {
-			mw_error("%s", cause);
-			free(cause);
-			r.nin = i;
-			report_free(&r);
-			return MW_EXIT_BADFILE;
-		}
-	}
-	r.nin = npaths;
-	if (npaths == 2)
-		check_same_program(&r);
-	if (o->embed && embed_copy(o, r.in[0].s) < 0) {
-		report_free(&r);
-		return MW_EXIT_FAILURE;
-	}
-	r.z = symbolizer_new(o->dirs, o->ndirs);
-	for (i = 0; i < npaths; i++)
-		r.in[i].map = symbolizer_add(r.z, r.in[i].s);
-	for (i = 0; i < npaths; i++)
-		collect(&r, i);
-	for (size_t k = 0; k < r.nrows; k++)
-		row_finish(&r.rows[k], npaths == 2);
+	status = report_load(&r, paths, npaths);
+	if (status != MW_EXIT_OK)
+		return status;
 
 	out = outfile_open(o->output ? o->output : "-", true, &cause);
 	if (!out) {

@@ -1,7 +1,8 @@
 #!/bin/sh
-# run-report-flame.sh: the pictures: show and diff as SVG flame graphs, opened
-# in headless Chromium, which must run their scripts without an error and
-# render the leaking function's label. The screenshots are kept beside this test's
+# run-report-flame.sh: the pictures: show and diff as SVG flame graphs, and
+# memwatch report's HTML page for a real watch of the demo; both opened in
+# headless Chromium, which must run their scripts without an error and render
+# the leaking function's label. The screenshots are kept beside this test's
 # log (tests/run-report-flame-*.png) and their paths printed.
 . "$top_srcdir/tests/lib.sh"
 
@@ -49,6 +50,63 @@ run_mw 3 diff -F svg -o never.svg a.snap bad.snap
 expect_err_line "bad\.snap"
 [ -e never.svg ] && fail "a failed diff left never.svg"
 
+# memwatch report: a real watch of the demo, which leaks in cache_store
+[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
+	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+"$TARGETS/demo" 30 > demo.out &
+demo=$!
+started_pids="$started_pids $demo"
+run_mw 0 -p "$demo" -i 250ms -d 6s -q --trigger +16MiB --snap-every +16MiB -o flow.log
+kill "$demo" 2>/dev/null
+expect_grep "^# event [0-9.]+ $demo snapshot path=flow\.$demo\.[0-9]+-final\.snap" flow.log
+
+command -v gnuplot >/dev/null 2>&1 || skip "gnuplot is not installed (apt-get install gnuplot-nox)"
+run_mw 0 report -o run.html flow.log
+[ -s err ] && fail "report wrote to stderr: $(cat err)"
+expect_grep '^<!DOCTYPE html>$' run.html
+expect_grep '<img class="plot" [^>]*src="data:image/svg\+xml;base64,' run.html
+expect_grep "^<h2>pid $demo: growth from flow\.$demo\.1\.snap to flow\.$demo\.[0-9]+-final\.snap</h2>$" run.html
+expect_grep '^<g class="mwf"><title>cache_store$' run.html
+expect_grep 'cache_store  demo\.c:25' run.html
+expect_grep '^<h2>time line: [0-9]+ snapshots</h2>$' run.html
+expect_no_grep '(href|src)="(https?:|//)' run.html
+# the page is written atomically: an existing file is kept without --force
+run_mw 1 report -o run.html flow.log
+expect_err_line "run\.html"
+run_mw 0 report -f -o run.html flow.log
+
+# without gnuplot the page is still made, without the plot, and a warning says so
+MEMWATCH_GNUPLOT=/nonexistent/gnuplot
+export MEMWATCH_GNUPLOT
+run_mw 0 report -o noplot.html flow.log
+unset MEMWATCH_GNUPLOT
+expect_grep '^memwatch: warning: report: no memory plot in the page: gnuplot not found' err
+expect_grep '^<p class="note">no memory plot: ' noplot.html
+expect_grep '^<g class="mwf"><title>cache_store$' noplot.html
+# bad input
+run_mw 2 report
+expect_err_line "report: expected one run log \(got 0\)"
+run_mw 3 report -o x.html a.snap
+expect_err_line "report: .*a\.snap"
+[ -e x.html ] && fail "a failed report left x.html"
+# a snapshot named in the log but gone: left out, said once
+mv "flow.$demo.1.snap" gone.snap
+run_mw 0 report -o partial.html flow.log
+expect_grep "^memwatch: warning: report: snapshot 'flow\.$demo\.1\.snap' named in 'flow\.log' not found: left out$" err
+mv gone.snap "flow.$demo.1.snap"
+# one that is not a snapshot: one line naming it, no page
+cp "flow.$demo.1.snap" keep.snap
+printf 'garbage' > "flow.$demo.1.snap"
+run_mw 3 report -o corrupt.html flow.log
+expect_err_line "flow\.$demo\.1\.snap"
+[ -e corrupt.html ] && fail "a report of a corrupt snapshot left corrupt.html"
+mv keep.snap "flow.$demo.1.snap"
+# the log's snapshots are found beside it when the report runs elsewhere
+mkdir -p elsewhere && cd elsewhere || exit 99
+run_mw 0 report -o ../far.html ../flow.log
+cd .. || exit 99
+expect_grep '^<g class="mwf"><title>cache_store$' far.html
+
 # a real browser: headless Chromium loads each picture, runs its script and
 # renders it; the screenshot is kept for people to look at
 CHROMIUM=
@@ -91,4 +149,5 @@ browse() {
 }
 browse show show.svg 'leaky_helper_\[i\]'
 browse diff diff.svg 'leaky_helper_\[i\]'
+browse report run.html 'cache_store'
 finish
