@@ -79,8 +79,11 @@ for n in $sizes; do
 	t_show=$secs
 	measure "memwatch show -F folded (agent snapshot)" "$mw" show -F folded a.snap
 	measure "memwatch diff (two agent snapshots)" "$mw" diff a.snap b.snap
+	measure "memwatch diff -F svg (two agent snapshots)" "$mw" diff -F svg a.snap b.snap
 	measure "memwatch show (synthetic, libc frames)" "$mw" show s1.snap
+	measure "memwatch show -F svg (synthetic)" "$mw" show -F svg s1.snap
 	measure "memwatch diff (synthetic)" "$mw" diff s1.snap s2.snap
+	measure "memwatch diff -F svg (synthetic)" "$mw" diff -F svg s1.snap s2.snap
 	if [ "$have_heaptrack" = yes ]; then
 		rm -f ht.*
 		start=$(date +%s.%N)
