@@ -85,6 +85,9 @@ for n in $sizes; do
 	measure "memwatch show -F pprof (synthetic)" "$mw" show -F pprof -o p.pb.gz s1.snap
 	measure "memwatch diff (synthetic)" "$mw" diff s1.snap s2.snap
 	measure "memwatch diff -F pprof (synthetic)" "$mw" diff -F pprof -o p.pb.gz s1.snap s2.snap
+	measure "memwatch diff -F svg (two agent snapshots)" "$mw" diff -F svg a.snap b.snap
+	measure "memwatch show -F svg (synthetic)" "$mw" show -F svg s1.snap
+	measure "memwatch diff -F svg (synthetic)" "$mw" diff -F svg s1.snap s2.snap
 	if [ "$have_heaptrack" = yes ]; then
 		rm -f ht.*
 		start=$(date +%s.%N)

@@ -20,6 +20,9 @@ extern const char show_usage[];
 /* memwatch plot run.log (src/plot.c) */
 int cmd_plot(int argc, char **argv);
 extern const char plot_usage[];
+/* memwatch report RUN.LOG: one HTML page for a run (src/htmlreport.c) */
+int cmd_report(int argc, char **argv);
+extern const char report_usage[];
 
 /* Print the whole help (every command) to stdout. */
 void usage_all(void);

@@ -21,6 +21,7 @@ static const struct command {
 	{ "diff", cmd_diff, diff_usage },
 	{ "show", cmd_show, show_usage },
 	{ "plot", cmd_plot, plot_usage },
+	{ "report", cmd_report, report_usage },
 	{ "watch", cmd_watch, watch_usage },
 };
 
@@ -45,6 +46,8 @@ static const char outro[] =
 	"  memwatch diff a.snap b.snap         which call stacks grew\n"
 	"  memwatch show a.snap                what one snapshot holds\n"
 	"  memwatch plot run.log > mem.png     draw the memory of a run\n"
+	"  memwatch diff -F svg -o g.svg a.snap b.snap   flame graph of the growth\n"
+	"  memwatch report -o run.html run.log  one page for a run: plot, table, flame graph\n"
 	"\n"
 	"Output files (-o, show -E, snapshots, the run log): a regular file is written\n"
 	"aside and renamed into place (an existing one only with --force); a symbolic\n"
@@ -112,7 +115,7 @@ int main(int argc, char **argv)
 				return commands[i].run(argc - 1, argv + 1);
 		if (argv[1][0] != '-') {
 			mw_error("unknown command '%s'", argv[1]);
-			mw_hint("commands: run, snap, diff, show, plot; or -p PID to watch (memwatch --help)");
+			mw_hint("commands: run, snap, diff, show, plot, report; or -p PID to watch (memwatch --help)");
 			return MW_EXIT_USAGE;
 		}
 	}

@@ -3,6 +3,7 @@
  * works out) to the external gnuplot, PNG or SVG to stdout or a file. */
 #include "config.h"
 #include "commands.h"
+#include "plot.h"
 #include "runlog.h"
 #include "util.h"
 
@@ -1082,15 +1083,136 @@ static bool any_figure(const struct runlog_data *d)
 	return false;
 }
 
+/* The gnuplot program for o and d (the head, then the script) into *prog, and
+ * the line of the program where the script starts. 0, or an exit status with
+ * *cause set (caller frees) and maybe *hint. */
+static int make_program(const struct plot_opts *o, const struct runlog_data *d, char **prog,
+			size_t *proglen, size_t *script_line, char **script_path, char **cause,
+			const char **hint)
+{
+	char *script;
+	FILE *mf;
+
+	*script_path = find_data_file("memwatch.gp");
+	script = slurp(*script_path, cause);
+	if (!script) {
+		*hint = "set MEMWATCH_DATADIR to the directory that holds memwatch.gp";
+		return MW_EXIT_FAILURE;
+	}
+	/* the whole program in memory: printed with --script, else fed to gnuplot */
+	mf = open_memstream(prog, proglen);
+	if (!mf) {
+		*cause = xstrdup(strerror(errno));
+		free(script);
+		return MW_EXIT_FAILURE;
+	}
+	write_head(mf, o, d, *script_path);
+	/* gnuplot counts lines in the whole program; the script starts here */
+	fflush(mf);
+	*script_line = lines_before(*prog, *proglen) + 1;
+	fputs(script, mf);
+	if (*script && script[strlen(script) - 1] != '\n')
+		fputc('\n', mf);
+	free(script);
+	if (fclose(mf) != 0) {
+		*cause = xstrdup(strerror(errno));
+		return MW_EXIT_FAILURE;
+	}
+	return MW_EXIT_OK;
+}
+
+/* Run the program through gnuplot; the image is in run->out then. 0, or an
+ * exit status with *cause set (caller frees). */
+static int render(const struct plot_opts *o, const char *prog, size_t proglen, size_t script_line,
+		  const char *script_path, struct gp_run *run, char **cause)
+{
+	char *msg;
+	int ret;
+
+	ret = run_gnuplot(o->gnuplot, prog, proglen, run);
+	if (ret < 0) {
+		*cause = xasprintf("cannot run gnuplot '%s': %s", o->gnuplot, strerror(-ret));
+		return MW_EXIT_EXTERNAL;
+	}
+	if (run->stop_signal)
+		return MW_EXIT_SIGNAL + run->stop_signal;
+	if (run->exec_errno) {
+		if (run->exec_errno == ENOENT)
+			*cause = xasprintf("gnuplot not found ('%s'): install it (apt-get install gnuplot-nox), "
+					   "or name it with --gnuplot PROG or MEMWATCH_GNUPLOT", o->gnuplot);
+		else
+			*cause = xasprintf("cannot run gnuplot '%s': %s (name another with --gnuplot PROG "
+					   "or MEMWATCH_GNUPLOT)", o->gnuplot, strerror(run->exec_errno));
+		return MW_EXIT_EXTERNAL;
+	}
+	msg = first_error(&run->err, script_line, script_path);
+	if (WIFSIGNALED(run->status)) {
+		*cause = xasprintf("gnuplot '%s' was killed by signal %d (%s)%s%s", o->gnuplot,
+				   WTERMSIG(run->status), strsignal(WTERMSIG(run->status)),
+				   msg ? ": " : "", msg ? msg : "");
+		free(msg);
+		return MW_EXIT_EXTERNAL;
+	}
+	if (WEXITSTATUS(run->status) != 0) {
+		*cause = xasprintf("gnuplot failed (exit status %d): %s", WEXITSTATUS(run->status),
+				   msg ? msg : "no message");
+		free(msg);
+		return MW_EXIT_EXTERNAL;
+	}
+	/* a gnuplot that says nothing went wrong may still have drawn nothing */
+	if (o->format == FMT_PNG ? run->out.len < 8 || memcmp(run->out.p, "\x89PNG\r\n\x1a\n", 8) != 0
+				 : !run->out.p || !strstr(run->out.p, "<svg")) {
+		*cause = xasprintf("gnuplot wrote no %s image%s%s", o->format == FMT_SVG ? "SVG" : "PNG",
+				   msg ? ": " : "", msg ? msg : "");
+		free(msg);
+		return MW_EXIT_EXTERNAL;
+	}
+	free(msg);
+	return MW_EXIT_OK;
+}
+
+int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned width,
+	       unsigned height, char **img, size_t *len, char **cause, const char **hint)
+{
+	struct plot_opts o = { .log = log, .format = svg ? FMT_SVG : FMT_PNG, .width = width,
+			       .height = height };
+	const char *env = getenv("MEMWATCH_GNUPLOT");
+	char *prog = NULL, *script_path = NULL;
+	size_t proglen = 0, script_line = 0;
+	struct gp_run run;
+	int ret;
+
+	memset(&run, 0, sizeof run);
+	*hint = NULL;
+	o.gnuplot = env && *env ? env : DEFAULT_GNUPLOT;
+	if (!any_figure(d)) {
+		*cause = xasprintf("'%s' holds no memory figures (every one is '-')", log);
+		return MW_EXIT_BADFILE;
+	}
+	ret = make_program(&o, d, &prog, &proglen, &script_line, &script_path, cause, hint);
+	if (ret == MW_EXIT_OK)
+		ret = render(&o, prog, proglen, script_line, script_path, &run, cause);
+	if (ret == MW_EXIT_OK) {
+		*img = run.out.p;
+		*len = run.out.len;
+		run.out.p = NULL;
+	}
+	free(run.out.p);
+	free(run.err.p);
+	free(prog);
+	free(script_path);
+	return ret;
+}
+
 int cmd_plot(int argc, char **argv)
 {
 	struct plot_opts o;
 	struct runlog_data *d = NULL;
 	struct outfile *of = NULL;
-	char *cause = NULL, *script_path = NULL, *script = NULL, *prog = NULL, *msg;
+	char *cause = NULL, *script_path = NULL, *prog = NULL;
+	const char *hint = NULL;
 	size_t proglen = 0, script_line = 0;
 	struct gp_run run;
-	FILE *mf;
 	int ret;
 
 	memset(&run, 0, sizeof run);
@@ -1114,32 +1236,11 @@ int cmd_plot(int argc, char **argv)
 		ret = MW_EXIT_BADFILE;
 		goto out;
 	}
-	script_path = find_data_file("memwatch.gp");
-	script = slurp(script_path, &cause);
-	if (!script) {
+	ret = make_program(&o, d, &prog, &proglen, &script_line, &script_path, &cause, &hint);
+	if (ret != MW_EXIT_OK) {
 		mw_error("plot: %s", cause);
-		mw_hint("set MEMWATCH_DATADIR to the directory that holds memwatch.gp");
-		ret = MW_EXIT_FAILURE;
-		goto out;
-	}
-
-	/* the whole program in memory: printed with --script, else fed to gnuplot */
-	mf = open_memstream(&prog, &proglen);
-	if (!mf) {
-		mw_error("plot: %s", strerror(errno));
-		ret = MW_EXIT_FAILURE;
-		goto out;
-	}
-	write_head(mf, &o, d, script_path);
-	/* gnuplot counts lines in the whole program; the script starts here */
-	fflush(mf);
-	script_line = lines_before(prog, proglen) + 1;
-	fputs(script, mf);
-	if (*script && script[strlen(script) - 1] != '\n')
-		fputc('\n', mf);
-	if (fclose(mf) != 0) {
-		mw_error("plot: %s", strerror(errno));
-		ret = MW_EXIT_FAILURE;
+		if (hint)
+			mw_hint("%s", hint);
 		goto out;
 	}
 
@@ -1162,53 +1263,12 @@ int cmd_plot(int argc, char **argv)
 		ret = MW_EXIT_SIGNAL + stop_signal_pending();
 		goto out;
 	}
-
-	ret = run_gnuplot(o.gnuplot, prog, proglen, &run);
-	if (ret < 0) {
-		mw_error("plot: cannot run gnuplot '%s': %s", o.gnuplot, strerror(-ret));
-		ret = MW_EXIT_EXTERNAL;
+	ret = render(&o, prog, proglen, script_line, script_path, &run, &cause);
+	if (ret != MW_EXIT_OK) {
+		if (cause)
+			mw_error("plot: %s", cause);
 		goto out;
 	}
-	if (run.stop_signal) {
-		ret = MW_EXIT_SIGNAL + run.stop_signal;
-		goto out;
-	}
-	if (run.exec_errno) {
-		if (run.exec_errno == ENOENT)
-			mw_error("plot: gnuplot not found ('%s'): install it (apt-get install gnuplot-nox), "
-				 "or name it with --gnuplot PROG or MEMWATCH_GNUPLOT", o.gnuplot);
-		else
-			mw_error("plot: cannot run gnuplot '%s': %s (name another with --gnuplot PROG "
-				 "or MEMWATCH_GNUPLOT)", o.gnuplot, strerror(run.exec_errno));
-		ret = MW_EXIT_EXTERNAL;
-		goto out;
-	}
-	msg = first_error(&run.err, script_line, script_path);
-	if (WIFSIGNALED(run.status)) {
-		mw_error("plot: gnuplot '%s' was killed by signal %d (%s)%s%s", o.gnuplot,
-			 WTERMSIG(run.status), strsignal(WTERMSIG(run.status)),
-			 msg ? ": " : "", msg ? msg : "");
-		free(msg);
-		ret = MW_EXIT_EXTERNAL;
-		goto out;
-	}
-	if (WEXITSTATUS(run.status) != 0) {
-		mw_error("plot: gnuplot failed (exit status %d): %s", WEXITSTATUS(run.status),
-			 msg ? msg : "no message");
-		free(msg);
-		ret = MW_EXIT_EXTERNAL;
-		goto out;
-	}
-	/* a gnuplot that says nothing went wrong may still have drawn nothing */
-	if (o.format == FMT_PNG ? run.out.len < 8 || memcmp(run.out.p, "\x89PNG\r\n\x1a\n", 8) != 0
-				: !run.out.p || !strstr(run.out.p, "<svg")) {
-		mw_error("plot: gnuplot wrote no %s image%s%s", o.format == FMT_SVG ? "SVG" : "PNG",
-			 msg ? ": " : "", msg ? msg : "");
-		free(msg);
-		ret = MW_EXIT_EXTERNAL;
-		goto out;
-	}
-	free(msg);
 	fwrite(run.out.p, 1, run.out.len, outfile_stream(of));
 commit:
 	ret = outfile_commit(of, &cause);
@@ -1225,7 +1285,6 @@ out:
 	free(run.out.p);
 	free(run.err.p);
 	free(prog);
-	free(script);
 	free(script_path);
 	runlog_data_free(d);
 	return ret;

@@ -1,12 +1,15 @@
 /* report.c: memwatch show (what one snapshot holds, by call stack) and memwatch
  * diff (what grew between two snapshots, by call stack), as a table for people,
- * folded stacks for flame graphs, or JSON. Stacks are matched by (module
- * build-id, offset) frames, never by raw addresses, so snapshots of two runs of
- * the same binaries diff cleanly whatever their address layouts. */
+ * folded stacks for flame graphs, JSON, or an SVG flame graph (src/flame.c).
+ * Stacks are matched by (module build-id, offset) frames, never by raw
+ * addresses, so snapshots of two runs of the same binaries diff cleanly
+ * whatever their address layouts. */
 #include "config.h"
 #include "commands.h"
+#include "flame.h"
 #include "maps.h"
 #include "pprof.h"
+#include "report.h"
 #include "snapshot.h"
 #include "symbolize.h"
 #include "util.h"
@@ -32,9 +35,10 @@ const char diff_usage[] =
 	"    -m, --min-bytes SIZE   leave out rows whose change is smaller than SIZE\n"
 	"    -b, --by KIND          rows per stack (default), function or line\n"
 	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
-	"    -F, --format FMT       table (default), folded (flame graphs), json, or pprof\n"
-	"                           (a gzipped profile.proto for go tool pprof; needs -o\n"
-	"                           or a redirection: it is not written to a terminal)\n"
+	"    -F, --format FMT       table (default), folded (flame graphs), json, svg (a flame\n"
+	"                           graph that opens in a browser), or pprof (a gzipped\n"
+	"                           profile.proto for go tool pprof; needs -o or a\n"
+	"                           redirection: it is not written to a terminal)\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"    -o, --output FILE      write the report to FILE (a regular file is replaced\n"
 	"                           atomically, a device or FIFO written as it is)\n"
@@ -53,9 +57,10 @@ const char show_usage[] =
 	"    -m, --min-bytes SIZE   leave out rows smaller than SIZE\n"
 	"    -b, --by KIND          rows per stack (default), function or line\n"
 	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
-	"    -F, --format FMT       table (default), folded (flame graphs), json, or pprof\n"
-	"                           (a gzipped profile.proto for go tool pprof; needs -o\n"
-	"                           or a redirection: it is not written to a terminal)\n"
+	"    -F, --format FMT       table (default), folded (flame graphs), json, svg (a flame\n"
+	"                           graph that opens in a browser), or pprof (a gzipped\n"
+	"                           profile.proto for go tool pprof; needs -o or a\n"
+	"                           redirection: it is not written to a terminal)\n"
 	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"    -o, --output FILE      write the report to FILE (a regular file is replaced\n"
 	"                           atomically, a device or FIFO written as it is)\n"
@@ -69,7 +74,7 @@ const char show_usage[] =
 	"    -h, --help             this help\n";
 
 enum by { BY_STACK, BY_FUNCTION, BY_LINE };
-enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON, FMT_PPROF };
+enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON, FMT_PPROF, FMT_SVG };
 
 struct opts {
 	unsigned long top;
@@ -1594,6 +1599,78 @@ static void json_diff(FILE *f, struct report *r)
 	free(shrunk);
 }
 
+/* The rows as a flame graph (src/flame.c): a snapshot's live bytes, or a
+ * diff's growth and shrinkage; frames labelled as in folded stacks. */
+static void flame_svg(FILE *f, struct report *r, bool inline_svg)
+{
+	bool diff = r->nin == 2;
+	struct flame *fl = flame_new(diff);
+	struct row **v[2];
+	size_t n[2] = { 0, 0 }, i, k, nd, len;
+	struct flame_frame *fr = NULL;
+	struct dframe *d;
+	char *labels = NULL, *title, *sub, b[32];
+	FILE *m;
+
+	if (diff) {
+		v[0] = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &n[0]);
+		v[1] = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &n[1]);
+	} else {
+		v[0] = select_rows(r, pred_live, cmp_live, r->o->top, &n[0]);
+		v[1] = NULL;
+	}
+	/* the labels of a row, NUL-separated, made by the folded format's code */
+	m = open_memstream(&labels, &len);
+	if (!m)
+		abort();
+	for (int s = 0; s < 2; s++) {
+		for (i = 0; i < n[s]; i++) {
+			const struct row *w = v[s][i];
+			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, &d, NULL);
+			/* each row's labels over the last one's */
+			fseek(m, 0, SEEK_SET);
+			for (k = 0; k < nd; k++) {
+				folded_name(m, r, &d[k]);
+				fputc('\0', m);
+			}
+			fflush(m);
+			fr = xrealloc(fr, (nd ? nd : 1) * sizeof *fr);
+			for (k = 0; k < nd; k++) {
+				struct flame_frame *x = &fr[nd - 1 - k];
+				x->label = k ? x[1].label + strlen(x[1].label) + 1 : labels;
+				x->file = d[k].file;
+				x->line = d[k].line;
+				x->module = d[k].gmod == SYM_NO_MODULE ? NULL
+								   : symbolizer_module_name(r->z, d[k].gmod);
+				x->inlined = d[k].inlined;
+			}
+			flame_add(fl, fr, nd, diff ? w->f[0].live_bytes : 0, diff ? w->f[1].live_bytes : w->f[0].live_bytes,
+				  diff ? w->f[0].live_blocks : 0, diff ? w->f[1].live_blocks : w->f[0].live_blocks);
+			free(d);
+		}
+	}
+	fclose(m);
+	free(labels);
+	if (diff) {
+		title = xasprintf("memory growth: %s -> %s", base_name(r->in[0].path),
+				  base_name(r->in[1].path));
+		sub = xasprintf("%s of sampled heap; widths by bytes changed: red grew, blue shrank",
+				fmt_signed(b, sizeof b, (int64_t)r->in[1].total.live_bytes -
+								(int64_t)r->in[0].total.live_bytes));
+	} else {
+		title = xasprintf("live heap: %s", base_name(r->in[0].path));
+		sub = xasprintf("%s live (sampled estimate), pid %" PRId32 "; widths by live bytes",
+				fmt_bytes(b, sizeof b, (double)r->in[0].total.live_bytes), r->in[0].s->pid);
+	}
+	flame_write(fl, f, title, sub, inline_svg);
+	free(title);
+	free(sub);
+	free(fr);
+	free(v[0]);
+	free(v[1]);
+	flame_free(fl);
+}
+
 /* --------------------------------------------------------------------------- */
 /* pprof output (the encoder is pprof.c): every row with something to show, by
  * stack; in a diff the values are changes, negative where memory was freed. */
@@ -1760,8 +1837,10 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 				o->format = FMT_JSON;
 			else if (strcmp(optarg, "pprof") == 0)
 				o->format = FMT_PPROF;
+			else if (strcmp(optarg, "svg") == 0)
+				o->format = FMT_SVG;
 			else {
-				mw_error("%s: invalid --format '%s' (table, folded, json or pprof)",
+				mw_error("%s: invalid --format '%s' (table, folded, json, svg or pprof)",
 					 argv[0], optarg);
 				return MW_EXIT_USAGE;
 			}
@@ -1814,8 +1893,9 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 			return MW_EXIT_USAGE;
 		}
 	}
-	/* folded stacks and profiles are for tools that want the whole picture */
-	if ((o->format == FMT_FOLDED || o->format == FMT_PPROF) && !o->top_set)
+	/* folded stacks, flame graphs and profiles are for the whole picture */
+	if ((o->format == FMT_FOLDED || o->format == FMT_PPROF || o->format == FMT_SVG) &&
+	    !o->top_set)
 		o->top = 0;
 	if (o->format == FMT_PPROF && o->by != BY_STACK) {
 		mw_error("%s: --by %s does not apply to --format pprof (pprof groups by itself: -functions, -lines)",
@@ -1920,6 +2000,68 @@ static bool progress_possible(void)
 	return u && *u && !getenv("DEBUGINFOD_PROGRESS") && isatty(STDERR_FILENO);
 }
 
+/* Read the inputs into r (r->o set) and build the rows. 0, or an exit status
+ * (said; r freed). */
+static int report_load(struct report *r, char *const *paths, int npaths)
+{
+	struct opts *o = r->o;
+	char *cause = NULL;
+	int i;
+
+	for (i = 0; i < npaths; i++) {
+		r->in[i].path = paths[i];
+		r->in[i].s = snapshot_read(paths[i], &cause);
+		if (!r->in[i].s) {
+			mw_error("%s", cause);
+			free(cause);
+			r->nin = i;
+			report_free(r);
+			return MW_EXIT_BADFILE;
+		}
+	}
+	r->nin = npaths;
+	if (npaths == 2)
+		check_same_program(r);
+	if (o->embed && embed_copy(o, r->in[0].s) < 0) {
+		report_free(r);
+		return MW_EXIT_FAILURE;
+	}
+	r->z = symbolizer_new(o->dirs, o->ndirs);
+	for (i = 0; i < npaths; i++)
+		r->in[i].map = symbolizer_add(r->z, r->in[i].s);
+	for (i = 0; i < npaths; i++)
+		collect(r, i);
+	for (size_t k = 0; k < r->nrows; k++)
+		row_finish(&r->rows[k], npaths == 2);
+	return MW_EXIT_OK;
+}
+
+int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs, FILE *table,
+		 FILE *svg)
+{
+	struct opts o = { .top = 10, .depth = 5 };
+	struct report r = { .o = &o };
+	int st;
+
+	/* report_free frees the list of directories: a copy */
+	o.dirs = xmalloc((ndirs ? ndirs : 1) * sizeof *o.dirs);
+	memcpy(o.dirs, dirs, ndirs * sizeof *o.dirs);
+	o.ndirs = ndirs;
+	st = report_load(&r, paths, npaths);
+	if (st != MW_EXIT_OK)
+		return st;
+	if (table && npaths == 2)
+		table_diff(table, &r);
+	else if (table)
+		table_show(table, &r);
+	if (svg) {
+		o.top = 0;
+		flame_svg(svg, &r, true);
+	}
+	report_free(&r);
+	return MW_EXIT_OK;
+}
+
 /* Read the inputs, build the rows and write the report: the common body of
  * diff (two paths) and show (one). */
 static int run_report(struct opts *o, char **paths, int npaths)
@@ -1928,34 +2070,12 @@ static int run_report(struct opts *o, char **paths, int npaths)
 	struct outfile *out;
 	char *cause = NULL, *text = NULL;
 	size_t textlen = 0;
-	int i, status = MW_EXIT_OK;
+	int status;
 	FILE *f;
 
-	for (i = 0; i < npaths; i++) {
-		r.in[i].path = paths[i];
-		r.in[i].s = snapshot_read(paths[i], &cause);
-		if (!r.in[i].s) {
-			mw_error("%s", cause);
-			free(cause);
-			r.nin = i;
-			report_free(&r);
-			return MW_EXIT_BADFILE;
-		}
-	}
-	r.nin = npaths;
-	if (npaths == 2)
-		check_same_program(&r);
-	if (o->embed && embed_copy(o, r.in[0].s) < 0) {
-		report_free(&r);
-		return MW_EXIT_FAILURE;
-	}
-	r.z = symbolizer_new(o->dirs, o->ndirs);
-	for (i = 0; i < npaths; i++)
-		r.in[i].map = symbolizer_add(r.z, r.in[i].s);
-	for (i = 0; i < npaths; i++)
-		collect(&r, i);
-	for (size_t k = 0; k < r.nrows; k++)
-		row_finish(&r.rows[k], npaths == 2);
+	status = report_load(&r, paths, npaths);
+	if (status != MW_EXIT_OK)
+		return status;
 
 	out = outfile_open(o->output ? o->output : "-", true, &cause);
 	if (!out) {
@@ -1996,6 +2116,8 @@ static int run_report(struct opts *o, char **paths, int npaths)
 			report_free(&r);
 			return MW_EXIT_FAILURE;
 		}
+	} else if (o->format == FMT_SVG) {
+		flame_svg(f, &r, false);
 	} else {
 		struct row **v;
 		size_t n;

@@ -1,0 +1,588 @@
+/* flame.c: flame graphs as self-contained SVG. Stacks are merged into a tree
+ * of frames, outermost first (as folded stacks are), and drawn root at the
+ * bottom with widths by bytes, as flamegraph.pl does. Written here rather than
+ * through gnuplot: a flame graph is boxes, labels and tooltips, which gnuplot
+ * has no plot style for, and the SVG must carry its own script (zoom, search)
+ * to be read without network access. */
+#include "config.h"
+#include "flame.h"
+#include "util.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WIDTH 1200.0
+#define PAD 10.0
+#define FRAME_H 16.0
+#define TOP 66.0
+#define BOTTOM 34.0
+#define FONT_W 7.1     /* mean width of a character of the 12 px font */
+#define MIN_W 0.1      /* narrower boxes are left out, as flamegraph.pl does */
+#define NONE UINT32_MAX
+
+/* A node of the tree: one frame under one parent. */
+struct node {
+	uint32_t label;                 /* string id */
+	const char *file, *module;      /* the caller's strings; NULL: unknown */
+	uint32_t line;                  /* 0: unknown or several */
+	bool inlined, lines_differ;
+	uint32_t parent, child, next;   /* first child, next sibling */
+	uint32_t nkids;
+	bool indexed;                   /* its children are in the hash table */
+	uint64_t before, after, bblocks, ablocks;
+	uint64_t grew, shrank;          /* diff: the growth of its stacks, split by sign */
+};
+
+struct flame {
+	bool diff;
+	struct node *nodes;
+	size_t nnodes, anodes;
+	struct slot { uint32_t parent, label, node; } *ntab;   /* -> node index + 1 */
+	size_t nntab, nindexed;
+	char **strs;                    /* interned strings */
+	size_t nstrs, astrs;
+	struct sslot { uint32_t hash, id; } *stab;   /* string hash -> id + 1 */
+	size_t nstab;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = UINT64_C(1469598103934665603);
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= UINT64_C(1099511628211);
+	}
+	return h ^ (h >> 31);
+}
+
+static uint64_t hash_pair(uint32_t a, uint32_t b)
+{
+	uint64_t h = ((uint64_t)a << 32 | b) * UINT64_C(0x9e3779b97f4a7c15);
+	return h ^ (h >> 29);
+}
+
+/* The id of string s, interned on first sight. */
+static uint32_t intern(struct flame *fl, const char *s)
+{
+	size_t i, mask;
+	uint64_t h;
+
+	if (!s)
+		return NONE;
+	if ((fl->nstrs + 1) * 2 > fl->nstab) {
+		size_t sz = fl->nstab ? fl->nstab * 2 : 1024;
+		struct sslot *old = fl->stab;
+		fl->stab = xcalloc(sz, sizeof *fl->stab);
+		for (size_t j = 0; j < fl->nstab; j++) {
+			if (!old[j].id)
+				continue;
+			for (i = old[j].hash & (sz - 1); fl->stab[i].id; i = (i + 1) & (sz - 1))
+				;
+			fl->stab[i] = old[j];
+		}
+		free(old);
+		fl->nstab = sz;
+	}
+	/* the hash kept in the slot spares most string compares */
+	h = hash_str(s);
+	mask = fl->nstab - 1;
+	for (i = h & mask; fl->stab[i].id; i = (i + 1) & mask)
+		if (fl->stab[i].hash == (uint32_t)h && strcmp(fl->strs[fl->stab[i].id - 1], s) == 0)
+			return fl->stab[i].id - 1;
+	if (fl->nstrs == fl->astrs) {
+		fl->astrs = fl->astrs ? fl->astrs * 2 : 256;
+		fl->strs = xrealloc(fl->strs, fl->astrs * sizeof *fl->strs);
+	}
+	fl->strs[fl->nstrs] = xstrdup(s);
+	fl->stab[i] = (struct sslot){ (uint32_t)h, (uint32_t)fl->nstrs + 1 };
+	return (uint32_t)fl->nstrs++;
+}
+
+static uint32_t node_new(struct flame *fl, uint32_t parent, uint32_t label)
+{
+	struct node *n;
+	if (fl->nnodes == fl->anodes) {
+		fl->anodes = fl->anodes ? fl->anodes * 2 : 1024;
+		fl->nodes = xrealloc(fl->nodes, fl->anodes * sizeof *fl->nodes);
+	}
+	n = &fl->nodes[fl->nnodes];
+	memset(n, 0, sizeof *n);
+	n->label = label;
+	n->file = n->module = NULL;
+	n->parent = parent;
+	n->child = n->next = NONE;
+	if (parent != NONE) {
+		n->next = fl->nodes[parent].child;
+		fl->nodes[parent].child = (uint32_t)fl->nnodes;
+	}
+	return (uint32_t)fl->nnodes++;
+}
+
+/* Enter node, child of parent labelled label, in the table (there is room). */
+static void slot_put(struct flame *fl, uint32_t parent, uint32_t label, uint32_t node)
+{
+	size_t i, mask = fl->nntab - 1;
+	for (i = hash_pair(parent, label) & mask; fl->ntab[i].node; i = (i + 1) & mask)
+		;
+	fl->ntab[i] = (struct slot){ parent, label, node + 1 };
+}
+
+/* Make room in the table for need more entries. */
+static void table_grow(struct flame *fl, size_t need)
+{
+	size_t sz = fl->nntab ? fl->nntab : 4096, j, nold = fl->nntab;
+	struct slot *old = fl->ntab;
+
+	if ((fl->nindexed + need) * 2 <= fl->nntab)
+		return;
+	while ((fl->nindexed + need) * 2 > sz)
+		sz *= 2;
+	fl->ntab = xcalloc(sz, sizeof *fl->ntab);
+	fl->nntab = sz;
+	for (j = 0; j < nold; j++)
+		if (old[j].node)
+			slot_put(fl, old[j].parent, old[j].label, old[j].node - 1);
+	free(old);
+}
+
+/* Put the children of p in the table. */
+static void index_children(struct flame *fl, uint32_t p)
+{
+	table_grow(fl, fl->nodes[p].nkids);
+	for (uint32_t c = fl->nodes[p].child; c != NONE; c = fl->nodes[c].next)
+		slot_put(fl, p, fl->nodes[c].label, c);
+	fl->nindexed += fl->nodes[p].nkids;
+	fl->nodes[p].indexed = true;
+}
+
+/* The child of parent labelled label, made if new. Most nodes have one child
+ * or a few (a stack's frames past where it parts from the others have one):
+ * those are found along the list of children; a node's children go into the
+ * hash table once there are more. */
+static uint32_t child_get(struct flame *fl, uint32_t parent, uint32_t label)
+{
+	size_t i, mask;
+	uint32_t k;
+
+	if (!fl->nodes[parent].indexed) {
+		for (k = fl->nodes[parent].child; k != NONE; k = fl->nodes[k].next)
+			if (fl->nodes[k].label == label)
+				return k;
+		k = node_new(fl, parent, label);
+		if (++fl->nodes[parent].nkids > 4)
+			index_children(fl, parent);
+		return k;
+	}
+	/* the slots hold the key: a probe does not touch the nodes */
+	table_grow(fl, 1);
+	mask = fl->nntab - 1;
+	for (i = hash_pair(parent, label) & mask; fl->ntab[i].node; i = (i + 1) & mask)
+		if (fl->ntab[i].parent == parent && fl->ntab[i].label == label)
+			return fl->ntab[i].node - 1;
+	k = node_new(fl, parent, label);
+	fl->nodes[parent].nkids++;
+	fl->ntab[i] = (struct slot){ parent, label, k + 1 };
+	fl->nindexed++;
+	return k;
+}
+
+static const char *str(const struct flame *fl, uint32_t id)
+{
+	return id == NONE ? NULL : fl->strs[id];
+}
+
+struct flame *flame_new(bool diff)
+{
+	struct flame *fl = xcalloc(1, sizeof *fl);
+	fl->diff = diff;
+	node_new(fl, NONE, intern(fl, "all"));
+	return fl;
+}
+
+static void node_count(struct node *n, uint64_t before, uint64_t after, uint64_t bb, uint64_t ab)
+{
+	n->before += before;
+	n->after += after;
+	n->bblocks += bb;
+	n->ablocks += ab;
+	if (after > before)
+		n->grew += after - before;
+	else
+		n->shrank += before - after;
+}
+
+void flame_add(struct flame *fl, const struct flame_frame *frames, size_t n, uint64_t before,
+	       uint64_t after, uint64_t blocks_before, uint64_t blocks_after)
+{
+	uint32_t cur = 0;
+
+	node_count(&fl->nodes[0], before, after, blocks_before, blocks_after);
+	for (size_t i = 0; i < n; i++) {
+		const struct flame_frame *fr = &frames[i];
+		size_t old = fl->nnodes;
+		uint32_t k = child_get(fl, cur, intern(fl, fr->label ? fr->label : "<unknown>"));
+		struct node *nd = &fl->nodes[k];
+
+		/* the place of a new node; where one label stands for several
+		 * places, the tooltip says so */
+		if (fl->nnodes > old) {
+			nd->file = fr->file;
+			nd->line = fr->line;
+			nd->module = fr->module;
+			nd->inlined = fr->inlined;
+		} else if (!nd->lines_differ && nd->line != fr->line) {
+			nd->lines_differ = true;
+		} else if (!nd->lines_differ &&
+			   (nd->file != fr->file &&
+			    (!nd->file || !fr->file || strcmp(nd->file, fr->file) != 0))) {
+			nd->lines_differ = true;
+		}
+		node_count(nd, before, after, blocks_before, blocks_after);
+		cur = k;
+	}
+}
+
+void flame_free(struct flame *fl)
+{
+	if (!fl)
+		return;
+	for (size_t i = 0; i < fl->nstrs; i++)
+		free(fl->strs[i]);
+	free(fl->strs);
+	free(fl->stab);
+	free(fl->ntab);
+	free(fl->nodes);
+	free(fl);
+}
+
+void flame_escape(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	while (*p) {
+		unsigned c = *p;
+		size_t len = 0, k;
+		if (c == '&')
+			fputs("&amp;", f);
+		else if (c == '<')
+			fputs("&lt;", f);
+		else if (c == '>')
+			fputs("&gt;", f);
+		else if (c == '"')
+			fputs("&quot;", f);
+		else if (c == '\n' || c == '\t')
+			fputc((int)c, f);
+		else if (c < 0x20 || c == 0x7f)
+			fputc('?', f);
+		else if (c < 0x80)
+			fputc((int)c, f);
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		/* a whole UTF-8 sequence passes, anything else is one '?' a byte */
+		len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		for (k = 1; k < len; k++)
+			if ((p[k] & 0xc0) != 0x80)
+				break;
+		if (len && k == len) {
+			fwrite(p, 1, len, f);
+			p += len;
+		} else {
+			fputc('?', f);
+			p++;
+		}
+	}
+}
+
+/* The value that sets a node's width. */
+static uint64_t node_value(const struct flame *fl, const struct node *n)
+{
+	return fl->diff ? n->grew + n->shrank : n->after;
+}
+
+/* Children sorted by label, so that a graph reads the same whatever the order
+ * of the stacks (qsort has no context argument: the graph being drawn). */
+static const struct flame *sort_fl;
+static int cmp_child(const void *a, const void *b)
+{
+	const struct node *x = &sort_fl->nodes[*(const uint32_t *)a];
+	const struct node *y = &sort_fl->nodes[*(const uint32_t *)b];
+	return strcmp(sort_fl->strs[x->label], sort_fl->strs[y->label]);
+}
+
+/* A node's fill colour. A graph of one snapshot: greens and blues by a hash of
+ * the label (as flamegraph.pl's memory palette), so a function keeps its colour.
+ * A diff: red for growth, blue for shrinkage, paler where the two mix. */
+static void node_color(const struct flame *fl, const struct node *n, char *buf, size_t len)
+{
+	if (fl->diff) {
+		double w = (double)(n->grew + n->shrank);
+		double net = w > 0 ? ((double)n->grew - (double)n->shrank) / w : 0;
+		int pale = (int)lround(225 - 175 * fabs(net));
+		if (net > 0)
+			snprintf(buf, len, "rgb(255,%d,%d)", pale, pale);
+		else if (net < 0)
+			snprintf(buf, len, "rgb(%d,%d,255)", pale, pale);
+		else
+			snprintf(buf, len, "rgb(215,215,215)");
+	} else {
+		uint64_t h = hash_str(fl->strs[n->label]);
+		double v1 = (double)(h & 0xff) / 255, v2 = (double)((h >> 8) & 0xff) / 255;
+		snprintf(buf, len, "rgb(%d,%d,%d)", (int)(40 * v2), (int)(170 + 70 * v1),
+			 (int)(90 + 120 * v2));
+	}
+}
+
+/* The tooltip of a node: its label, where it is, its bytes. */
+static void node_title(FILE *f, const struct flame *fl, const struct node *n, uint64_t total)
+{
+	char b1[32], b2[32], b3[32];
+	const char *file = n->file, *mod = n->module, *base;
+
+	flame_escape(f, str(fl, n->label));
+	if (n->parent != NONE) {
+		fputc('\n', f);
+		if (file && !n->lines_differ) {
+			base = strrchr(file, '/');
+			flame_escape(f, base ? base + 1 : file);
+			if (n->line)
+				fprintf(f, ":%" PRIu32, n->line);
+		} else if (file || n->lines_differ) {
+			fputs("several places", f);
+		} else {
+			fputs("no source line", f);
+		}
+		if (mod) {
+			fputs(" in ", f);
+			flame_escape(f, mod);
+		}
+		if (n->inlined && !n->lines_differ)
+			fputs(" [inlined]", f);
+	}
+	fputc('\n', f);
+	if (fl->diff) {
+		int64_t net = (int64_t)n->after - (int64_t)n->before;
+		int64_t nb = (int64_t)n->ablocks - (int64_t)n->bblocks;
+		fprintf(f, "%s%s (grew %s, shrank %s); blocks %+" PRId64 "\n", net > 0 ? "+" : "",
+			fmt_bytes(b1, sizeof b1, (double)net), fmt_bytes(b2, sizeof b2, (double)n->grew),
+			fmt_bytes(b3, sizeof b3, (double)n->shrank), nb);
+		fprintf(f, "before %s, after %s", fmt_bytes(b1, sizeof b1, (double)n->before),
+			fmt_bytes(b2, sizeof b2, (double)n->after));
+	} else {
+		fprintf(f, "%s, %.1f%% of the live heap, %" PRIu64 " blocks",
+			fmt_bytes(b1, sizeof b1, (double)n->after),
+			total ? 100.0 * (double)n->after / (double)total : 0.0, n->ablocks);
+	}
+}
+
+/* The label as it fits in a box w pixels wide ("" when not even 3 characters do). */
+static void box_text(FILE *f, const char *label, double w)
+{
+	size_t fit = w > 6 ? (size_t)((w - 6) / FONT_W) : 0, len = strlen(label);
+	char *s;
+
+	if (fit < 3)
+		return;
+	if (len <= fit) {
+		flame_escape(f, label);
+		return;
+	}
+	s = xstrdup(label);
+	fit -= 2;
+	/* not inside a UTF-8 character */
+	while (fit > 0 && ((unsigned char)s[fit] & 0xc0) == 0x80)
+		fit--;
+	s[fit] = '\0';
+	flame_escape(f, s);
+	fputs("..", f);
+	free(s);
+}
+
+/* Lay out and draw node k and what is above it: x its left edge, depth its
+ * distance from the root. Returns the largest depth drawn. */
+static int draw(FILE *f, struct flame *fl, uint32_t k, double x, int depth, double scale,
+		double base_y, uint64_t total)
+{
+	const struct node *n = &fl->nodes[k];
+	double w = (double)node_value(fl, n) * scale, y = base_y - (depth + 1) * FRAME_H;
+	uint32_t *kids, nk = 0, c;
+	int max = depth;
+	char color[40];
+
+	node_color(fl, n, color, sizeof color);
+	fputs("<g class=\"mwf\"><title>", f);
+	node_title(f, fl, n, total);
+	fprintf(f, "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
+		   "rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
+		x, y, w, FRAME_H - 1, color, x + 3, y + FRAME_H - 5);
+	box_text(f, str(fl, n->label), w);
+	fputs("</text></g>\n", f);
+
+	for (c = n->child; c != NONE; c = fl->nodes[c].next)
+		nk++;
+	if (nk == 0)
+		return max;
+	kids = xmalloc(nk * sizeof *kids);
+	nk = 0;
+	for (c = n->child; c != NONE; c = fl->nodes[c].next)
+		kids[nk++] = c;
+	sort_fl = fl;
+	qsort(kids, nk, sizeof *kids, cmp_child);
+	for (uint32_t i = 0; i < nk; i++) {
+		double cw = (double)node_value(fl, &fl->nodes[kids[i]]) * scale;
+		if (cw >= MIN_W) {
+			int d = draw(f, fl, kids[i], x, depth + 1, scale, base_y, total);
+			if (d > max)
+				max = d;
+		}
+		x += cw;
+	}
+	free(kids);
+	return max;
+}
+
+/* The depth of the tree as drawn (boxes of at least MIN_W). */
+static int depth_of(const struct flame *fl, uint32_t k, double scale)
+{
+	int max = 0;
+	for (uint32_t c = fl->nodes[k].child; c != NONE; c = fl->nodes[c].next) {
+		if ((double)node_value(fl, &fl->nodes[c]) * scale >= MIN_W) {
+			int d = depth_of(fl, c, scale) + 1;
+			if (d > max)
+				max = d;
+		}
+	}
+	return max;
+}
+
+/* The script: tooltips on the status line, click to zoom, search (a button,
+ * Ctrl-F or '/'), Escape to reset. Plain ES5, no network, and it finds its own
+ * <svg> so that several graphs can share a page. */
+static const char script[] =
+	"(function () {\n"
+	"var cs = document.currentScript;\n"
+	"var svg = cs && cs.closest ? cs.closest('svg') : document.documentElement;\n"
+	"var W = +svg.getAttribute('data-width'), PAD = 10, FW = 7.1;\n"
+	"var frames = [].slice.call(svg.querySelectorAll('g.mwf'));\n"
+	"var details = svg.querySelector('.mwf-details');\n"
+	"var unzoomBtn = svg.querySelector('.mwf-unzoom');\n"
+	"var searchBtn = svg.querySelector('.mwf-search');\n"
+	"var matched = svg.querySelector('.mwf-matched');\n"
+	"var term = '';\n"
+	"frames.forEach(function (g) {\n"
+	"  var r = g.querySelector('rect'), t = g.querySelector('title').textContent;\n"
+	"  g.mwx = +r.getAttribute('x'); g.mwy = +r.getAttribute('y');\n"
+	"  g.mww = +r.getAttribute('width'); g.mwfill = r.getAttribute('fill');\n"
+	"  g.mwlabel = t.split('\\n')[0];\n"
+	"  g.addEventListener('mouseover', function () { details.textContent = t.replace(/\\n/g, '  \\u00b7  '); });\n"
+	"  g.addEventListener('mouseout', function () { details.textContent = ' '; });\n"
+	"  g.addEventListener('click', function () { zoom(g); });\n"
+	"});\n"
+	"function place(g, x, w) {\n"
+	"  var r = g.querySelector('rect'), t = g.querySelector('text');\n"
+	"  var n = Math.floor((w - 6) / FW), s = g.mwlabel;\n"
+	"  r.setAttribute('x', x.toFixed(2)); r.setAttribute('width', w.toFixed(2));\n"
+	"  t.setAttribute('x', (x + 3).toFixed(2));\n"
+	"  if (n < 3) s = ''; else if (s.length > n) s = s.substring(0, n - 2) + '..';\n"
+	"  t.textContent = s;\n"
+	"}\n"
+	"function zoom(node) {\n"
+	"  var nx = node.mwx, nw = node.mww, ny = node.mwy, k = (W - 2 * PAD) / nw, e = 0.005;\n"
+	"  frames.forEach(function (g) {\n"
+	"    var inside = g.mwx >= nx - e && g.mwx + g.mww <= nx + nw + e;\n"
+	"    var covers = g.mwx <= nx + e && g.mwx + g.mww >= nx + nw - e;\n"
+	"    if (g.mwy > ny && covers) {\n"
+	"      g.style.display = ''; g.style.opacity = '0.6'; place(g, PAD, W - 2 * PAD);\n"
+	"    } else if (g.mwy <= ny && inside) {\n"
+	"      g.style.display = ''; g.style.opacity = ''; place(g, PAD + (g.mwx - nx) * k, g.mww * k);\n"
+	"    } else {\n"
+	"      g.style.display = 'none';\n"
+	"    }\n"
+	"  });\n"
+	"  unzoomBtn.style.opacity = '1';\n"
+	"}\n"
+	"function unzoom() {\n"
+	"  frames.forEach(function (g) { g.style.display = ''; g.style.opacity = ''; place(g, g.mwx, g.mww); });\n"
+	"  unzoomBtn.style.opacity = '0';\n"
+	"}\n"
+	"function search(s) {\n"
+	"  var re = null, spans = [], tot = 0, end = -1;\n"
+	"  term = s || '';\n"
+	"  try { re = new RegExp(term); } catch (err) { re = null; }\n"
+	"  frames.forEach(function (g) {\n"
+	"    var hit = term !== '' && (re ? re.test(g.mwlabel) : g.mwlabel.indexOf(term) >= 0);\n"
+	"    g.querySelector('rect').setAttribute('fill', hit ? 'rgb(230,0,230)' : g.mwfill);\n"
+	"    if (hit) spans.push([g.mwx, g.mwx + g.mww]);\n"
+	"  });\n"
+	"  spans.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });\n"
+	"  spans.forEach(function (p) {\n"
+	"    if (p[0] >= end) { tot += p[1] - p[0]; end = p[1]; }\n"
+	"    else if (p[1] > end) { tot += p[1] - end; end = p[1]; }\n"
+	"  });\n"
+	"  matched.textContent = term === '' ? ' ' : spans.length ?\n"
+	"    'Matched: ' + (100 * tot / (W - 2 * PAD)).toFixed(1) + '%' : 'No match';\n"
+	"}\n"
+	"function ask() {\n"
+	"  var s = window.prompt('Search frames (a regular expression)', term);\n"
+	"  if (s !== null) search(s);\n"
+	"}\n"
+	"unzoomBtn.addEventListener('click', unzoom);\n"
+	"searchBtn.addEventListener('click', ask);\n"
+	"/* keys only where the graph is the document: a page may hold several */\n"
+	"if (svg === document.documentElement) window.addEventListener('keydown', function (ev) {\n"
+	"  if ((ev.ctrlKey && ev.key === 'f') || ev.key === '/') { ev.preventDefault(); ask(); }\n"
+	"  else if (ev.key === 'Escape') { search(''); unzoom(); }\n"
+	"});\n"
+	"/* for tests and tools: the script ran to its end */\n"
+	"svg.setAttribute('data-ready', frames.length);\n"
+	"})();\n";
+
+void flame_write(struct flame *fl, FILE *f, const char *title, const char *subtitle, bool inline_svg)
+{
+	const struct node *root = &fl->nodes[0];
+	uint64_t total = node_value(fl, root);
+	double scale = total ? (WIDTH - 2 * PAD) / (double)total : 0;
+	int depth = total ? depth_of(fl, 0, scale) : 0;
+	double height = TOP + (depth + 1) * FRAME_H + BOTTOM, base_y = height - BOTTOM;
+
+	if (!inline_svg)
+		fputs("<?xml version=\"1.0\" standalone=\"no\"?>\n", f);
+	fprintf(f, "<svg version=\"1.1\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+		   "data-width=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\" class=\"mwflame\">\n",
+		WIDTH, height, WIDTH, height, WIDTH);
+	fputs("<style type=\"text/css\">\n"
+	      ".mwflame text { font-family: Verdana, 'DejaVu Sans', sans-serif; font-size: 12px; fill: #000; }\n"
+	      ".mwflame .mwf-title { font-size: 17px; }\n"
+	      ".mwflame .mwf-sub { fill: #444; }\n"
+	      ".mwflame g.mwf text { pointer-events: none; }\n"
+	      ".mwflame g.mwf:hover rect { stroke: #000; stroke-width: 0.5; cursor: pointer; }\n"
+	      ".mwflame .mwf-unzoom, .mwflame .mwf-search { cursor: pointer; fill: #224; }\n"
+	      "</style>\n", f);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"%s\"/>\n", WIDTH,
+		height, fl->diff ? "rgb(248,248,248)" : "rgb(240,248,245)");
+	fprintf(f, "<text class=\"mwf-title\" x=\"%.0f\" y=\"24\" text-anchor=\"middle\">", WIDTH / 2);
+	flame_escape(f, title);
+	fprintf(f, "</text>\n<text class=\"mwf-sub\" x=\"%.0f\" y=\"44\" text-anchor=\"middle\">",
+		WIDTH / 2);
+	flame_escape(f, subtitle);
+	fputs("</text>\n", f);
+	fprintf(f, "<text class=\"mwf-unzoom\" x=\"%.0f\" y=\"24\" style=\"opacity:0\">Reset Zoom</text>\n",
+		PAD);
+	fprintf(f, "<text class=\"mwf-search\" x=\"%.0f\" y=\"24\" text-anchor=\"end\">Search</text>\n",
+		WIDTH - PAD);
+	fprintf(f, "<text class=\"mwf-details\" x=\"%.0f\" y=\"%.0f\"> </text>\n", PAD, height - 12);
+	fprintf(f, "<text class=\"mwf-matched\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\"> </text>\n",
+		WIDTH - PAD, height - 12);
+	fputs("<g>\n", f);
+	if (total)
+		draw(f, fl, 0, PAD, 0, scale, base_y, total);
+	else
+		fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">nothing to draw: %s</text>\n",
+			WIDTH / 2, base_y - 4, fl->diff ? "no stack changed" : "no live bytes");
+	fputs("</g>\n<script type=\"text/ecmascript\"><![CDATA[\n", f);
+	fputs(script, f);
+	fputs("]]></script>\n</svg>\n", f);
+}

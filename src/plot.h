@@ -1,0 +1,20 @@
+/* plot.h: the memory plot of a run, for another command to use (memwatch report
+ * puts it in its HTML page); memwatch plot is its command line. */
+#ifndef MEMWATCH_PLOT_H
+#define MEMWATCH_PLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "runlog.h"
+
+/* Draw the run log d (read from the file log) through gnuplot ($MEMWATCH_GNUPLOT,
+ * else the default), as memwatch plot does: SVG, or PNG; width x height pixels.
+ * The image goes to *img (caller frees), its size to *len. Returns 0, or an
+ * exit status (enum mw_exit) with *cause set (caller frees) and maybe *hint
+ * (static). SIGINT and SIGTERM stop gnuplot when stop_signals_install() is in
+ * force: the status is then 128 + the signal, without a cause. */
+int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned width,
+	       unsigned height, char **img, size_t *len, char **cause, const char **hint);
+
+#endif
