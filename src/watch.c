@@ -20,6 +20,7 @@
 #include "runlog.h"
 #include "util.h"
 #include "watch.h"
+#include "agent/protocol.h"
 #include "metrics.h"
 
 const char watch_usage[] =
@@ -45,7 +46,7 @@ const char watch_usage[] =
 	"  -r, --sample-rate SIZE  mean bytes between sampled allocations (default 512KiB;\n"
 	"                          1 records every allocation; a capture another memwatch\n"
 	"                          runs already is shared at its rate)\n"
-	"      --max-depth N       frames kept per stack (default 64)\n"
+	"      --max-depth N       frames kept per stack, 1 to 256 (default 64)\n"
 	"      --max-stacks N      distinct stacks kept (default: the agent's)\n"
 	"      --no-report         no growth report at the end\n"
 	"  -h, --help              this help\n"
@@ -234,7 +235,7 @@ int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int 
 			}
 			break;
 		case OPT_MAX_DEPTH:
-			if (parse_count("--max-depth", optarg, 1, 1024, &v) < 0)
+			if (parse_count("--max-depth", optarg, 1, MEMWATCH_MAX_DEPTH, &v) < 0)
 				return MW_EXIT_USAGE;
 			o->capture.max_depth = (unsigned)v;
 			break;

@@ -65,20 +65,21 @@ take_snap() {
 # site FIELD SNAP BINARY FUNCTION: the sum of FIELD (live_bytes, live_blocks,
 # live_samples, alloc_bytes, alloc_blocks) over the stacks of SNAP that have a
 # frame inside FUNCTION of BINARY (an executable or a library, matched by file
-# name among the snapshot's modules).
+# name among the snapshot's modules). Called in $(...): a failure prints
+# "error" (no number compares equal to it) and is counted by finish.
 site() {
 	local field=$1 snap=$2 bin=$3 fn=$4 range lo size
 	range=$(nm -S --defined-only "$bin" | awk -v f="$fn" '$4 == f { print $1, $2; exit }')
 	if [ -z "$range" ]; then
 		fail "no function $fn in $bin"
-		echo 0
+		echo error
 		return
 	fi
 	lo=$(printf '%d' "0x${range% *}")
 	size=$(printf '%d' "0x${range#* }")
 	if ! "$SNAPDUMP" "$snap" >"$snap.txt" 2>"$snap.err"; then
 		fail "snapdump $snap: $(cat "$snap.err")"
-		echo 0
+		echo error
 		return
 	fi
 	awk -v base="${bin##*/}" -v lo="$lo" -v hi="$((lo + size))" -v field="$field" '

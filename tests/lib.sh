@@ -22,9 +22,11 @@ trap cleanup EXIT
 cd "$tmp" || exit 99
 
 fails=0
-# fail MESSAGE: record a failure and go on.
+# fail MESSAGE: record a failure and go on. The failure is written to a file
+# too, so that one recorded in a subshell ($(...), a pipeline) still counts.
 fail() {
 	echo "FAIL: $*" >&2
+	echo fail >> "$tmp/.failures"
 	fails=$((fails + 1))
 }
 # skip REASON: the whole test is skipped (exit 77) for a missing capability.
@@ -32,8 +34,24 @@ skip() {
 	echo "SKIP: $*" >&2
 	exit 77
 }
-# finish: the test's verdict.
+# need_python: the test needs a python3 (Debian's, else the one on PATH), as
+# $PYTHON; without one it is skipped, with the reason.
+need_python() {
+	if [ -x /usr/bin/python3 ]; then
+		PYTHON=/usr/bin/python3
+	elif command -v python3 >/dev/null 2>&1; then
+		PYTHON=python3
+	else
+		skip "python3 is not installed (tests/install-deps.sh)"
+	fi
+	return 0
+}
+
+# finish: the test's verdict, counting the failures of subshells too.
 finish() {
+	local n=0
+	[ -f "$tmp/.failures" ] && n=$(grep -c '' "$tmp/.failures")
+	[ "$n" -gt "$fails" ] && fails=$n
 	if [ "$fails" -ne 0 ]; then
 		echo "$testname: $fails check(s) failed" >&2
 		exit 1
@@ -55,8 +73,8 @@ run_mw() {
 	return 0
 }
 
-# expect_err_line PATTERN: stderr is exactly one line, "memwatch: ..." matching
-# the extended regular expression PATTERN.
+# expect_err_line PATTERN: stderr is exactly one line "memwatch: ..." matching
+# the extended regular expression PATTERN, followed by nothing but hints.
 expect_err_line() {
 	local n
 	n=$(grep -c '' err)
@@ -68,9 +86,8 @@ expect_err_line() {
 		fail "first stderr line does not match 'memwatch: .*$1':"
 		sed 's/^/  stderr: /' err >&2
 	fi
-	# further lines may only be hints
-	if grep -v '^memwatch: ' err | grep -vq '^  hint: '; then
-		fail "stderr has more than the error line and hints:"
+	if [ "$(grep -c '^memwatch: ' err)" -ne 1 ] || tail -n +2 err | grep -vq '^  hint: '; then
+		fail "stderr has more than one error line and its hints:"
 		sed 's/^/  stderr: /' err >&2
 	fi
 }

@@ -28,5 +28,8 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
 	expect_target_ok "$t" 30 "t$i.out"
 done
 echo "busy targets: $ok of 10 attached" >&2
-[ "$ok" -gt 0 ] || fail "no busy target could be attached in 10 tries"
+# A busy thread caught inside malloc is let run until malloc returns, so every
+# attach reaches a safe point within a few tries on an idle machine (10 of 10);
+# a loaded 2-core machine may miss the 3 s deadline now and then, not more.
+[ "$ok" -ge 8 ] || fail "only $ok busy targets of 10 could be attached (8 at least)"
 finish

@@ -62,8 +62,8 @@ expect_grep "^leaky_helper mksnap\.c:${L_helper}_\[i\] 40960$" out
 
 # json: valid, versioned, with the frames
 run_mw 0 diff -F json a.snap b.snap
-if command -v python3 >/dev/null 2>&1; then
-	python3 - out <<'PY' || fail "diff json is not what it should be"
+if need_python; then
+	"$PYTHON" - out <<'PY' || fail "diff json is not what it should be"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["version"] == 1 and d["kind"] == "diff" and d["by"] == "stack"

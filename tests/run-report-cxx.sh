@@ -48,8 +48,8 @@ run_mw 2 show --focus '(' a.snap
 expect_err_line "show: invalid --focus '\(': "
 # JSON keeps every frame and says which one heads the row
 run_mw 0 show -F json a.snap
-if command -v python3 >/dev/null 2>&1; then
-	python3 - out <<'PY' || fail "show json: the row's head is not the user's frame"
+if need_python; then
+	"$PYTHON" - out <<'PY' || fail "show json: the row's head is not the user's frame"
 import json, sys
 row = json.load(open(sys.argv[1]))["rows"][0]
 assert row["frames"][0]["function"].startswith("std::"), row["frames"][0]

@@ -67,8 +67,8 @@ expect_grep '^\[app\+0x3456\];ns::Server::run\(\);outer;inner_\[i\] 3145728$' ou
 expect_grep '^\[libnoid\.so\+0x4444\];\[0x7ffd12345678\] 1048576$' out
 
 run_mw 0 show -F json edge.snap
-if command -v python3 >/dev/null 2>&1; then
-	python3 - out <<'PY' || fail "edge json is not what it should be"
+if need_python; then
+	"$PYTHON" - out <<'PY' || fail "edge json is not what it should be"
 import json, sys
 d = json.load(open(sys.argv[1]))
 s = d["snapshot"]
@@ -99,9 +99,10 @@ if "$SNAPDUMP" --from-text empty.txt empty.snap 2>/dev/null; then
 fi
 # a path that is not UTF-8 still makes valid JSON
 printf 'pid 1\nexe "/opt/\\xff\\xc3\\xa9t\\x01"\nmallinfo none\n' > bad.txt
-if "$SNAPDUMP" --from-text bad.txt bad.snap 2>/dev/null && command -v python3 >/dev/null 2>&1; then
+need_python
+if "$SNAPDUMP" --from-text bad.txt bad.snap 2>/dev/null; then
 	run_mw 0 show -F json bad.snap
-	python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["snapshot"]["exe"]; assert e == "/opt/\ufffd\u00e9t\u0001", repr(e)' out ||
+	"$PYTHON" -c 'import json, sys; e = json.load(open(sys.argv[1]))["snapshot"]["exe"]; assert e == "/opt/\ufffd\u00e9t\u0001", repr(e)' out ||
 		fail "a path that is not UTF-8 breaks the JSON"
 fi
 # a recorded path that now names a FIFO is not opened for reading (it would block)

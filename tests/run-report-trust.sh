@@ -59,8 +59,8 @@ expect_no_grep 'explain' out
 
 # the same facts in JSON
 run_mw 0 diff -F json none.snap thinmapped.snap
-if command -v python3 >/dev/null 2>&1; then
-	python3 - out <<'PY' || fail "diff json does not carry the uncertainty and the explained share"
+if need_python; then
+	"$PYTHON" - out <<'PY' || fail "diff json does not carry the uncertainty and the explained share"
 import json, sys
 d = json.load(open(sys.argv[1]))
 g = d["grown"]

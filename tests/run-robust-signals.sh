@@ -98,8 +98,8 @@ for sig in INT TERM; do
 done
 
 # 4. while symbolizing: a debuginfod server that accepts and never answers
-command -v python3 >/dev/null 2>&1 || { finish; }
-python3 -c '
+need_python
+"$PYTHON" -c '
 import socket, sys
 s = socket.socket()
 s.bind(("127.0.0.1", 0))

@@ -8,7 +8,7 @@
 # atomically) is left as it was.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-command -v python3 >/dev/null 2>&1 || skip "python3 is missing"
+need_python
 
 cp "$top_srcdir/tests/fuzz/corpus/snapshot/valid-rich.snap" good.snap
 chmod u+w good.snap
@@ -50,7 +50,7 @@ b += struct.pack('<I', zlib.crc32(bytes(b)) & 0xffffffff)
 open(dst, 'wb').write(b)
 PY
 for k in modules stacks length version=9 version=0; do
-	python3 mkbad.py good.snap "$k" "bad-$k.snap" || fail "mkbad.py $k failed"
+	"$PYTHON" mkbad.py good.snap "$k" "bad-$k.snap" || fail "mkbad.py $k failed"
 done
 : >empty.snap
 size=$(wc -c <good.snap)

@@ -27,6 +27,14 @@ run_mw 2 -p "$p" -r 12Q
 expect_err_line "invalid size '12Q'"
 run_mw 2 -p "$p" -r 0
 expect_err_line "invalid sample rate '0'"
+# the agent keeps at most 256 frames: a deeper --max-depth is refused at once,
+# not by the agent after it is loaded (one limit, in the protocol header)
+run_mw 2 -p "$p" --max-depth 300 --capture now -d 1s -o depth.log
+expect_err_line "invalid --max-depth '300' \\(a whole number from 1 to 256\\)$"
+[ -e depth.log ] && fail "--max-depth 300 started a watch"
+run_mw 0 -p "$p" --max-depth 256 --capture now -i 100ms -d 1s -q -o depth.log
+expect_grep "capture-start rate=[0-9]+ depth=256" depth.log
+rm -f depth.*
 run_mw 2 -p "$p" -t 64MiB
 expect_err_line "invalid trigger '64MiB'"
 run_mw 2 -p "$p" --snap-every sometimes

@@ -9,13 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "protocol.h"
+
 #define MW_HIDDEN __attribute__((visibility("hidden")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 #define MW_DEFAULT_RATE (512 * 1024)
 #define MW_DEFAULT_DEPTH 64
-#define MW_MAX_DEPTH 256
+#define MW_MAX_DEPTH MEMWATCH_MAX_DEPTH
 #define MW_DEFAULT_MAX_STACKS 100000
 
 /* The hot thread-local state, initial-exec so that touching it is one

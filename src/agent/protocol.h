@@ -37,6 +37,10 @@
  * nor ends the capture of another memwatch. */
 #define MEMWATCH_SOCKET_PREFIX "memwatch-agent."
 
+/* The most frames a stack may keep ("start depth=", the agent's "depth="
+ * option): the CLI checks --max-depth against it, the agent refuses more. */
+#define MEMWATCH_MAX_DEPTH 256
+
 /* Options the preloaded agent reads at start-up (memwatch run), and the argument
  * string the injector passes to memwatch_agent_start(): comma-separated
  * key=value: capture=now|idle, rate=<bytes>, depth=<frames>, max-stacks=<n>. */
