@@ -383,34 +383,6 @@ static int find_self_cb(struct dl_phdr_info *info, size_t sz, void *data)
 	return 1;
 }
 
-int mw_hooks_init(char **why)
-{
-	struct self_find f = { (uintptr_t)&mw_hooks_init, false };
-	int i;
-	static const char *const required[] = { "malloc", "calloc", "realloc", "free", "dlopen" };
-	void **slots = (void **)&mw_orig;
-
-	page_size = (size_t)sysconf(_SC_PAGESIZE);
-	/* RTLD_DEFAULT finds the first definition in the global scope: glibc's, or
-	 * an allocator preloaded before us. The agent defines none of these names,
-	 * so it can never find a hook. */
-	for (i = 0; i < F_COUNT; i++)
-		slots[i] = dlsym(RTLD_DEFAULT, func_names[i]);
-	for (i = 0; i < (int)(sizeof required / sizeof required[0]); i++)
-		if (!dlsym(RTLD_DEFAULT, required[i])) {
-			*why = (char *)required[i];
-			return -1;
-		}
-	dl_iterate_phdr(find_self_cb, &f);
-	ldso_base = getauxval(AT_BASE);
-	vdso_addr = getauxval(AT_SYSINFO_EHDR);
-	if (!f.found) {
-		*why = "cannot find the agent's own module";
-		return -1;
-	}
-	return 0;
-}
-
 struct collect {
 	struct modinfo *m;
 	size_t n, cap;
@@ -522,6 +494,108 @@ static void unpin_module(void *h)
 {
 	if (h && h != (void *)-1)
 		dlclose(h);
+}
+
+/* True when p is a symbol that its module does not define: the canonical PLT
+ * entry a non-PIE executable makes for a function whose address it takes (the
+ * dynamic symbol is undefined but has a value, and glibc's dlsym and dladdr
+ * both accept it). Calling it jumps through the executable's own GOT slot,
+ * which is a slot we hook. */
+static bool is_plt_stub(void *p)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	return dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_shndx == SHN_UNDEF;
+}
+
+/* The definition of name in the module m itself, or NULL: a lookup through a
+ * handle searches the module's dependencies too, so the answer must be checked
+ * to lie in m and to be defined there. */
+static void *defined_in(const struct modinfo *m, const char *name)
+{
+	struct link_map *h, *lm = NULL;
+	Dl_info info;
+	void *p;
+
+	if (m->main || !m->name[0] || skip_module(m))
+		return NULL;
+	/* The agent's own reference to dlopen: its slots are never patched, and
+	 * a PLT-class binding never lands on a canonical PLT entry. */
+	h = dlopen(m->name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h) {
+		dlerror();
+		return NULL;
+	}
+	p = h->l_addr == m->base ? dlsym(h, name) : NULL;
+	if (p && (!dladdr1(p, &info, (void **)&lm, RTLD_DL_LINKMAP) || lm != h || is_plt_stub(p)))
+		p = NULL;
+	dlclose(h);
+	return p;
+}
+
+/* Fill mw_orig with the function each hook must call. dlsym(RTLD_DEFAULT) finds
+ * the first definition in the global scope: glibc's, or an allocator preloaded
+ * before us (the agent defines none of these names, so it never finds a hook).
+ * But where a non-PIE executable takes the address of malloc, that first
+ * "definition" is the executable's PLT entry, which leads back to the hook
+ * through the executable's slot: a hook calling it would call itself forever.
+ * Then the function is taken from the first module, in load order (the order
+ * of the global scope, so a preloaded allocator still wins), that really
+ * defines it. A name found nowhere else is left NULL: never hooked. */
+static int resolve_originals(void)
+{
+	struct collect c = { 0 };
+	void **slots = (void **)&mw_orig;
+	bool stub[F_COUNT] = { false };
+	bool any = false;
+	size_t k;
+	int i;
+
+	for (i = 0; i < F_COUNT; i++) {
+		slots[i] = dlsym(RTLD_DEFAULT, func_names[i]);
+		if (slots[i] && is_plt_stub(slots[i])) {
+			slots[i] = NULL;
+			stub[i] = any = true;
+		}
+	}
+	if (!any)
+		return 0;
+	dl_iterate_phdr(collect_cb, &c);
+	if (c.failed) {
+		free_collect(&c);
+		return -1;
+	}
+	for (i = 0; i < F_COUNT; i++)
+		for (k = 0; stub[i] && k < c.n && !slots[i]; k++)
+			slots[i] = defined_in(&c.m[k], func_names[i]);
+	free_collect(&c);
+	return 0;
+}
+
+int mw_hooks_init(char **why)
+{
+	struct self_find f = { (uintptr_t)&mw_hooks_init, false };
+	static const enum mw_func required[] = { F_MALLOC, F_CALLOC, F_REALLOC, F_FREE, F_DLOPEN };
+	size_t i;
+
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	dl_iterate_phdr(find_self_cb, &f);
+	ldso_base = getauxval(AT_BASE);
+	vdso_addr = getauxval(AT_SYSINFO_EHDR);
+	if (!f.found) {
+		*why = "cannot find the agent's own module";
+		return -1;
+	}
+	if (resolve_originals() < 0) {
+		*why = "out of memory";
+		return -1;
+	}
+	for (i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (!((void **)&mw_orig)[required[i]]) {
+			*why = (char *)func_names[required[i]];
+			return -1;
+		}
+	return 0;
 }
 
 /* The protection of the process's mappings, read from /proc/self/maps once per
