@@ -44,7 +44,7 @@ expect_grep '^</svg>$' out
 
 # bad input: one line, the usual statuses
 run_mw 2 show -F svgz a.snap
-expect_err_line "show: invalid --format 'svgz' \(table, folded, json or svg\)"
+expect_err_line "show: invalid --format 'svgz' \(table, folded, json, svg or pprof\)"
 printf 'not a snapshot' > bad.snap
 run_mw 3 diff -F svg -o never.svg a.snap bad.snap
 expect_err_line "bad\.snap"
