@@ -63,8 +63,8 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 	int c;
 
 	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+o:fD:h", longopts, NULL)) != -1) {
+	optind = 0;   /* options may follow the run log, as in "report RUN.LOG -o F" */
+	while ((c = getopt_long(argc, argv, "o:fD:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o->output = optarg;

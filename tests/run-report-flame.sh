@@ -74,6 +74,9 @@ expect_no_grep '(href|src)="(https?:|//)' run.html
 run_mw 1 report -o run.html flow.log
 expect_err_line "run\.html"
 run_mw 0 report -f -o run.html flow.log
+# the options may follow the log, as the usage line writes them
+run_mw 0 report flow.log -o after.html
+cmp -s run.html after.html || [ -s after.html ] || fail "report flow.log -o after.html wrote nothing"
 
 # without gnuplot the page is still made, without the plot, and a warning says so
 MEMWATCH_GNUPLOT=/nonexistent/gnuplot
