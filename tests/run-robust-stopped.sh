@@ -1,9 +1,10 @@
 #!/bin/sh
 # run-robust-stopped.sh: a target that is stopped (SIGSTOP, a frozen cgroup)
-# while it is captured. The watch keeps sampling it and says "stopped" and
-# "continued"; a snapshot due meanwhile is put off and taken once it runs; the
-# capture goes on to its last snapshot; Ctrl-C works at once in every phase;
-# memwatch never continues a process someone else stopped.
+# while it is captured, or snapshotted by memwatch snap. The watch keeps
+# sampling it and says "stopped" and "continued"; a snapshot due meanwhile is
+# put off and taken once it runs; the capture goes on to its last snapshot;
+# snap waits for it, bounded; Ctrl-C works at once in every phase; memwatch
+# never continues a process someone else stopped.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
 ptrace_allowed
@@ -108,7 +109,41 @@ runs_free "SIGINT while stopped" "$d2"
 capture_off "SIGINT while stopped" "$d2"
 kill "$d2"
 
-# 3. A frozen cgroup v2 (cgroup.freeze): its tasks show as sleeping, not
+# 3. memwatch snap on a stopped target with an agent in it.
+"$TARGETS/demo" 120 >demo3.out &
+d3=$!
+started_pids="$started_pids $d3"
+run_mw 0 snap -p "$d3" -w 1s -o first.snap
+kill -STOP "$d3"
+wait_until "grep -Eq '^State:[[:space:]]*T' /proc/$d3/status" 10
+# Ctrl-C ends it at once, with one line
+"$MEMWATCH" snap -w 0 -p "$d3" -o int.snap >out 2>err &
+sp=$!
+started_pids="$started_pids $sp"
+sleep 1
+t0=$(now)
+kill -INT "$sp"
+wait "$sp"
+status=$?
+took "$t0" 3 "snap -w 0, SIGINT"
+[ "$status" -eq 130 ] || fail "snap -w 0, SIGINT: exit status $status, expected 130"
+expect_err_line "pid $d3: interrupted"
+[ -e int.snap ] && fail "snap -w 0, SIGINT: int.snap written"
+# without Ctrl-C it gives up after its bounded wait, with one line
+t0=$(now)
+run_mw 5 snap -w 0 -p "$d3" -o late.snap
+took "$t0" 20 "snap -w 0 on a stopped target"
+expect_err_line "pid $d3: the process is stopped: "
+[ -e late.snap ] && fail "snap -w 0 on a stopped target: late.snap written"
+state_is "$d3" T "snap -w 0: the target was continued"
+# once continued, it answers again
+kill -CONT "$d3"
+run_mw 0 snap -w 0 -p "$d3" -o after.snap
+[ -s after.snap ] || fail "snap after SIGCONT: no snapshot"
+runs_free "snap on a stopped target" "$d3"
+kill "$d3"
+
+# 4. A frozen cgroup v2 (cgroup.freeze): its tasks show as sleeping, not
 # stopped; memwatch reads the cgroup's state. Needs root and a cgroup v2
 # hierarchy; the rest of the test does not.
 cg=
