@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "control.h"
 #include "inject.h"
+#include "proc.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -43,10 +44,28 @@ struct capture {
 	char *first_snap, *last_snap;
 	char *exit_snap;         /* what was never freed, written by the agent at exit */
 	unsigned lost;           /* snapshots that could not be written */
+	bool stopped;            /* the watch saw the process stopped at this sample */
+	bool deferred;           /* a snapshot (or the attach) waits for it to run again */
+	double due_t;            /*   since then */
+	struct control_snap_rx rx;   /* a snapshot request not answered yet */
+	double rx_t;             /*   sent then */
+	bool rx_final;           /*   the one at the end */
+	bool rx_late;            /*   its lateness was logged */
+	const char *rx_why;      /*   why it is owed: "stopped", "no_answer", ... */
+	double call_t;           /* the watch's time at this call, */
+	uint64_t call_ns;        /*   and the monotonic clock then */
 };
 
 /* How long a control request may take before the agent is considered stuck. */
 #define CONTROL_TIMEOUT_MS 10000
+/* How long one sample waits for a snapshot (longer ones are received at the
+ * next samples: the watch goes on meanwhile), and for one still owed. */
+#define SNAP_WAIT_MS 5000
+#define SNAP_RESUME_MS 250
+/* How long the end waits for the last snapshot. */
+#define FINAL_WAIT_MS 3000
+/* The process is looked at this often while a snapshot is waited for. */
+#define SNAP_SLICE_MS 200
 /* How long a preloaded agent may take to come up in a starting program. */
 #define PRELOAD_GRACE_S 10.0
 
@@ -148,31 +167,128 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	return path;
 }
 
-/* Ask the agent for a snapshot and store it. Returns 0, or -1 when the agent can
- * no longer be reached (the capture is failed then). */
-static int take_snapshot(struct capture *c, double t, bool final)
+/* The watch's time now, for events written after a wait. */
+static double capture_now(const struct capture *c)
 {
-	unsigned char *buf = NULL;
-	size_t len = 0;
-	char *cause = NULL, *path;
+	return c->call_t + (double)(mono_ns() - c->call_ns) / 1e9;
+}
 
-	if (control_snapshot(c->fd, &buf, &len, &cause) < 0) {
-		mw_warn("pid %d: snapshot failed: %s", c->pid, cause);
-		capture_fail(c, t, "snapshot-failed", cause);
-		free(cause);
-		return -1;
-	}
-	path = store_snapshot(c, t, buf, len, final ? "-final" : "", final ? " final=1" : "");
+/* Store a snapshot that came whole, as the next one (or the final one). */
+static void snapshot_in(struct capture *c, double t, unsigned char *buf, size_t len, bool final,
+			double delayed)
+{
+	char *tag, *path;
+
+	tag = delayed > 0 ? xasprintf("%s delayed_s=%.1f", final ? " final=1" : "", delayed) :
+			    xstrdup(final ? " final=1" : "");
+	path = store_snapshot(c, t, buf, len, final ? "-final" : "", tag);
 	if (path) {
 		if (!c->first_snap)
 			c->first_snap = xstrdup(path);
 		free(c->last_snap);
 		c->last_snap = path;
 	}
+	free(tag);
+	free(buf);
+}
+
+/* Wait up to wait_ms for the answer to the snapshot request in flight, looking
+ * at the process between slices: a stopped one cannot answer, and the watch
+ * must go on sampling it. Returns 1 when it came (stored), 0 when it is still
+ * owed (logged once: it is received at a later sample, when the process runs),
+ * -1 when the agent can no longer be reached (the capture is failed then). */
+static int snapshot_wait(struct capture *c, int wait_ms)
+{
+	uint64_t end = mono_ns() + (uint64_t)wait_ms * 1000000u;
+	const char *why = NULL;
+
+	for (;;) {
+		unsigned char *buf = NULL;
+		size_t len = 0;
+		char *cause = NULL;
+		uint64_t now = mono_ns();
+		int left = now < end ? (int)((end - now) / 1000000u) : 0;
+		enum proc_run run;
+		int r = control_snapshot_recv(c->fd, &c->rx, left < SNAP_SLICE_MS ? left : SNAP_SLICE_MS,
+					      &buf, &len, &cause);
+		double t = capture_now(c);
+
+		if (r == CONTROL_RX_DONE) {
+			snapshot_in(c, t, buf, len, c->rx_final, c->rx_late ? t - c->rx_t : 0);
+			return 1;
+		}
+		if (r == CONTROL_RX_FAILED) {
+			mw_warn("pid %d: snapshot failed: %s", c->pid, cause);
+			capture_fail(c, t, "snapshot-failed", cause);
+			free(cause);
+			return -1;
+		}
+		if (r == CONTROL_RX_INTERRUPTED) {
+			why = "interrupted";
+			break;
+		}
+		run = proc_run_state(c->pid);
+		if (run == PROC_GONE) {
+			c->rx_why = "gone";  /* the watch sees the exit at its next sample */
+			return 0;
+		}
+		if (run != PROC_RUNNING) {
+			why = proc_run_name(run);
+			break;
+		}
+		if (mono_ns() >= end) {
+			why = "no_answer";
+			break;
+		}
+	}
+	c->rx_why = why;
+	/* an interrupted wait is taken up again at the end, where it is said */
+	if (!c->rx_late && (c->rx_final || strcmp(why, "interrupted") != 0)) {
+		c->rx_late = true;
+		runlog_event(c->log, capture_now(c), c->pid, "snapshot-failed",
+			     "cause=%s%s retry=%s", why, c->rx_final ? " final=1" : "",
+			     c->rx_final ? "no" : "yes");
+	}
+	return 0;
+}
+
+/* Ask the agent for a snapshot and wait for it a while (snapshot_wait).
+ * Returns 1 stored, 0 still owed, -1 the capture failed. */
+static int take_snapshot(struct capture *c, double t, bool final, int wait_ms)
+{
+	char *cause = NULL;
+
+	if (control_snapshot_send(c->fd, &c->rx, &cause) < 0) {
+		mw_warn("pid %d: snapshot failed: %s", c->pid, cause);
+		capture_fail(c, t, "snapshot-failed", cause);
+		free(cause);
+		return -1;
+	}
+	/* a snapshot put off while the process was stopped is as late as that */
+	c->rx_t = c->deferred ? c->due_t : t;
+	c->rx_late = c->deferred;
+	c->rx_final = final;
+	c->deferred = false;
 	c->last_t = t;
 	c->last_rss = c->rss;
-	free(buf);
-	return 0;
+	return snapshot_wait(c, wait_ms);
+}
+
+/* Whether the agent may be asked (or loaded) now: not while the process is
+ * stopped, traced or frozen, when it cannot answer. What is due then is put
+ * off, said once, and done when it runs again. */
+static bool may_ask(struct capture *c, double t, const char *what)
+{
+	enum proc_run run = proc_run_state(c->pid);
+
+	if (run == PROC_RUNNING)
+		return true;
+	if (run != PROC_GONE && !c->deferred) {
+		c->deferred = true;
+		c->due_t = t;
+		runlog_event(c->log, t, c->pid, what, "state=%s", proc_run_name(run));
+	}
+	return false;
 }
 
 /* Store the snapshot the agent of a program started by memwatch run wrote at
@@ -275,15 +391,34 @@ static void capture_begin(struct capture *c, double t)
 	c->last_rss = c->rss;
 }
 
+void capture_set_stopped(struct capture *c, bool stopped)
+{
+	c->stopped = stopped;
+}
+
 void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 {
+	c->call_t = t;
+	c->call_ns = mono_ns();
 	c->rss = s->rss * 1024;
+	/* the answer to an earlier request comes first: the connection is in step
+	 * only once it is in */
+	if (c->rx.active) {
+		if (c->stopped || snapshot_wait(c, SNAP_RESUME_MS) <= 0)
+			return;
+	}
 	switch (c->state) {
 	case ST_IDLE:
 		if (c->o.mode == CAPTURE_NOW || c->wanted) {
+			if (!may_ask(c, t, "attach-deferred"))
+				break;
+			/* a start put off: the program's agent gets its grace from now */
+			if (c->deferred)
+				c->first_t = t;
+			c->deferred = false;
 			capture_begin(c, t);
 			if (c->wanted && c->state == ST_CAPTURING && c->o.mode != CAPTURE_NOW)
-				take_snapshot(c, t, false);
+				take_snapshot(c, t, false, SNAP_WAIT_MS);
 		} else if (trigger_update(&c->trig, t, c->rss)) {
 			char rule[64];
 			trigger_describe(&c->o.trigger, rule, sizeof rule);
@@ -293,16 +428,21 @@ void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 			runlog_event(c->log, t, c->pid, "trigger", "rss=%llu baseline=%llu rule=%s",
 				     (unsigned long long)c->rss,
 				     (unsigned long long)c->trig.baseline, rule);
+			c->wanted = true;
+			c->first_t = t;
+			if (!may_ask(c, t, "attach-deferred"))
+				break;
 			capture_begin(c, t);
 			/* the first snapshot: the reference the growth is measured from */
 			if (c->state == ST_CAPTURING)
-				take_snapshot(c, t, false);
+				take_snapshot(c, t, false, SNAP_WAIT_MS);
 		}
 		break;
 	case ST_CAPTURING:
-		if (c->nsnaps < c->o.max_snaps &&
-		    snap_step_due(&c->o.snap_every, t, c->rss, c->last_t, c->last_rss))
-			take_snapshot(c, t, false);
+		if ((c->deferred || (c->nsnaps < c->o.max_snaps &&
+				     snap_step_due(&c->o.snap_every, t, c->rss, c->last_t, c->last_rss))) &&
+		    may_ask(c, t, "snapshot-deferred"))
+			take_snapshot(c, t, false, SNAP_WAIT_MS);
 		break;
 	default:
 		break;
@@ -365,16 +505,44 @@ int capture_end(struct capture *c, double t, const char *reason, bool process_go
 {
 	char *cause = NULL;
 
+	c->call_t = t;
+	c->call_ns = mono_ns();
 	if (c->state == ST_CAPTURING && !process_gone) {
-		take_snapshot(c, t, true);
+		enum proc_run run = proc_run_state(c->pid);
+		const char *why = NULL;
+
+		/* a snapshot still owed is received first, briefly */
+		if (c->rx.active && run == PROC_RUNNING)
+			snapshot_wait(c, FINAL_WAIT_MS);
+		if (c->state == ST_CAPTURING && (c->rx.active || run != PROC_RUNNING)) {
+			/* a stopped process is not waited for: it is someone else's to
+			 * continue */
+			why = run != PROC_RUNNING ? proc_run_name(run) : c->rx_why ? c->rx_why : "no_answer";
+			runlog_event(c->log, capture_now(c), c->pid, "snapshot-failed",
+				     "cause=%s final=1 retry=no", why);
+		} else if (c->state == ST_CAPTURING && take_snapshot(c, t, true, FINAL_WAIT_MS) == 0) {
+			why = c->rx_why ? c->rx_why : "no_answer";
+		}
+		if (why)
+			mw_warn("pid %d: no final snapshot: %s", c->pid,
+				strcmp(why, "no_answer") == 0 ? "the agent did not answer in time" :
+				strcmp(why, "interrupted") == 0 ? "interrupted" :
+				strcmp(why, "gone") == 0 ? "the process is gone" :
+				strcmp(why, "traced") == 0 ? "the process is stopped by a debugger; capture stops when it runs again" :
+				strcmp(why, "frozen") == 0 ? "the process is frozen; capture stops when it runs again" :
+				"the process is stopped; capture stops when it runs again");
 		if (c->state == ST_CAPTURING) {
-			if (control_stop(c->fd, &cause) < 0) {
+			/* "stop" only on a connection in step, to a process that answers:
+			 * otherwise closing the connection stops capture once the agent runs */
+			if (!c->rx.active && run == PROC_RUNNING && control_stop(c->fd, &cause) < 0) {
 				mw_warn("pid %d: stopping capture: %s", c->pid, cause);
 				free(cause);
 			}
-			runlog_event(c->log, t, c->pid, "capture-stop", "reason=%s", reason);
+			runlog_event(c->log, capture_now(c), c->pid, "capture-stop", "reason=%s",
+				     reason);
 		}
 	}
+	control_snap_rx_release(&c->rx);
 	if (process_gone && c->o.exit_fd >= 0 && c->pid == c->o.exit_pid)
 		take_exit_snapshot(c, t);
 	if (c->fd >= 0)
@@ -399,6 +567,7 @@ void capture_free(struct capture *c)
 		return;
 	if (c->fd >= 0)
 		close(c->fd);
+	control_snap_rx_release(&c->rx);
 	free(c->first_snap);
 	free(c->last_snap);
 	free(c->exit_snap);

@@ -39,6 +39,9 @@ struct capture;
 /* A capture for pid, logging its events into log. Never NULL (with mode NEVER it
  * does nothing). */
 struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog *log);
+/* Whether the watch saw the process stopped (SIGSTOP, a debugger) at this
+ * sample: the agent is not asked then; what is due waits for it to run. */
+void capture_set_stopped(struct capture *c, bool stopped);
 /* Feed one sample of this process (t: seconds since start). */
 void capture_sample(struct capture *c, double t, const struct mem_sample *s);
 /* The watch ends (reason: "duration", "signal", "exited"): a last snapshot when

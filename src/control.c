@@ -75,41 +75,135 @@ int control_connect(int pid, int timeout_ms, char **cause)
 	return fd;
 }
 
-/* Read one reply line (without its '\n') into buf. Byte by byte: whatever
- * follows the line (snapshot bytes) must stay in the socket. */
-static int read_line(int fd, char *buf, size_t size, char **cause)
+/* A wait for the agent ends early when this says so: by default when SIGINT
+ * or SIGTERM came (stop_signals_install); see control_set_interrupt. */
+static bool default_interrupted(void)
 {
-	size_t n = 0;
+	return stop_signal_pending() != 0;
+}
+
+static bool (*interrupted)(void) = default_interrupted;
+
+void control_set_interrupt(bool (*fn)(void))
+{
+	interrupted = fn ? fn : default_interrupted;
+}
+
+/* A signal is looked at this often while the agent is waited for. */
+#define WAIT_SLICE_MS 100
+
+/* The bound of a request on this connection, as control_connect set it. */
+static int conn_timeout_ms(int fd)
+{
+	struct timeval tv;
+	socklen_t len = sizeof tv;
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) != 0 ||
+	    (tv.tv_sec == 0 && tv.tv_usec == 0))
+		return 10000;
+	return (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+}
+
+/* Wait until fd has something to read (or is closed) or the monotonic deadline
+ * passes, in slices, so that a signal is seen at once: a stopped target never
+ * answers, and nothing may hold Ctrl-C off. 1 readable, 0 deadline passed,
+ * -EINTR interrupted, or -errno. */
+static int wait_readable(int fd, uint64_t deadline_ns)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now;
+		int ms, r;
+
+		if (interrupted())
+			return -EINTR;
+		now = mono_ns();
+		if (now >= deadline_ns)
+			return 0;
+		ms = (int)((deadline_ns - now + 999999) / 1000000);
+		r = poll(&p, 1, ms < WAIT_SLICE_MS ? ms : WAIT_SLICE_MS);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* Read up to len bytes that have come, without blocking: >0, 0 none yet,
+ * -EPIPE closed, or -errno. */
+static ssize_t recv_some(int fd, void *buf, size_t len)
+{
+	ssize_t r;
+	do
+		r = recv(fd, buf, len, MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r > 0)
+		return r;
+	if (r == 0)
+		return -EPIPE;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+}
+
+/* Add what has come of one reply line to line[*n]; 1 when it is whole
+ * (NUL-terminated, without its '\n'), 0 when more is to come, -1 with *cause.
+ * Byte by byte: whatever follows the line (snapshot bytes) must stay in the
+ * socket. */
+static int line_some(int fd, char *line, size_t size, size_t *n, char **cause)
+{
 	for (;;) {
 		char c;
-		ssize_t r = recv(fd, &c, 1, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				*cause = xasprintf("pid %d: the memwatch agent did not answer in time",
-						   peer_pid_of(fd));
-			else
-				*cause = xasprintf("pid %d: reading from the memwatch agent: %s",
-						   peer_pid_of(fd), strerror(errno));
-			return -1;
-		}
-		if (r == 0) {
+		ssize_t r = recv_some(fd, &c, 1);
+		if (r == 0)
+			return 0;
+		if (r == -EPIPE) {
 			*cause = xasprintf("pid %d: the memwatch agent closed the connection",
 					   peer_pid_of(fd));
 			return -1;
 		}
-		if (c == '\n')
-			break;
-		if (n + 1 >= size) {
+		if (r < 0) {
+			*cause = xasprintf("pid %d: reading from the memwatch agent: %s",
+					   peer_pid_of(fd), strerror((int)-r));
+			return -1;
+		}
+		if (c == '\n') {
+			line[*n] = 0;
+			return 1;
+		}
+		if (*n + 1 >= size) {
 			*cause = xasprintf("pid %d: the memwatch agent sent an overlong reply",
 					   peer_pid_of(fd));
 			return -1;
 		}
-		buf[n++] = c;
+		line[(*n)++] = c;
 	}
-	buf[n] = 0;
-	return 0;
+}
+
+/* Read one reply line (without its '\n') into buf, waiting no longer than the
+ * connection's timeout, and no longer at all once a stop signal came. */
+static int read_line(int fd, char *buf, size_t size, char **cause)
+{
+	uint64_t deadline = mono_ns() + (uint64_t)conn_timeout_ms(fd) * 1000000u;
+	size_t n = 0;
+	for (;;) {
+		int r = line_some(fd, buf, size, &n, cause);
+		if (r != 0)
+			return r > 0 ? 0 : -1;
+		r = wait_readable(fd, deadline);
+		if (r == 0) {
+			*cause = xasprintf("pid %d: the memwatch agent did not answer in time",
+					   peer_pid_of(fd));
+			return -1;
+		}
+		if (r == -EINTR) {
+			*cause = xasprintf("pid %d: interrupted while waiting for the memwatch agent",
+					   peer_pid_of(fd));
+			return -1;
+		}
+		if (r < 0) {
+			*cause = xasprintf("pid %d: waiting for the memwatch agent: %s",
+					   peer_pid_of(fd), strerror(-r));
+			return -1;
+		}
+	}
 }
 
 /* Send one request line and read the reply; "ok ..." leaves the text after
@@ -247,20 +341,53 @@ int control_status(int fd, struct control_status *st, char **cause)
 	return 0;
 }
 
-int control_snapshot(int fd, unsigned char **out, size_t *len, char **cause)
+void control_snap_rx_release(struct control_snap_rx *rx)
 {
-	char buf[REPLY_MAX], *end;
-	unsigned long long n;
-	unsigned char *data;
-	int r;
+	free(rx->data);
+	memset(rx, 0, sizeof *rx);
+}
 
-	if (request(fd, "snapshot", buf, sizeof buf, cause) < 0)
+int control_snapshot_send(int fd, struct control_snap_rx *rx, char **cause)
+{
+	static const char req[] = "snapshot\n";
+	size_t off = 0;
+
+	control_snap_rx_release(rx);
+	while (off < sizeof req - 1) {
+		ssize_t w = send(fd, req + off, sizeof req - 1 - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			*cause = xasprintf("pid %d: writing to the memwatch agent: %s", peer_pid_of(fd),
+					   errno == EAGAIN ? "timed out" : strerror(errno));
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	rx->active = true;
+	return 0;
+}
+
+/* The reply line of a snapshot request: "ok <nbytes>" makes room for them. */
+static int snap_header(int fd, struct control_snap_rx *rx, char **cause)
+{
+	unsigned long long n;
+	char *end;
+
+	if (strncmp(rx->line, "err ", 4) == 0) {
+		*cause = xasprintf("pid %d: the memwatch agent refused 'snapshot': %s",
+				   peer_pid_of(fd), rx->line + 4);
 		return -1;
+	}
+	if (strncmp(rx->line, "ok ", 3) != 0) {
+		*cause = xasprintf("pid %d: the memwatch agent sent a malformed reply", peer_pid_of(fd));
+		return -1;
+	}
 	errno = 0;
-	n = strtoull(buf, &end, 10);
-	if (errno || end == buf || *end || n == 0) {
+	n = strtoull(rx->line + 3, &end, 10);
+	if (errno || end == rx->line + 3 || *end || n == 0) {
 		*cause = xasprintf("pid %d: the memwatch agent sent a malformed snapshot header: %s",
-				   peer_pid_of(fd), buf);
+				   peer_pid_of(fd), rx->line + 3);
 		return -1;
 	}
 	if (n > SNAPSHOT_MAX_BYTES) {
@@ -268,20 +395,77 @@ int control_snapshot(int fd, unsigned char **out, size_t *len, char **cause)
 				   "more than the %zu accepted", peer_pid_of(fd), n, SNAPSHOT_MAX_BYTES);
 		return -1;
 	}
-	data = malloc((size_t)n);
-	if (!data) {
+	rx->data = malloc((size_t)n);
+	if (!rx->data) {
 		*cause = xasprintf("cannot allocate %llu bytes for the snapshot", n);
 		return -1;
 	}
-	r = read_all(fd, data, (size_t)n);
-	if (r < 0) {
-		*cause = xasprintf("pid %d: receiving the snapshot: %s", peer_pid_of(fd),
-				   r == -EPIPE ? "the agent closed the connection early" :
-				   r == -EAGAIN ? "timed out" : strerror(-r));
-		free(data);
-		return -1;
-	}
-	*out = data;
-	*len = (size_t)n;
+	rx->len = (size_t)n;
+	rx->got = 0;
+	rx->have_line = true;
 	return 0;
+}
+
+int control_snapshot_recv(int fd, struct control_snap_rx *rx, int timeout_ms,
+			  unsigned char **out, size_t *len, char **cause)
+{
+	uint64_t deadline = mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+
+	for (;;) {
+		int w;
+		if (!rx->have_line) {
+			int r = line_some(fd, rx->line, sizeof rx->line, &rx->linelen, cause);
+			if (r < 0 || (r > 0 && snap_header(fd, rx, cause) < 0))
+				goto failed;
+		}
+		while (rx->have_line && rx->got < rx->len) {
+			ssize_t r = recv_some(fd, rx->data + rx->got, rx->len - rx->got);
+			if (r == 0)
+				break;
+			if (r < 0) {
+				*cause = xasprintf("pid %d: receiving the snapshot: %s", peer_pid_of(fd),
+						   r == -EPIPE ? "the agent closed the connection early" :
+						   strerror((int)-r));
+				goto failed;
+			}
+			rx->got += (size_t)r;
+		}
+		if (rx->have_line && rx->got == rx->len) {
+			*out = rx->data;
+			*len = rx->len;
+			rx->data = NULL;
+			control_snap_rx_release(rx);
+			return CONTROL_RX_DONE;
+		}
+		w = wait_readable(fd, deadline);
+		if (w == 0)
+			return CONTROL_RX_PENDING;
+		if (w == -EINTR)
+			return CONTROL_RX_INTERRUPTED;
+		if (w < 0) {
+			*cause = xasprintf("pid %d: waiting for the memwatch agent: %s", peer_pid_of(fd),
+					   strerror(-w));
+			goto failed;
+		}
+	}
+failed:
+	control_snap_rx_release(rx);
+	return CONTROL_RX_FAILED;
+}
+
+int control_snapshot(int fd, unsigned char **out, size_t *len, char **cause)
+{
+	struct control_snap_rx rx = { 0 };
+	int r;
+
+	if (control_snapshot_send(fd, &rx, cause) < 0)
+		return -1;
+	r = control_snapshot_recv(fd, &rx, conn_timeout_ms(fd), out, len, cause);
+	if (r == CONTROL_RX_PENDING || r == CONTROL_RX_INTERRUPTED)
+		*cause = xasprintf(r == CONTROL_RX_PENDING ?
+				   "pid %d: the memwatch agent did not answer in time" :
+				   "pid %d: interrupted while waiting for the memwatch agent",
+				   peer_pid_of(fd));
+	control_snap_rx_release(&rx);
+	return r == CONTROL_RX_DONE ? 0 : -1;
 }

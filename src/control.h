@@ -43,4 +43,35 @@ int control_status(int fd, struct control_status *st, char **cause);
 /* Ask for a snapshot; *buf (caller frees) holds the .snap bytes. 0 or -1. */
 int control_snapshot(int fd, unsigned char **buf, size_t *len, char **cause);
 
+/* A snapshot request whose reply may take longer than one wait: a target
+ * stopped mid-request (SIGSTOP, a debugger) answers only when it runs again, so
+ * the reply is received in as many calls as it needs, the connection staying
+ * in step. Zero-initialised; release it when giving up. */
+struct control_snap_rx {
+	bool active;             /* a request was sent; its reply has not come whole */
+	bool have_line;          /* its "ok <nbytes>" line is in */
+	char line[128];
+	size_t linelen;
+	unsigned char *data;     /* the bytes announced: len, got so far */
+	size_t len, got;
+};
+enum {
+	CONTROL_RX_DONE = 1,         /* the snapshot is in */
+	CONTROL_RX_PENDING = 0,      /* not yet: call control_snapshot_recv again later */
+	CONTROL_RX_INTERRUPTED = -2, /* a signal came (see control_set_interrupt): the same */
+	CONTROL_RX_FAILED = -1,      /* the connection is lost or out of step (*cause); rx reset */
+};
+/* Send a snapshot request. 0, or -1 with *cause. */
+int control_snapshot_send(int fd, struct control_snap_rx *rx, char **cause);
+/* Receive what has come of the reply, waiting up to timeout_ms for the rest.
+ * CONTROL_RX_DONE with *buf (caller frees) and *len, or another CONTROL_RX_. */
+int control_snapshot_recv(int fd, struct control_snap_rx *rx, int timeout_ms,
+			  unsigned char **buf, size_t *len, char **cause);
+void control_snap_rx_release(struct control_snap_rx *rx);
+
+/* Every wait for an agent (requests, snapshots) ends within about 0.1 s once
+ * fn returns true; NULL restores the default: a SIGINT or SIGTERM came
+ * (stop_signals_install). */
+void control_set_interrupt(bool (*fn)(void));
+
 #endif

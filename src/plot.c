@@ -276,7 +276,8 @@ static int event_rank(const char *kind)
 		return 4;
 	if (strcmp(kind, "snapshot") == 0)
 		return 3;
-	if (strcmp(kind, "exit") == 0 || strcmp(kind, "signal") == 0)
+	if (strcmp(kind, "exit") == 0 || strcmp(kind, "signal") == 0 ||
+	    strcmp(kind, "stopped") == 0 || strcmp(kind, "continued") == 0)
 		return 2;
 	if (strcmp(kind, "end") == 0)
 		return 1;
@@ -290,7 +291,7 @@ static const char *rank_color(int rank)
 	case 5: return "#d62728";   /* trigger: red */
 	case 4: return "#ff7f0e";   /* a failure: orange */
 	case 3: return "#1f77b4";   /* snapshot: blue */
-	case 2: return "#000000";   /* exit, signal: black */
+	case 2: return "#000000";   /* exit, signal, stopped, continued: black */
 	case 1: return "#555555";   /* end */
 	default: return "#8c8c8c";  /* start, attach, process, capture-*: grey */
 	}
@@ -304,7 +305,8 @@ static char *event_label(const struct runlog_event_rec *ev, bool several)
 		{ "trigger", "rule", " ", "" }, { "exit", "status", " status ", "" },
 		{ "signal", "signal", " ", "" }, { "end", "reason", " (", ")" },
 		{ "snapshot", "path", " ", "" }, { "snapshot-failed", "error", " (", ")" },
-		{ "attach-failed", "error", " (", ")" },
+		{ "attach-failed", "error", " (", ")" }, { "stopped", "state", " (", ")" },
+		{ "continued", "after_s", " after ", " s" },
 	};
 	char *val = NULL, *label, *head;
 	const char *before = "", *after = "", *shownval;

@@ -5,12 +5,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 #include <libproc2/pids.h>
 
 #include "proc.h"
@@ -35,6 +38,9 @@ struct status_fd {
 	int pid;
 	int fd;                  /* -1: could not be kept open (EMFILE): opened per read */
 	bool used;               /* asked for in this read */
+	int cg_fd;               /* its /proc/PID/cgroup (-1 not opened yet, -2 none) */
+	int ev_fd;               /* the cgroup.events of its cgroup v2 (-2 none) */
+	char cg[256];            /*   that cgroup's path, "" when not resolved */
 };
 
 struct proc_reader {
@@ -66,14 +72,24 @@ struct proc_reader *proc_reader_new(bool pss, char **cause)
 	return r;
 }
 
+/* Close a process's held files. */
+static void slot_close(struct status_fd *sf)
+{
+	if (sf->fd >= 0)
+		close(sf->fd);
+	if (sf->cg_fd >= 0)
+		close(sf->cg_fd);
+	if (sf->ev_fd >= 0)
+		close(sf->ev_fd);
+}
+
 void proc_reader_free(struct proc_reader *r)
 {
 	size_t i;
 	if (!r)
 		return;
 	for (i = 0; i < r->nfds; i++)
-		if (r->fds[i].fd >= 0)
-			close(r->fds[i].fd);
+		slot_close(&r->fds[i]);
 	free(r->fds);
 	if (r->pss)
 		procps_pids_unref(&r->pss);
@@ -113,6 +129,9 @@ static struct status_fd *status_slot(struct proc_reader *r, int pid, size_t hint
 	snprintf(path, sizeof path, "/proc/%d/status", pid);
 	sf->pid = pid;
 	sf->used = false;
+	sf->cg_fd = -1;
+	sf->ev_fd = -2;
+	sf->cg[0] = '\0';
 	sf->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (sf->fd < 0 && (errno == ENOENT || errno == ESRCH))
 		sf->fd = -2; /* gone */
@@ -143,6 +162,7 @@ static void parse_status(char *buf, struct proc_stat *ps)
 				while (*v == ' ' || *v == '\t')
 					v++;
 				ps->zombie = *v == 'Z' || *v == 'X';
+				ps->state = *v;
 			}
 			break;
 		case 'P':
@@ -172,6 +192,101 @@ static void parse_status(char *buf, struct proc_stat *ps)
 			break;
 		}
 	}
+}
+
+/* The mount point of the cgroup v2 hierarchy (/sys/fs/cgroup, or
+ * /sys/fs/cgroup/unified on a hybrid one), or NULL: then no process can be in
+ * a frozen cgroup v2. Looked up once. */
+static const char *cgroup2_root(void)
+{
+	static const char *const mounts[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	static int found = -2;
+	struct statfs st;
+	int i;
+
+	if (found == -2) {
+		found = -1;
+		for (i = 0; i < 2 && found < 0; i++)
+			if (statfs(mounts[i], &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC)
+				found = i;
+	}
+	return found >= 0 ? mounts[found] : NULL;
+}
+
+/* The cgroup v2 path ("/a/b") in the text of /proc/PID/cgroup, into out. */
+static bool cgroup2_path(const char *text, char *out, size_t size)
+{
+	const char *p, *end;
+	for (p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (strncmp(p, "0::/", 4) != 0)
+			continue;
+		p += 3;
+		end = p + strcspn(p, "\n");
+		if ((size_t)(end - p) >= size)
+			return false;
+		memcpy(out, p, (size_t)(end - p));
+		out[end - p] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/* "frozen 1" in the text of a cgroup.events file. */
+static bool events_frozen(const char *text)
+{
+	return strncmp(text, "frozen 1", 8) == 0 || strstr(text, "\nfrozen 1") != NULL;
+}
+
+/* Whether a process's cgroup v2 is frozen (cgroup.freeze, by it or an
+ * ancestor): a frozen task shows as sleeping in its status. Two preads of
+ * held files; the cgroup's file is opened again when the process moves. */
+static bool slot_frozen(struct status_fd *sf)
+{
+	const char *root = cgroup2_root();
+	char buf[1024], cg[sizeof sf->cg], path[PATH_MAX];
+	ssize_t n;
+
+	if (!root || sf->cg_fd == -2)
+		return false;
+	if (sf->cg_fd == -1) {
+		snprintf(path, sizeof path, "/proc/%d/cgroup", sf->pid);
+		sf->cg_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (sf->cg_fd < 0) {
+			sf->cg_fd = -2;
+			return false;
+		}
+	}
+	n = pread(sf->cg_fd, buf, sizeof buf - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (!cgroup2_path(buf, cg, sizeof cg))
+		return false;
+	if (strcmp(cg, sf->cg) != 0) {
+		if (sf->ev_fd >= 0)
+			close(sf->ev_fd);
+		strcpy(sf->cg, cg);
+		sf->ev_fd = -2;
+		/* the root cgroup cannot be frozen (it has no cgroup.events) */
+		if (strcmp(cg, "/") != 0 &&
+		    (size_t)snprintf(path, sizeof path, "%s%s/cgroup.events", root, cg) < sizeof path) {
+			sf->ev_fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (sf->ev_fd < 0)
+				sf->ev_fd = -2;
+		}
+	}
+	if (sf->ev_fd < 0)
+		return false;
+	n = pread(sf->ev_fd, buf, sizeof buf - 1, 0);
+	if (n <= 0) {
+		/* the cgroup was removed: look again at the next sample */
+		close(sf->ev_fd);
+		sf->ev_fd = -2;
+		sf->cg[0] = '\0';
+		return false;
+	}
+	buf[n] = '\0';
+	return events_frozen(buf);
 }
 
 /* One sample of every process: a pread of each held status file, then, with
@@ -220,13 +335,15 @@ int proc_read(struct proc_reader *r, const int *pids, size_t n, struct proc_stat
 		buf[got] = '\0';
 		p->found = true;
 		parse_status(buf, p);
+		if (!p->zombie && proc_run_of_state(p->state) == PROC_RUNNING)
+			p->frozen = slot_frozen(sf);
 	}
 	/* close the files of processes no longer asked for */
 	for (i = 0, j = 0; i < r->nfds; i++) {
 		if (r->fds[i].used)
 			r->fds[j++] = r->fds[i];
-		else if (r->fds[i].fd >= 0)
-			close(r->fds[i].fd);
+		else
+			slot_close(&r->fds[i]);
 	}
 	r->nfds = j;
 
@@ -283,6 +400,67 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 	close(fd);
 	buf[got] = '\0';
 	return got;
+}
+
+enum proc_run proc_run_of_state(char state)
+{
+	switch (state) {
+	case 'T':
+		return PROC_STOPPED;
+	case 't':
+		return PROC_TRACED;
+	case 'Z':
+	case 'X':
+	case 0:
+		return PROC_GONE;
+	default:
+		return PROC_RUNNING;
+	}
+}
+
+/* Whether pid's cgroup v2 is frozen (as slot_frozen, opening its files). */
+static bool cgroup_frozen(int pid)
+{
+	const char *root = cgroup2_root();
+	char path[PATH_MAX], buf[4096], cg[256], ev[256];
+
+	snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+	if (!root || read_small(path, buf, sizeof buf) <= 0 || !cgroup2_path(buf, cg, sizeof cg) ||
+	    strcmp(cg, "/") == 0)
+		return false;
+	if ((size_t)snprintf(path, sizeof path, "%s%s/cgroup.events", root, cg) >= sizeof path)
+		return false;
+	return read_small(path, ev, sizeof ev) > 0 && events_frozen(ev);
+}
+
+enum proc_run proc_run_state(int pid)
+{
+	char path[64], buf[512], *p;
+	enum proc_run r;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	if (read_small(path, buf, sizeof buf) <= 0)
+		return PROC_GONE;
+	/* the command name in parentheses may hold anything: the state follows
+	 * the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return PROC_GONE;
+	r = proc_run_of_state(p[2]);
+	if (r == PROC_RUNNING && cgroup_frozen(pid))
+		r = PROC_FROZEN;
+	return r;
+}
+
+const char *proc_run_name(enum proc_run r)
+{
+	switch (r) {
+	case PROC_STOPPED: return "stopped";
+	case PROC_TRACED: return "traced";
+	case PROC_FROZEN: return "frozen";
+	case PROC_GONE: return "gone";
+	default: return "running";
+	}
 }
 
 /* Owner, state and command line of pid, from its status and cmdline files. */

@@ -23,6 +23,8 @@ struct proc_stat {
 	bool found;              /* false: no such process (exited and reaped) */
 	bool zombie;             /* exited, not reaped yet: counts as gone */
 	bool pss_denied;         /* --pss, but smaps_rollup could not be read */
+	char state;              /* of its main thread: 'R', 'S', 'T' stopped, 't' traced... */
+	bool frozen;             /* its cgroup v2 is frozen (it shows as sleeping) */
 	int ppid;
 	struct mem_sample s;     /* KiB; pss/uss RUNLOG_NONE unless read */
 };
@@ -30,6 +32,25 @@ struct proc_stat {
 /* Read the figures of pids[0..n) into out[0..n) in one pass over /proc.
  * Returns 0, or -errno when libproc2 failed as a whole. */
 int proc_read(struct proc_reader *r, const int *pids, size_t n, struct proc_stat *out);
+
+/* How a process runs now, for the capture: an agent in a stopped process
+ * cannot answer, and must not be asked or loaded then. */
+enum proc_run {
+	PROC_GONE = -1,          /* no such process, or a zombie */
+	PROC_RUNNING = 0,        /* running or sleeping: it can answer */
+	PROC_STOPPED,            /* 'T': SIGSTOP, SIGTSTP (job control) */
+	PROC_TRACED,             /* 't': stopped by a debugger */
+	PROC_FROZEN,             /* its cgroup v2 is frozen (cgroup.freeze) */
+};
+/* The run state of a main-thread state letter from /proc/PID/stat or status. */
+enum proc_run proc_run_of_state(char state);
+/* How pid runs now: its main thread's state from /proc/PID/stat, then whether
+ * its cgroup v2 is frozen (a frozen task shows as sleeping). A few reads of
+ * small /proc and cgroup files: for the moments before and while the agent is
+ * asked, not for every sample. */
+enum proc_run proc_run_state(int pid);
+/* The word for a state in messages and events: "stopped", "traced", "frozen". */
+const char *proc_run_name(enum proc_run r);
 
 /* Who a process is, read once at the start. */
 struct proc_ident {

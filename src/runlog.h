@@ -24,7 +24,8 @@
  * Event lines: "# event <time_s> <pid or -> <kind> [key=value ...]"; values
  * contain no spaces (paths with spaces are written with %20). Kinds: start,
  * process (a child joined), trigger, attach, attach-failed, capture-start,
- * snapshot, snapshot-failed, capture-stop, exit, signal, end.
+ * snapshot, snapshot-failed, capture-stop, exit, signal, end; for a process
+ * that is stopped: stopped, continued, snapshot-deferred, attach-deferred.
  * Every line is flushed when written, so a killed memwatch loses at most one line. */
 #ifndef MEMWATCH_RUNLOG_H
 #define MEMWATCH_RUNLOG_H

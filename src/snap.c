@@ -14,12 +14,16 @@
 #include "control.h"
 #include "inject.h"
 #include "maps.h"
+#include "proc.h"
 #include "snapshot.h"
 #include "symbolize.h"
 #include "util.h"
 
 #define SNAP_TIMEOUT_MS 30000
 #define DEFAULT_WAIT_MS 10000
+/* How long a stopped process (SIGSTOP, a debugger, a frozen cgroup) is waited
+ * for: its agent cannot answer, and it is not ours to continue. */
+#define STOPPED_WAIT_MS 10000
 
 const char snap_usage[] =
 	"  memwatch snap -p PID [-o FILE] [-f] [-w TIME] [-r SIZE] [-E]\n"
@@ -36,7 +40,9 @@ const char snap_usage[] =
 	"    -r, --sample-rate SIZE  mean bytes between samples then (default 512KiB)\n"
 	"    -E, --embed-symbols  resolve and embed the symbols of its frames, so that\n"
 	"                         it can be reported where its binaries are not\n"
-	"    -h, --help           this help\n";
+	"    -h, --help           this help\n"
+	"    A stopped process (SIGSTOP, a debugger) is waited for up to 10s to run\n"
+	"    again, then snap gives up (status 5); it never continues the process.\n";
 
 struct snap_opts {
 	int pid;
@@ -63,6 +69,88 @@ static bool process_gone(int pid)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* The exit status for a request that failed with cause (said): 128+N when
+ * signal N cut it short, else MW_EXIT_ATTACH. */
+static int request_failed(char *cause)
+{
+	int sig = stop_signal_pending();
+	mw_error("%s", cause);
+	return sig ? MW_EXIT_SIGNAL + sig : MW_EXIT_ATTACH;
+}
+
+/* Wait, up to STOPPED_WAIT_MS, for a stopped process to run again. 0 when it
+ * runs (or is gone: that is said later), or the exit status, said. */
+static int wait_running(int pid)
+{
+	uint64_t end = mono_ns() + (uint64_t)STOPPED_WAIT_MS * 1000000u;
+	struct timespec ts = { .tv_nsec = 50 * 1000000 };
+	enum proc_run run;
+	char b[32];
+
+	while ((run = proc_run_state(pid)) != PROC_RUNNING && run != PROC_GONE) {
+		if (stop_signal_pending()) {
+			mw_error("pid %d: interrupted while the process is %s: no snapshot written", pid,
+				 proc_run_name(run));
+			return MW_EXIT_SIGNAL + stop_signal_pending();
+		}
+		if (mono_ns() >= end) {
+			mw_error("pid %d: the process is %s: its agent cannot answer; no snapshot "
+				 "written after waiting %s", pid, proc_run_name(run),
+				 fmt_seconds(b, sizeof b, STOPPED_WAIT_MS / 1000.0));
+			if (run == PROC_FROZEN)
+				mw_hint("its cgroup is frozen (cgroup.freeze); thaw it and try again");
+			else
+				mw_hint("it was stopped by a signal or a debugger; once it runs again "
+					"(kill -CONT %d, or continue in the debugger), try again", pid);
+			return MW_EXIT_ATTACH;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* Ask for a snapshot and receive it, following the process: a stop in the
+ * middle is waited out as wait_running does. 0, or the exit status, said. */
+static int fetch_snapshot(int pid, int fd, unsigned char **buf, size_t *len)
+{
+	struct control_snap_rx rx = { 0 };
+	uint64_t end = mono_ns() + (uint64_t)SNAP_TIMEOUT_MS * 1000000u;
+	char *cause = NULL;
+	int ret;
+
+	if (control_snapshot_send(fd, &rx, &cause) < 0) {
+		ret = request_failed(cause);
+		free(cause);
+		return ret;
+	}
+	for (;;) {
+		int r = control_snapshot_recv(fd, &rx, 200, buf, len, &cause);
+		if (r == CONTROL_RX_DONE) {
+			ret = 0;
+			break;
+		}
+		if (r == CONTROL_RX_FAILED) {
+			ret = request_failed(cause);
+			break;
+		}
+		if (r == CONTROL_RX_INTERRUPTED) {
+			mw_error("pid %d: interrupted: no snapshot written", pid);
+			ret = MW_EXIT_SIGNAL + stop_signal_pending();
+			break;
+		}
+		if ((ret = wait_running(pid)) != 0)
+			break;
+		if (mono_ns() >= end) {
+			mw_error("pid %d: the memwatch agent did not answer in time", pid);
+			ret = MW_EXIT_ATTACH;
+			break;
+		}
+	}
+	control_snap_rx_release(&rx);
+	free(cause);
+	return ret;
 }
 
 /* Connect to the agent of pid, loading one into the process first when none is
@@ -266,22 +354,25 @@ int cmd_snap(int argc, char **argv)
 		return MW_EXIT_FAILURE;
 	}
 	stop_signals_install();
+	/* neither loading an agent nor asking one can be done in a stopped process */
+	if ((r = wait_running(o.pid)) != 0) {
+		free(path);
+		return r;
+	}
 	r = ensure_agent(o.pid, o.wait_ms > 0, &fd, &attached);
 	if (r < 0) {
 		free(path);
 		return -r;
 	}
 	if (control_status(fd, &st, &cause) < 0) {
-		mw_error("%s", cause);
-		ret = MW_EXIT_ATTACH;
+		ret = request_failed(cause);
 		goto out;
 	}
 	/* hold the capture while the snapshot is taken: one running already
 	 * (another memwatch's) is joined at its rate and left running, since stop
 	 * only drops this connection's hold */
 	if (o.wait_ms && control_start(fd, o.rate, 0, 0, &got, &cause) < 0) {
-		mw_error("%s", cause);
-		ret = MW_EXIT_ATTACH;
+		ret = request_failed(cause);
 		goto out;
 	}
 	started = o.wait_ms != 0;
@@ -313,15 +404,17 @@ int cmd_snap(int argc, char **argv)
 			ret = MW_EXIT_SIGNAL + sig;
 			goto out;
 		}
+		if ((r = wait_running(o.pid)) != 0) {
+			ret = r;
+			goto out;
+		}
 		if (control_status(fd, &st, &cause) < 0) {
-			mw_error("%s", cause);
-			ret = MW_EXIT_ATTACH;
+			ret = request_failed(cause);
 			goto out;
 		}
 	}
-	if (control_snapshot(fd, &buf, &len, &cause) < 0) {
-		mw_error("%s", cause);
-		ret = MW_EXIT_ATTACH;
+	if ((r = fetch_snapshot(o.pid, fd, &buf, &len)) != 0) {
+		ret = r;
 		goto out;
 	}
 	if (started && control_stop(fd, &cause) < 0) {

@@ -570,11 +570,12 @@ int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
-static volatile sig_atomic_t stop_sig;
+static volatile sig_atomic_t stop_sig, stop_count;
 
 static void on_stop(int sig)
 {
 	stop_sig = sig;
+	stop_count++;
 }
 
 void stop_signals_install(void)
@@ -590,4 +591,9 @@ void stop_signals_install(void)
 int stop_signal_pending(void)
 {
 	return stop_sig;
+}
+
+unsigned stop_signal_count(void)
+{
+	return (unsigned)stop_count;
 }

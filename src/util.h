@@ -112,5 +112,7 @@ int read_all(int fd, void *buf, size_t len);
 void stop_signals_install(void);
 /* The signal that asked us to stop, or 0. */
 int stop_signal_pending(void);
+/* How many such signals came: a second Ctrl-C is told from the first. */
+unsigned stop_signal_count(void);
 
 #endif

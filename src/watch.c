@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "control.h"
 #include "proc.h"
 #include "runlog.h"
 #include "util.h"
@@ -51,7 +52,10 @@ const char watch_usage[] =
 	"      --no-report         no growth report at the end\n"
 	"  -h, --help              this help\n"
 	"    The run log has one line per sample: time_s pid rss_kib anon_kib file_kib\n"
-	"    shmem_kib swap_kib vsz_kib pss_kib uss_kib, and '# event' lines.\n";
+	"    shmem_kib swap_kib vsz_kib pss_kib uss_kib, and '# event' lines.\n"
+	"    A stopped process (SIGSTOP, a debugger, a frozen cgroup) is still sampled,\n"
+	"    with 'stopped' and 'continued' events; snapshots due meanwhile are taken\n"
+	"    once it runs again. memwatch never continues it.\n";
 
 enum {
 	OPT_PSS = 256, OPT_CAPTURE, OPT_SNAP_EVERY, OPT_MAX_SNAPS, OPT_MAX_DEPTH,
@@ -316,6 +320,9 @@ struct member {
 	bool root;               /* given with -p, or memwatch run's child */
 	bool gone;
 	bool pss_warned;
+	bool stopped;            /* seen stopped: the "stopped" event is written */
+	unsigned traced;         /* samples in a row it was seen in a tracing stop */
+	double stopped_t;
 	struct capture *cap;
 	char *cmd;               /* its command line, for --metrics */
 	struct growth_window win; /* its recent RSS, for --metrics' growth rate */
@@ -328,11 +335,14 @@ static volatile sig_atomic_t run_sig_count, run_sig_last, run_sig_code, chld_see
  * capture is stopped and the log completed, instead of leaving the agent
  * sampling in the target. */
 static volatile sig_atomic_t hup_seen;
+/* The signals the loop has acted on, of all that came: one more means a wait
+ * for an agent must end now (control_set_interrupt). */
+static unsigned sigs_handled;
 
 static void on_hup(int sig)
 {
 	(void)sig;
-	hup_seen = 1;
+	hup_seen++;
 }
 
 /* The signal that asks the watch to stop, or 0. */
@@ -340,6 +350,18 @@ static int stop_requested(void)
 {
 	int sig = stop_signal_pending();
 	return sig ? sig : hup_seen ? SIGHUP : 0;
+}
+
+/* Every signal that came that asks the watch to stop or, in run mode, to act. */
+static unsigned sigs_seen(void)
+{
+	return stop_signal_count() + (unsigned)hup_seen + (unsigned)run_sig_count;
+}
+
+/* A signal came that the loop has not acted on yet. */
+static bool sig_unhandled(void)
+{
+	return sigs_seen() != sigs_handled;
 }
 
 static void on_run_signal(int sig, siginfo_t *si, void *uc)
@@ -590,6 +612,28 @@ static bool sleep_until(uint64_t deadline_ns, bool run_mode, unsigned handled_si
 	}
 }
 
+/* Write "stopped" when a process is seen stopped (SIGSTOP, job control), in
+ * a frozen cgroup, or, in two samples in a row, in a tracing stop (a debugger;
+ * a tracer such as strace stops it briefly at every system call), and
+ * "continued" when it runs again. Its capture asks nothing of its agent
+ * meanwhile. We never continue a process: whoever stopped it does. */
+static void note_stopped(struct runlog *log, double t, struct member *m, const struct proc_stat *ps)
+{
+	enum proc_run run = ps->frozen ? PROC_FROZEN : proc_run_of_state(ps->state);
+	bool stopped;
+
+	m->traced = run == PROC_TRACED ? m->traced + 1 : 0;
+	stopped = run == PROC_STOPPED || run == PROC_FROZEN || m->traced >= 2;
+	if (stopped && !m->stopped) {
+		m->stopped_t = t;
+		runlog_event(log, t, m->pid, "stopped", "state=%s", proc_run_name(run));
+	} else if (!stopped && m->stopped) {
+		runlog_event(log, t, m->pid, "continued", "after_s=%.1f", t - m->stopped_t);
+	}
+	m->stopped = stopped;
+	capture_set_stopped(m->cap, run != PROC_RUNNING);
+}
+
 /* The watch: check the processes, create the log, then sample on a fixed grid of
  * deadlines until the duration, a signal or the processes' exit (see watch.h). */
 int watch_loop(struct watch_opts *o, const char *command_line)
@@ -700,6 +744,8 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	sl.on = !o->quiet && isatty(STDERR_FILENO);
 	sl.plain = !getenv("TERM") || strcmp(getenv("TERM"), "dumb") == 0;
 
+	sigs_handled = sigs_seen();
+	control_set_interrupt(sig_unhandled);
 	start_ns = mono_ns();
 	runlog_event(log, 0, 0, "start", NULL);
 	for (i = 0; i < nroots; i++) {
@@ -810,6 +856,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 					m[i].pid, m[i].pid);
 				m[i].pss_warned = true;
 			}
+			note_stopped(log, t, &m[i], ps);
 			runlog_sample(log, t, &ps->s);
 			capture_sample(m[i].cap, t, &ps->s);
 			if (o->metrics) {
@@ -894,6 +941,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 				next = start_ns + o->duration_ms * 1000000u;
 			if (!sleep_until(next, run_mode, handled_sigs)) {
 				if (!run_mode) {
+					sigs_handled = sigs_seen();
 					int sig = stop_requested();
 					status = MW_EXIT_SIGNAL + sig;
 					reason = "signal";
@@ -909,6 +957,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 			int sig = run_sig_last;
 			bool from_tty = run_sig_code == SI_KERNEL;
 			handled_sigs = run_sig_count;
+			sigs_handled = sigs_seen();
 			if (!from_tty && !child_done)
 				kill(o->run_child, sig);
 			t = (double)(mono_ns() - start_ns) / 1e9;
@@ -929,18 +978,24 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 	{
 		double t = (double)(mono_ns() - start_ns) / 1e9;
 		status_clear(&sl);
+		/* the signal that ended the watch is acted on; another one cuts the
+		 * last snapshots short */
+		sigs_handled = sigs_seen();
 		for (i = 0; i < nm; i++) {
 			if (capture_end(m[i].cap, t, reason, false) < 0)
 				lost_output = true;
 			capture_free(m[i].cap);
 			free(m[i].cmd);
 		}
+		/* after the last snapshots, which may have taken a while */
+		t = (double)(mono_ns() - start_ns) / 1e9;
 		runlog_event(log, t, 0, "end", "reason=%s", reason);
 		/* the watch is over: no process is reported any more */
 		if (o->metrics && metrics_write(o->metrics, NULL, 0, t, &cause) < 0) {
 			free(cause);
 			cause = NULL;
 		}
+		control_set_interrupt(NULL);
 	}
 	if (run_mode && child_done) {
 		status = WIFSIGNALED(child_wstatus) ? MW_EXIT_SIGNAL + WTERMSIG(child_wstatus)

@@ -125,6 +125,39 @@ static void test_valid(void **state)
 	runlog_data_free(d);
 }
 
+/* The events of a process that was stopped, and of the snapshots it put off,
+ * are read like any other. */
+static void test_stopped_events(void **state)
+{
+	char *cause;
+	struct runlog_data *d;
+	(void)state;
+
+	d = read_text(HEAD
+		      "0.000 1234 10240 8192 2048 0 0 65536 - -\n"
+		      "# event 2.250 1234 stopped state=stopped\n"
+		      "# event 3.000 1234 snapshot-deferred state=stopped\n"
+		      "3.000 1234 10240 8192 2048 0 0 65536 - -\n"
+		      "# event 14.250 1234 continued after_s=12.0\n"
+		      "# event 14.251 1234 snapshot path=run.2.snap live=7895803 stacks=2 delayed_s=11.3\n"
+		      "# event 15.100 1234 snapshot-failed cause=no_answer retry=yes\n"
+		      "# event 16.000 1234 snapshot-failed cause=stopped final=1 retry=no\n"
+		      "16.000 1234 10300 8252 2048 0 0 65536 - -\n", &cause);
+	assert_null(cause);
+	assert_non_null(d);
+	assert_int_equal(d->nsamples, 3);
+	assert_int_equal(d->nevents, 6);
+	assert_string_equal(d->events[0].kind, "stopped");
+	assert_string_equal(d->events[0].detail, "state=stopped");
+	assert_string_equal(d->events[1].kind, "snapshot-deferred");
+	assert_string_equal(d->events[2].kind, "continued");
+	assert_true(d->events[2].t == 14.25);
+	assert_string_equal(d->events[2].detail, "after_s=12.0");
+	assert_string_equal(d->events[3].detail, "path=run.2.snap live=7895803 stacks=2 delayed_s=11.3");
+	assert_string_equal(d->events[5].detail, "cause=stopped final=1 retry=no");
+	runlog_data_free(d);
+}
+
 /* A killed memwatch leaves a last line without its newline: it is dropped. */
 static void test_cut_last_line(void **state)
 {
@@ -283,6 +316,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_stopped_events),
 		cmocka_unit_test(test_cut_last_line),
 		cmocka_unit_test(test_not_runlog),
 		cmocka_unit_test(test_bad_lines),
