@@ -107,6 +107,12 @@ start_target() {
 	started_pids="$started_pids $target_pid"
 }
 
+# wait_libc PID: until the process has its C library mapped (a program just
+# started may still be in the dynamic loader, where no agent can be loaded).
+wait_libc() {
+	wait_until "grep -q 'libc[.-]' /proc/$1/maps 2>/dev/null" 10
+}
+
 # wait_for FILE-TEST SECONDS: poll until "test $1" holds, or fail after $2 s.
 wait_until() {
 	local cond=$1 secs=${2:-10} i=0

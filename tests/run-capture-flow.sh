@@ -43,6 +43,8 @@ d1=$!
 "$TARGETS/demo" 20 > d2.out &
 d2=$!
 started_pids="$started_pids $d1 $d2"
+wait_libc "$d1"
+wait_libc "$d2"
 run_mw 0 -p "$d1,$d2" -i 250ms -d 4s -q --capture now -o two.log
 for p in $d1 $d2; do
 	expect_grep "^# event [0-9.]+ $p attach pause_ms=" two.log
@@ -65,6 +67,7 @@ done
 "$TARGETS/flat" 4 30 &
 f=$!
 started_pids="$started_pids $f"
+wait_libc "$f"
 run_mw 0 -p "$f" -i 250ms -d 2s -q --capture now -o one.log
 expect_grep "^memwatch: pid $f: 1 snapshot; live heap in one\.$f\.1-final\.snap$" out
 expect_grep "^\(one snapshot, so no growth to show: this is all the sampled memory still live,$" out
