@@ -116,10 +116,7 @@ static char *snap_name(const struct capture *c, unsigned n, const char *suffix)
 /* Give up on capture for this process, saying why once; watching goes on. */
 static void capture_fail(struct capture *c, double t, const char *kind, const char *cause)
 {
-	char *esc = xstrdup(cause);
-	for (char *p = esc; *p; p++)
-		if (*p == ' ')
-			*p = '_';
+	char *esc = runlog_encode(cause);
 	runlog_event(c->log, t, c->pid, kind, "cause=%s", esc);
 	free(esc);
 	if (c->fd >= 0)
@@ -152,7 +149,11 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		/* said once; the log has every one (a full disk fails them all) */
 		if (!c->lost++)
 			mw_warn("pid %d: %s", c->pid, cause);
-		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", path);
+		{
+			char *epath = runlog_encode(path);
+			runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", epath);
+			free(epath);
+		}
 		free(cause);
 		free(path);
 		snapshot_free(s);
@@ -161,8 +162,12 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	for (size_t i = 0; i < s->nstacks; i++)
 		live += s->stacks[i].live_bytes;
 	c->nsnaps++;
-	runlog_event(c->log, t, c->pid, "snapshot", "path=%s live=%llu stacks=%zu%s", path,
-		     (unsigned long long)live, s->nstacks, tag);
+	{
+		char *epath = runlog_encode(path);
+		runlog_event(c->log, t, c->pid, "snapshot", "path=%s live=%llu stacks=%zu%s", epath,
+			     (unsigned long long)live, s->nstacks, tag);
+		free(epath);
+	}
 	snapshot_free(s);
 	return path;
 }
@@ -420,14 +425,13 @@ void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 			if (c->wanted && c->state == ST_CAPTURING && c->o.mode != CAPTURE_NOW)
 				take_snapshot(c, t, false, SNAP_WAIT_MS);
 		} else if (trigger_update(&c->trig, t, c->rss)) {
-			char rule[64];
+			char rule[64], *erule;
 			trigger_describe(&c->o.trigger, rule, sizeof rule);
-			for (char *p = rule; *p; p++)
-				if (*p == ' ')
-					*p = '_';
+			erule = runlog_encode(rule);
 			runlog_event(c->log, t, c->pid, "trigger", "rss=%llu baseline=%llu rule=%s",
 				     (unsigned long long)c->rss,
-				     (unsigned long long)c->trig.baseline, rule);
+				     (unsigned long long)c->trig.baseline, erule);
+			free(erule);
 			c->wanted = true;
 			c->first_t = t;
 			if (!may_ask(c, t, "attach-deferred"))

@@ -100,24 +100,6 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 	return -1;
 }
 
-/* The value of key in an event's "key=value ..." detail; caller frees. */
-static char *detail_value(const char *detail, const char *key)
-{
-	size_t klen = strlen(key);
-	const char *p = detail;
-
-	while (p && *p) {
-		while (*p == ' ')
-			p++;
-		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
-			const char *v = p + klen + 1;
-			return xasprintf("%.*s", (int)strcspn(v, " "), v);
-		}
-		p = strchr(p, ' ');
-	}
-	return NULL;
-}
-
 /* The snapshot a log names, where it is: as named (relative to where the watch
  * ran), else beside the log. Caller frees; NULL when neither exists. */
 static char *find_snapshot(const char *log, const char *path)
@@ -148,7 +130,7 @@ static size_t find_snapshots(const struct report_opts *o, const struct runlog_da
 		char *path, *found, *fin;
 		if (strcmp(ev->kind, "snapshot") != 0)
 			continue;
-		path = detail_value(ev->detail, "path");
+		path = runlog_field(ev->detail, "path");
 		if (!path)
 			continue;
 		found = find_snapshot(o->log, path);
@@ -157,7 +139,7 @@ static size_t find_snapshots(const struct report_opts *o, const struct runlog_da
 			free(path);
 			continue;
 		}
-		fin = detail_value(ev->detail, "final");
+		fin = runlog_field(ev->detail, "final");
 		v = xrealloc(v, (n + 1) * sizeof *v);
 		v[n].t = ev->t;
 		v[n].pid = ev->pid;

@@ -249,24 +249,6 @@ static void gp_string(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
-/* The value of key in a "k=v k2=v2" detail, or NULL; caller frees. */
-static char *detail_value(const char *detail, const char *key)
-{
-	size_t klen = strlen(key);
-	const char *p = detail;
-
-	while (p && *p) {
-		while (*p == ' ')
-			p++;
-		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
-			const char *v = p + klen + 1;
-			return xasprintf("%.*s", (int)strcspn(v, " "), v);
-		}
-		p = strchr(p, ' ');
-	}
-	return NULL;
-}
-
 /* How much an event matters when it shares a mark with others (its colour wins). */
 static int event_rank(const char *kind)
 {
@@ -314,7 +296,7 @@ static char *event_label(const struct runlog_event_rec *ev, bool several)
 
 	for (i = 0; i < sizeof shown / sizeof shown[0] && !val; i++) {
 		if (strcmp(ev->kind, shown[i].kind) == 0) {
-			val = detail_value(ev->detail, shown[i].key);
+			val = runlog_field(ev->detail, shown[i].key);
 			before = shown[i].before;
 			after = shown[i].after;
 		}

@@ -260,3 +260,17 @@ int runlog_close(struct runlog *log, char **cause)
 	free(log);
 	return err ? -1 : 0;
 }
+
+char *runlog_encode(const char *s)
+{
+	char *out = xmalloc(strlen(s) * 3 + 1), *p = out;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch <= ' ' || ch == '%' || ch == 0x7f)
+			p += sprintf(p, "%%%02X", ch);
+		else
+			*p++ = (char)ch;
+	}
+	*p = '\0';
+	return out;
+}

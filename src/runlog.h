@@ -21,8 +21,10 @@
  * Sample lines: time in seconds since start, the pid (or "total"), then KiB;
  * "-" where a figure was not measured (pss/uss without --pss) or could not be read.
  * The column header is the first line that does not start with '#'.
- * Event lines: "# event <time_s> <pid or -> <kind> [key=value ...]"; values
- * contain no spaces (paths with spaces are written with %20). Kinds: start,
+ * Event lines: "# event <time_s> <pid or -> <kind> [key=value ...]"; a value
+ * that is text (a path, a command, a cause) is written through runlog_encode:
+ * bytes up to the space, '%' and DEL as %XX, so it holds no space and reads
+ * back whole with runlog_field. Kinds: start,
  * process (a child joined), trigger, attach, attach-failed, capture-start,
  * snapshot, snapshot-failed, capture-stop, exit, signal, end; for a process
  * that is stopped: stopped, continued, snapshot-deferred, attach-deferred.
@@ -75,6 +77,13 @@ struct runlog_event_rec {
 	char *kind;
 	char *detail;            /* the rest of the line, may be "" */
 };
+
+/* s as an event value: every byte <= ' ', '%' and 0x7f written %XX (caller
+ * frees). */
+char *runlog_encode(const char *s);
+/* The value of key in an event's detail ("k=v k2=v2"), decoded; NULL when
+ * absent. Caller frees. */
+char *runlog_field(const char *detail, const char *key);
 
 struct runlog_data {
 	char *command;           /* from "# command:", may be NULL */

@@ -460,3 +460,39 @@ void runlog_data_free(struct runlog_data *d)
 	free(d->procs);
 	free(d);
 }
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+char *runlog_field(const char *detail, const char *key)
+{
+	size_t klen = strlen(key);
+	const char *p = detail;
+
+	while (p && *p) {
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			const char *v = p + klen + 1;
+			size_t n = strcspn(v, " "), i, k = 0;
+			char *out = xmalloc(n + 1);
+			for (i = 0; i < n; i++) {
+				int hi, lo;
+				if (v[i] == '%' && i + 2 < n + 1 && (hi = hexval(v[i + 1])) >= 0 &&
+				    (lo = hexval(v[i + 2])) >= 0 && (hi || lo)) {
+					out[k++] = (char)(hi * 16 + lo);
+					i += 2;
+				} else {
+					out[k++] = v[i];
+				}
+			}
+			out[k] = '\0';
+			return out;
+		}
+		p = strchr(p, ' ');
+	}
+	return NULL;
+}

@@ -378,21 +378,6 @@ static void on_chld(int sig)
 	chld_seen = 1;
 }
 
-/* Encode a value for an event line: no spaces, "%" kept decodable. */
-static char *event_value(const char *s)
-{
-	char *out = xmalloc(strlen(s) * 3 + 1), *p = out;
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch <= ' ' || ch == '%' || ch == 0x7f)
-			p += sprintf(p, "%%%02X", ch);
-		else
-			*p++ = (char)ch;
-	}
-	*p = '\0';
-	return out;
-}
-
 /* The live status line on the terminal. */
 struct status_line {
 	bool on;
@@ -797,7 +782,7 @@ int watch_loop(struct watch_opts *o, const char *command_line)
 						free(id.cmdline);
 						continue;
 					}
-					v = event_value(id.cmdline);
+					v = runlog_encode(id.cmdline);
 					runlog_event(log, t, kids[j], "process", "ppid=%d cmd=%s", kppids[j], v);
 					free(v);
 					if (nm == capm) {

@@ -62,6 +62,20 @@ for p in $d1 $d2; do
 	[ "$st" -eq 0 ] || fail "demo $p exited with status $st"
 done
 
+# A run log named with a space and a '%': its events hold the snapshot paths
+# encoded (no space in a value), and report and plot read them back whole.
+"$TARGETS/demo" 20 > d3.out &
+d3=$!
+started_pids="$started_pids $d3"
+wait_libc "$d3"
+run_mw 0 -p "$d3" -i 250ms -d 5s -q --trigger +16MiB -o "my run %1.log"
+expect_grep "^# event [0-9.]+ $d3 snapshot path=my%20run%20%251\.$d3\.1\.snap live=" "my run %1.log"
+[ -s "my run %1.$d3.1.snap" ] || fail "no snapshot 'my run %1.$d3.1.snap'"
+run_mw 0 report "my run %1.log" -o esc.html
+expect_grep "my run %1\.$d3\.1\.snap" esc.html
+expect_no_grep "not found" err
+kill "$d3" 2>/dev/null
+
 # --capture now takes no reference snapshot: a watch that ends with its final
 # snapshot alone reports the live heap, and says that it is not growth.
 "$TARGETS/flat" 4 30 &

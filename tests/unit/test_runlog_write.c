@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "runlog.h"
+#include "util.h"
 
 /* A fresh path in a private directory. */
 static char dir[64];
@@ -163,10 +164,42 @@ static void test_unwritable(void **state)
 	free(cause);
 }
 
+/* Every byte but NUL goes into an event value and comes back out of it: the
+ * value holds no space, and '%' itself is escaped. */
+static void test_encode_roundtrip(void **state)
+{
+	char in[256], *enc, *detail, *out;
+	(void)state;
+	for (int i = 1; i < 256; i++)
+		in[i - 1] = (char)i;
+	in[255] = '\0';
+	enc = runlog_encode(in);
+	assert_null(strchr(enc, ' '));
+	assert_null(strchr(enc, '\n'));
+	detail = xasprintf("before=1 path=%s after=%%41", enc);
+	out = runlog_field(detail, "path");
+	assert_string_equal(out, in);
+	free(out);
+	/* a value written raw is read as it is, '%' that is no escape included */
+	out = runlog_field(detail, "after");
+	assert_string_equal(out, "A");
+	free(out);
+	assert_null(runlog_field(detail, "missing"));
+	out = runlog_field("path=my%20run%20%2599.1.snap live=3", "path");
+	assert_string_equal(out, "my run %99.1.snap");
+	free(out);
+	out = runlog_field("cause=50%", "cause");
+	assert_string_equal(out, "50%");
+	free(out);
+	free(detail);
+	free(enc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_encode_roundtrip),
 		cmocka_unit_test(test_existing),
 		cmocka_unit_test(test_unwritable),
 	};
