@@ -26,8 +26,10 @@ start_agent_target() {
 }
 
 # step NAME: send one line to the target NAME (it goes on to its next phase).
+# Bounded: a target that died holds no reader, and opening the fifo would wait
+# for one for ever.
 step() {
-	echo go >"$1.in"
+	timeout 10 sh -c 'echo go > "$1"' sh "$1.in" || fail "cannot step $1: the target is not reading"
 }
 
 # end_target NAME: close its stdin.
