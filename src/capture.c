@@ -127,11 +127,8 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		return NULL;
 	}
 	path = snap_name(c, c->nsnaps + 1, suffix);
-	/* where the RSS is, by mapping; a process gone meanwhile has none */
-	if (maps_add_to_snapshot(s, c->pid, &cause) < 0) {
-		free(cause);
-		cause = NULL;
-	}
+	/* where the RSS is, by mapping, and the names of JIT frames */
+	maps_enrich_snapshot(s, c->pid);
 	if (snapshot_write(s, path, c->o.force, &cause) < 0) {
 		/* said once; the log has every one (a full disk fails them all) */
 		if (!c->lost++)

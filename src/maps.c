@@ -3,6 +3,7 @@
  * tables of every mapping, which is too dear for the watch's every sample. */
 #include "config.h"
 #include "maps.h"
+#include "perfmap.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -336,4 +337,13 @@ int maps_add_to_snapshot(struct snapshot *s, pid_t pid, char **cause)
 	s->nregions = n;
 	s->has_regions = true;
 	return 0;
+}
+
+void maps_enrich_snapshot(struct snapshot *s, pid_t pid)
+{
+	char *cause = NULL;
+
+	if (maps_add_to_snapshot(s, pid, &cause) < 0)
+		free(cause);
+	perfmap_embed(s, pid);
 }

@@ -28,4 +28,9 @@ const char *maps_kind_name(uint32_t kind);
  * leaves s without one and is not an error of the snapshot: 0 or -1 with *cause. */
 int maps_add_to_snapshot(struct snapshot *s, pid_t pid, char **cause);
 
+/* What the CLI adds to a snapshot from /proc when it stores one: the mapping
+ * breakdown and the names of JIT frames (perfmap.h). A process gone meanwhile
+ * gives neither, which is no error of the snapshot. */
+void maps_enrich_snapshot(struct snapshot *s, pid_t pid);
+
 #endif

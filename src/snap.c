@@ -307,11 +307,8 @@ int cmd_snap(int argc, char **argv)
 		mw_error("pid %d: the agent sent an invalid snapshot: %s", o.pid, cause);
 		goto out;
 	}
-	/* where the RSS is, by mapping; a process gone meanwhile has none */
-	if (maps_add_to_snapshot(s, o.pid, &cause) < 0) {
-		free(cause);
-		cause = NULL;
-	}
+	/* where the RSS is, by mapping, and the names of JIT frames */
+	maps_enrich_snapshot(s, o.pid);
 	if ((o.embed && symbolize_embed(s, NULL, 0, &cause) < 0) ||
 	    snapshot_write(s, path, o.force, &cause) < 0) {
 		mw_error("%s", cause);

@@ -398,8 +398,14 @@ static const struct sym_loc *cache_put(struct symbolizer *z, struct slot *s, uin
 uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
 {
 	uint32_t *map = xcalloc(s->nmodules ? s->nmodules : 1, sizeof *map);
+	bool *embedded = xcalloc(s->nmodules ? s->nmodules : 1, sizeof *embedded);
 	size_t i, j;
 
+	/* a module the symbol section covers is read from it alone; one it does not
+	 * (a snapshot that carries only the names of its JIT frames) from files */
+	for (i = 0; i < s->nsymbols; i++)
+		if (s->symbols[i].module < s->nmodules)
+			embedded[s->symbols[i].module] = true;
 	for (i = 0; i < s->nmodules; i++) {
 		const struct snap_module *m = &s->modules[i];
 		char hex[129];
@@ -433,7 +439,7 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
 		} else {
 			free(key);
 		}
-		if (s->nsymbols == 0)
+		if (!embedded[i])
 			z->mods[j].use_files = true;
 		map[i] = (uint32_t)j;
 	}
@@ -457,6 +463,7 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
 		}
 		cache_put(z, sl, g, y->offset, f, y->nframes);
 	}
+	free(embedded);
 	return map;
 }
 
@@ -986,6 +993,19 @@ long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t n
 	}
 	free(map);
 	symbolizer_free(z);
+	/* the names of frames outside every module (JIT code, from the perf map
+	 * when the snapshot was stored) come from no file: keep them */
+	for (i = 0; i < s->nsymbols; i++) {
+		if (s->symbols[i].module != SNAP_NO_MODULE)
+			continue;
+		if (nsym == asym) {
+			asym = asym ? asym * 2 : 256;
+			syms = xrealloc(syms, asym * sizeof *syms);
+		}
+		syms[nsym++] = s->symbols[i];
+		s->symbols[i].nframes = 0;
+		s->symbols[i].frames = NULL;
+	}
 	free_symbols(s);
 	s->symbols = syms;
 	s->nsymbols = nsym;

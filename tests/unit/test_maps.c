@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "maps.h"
+#include "perfmap.h"
 #include "snapshot.h"
 
 /* One mapping of smaps text with its figures in kB. */
@@ -165,12 +166,42 @@ static void test_self(void **state)
 	free(cause);
 }
 
+/* A perf map: hex ranges and names with spaces; lines that are not such are
+ * skipped; a function compiled again at the same address later wins. */
+static void test_perfmap(void **state)
+{
+	static const char text[] = "7f0000001000 40 LazyCompile:*f a.js:1\n"
+				   "garbage\n"
+				   "0x7f0000002000 0x100 Builtin: ArgumentsAdaptorTrampoline\n"
+				   "7f0000001000 80 LazyCompile:*g a.js:9\n"
+				   "7f0000003000 0 empty\n"
+				   "7f0000004000 10\n";
+	struct perfmap_entry *v = NULL;
+	size_t n = 0;
+	const struct perfmap_entry *e;
+	FILE *f = fmemopen((void *)text, sizeof text - 1, "r");
+	(void)state;
+
+	assert_int_equal(perfmap_parse(f, &v, &n), 0);
+	fclose(f);
+	assert_int_equal(n, 3);
+	assert_non_null(e = perfmap_find(v, n, 0x7f0000001050));
+	assert_string_equal(e->name, "LazyCompile:*g a.js:9");
+	assert_non_null(e = perfmap_find(v, n, 0x7f00000020ff));
+	assert_string_equal(e->name, "Builtin: ArgumentsAdaptorTrampoline");
+	assert_null(perfmap_find(v, n, 0x7f0000002100));
+	assert_null(perfmap_find(v, n, 0x7f0000000fff));
+	assert_null(perfmap_find(v, n, 0x7f0000003000));
+	perfmap_free(v, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_perfmap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
