@@ -584,6 +584,9 @@ unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsig
 
 	for (i = 0; i < n && k < max; i++) {
 		uintptr_t a = ips[i] - 1;
+		/* the wrappers' own frames, under a sample the hooks took */
+		if (mw_in_agent(ips[i]))
+			continue;
 		if (pi < np && a >= py.eval_lo && a < py.eval_hi) {
 			/* this C call of the eval loop ran the frames up to the next
 			 * entry frame */
