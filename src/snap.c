@@ -292,6 +292,11 @@ int cmd_snap(int argc, char **argv)
 			goto out;
 		}
 	}
+	{
+		char note[160];
+		if (control_python_note(&st, note, sizeof note))
+			fprintf(stderr, "memwatch: pid %d: %s\n", o.pid, note);
+	}
 	if (control_snapshot(fd, &buf, &len, &cause) < 0) {
 		mw_error("%s", cause);
 		ret = MW_EXIT_ATTACH;

@@ -40,6 +40,7 @@
 #define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
 #define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
 #define PY_SMALL_REQUEST 512         /* pymalloc serves 1..512 bytes itself */
+#define PY_ALIGNMENT 16              /* in blocks of a multiple of 16 bytes (64-bit) */
 
 enum { PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ };
 
@@ -80,7 +81,10 @@ bool mw_python_frames MW_HIDDEN;
 /* ------------------------------------------------------------------------- */
 /* The wrappers. Each domain's ctx points at its entry here, holding the
  * allocator it replaced. Only what pymalloc serves itself (1..512 bytes) is
- * counted: anything else it hands to malloc, which the hooks count. */
+ * counted: anything else it hands to malloc, which the hooks count. A block is
+ * counted at its size class, the memory it takes (a 2-tuple asks for 72 bytes
+ * and takes 80: counting the request would leave a tenth of a heap of small
+ * objects unexplained). */
 
 struct wrap {
 	py_allocator prev;
@@ -91,6 +95,11 @@ static struct wrap wraps[3];
 static inline bool small(size_t n)
 {
 	return n - 1 < PY_SMALL_REQUEST;
+}
+
+static inline size_t size_class(size_t n)
+{
+	return (n + PY_ALIGNMENT - 1) & ~(size_t)(PY_ALIGNMENT - 1);
 }
 
 static inline __attribute__((always_inline)) void *account(void *p, size_t size, int epoch)
@@ -110,7 +119,7 @@ static void *w_malloc(void *ctx, size_t n)
 	void *p = w->prev.malloc(w->prev.ctx, n);
 	if (likely(!e) || !w->count || !small(n))
 		return p;
-	return account(p, n, e);
+	return account(p, size_class(n), e);
 }
 
 static void *w_calloc(void *ctx, size_t a, size_t b)
@@ -121,7 +130,7 @@ static void *w_calloc(void *ctx, size_t a, size_t b)
 	size_t n;
 	if (likely(!e) || !w->count || __builtin_mul_overflow(a, b, &n) || !small(n))
 		return p;
-	return account(p, n, e);
+	return account(p, size_class(n), e);
 }
 
 /* The free of the old block and the allocation of the new one. A block that
@@ -144,7 +153,7 @@ static void *w_realloc(void *ctx, void *p, size_t n)
 			mw_put_record(p, &t);
 		return q;
 	}
-	return small(n) ? account(q, n, e) : q;
+	return small(n) ? account(q, size_class(n), e) : q;
 }
 
 static void w_free(void *ctx, void *p)
