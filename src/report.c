@@ -36,7 +36,8 @@ const char diff_usage[] =
 	"    -o, --output FILE      write the report to FILE (replaced atomically)\n"
 	"        --hide REGEX       frames whose function matches are not the user's code\n"
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
-	"        --all-frames       head rows with the innermost frame, not the user's own\n"
+	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
+	"                           and show a Python interpreter's own frames\n"
 	"        --full-names       C++ names with their template arguments in tables\n"
 	"        --details          every figure of both snapshots above the rows\n"
 	"    -h, --help             this help\n";
@@ -56,7 +57,8 @@ const char show_usage[] =
 	"                           its frames embedded, to report where its binaries are not\n"
 	"        --hide REGEX       frames whose function matches are not the user's code\n"
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
-	"        --all-frames       head rows with the innermost frame, not the user's own\n"
+	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
+	"                           and show a Python interpreter's own frames\n"
 	"        --full-names       C++ names with their template arguments in tables\n"
 	"        --details          every figure of the snapshot above the rows\n"
 	"    -h, --help             this help\n";

@@ -607,9 +607,10 @@ static void record(void *p, size_t size)
 	nf = (unsigned)n - skip;
 	frames = ips + skip;
 	/* CPython (python.c): its Python frames stand where its eval loop's were */
-	uintptr_t merged[mw_python_frames ? cap : 1];
+	bool python = __atomic_load_n(&mw_python_frames, __ATOMIC_RELAXED);
+	uintptr_t merged[python ? cap : 1];
 	bool full = (unsigned)n == cap;
-	if (mw_python_frames) {
+	if (python) {
 		nf = mw_python_merge(frames, nf, merged, cap);
 		frames = merged;
 		full = full || nf == cap;

@@ -88,13 +88,14 @@ bool mw_python_frames MW_HIDDEN;
 
 struct wrap {
 	py_allocator prev;
-	bool count;     /* false when the domain is malloc itself (PYTHONMALLOC=malloc) */
+	size_t limit;   /* requests of 1..limit bytes are counted: 512, or 0 when
+			 * the domain is malloc itself (PYTHONMALLOC=malloc) */
 };
 static struct wrap wraps[3];
 
-static inline bool small(size_t n)
+static inline bool counted(const struct wrap *w, size_t n)
 {
-	return n - 1 < PY_SMALL_REQUEST;
+	return n - 1 < w->limit;
 }
 
 static inline size_t size_class(size_t n)
@@ -102,49 +103,64 @@ static inline size_t size_class(size_t n)
 	return (n + PY_ALIGNMENT - 1) & ~(size_t)(PY_ALIGNMENT - 1);
 }
 
-static inline __attribute__((always_inline)) void *account(void *p, size_t size, int epoch)
+static inline int capturing(void)
+{
+	return __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
+}
+
+/* Count size bytes against this thread's countdown before the call: true when
+ * this is not a sample point (as the hooks do, so that the common path ends in
+ * a tail jump to pymalloc with no frame of ours). */
+static inline __attribute__((always_inline)) bool unsampled(size_t size, int epoch)
 {
 	uint64_t left = mw_tls.left;
 	if (likely(size < left && mw_tls.epoch == (uint32_t)epoch)) {
 		mw_tls.left = left - size - 1;
-		return p;
+		return true;
 	}
-	return mw_sampled_alloc(p, size);
+	return false;
+}
+
+#define ON __attribute__((noinline))
+
+static ON void *malloc_slow(struct wrap *w, size_t n)
+{
+	return mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), size_class(n));
 }
 
 static void *w_malloc(void *ctx, size_t n)
 {
 	struct wrap *w = ctx;
-	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
-	void *p = w->prev.malloc(w->prev.ctx, n);
-	if (likely(!e) || !w->count || !small(n))
-		return p;
-	return account(p, size_class(n), e);
+	int e = capturing();
+	if (likely(!e) || !counted(w, n) || likely(unsampled(size_class(n), e)))
+		return w->prev.malloc(w->prev.ctx, n);
+	return malloc_slow(w, n);
+}
+
+static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
+{
+	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), size_class(n));
 }
 
 static void *w_calloc(void *ctx, size_t a, size_t b)
 {
 	struct wrap *w = ctx;
-	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
-	void *p = w->prev.calloc(w->prev.ctx, a, b);
+	int e = capturing();
 	size_t n;
-	if (likely(!e) || !w->count || __builtin_mul_overflow(a, b, &n) || !small(n))
-		return p;
-	return account(p, size_class(n), e);
+	if (likely(!e) || __builtin_mul_overflow(a, b, &n) || !counted(w, n) ||
+	    likely(unsampled(size_class(n), e)))
+		return w->prev.calloc(w->prev.ctx, a, b);
+	return calloc_slow(w, a, b, n);
 }
 
 /* The free of the old block and the allocation of the new one. A block that
  * pymalloc hands over to malloc (growing past 512 bytes) is the hooks' to count. */
-static void *w_realloc(void *ctx, void *p, size_t n)
+static ON void *realloc_on(struct wrap *w, void *p, size_t n, int e)
 {
-	struct wrap *w = ctx;
-	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
 	struct mw_taken t;
 	bool had = false;
 	void *q;
 
-	if (likely(!e) || !w->count)
-		return w->prev.realloc(w->prev.ctx, p, n);
 	if (p && mw_maybe_sampled(p))
 		had = mw_take_record(p, &t);
 	q = w->prev.realloc(w->prev.ctx, p, n);
@@ -153,17 +169,34 @@ static void *w_realloc(void *ctx, void *p, size_t n)
 			mw_put_record(p, &t);
 		return q;
 	}
-	return small(n) ? account(q, size_class(n), e) : q;
+	if (!counted(w, n) || unsampled(size_class(n), e))
+		return q;
+	return mw_sampled_alloc(q, size_class(n));
+}
+
+static void *w_realloc(void *ctx, void *p, size_t n)
+{
+	struct wrap *w = ctx;
+	int e = capturing();
+	if (likely(!e))
+		return w->prev.realloc(w->prev.ctx, p, n);
+	return realloc_on(w, p, n, e);
+}
+
+/* The record goes before the block (see hk_free). In a domain that is malloc
+ * itself, a block the hooks sampled loses its record here, before free. */
+static ON void free_on(struct wrap *w, void *p)
+{
+	mw_sampled_free(p);
+	w->prev.free(w->prev.ctx, p);
 }
 
 static void w_free(void *ctx, void *p)
 {
 	struct wrap *w = ctx;
-	/* the record goes before the block (see hk_free) */
-	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED) && w->count && p &&
-	    mw_maybe_sampled(p))
-		mw_sampled_free(p);
-	w->prev.free(w->prev.ctx, p);
+	if (likely(!capturing()) || !p || likely(!mw_maybe_sampled(p)))
+		return w->prev.free(w->prev.ctx, p);
+	free_on(w, p);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -240,7 +273,7 @@ static void swap_locked_gil(bool on)
 			if (cur.malloc == w_malloc)
 				continue;     /* ours already (a fork's child) */
 			wraps[d].prev = cur;
-			wraps[d].count = !(cur.malloc == raw.malloc && cur.ctx == raw.ctx);
+			wraps[d].limit = cur.malloc == raw.malloc && cur.ctx == raw.ctx ? 0 : PY_SMALL_REQUEST;
 			mine.ctx = &wraps[d];
 			mine.malloc = w_malloc;
 			mine.calloc = w_calloc;
@@ -549,7 +582,7 @@ struct pyf_ref {
 	bool entry;
 };
 
-#define PY_MAX_FRAMES 256
+#define PY_MAX_FRAMES 128   /* read per sample (1 KiB of the allocating thread's stack) */
 
 /* Read this thread's Python frames, newest first. */
 static unsigned read_frames(struct pyf_ref *out, unsigned max)
