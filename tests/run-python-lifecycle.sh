@@ -58,12 +58,13 @@ python_state() {
 }
 
 # 1. capture started and stopped twice by memwatch snap: Python frames in both
-# snapshots, the allocator given back after each
+# snapshots (the second with its symbols embedded: the Python names are kept),
+# the allocator given back after each
 start steady "$py" "$script" steady
 ps=$t
 run_mw 0 snap -p "$ps" -w 1 -o s1.snap
 python_state "$ps" off
-run_mw 0 snap -p "$ps" -w 1 -o s2.snap
+run_mw 0 snap -p "$ps" -w 1 -E -o s2.snap
 python_state "$ps" off
 for s in s1 s2; do
 	run_mw 0 show "$s.snap"
