@@ -5,8 +5,9 @@
 # is on (daemon threads still allocating), children forked while capture is on
 # (they finish, finalizing or not, and the parent goes on being sampled), a
 # program that keeps the GIL for seconds (the swap waits, capture goes on, then
-# the swap happens), and a program posing as a CPython the agent cannot read
-# (captured native-only, one line says so). Every program exits 0.
+# the swap happens), one that exits while the agent's helper waits for the GIL,
+# and a program posing as a CPython the agent cannot read (captured
+# native-only, one line says so). Every program exits 0.
 . "$top_srcdir/tests/lib.sh"
 
 [ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
@@ -127,7 +128,21 @@ expect_grep "  grow_small_objects  .*py_grow\.py:$small_line" out
 step gil
 finished gil "$pg"
 
-# 5. a CPython the agent cannot read: native-only, said in one line
+# 5. the interpreter finalizes while the agent's helper waits for the GIL
+start hx "$py" "$script" holdexit
+px=$t
+run_mw 0 snap -p "$px" -w 1 -o x0.snap
+step hx
+wait_until "grep -q '^holding' hx.out" 20
+"$CTL" "$px" start=65536 status sleep=20000 >hx.ctl 2>&1 &
+ctl=$!
+started_pids="$started_pids $ctl"
+finished hx "$px"
+wait "$ctl"
+grep -q ' python=waiting$' hx.ctl ||
+	echo "note: the helper had the GIL before the program held it" >&2
+
+# 6. a CPython the agent cannot read: native-only, said in one line
 start fake "$TARGETS/py_fake"
 pz=$t
 run_mw 0 snap -p "$pz" -w 1 -o z.snap

@@ -14,6 +14,9 @@
 #               statuses, then grows from grow_after_fork until the next line
 #   holdgil     at a line on stdin, holds the GIL for 4 s in one C call, says
 #               "released", then grows until the next line
+#   holdexit    at a line on stdin, holds the GIL for 3 s in one C call and
+#               exits at once (the interpreter finalizes while a thread that
+#               is not its own waits for the GIL)
 import ctypes
 import os
 import sys
@@ -112,6 +115,12 @@ elif mode == "holdgil":
     ctypes.PyDLL(None).sleep(4)
     print("released", flush=True)
     until_line(grow_small_objects, 500, 150)
+elif mode == "holdexit":
+    sys.stdin.readline()
+    print("holding", flush=True)
+    ctypes.PyDLL(None).sleep(3)
+    print("ok", flush=True)
+    sys.exit(0)
 else:
     sys.exit("py_grow.py: unknown mode " + mode)
 print("ok", flush=True)
