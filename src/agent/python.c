@@ -66,7 +66,7 @@ static struct {
 	unsigned long version;        /* Py_Version */
 } py;
 
-static bool probed, supported;
+static bool supported;
 static pthread_mutex_t py_lock = PTHREAD_MUTEX_INITIALIZER;   /* the helper's state */
 static pthread_cond_t py_cond = PTHREAD_COND_INITIALIZER;
 static bool helper_running;
@@ -207,8 +207,9 @@ static void *sym(const char *name)
 	return dlsym(RTLD_DEFAULT, name);
 }
 
-/* Look CPython up in the process once. Called with py_lock held, from the
- * control thread. */
+/* Look CPython up in the process: once found (or found unreadable), for
+ * good; not found, again at the next capture (a program may load libpython
+ * later). Called with py_lock held, from the control thread. */
 static void probe(void)
 {
 	const unsigned long *ver;
@@ -216,9 +217,8 @@ static void probe(void)
 	Dl_info info;
 	const ElfW(Sym) *es = NULL;
 
-	if (probed)
+	if (py_state != MW_PY_NONE)
 		return;
-	probed = true;
 	mw_loader_enter();
 	ver = sym("Py_Version");
 	py.is_initialized = (int (*)(void))sym("Py_IsInitialized");
