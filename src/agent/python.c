@@ -320,11 +320,14 @@ static void *helper_main(void *arg)
 			continue;
 		}
 		if (!interpreter_alive()) {
-			/* not yet started, or finalizing: never swap then */
+			/* not yet started, or finalizing: never swap then. Once
+			 * finalizing, no swap will ever be made: what is wanted is
+			 * taken as done, and the wrappers that are in stay in,
+			 * passing through once capture stops. */
 			py_state = py.is_initialized() ? MW_PY_FINALIZED : MW_PY_WAITING;
 			mw_python_frames = false;
 			if (py_state == MW_PY_FINALIZED)
-				installed = want ? installed : 0;
+				installed = want;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += 50 * 1000000;
 			if (ts.tv_nsec >= 1000000000) {
