@@ -391,6 +391,20 @@ static void capture_begin(struct capture *c, double t)
 	runlog_event(c->log, t, c->pid, "capture-start", "rate=%llu depth=%u%s",
 		     (unsigned long long)got.rate, got.depth ? got.depth : c->o.max_depth,
 		     got.joined ? " shared=1" : "");
+	{
+		/* a CPython the agent cannot read is said once, at the start */
+		struct control_status st;
+		char note[160];
+		if (control_status(fd, &st, &cause) < 0) {
+			free(cause);
+			cause = NULL;
+		} else if (!strcmp(st.python, "unsupported") &&
+			   control_python_note(&st, note, sizeof note)) {
+			runlog_event(c->log, t, c->pid, "python-native-only", "version=%u.%u",
+				     st.python_major, st.python_minor);
+			fprintf(stderr, "memwatch: pid %d: %s\n", c->pid, note);
+		}
+	}
 	c->state = ST_CAPTURING;
 	c->last_t = t;
 	c->last_rss = c->rss;

@@ -338,7 +338,30 @@ int control_status(int fd, struct control_status *st, char **cause)
 	st->capturing = capturing != 0;
 	if (!status_field(buf, "hooks", &st->hooks))
 		st->hooks = 0;
+	{
+		const char *p = strstr(buf, " python=");
+		if (p)
+			sscanf(p, " python=%15[a-z]", st->python);
+		p = strstr(buf, " python-version=");
+		if (p)
+			sscanf(p, " python-version=%u.%u", &st->python_major, &st->python_minor);
+	}
 	return 0;
+}
+
+const char *control_python_note(const struct control_status *st, char *buf, size_t len)
+{
+	if (!strcmp(st->python, "unsupported"))
+		snprintf(buf, len, "CPython %u.%u is not supported (3.11 is): captured native-only, "
+			 "without its small objects and Python frames", st->python_major, st->python_minor);
+	else if (!strcmp(st->python, "waiting"))
+		snprintf(buf, len, "CPython: the GIL was not had yet: small objects are not sampled "
+			 "until it is");
+	else if (!strcmp(st->python, "finalized"))
+		snprintf(buf, len, "CPython finalized: captured native-only");
+	else
+		return NULL;
+	return buf;
 }
 
 void control_snap_rx_release(struct control_snap_rx *rx)

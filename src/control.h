@@ -13,6 +13,8 @@ struct control_status {
 	uint64_t stacks;
 	uint64_t live_bytes;
 	uint64_t hooks;          /* GOT slots patched now; 0 when the hooks are removed */
+	char python[16];         /* CPython: none, unsupported, off, waiting, on, finalized ("" unknown) */
+	unsigned python_major, python_minor;   /* its version, where one was found */
 };
 
 /* Connect to the agent of pid. Returns a socket fd, or -errno with *cause set:
@@ -40,6 +42,10 @@ int control_hold(int fd, char **cause);
 void control_warn_rate(int pid, const struct control_started *got, uint64_t asked);
 int control_stop(int fd, char **cause);
 int control_status(int fd, struct control_status *st, char **cause);
+/* What a status says about a CPython target that is captured native-only (an
+ * unsupported version, the GIL not yet had, the interpreter finalized), as one
+ * line into buf; NULL when there is nothing to say. */
+const char *control_python_note(const struct control_status *st, char *buf, size_t len);
 /* Ask for a snapshot; *buf (caller frees) holds the .snap bytes. 0 or -1. */
 int control_snapshot(int fd, unsigned char **buf, size_t *len, char **cause);
 

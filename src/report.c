@@ -44,7 +44,8 @@ const char diff_usage[] =
 	"                           atomically, a device or FIFO written as it is)\n"
 	"        --hide REGEX       frames whose function matches are not the user's code\n"
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
-	"        --all-frames       head rows with the innermost frame, not the user's own\n"
+	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
+	"                           and show a Python interpreter's own frames\n"
 	"        --full-names       C++ names with their template arguments in tables\n"
 	"        --details          every figure of both snapshots above the rows\n"
 	"    -h, --help             this help\n";
@@ -68,7 +69,8 @@ const char show_usage[] =
 	"                           its frames embedded, to report where its binaries are not\n"
 	"        --hide REGEX       frames whose function matches are not the user's code\n"
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
-	"        --all-frames       head rows with the innermost frame, not the user's own\n"
+	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
+	"                           and show a Python interpreter's own frames\n"
 	"        --full-names       C++ names with their template arguments in tables\n"
 	"        --details          every figure of the snapshot above the rows\n"
 	"    -h, --help             this help\n";
@@ -345,6 +347,20 @@ static bool system_module(struct report *r, uint32_t gmod)
 	       !strncmp(p, "/usr/lib64/", 11);
 }
 
+/* Is the module a CPython interpreter (python3.11, libpython3.11.so.1.0)? Its
+ * frames are the interpreter's internals: where the agent read the Python
+ * frames, those stand in the stack where the eval loop's frames were. */
+static bool interpreter_module(struct report *r, uint32_t gmod)
+{
+	const char *n;
+	if (gmod == SYM_NO_MODULE)
+		return false;
+	n = symbolizer_module_name(r->z, gmod);
+	if (!strncmp(n, "lib", 3))
+		n += 3;
+	return !strncmp(n, "python", 6) && n[6] >= '2' && n[6] <= '9';
+}
+
 /* The qualified name in a demangled one, past the return type that names of
  * template functions carry ("void std::vector<…>::_M_realloc_insert<…>(…)"). */
 static const char *qualified_name(const char *fn)
@@ -381,12 +397,13 @@ static bool hidden_frame(const struct report *r, const struct dframe *d)
 }
 
 /* Is d a frame of the user's own code? Not: a frame --hide names, a frame of
- * the C++ standard library by name, one of the allocator, or one in a system
- * library. A frame with no name outside the system's libraries is the user's. */
+ * the C++ standard library by name, one of the allocator, one in a system
+ * library, or one of a CPython interpreter. A frame with no name outside the
+ * system's libraries is the user's. */
 static bool user_frame(struct report *r, const struct dframe *d)
 {
 	return !hidden_frame(r, d) && !std_name(d->function) && !allocator_function(d->function) &&
-	       !system_module(r, d->gmod);
+	       !system_module(r, d->gmod) && !interpreter_module(r, d->gmod);
 }
 
 /* Every source frame of a row's stack, inlined ones expanded, innermost first,
@@ -499,9 +516,11 @@ static size_t row_frames(struct report *r, const struct row *w, size_t max, bool
 		*out = e.d;
 		return n;
 	}
-	/* frames --hide names are left out below the head too, in tables */
+	/* frames --hide names are left out below the head too, in tables, and
+	 * so are the interpreter's own unless --all-frames */
 	for (k = from; k < e.n; k++)
-		if (whole || k == from || !hidden_frame(r, &e.d[k]))
+		if (whole || k == from ||
+		    (!hidden_frame(r, &e.d[k]) && (r->o->all_frames || !interpreter_module(r, e.d[k].gmod))))
 			e.d[n++] = e.d[k];
 	if (total)
 		*total = n;

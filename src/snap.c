@@ -413,6 +413,11 @@ int cmd_snap(int argc, char **argv)
 			goto out;
 		}
 	}
+	{
+		char note[160];
+		if (control_python_note(&st, note, sizeof note))
+			fprintf(stderr, "memwatch: pid %d: %s\n", o.pid, note);
+	}
 	if ((r = fetch_snapshot(o.pid, fd, &buf, &len)) != 0) {
 		ret = r;
 		goto out;

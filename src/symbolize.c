@@ -945,6 +945,13 @@ static char *dup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
+/* A module that is no file: the agent's "[python]", whose frames (Python
+ * functions) are named by the snapshot's own symbol section. */
+static bool pseudo_module(const struct snapshot *s, uint32_t m)
+{
+	return m < s->nmodules && s->modules[m].path && s->modules[m].path[0] == '[';
+}
+
 long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t ndirs,
 		     char **cause)
 {
@@ -968,7 +975,7 @@ long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t n
 			struct snap_symbol *y;
 			uint32_t k;
 
-			if (fr->module >= s->nmodules)
+			if (fr->module >= s->nmodules || pseudo_module(s, fr->module))
 				continue;
 			loc = symbolizer_lookup(z, map[fr->module], fr->offset);
 			if (z->nlocs == before)
@@ -994,9 +1001,10 @@ long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t n
 	free(map);
 	symbolizer_free(z);
 	/* the names of frames outside every module (JIT code, from the perf map
-	 * when the snapshot was stored) come from no file: keep them */
+	 * when the snapshot was stored) and of Python frames come from no file:
+	 * keep them */
 	for (i = 0; i < s->nsymbols; i++) {
-		if (s->symbols[i].module != SNAP_NO_MODULE)
+		if (s->symbols[i].module != SNAP_NO_MODULE && !pseudo_module(s, s->symbols[i].module))
 			continue;
 		if (nsym == asym) {
 			asym = asym ? asym * 2 : 256;

@@ -154,6 +154,7 @@ int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks)
 		mw_capture_start_ns = mw_now_ns();
 		mw_hooks_install(true);
 		__atomic_store_n(&mw_hot.capturing, next_epoch(), __ATOMIC_RELEASE);
+		mw_python_capture_start();
 	}
 	pthread_mutex_unlock(&capture_lock);
 	mw_tls.guard--;
@@ -165,6 +166,7 @@ void mw_capture_stop(bool remove_hooks)
 	mw_tls.guard++;
 	pthread_mutex_lock(&capture_lock);
 	__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
+	mw_python_capture_stop();
 	mw_heap_reset();
 	mw_capture_start_ns = 0;
 	if (remove_hooks)
@@ -187,10 +189,12 @@ static void atfork_prepare(void)
 {
 	mw_hooks_atfork_prepare();
 	mw_heap_atfork_prepare();
+	mw_python_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	mw_python_atfork_parent();
 	mw_heap_atfork_parent();
 	mw_hooks_atfork_parent();
 }
@@ -204,6 +208,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&start_lock, NULL);
 	mw_hooks_atfork_child();
 	mw_heap_atfork_child();
+	mw_python_atfork_child();
 	mw_server_atfork_child();
 	if (children_mode && was && !mw_fork_tainted) {
 		__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);

@@ -161,6 +161,38 @@ void mw_heap_figures(struct mw_heap_figures *f) MW_HIDDEN;
 /* Copy every stack into a malloc'd array (*out, caller frees). -1 on ENOMEM. */
 int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f) MW_HIDDEN;
 
+/* python.c: CPython 3.11's object allocator sampled, and the Python frames of
+ * each sample merged into its native stack. */
+enum mw_python_state {
+	MW_PY_NONE,          /* not a CPython process */
+	MW_PY_UNSUPPORTED,   /* a CPython the agent cannot read: native-only */
+	MW_PY_OFF,           /* supported, wrappers not installed */
+	MW_PY_WAITING,       /* capture on, waiting for the GIL (or the start) to swap */
+	MW_PY_ON,            /* object allocator wrapped, Python frames recorded */
+	MW_PY_FINALIZED,     /* the interpreter finalized: native-only */
+};
+/* A Python frame in a recorded stack: never a user-space address. */
+#define MW_PYFRAME_TAG 0xFA00000000000000ull
+#define MW_PYFRAME_MASK 0xFF00000000000000ull
+struct snap_symframe;
+extern bool mw_python_frames MW_HIDDEN;
+void mw_python_capture_start(void) MW_HIDDEN;
+void mw_python_capture_stop(void) MW_HIDDEN;
+int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
+const char *mw_python_state_name(int state) MW_HIDDEN;
+/* Merge this thread's Python frames into a native stack (ips, n: innermost
+ * first) into out (at most max); returns the number of frames. */
+unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max) MW_HIDDEN;
+/* The content hash and (malloc'd) names of Python frame id. 0 or -1. */
+struct snapshot;
+/* Name the Python frames of s (frames outside every module carrying
+ * MW_PYFRAME_TAG): they become frames of a module "[python]" whose offsets are
+ * the frames' content hashes, named in s's symbol section. 0, or -1 (ENOMEM). */
+int mw_python_snapshot(struct snapshot *s) MW_HIDDEN;
+void mw_python_atfork_prepare(void) MW_HIDDEN;
+void mw_python_atfork_parent(void) MW_HIDDEN;
+void mw_python_atfork_child(void) MW_HIDDEN;
+
 /* agent.c: starting and stopping capture (called by the control thread). */
 int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
 void mw_capture_stop(bool remove_hooks) MW_HIDDEN;

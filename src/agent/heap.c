@@ -592,6 +592,7 @@ static void record(void *p, size_t size)
 	/* Sized by the depth in force (640 bytes at the default): this runs on
 	 * whatever stack called malloc, which may be small. */
 	uintptr_t ips[cap];
+	const uintptr_t *frames;
 	uint32_t flags = 0, id;
 	uint64_t h, wb, wn;
 	int n;
@@ -604,17 +605,27 @@ static void record(void *p, size_t size)
 	while (skip < (unsigned)n && mw_in_agent(ips[skip]))
 		skip++;
 	nf = (unsigned)n - skip;
-	if (nf > depth || (unsigned)n == cap) {
+	frames = ips + skip;
+	/* CPython (python.c): its Python frames stand where its eval loop's were */
+	bool python = __atomic_load_n(&mw_python_frames, __ATOMIC_RELAXED);
+	uintptr_t merged[python ? cap : 1];
+	bool full = (unsigned)n == cap;
+	if (python) {
+		nf = mw_python_merge(frames, nf, merged, cap);
+		frames = merged;
+		full = full || nf == cap;
+	}
+	if (nf > depth || full) {
 		flags |= SNAP_STACK_TRUNCATED;
 		if (nf > depth)
 			nf = depth;
 	}
-	h = hash_frames(ips + skip, nf, flags);
+	h = hash_frames(frames, nf, flags);
 	weights(size, &wb, &wn);
 
 	lock_heap();
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
-		id = intern(ips + skip, nf, flags, h);
+		id = intern(frames, nf, flags, h);
 		live_insert((uintptr_t)p, size, id);
 		if (id != STACK_DROPPED) {
 			stacks[id].alloc_bytes += wb;

@@ -377,6 +377,8 @@ static int build_snapshot(unsigned char **buf, size_t *len)
 	}
 	mw_snapshot_end();
 	locked = false;
+	if (mw_python_snapshot(s) < 0)
+		goto out;
 	r = snapshot_encode(s, buf, len);
 out:
 	if (locked)
@@ -474,11 +476,15 @@ static int do_status(int fd)
 {
 	struct mw_heap_figures f;
 	int on = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) != 0;
+	unsigned long pyv;
+	int py = mw_python_state(&pyv);
 	mw_heap_figures(&f);
 	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u "
-		     "holders=%u", on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
+		     "holders=%u python=%s python-version=%lu.%lu",
+		     on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
 		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid(),
-		     mw_hooks_installed() ? mw_hooks_slots() : 0, holders());
+		     mw_hooks_installed() ? mw_hooks_slots() : 0, holders(), mw_python_state_name(py),
+		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff);
 }
 
 static int do_snapshot(int fd)

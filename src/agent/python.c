@@ -1,0 +1,775 @@
+/* python.c: CPython inside the target. When the process is a CPython 3.11
+ * interpreter (found through the dynamic linker, never linked against), its
+ * object allocator (the PYMEM_DOMAIN_MEM and OBJ domains) is wrapped so that
+ * pymalloc's small objects are sampled one by one, and every sample carries the
+ * Python frames of the allocating thread, merged into its native stack where
+ * the eval loop's frames stand. The structures read are mirrored here from
+ * CPython 3.11's internal headers (pycore_frame.h, cpython/code.h,
+ * cpython/unicodeobject.h); other versions are captured native-only. */
+#include "config.h"
+
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "snapshot.h"
+
+/* ------------------------------------------------------------------------- */
+/* CPython 3.11, as far as the agent reads it (offsets checked against the
+ * internal headers of Debian's libpython3.11-dev, x86_64). */
+
+#define PY_TSTATE_CFRAME 56          /* PyThreadState.cframe */
+#define PY_CFRAME_CURRENT 8          /* _PyCFrame.current_frame */
+#define PY_FRAME_CODE 32             /* _PyInterpreterFrame.f_code */
+#define PY_FRAME_PREVIOUS 48         /* .previous */
+#define PY_FRAME_PREV_INSTR 56       /* .prev_instr */
+#define PY_FRAME_IS_ENTRY 68         /* .is_entry (bool) */
+#define PY_CODE_FILENAME 112         /* PyCodeObject.co_filename */
+#define PY_CODE_QUALNAME 128         /* .co_qualname */
+#define PY_CODE_FIRSTTRACEABLE 168   /* ._co_firsttraceable (int) */
+#define PY_CODE_ADAPTIVE 184         /* .co_code_adaptive */
+#define PY_STR_LENGTH 16             /* PyASCIIObject.length */
+#define PY_STR_STATE 32              /* .state: interned:2 kind:3 compact:1 ascii:1 ready:1 */
+#define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
+#define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
+#define PY_SMALL_REQUEST 512         /* pymalloc serves 1..512 bytes itself */
+#define PY_ALIGNMENT 16              /* in blocks of a multiple of 16 bytes (64-bit) */
+
+enum { PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ };
+
+typedef struct {
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t size);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+	void (*free)(void *ctx, void *ptr);
+} py_allocator;
+
+/* The interpreter's functions, looked up once. */
+static struct {
+	int (*is_initialized)(void);
+	int (*is_finalizing)(void);
+	void *(*this_tstate)(void);
+	int (*gil_ensure)(void);
+	void (*gil_release)(int);
+	void (*get_allocator)(int, py_allocator *);
+	void (*set_allocator)(int, py_allocator *);
+	int (*addr2line)(void *code, int byte_offset);
+	uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's text */
+	unsigned long version;        /* Py_Version */
+} py;
+
+static bool supported;
+static pthread_mutex_t py_lock = PTHREAD_MUTEX_INITIALIZER;   /* the helper's state */
+static pthread_cond_t py_cond = PTHREAD_COND_INITIALIZER;
+static bool helper_running;
+static bool want_installed;     /* capture is on: the wrappers should be in */
+static int installed;           /* our wrappers are the domains' allocators */
+static int py_state;            /* enum mw_python_state, read by status */
+
+/* Whether samples read Python frames: CPython found and supported, and not
+ * finalizing (checked again at each sample). */
+bool mw_python_frames MW_HIDDEN;
+
+/* ------------------------------------------------------------------------- */
+/* The wrappers. Each domain's ctx points at its entry here, holding the
+ * allocator it replaced. Only what pymalloc serves itself (1..512 bytes) is
+ * counted: anything else it hands to malloc, which the hooks count. A block is
+ * counted at its size class, the memory it takes (a 2-tuple asks for 72 bytes
+ * and takes 80: counting the request would leave a tenth of a heap of small
+ * objects unexplained). */
+
+struct wrap {
+	py_allocator prev;
+	size_t limit;   /* requests of 1..limit bytes are counted: 512, or 0 when
+			 * the domain is malloc itself (PYTHONMALLOC=malloc) */
+};
+static struct wrap wraps[3];
+
+static inline bool counted(const struct wrap *w, size_t n)
+{
+	return n - 1 < w->limit;
+}
+
+static inline size_t size_class(size_t n)
+{
+	return (n + PY_ALIGNMENT - 1) & ~(size_t)(PY_ALIGNMENT - 1);
+}
+
+static inline int capturing(void)
+{
+	return __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
+}
+
+/* Count size bytes against this thread's countdown before the call: true when
+ * this is not a sample point (as the hooks do, so that the common path ends in
+ * a tail jump to pymalloc with no frame of ours). */
+static inline __attribute__((always_inline)) bool unsampled(size_t size, int epoch)
+{
+	uint64_t left = mw_tls.left;
+	if (likely(size < left && mw_tls.epoch == (uint32_t)epoch)) {
+		mw_tls.left = left - size - 1;
+		return true;
+	}
+	return false;
+}
+
+#define ON __attribute__((noinline))
+
+static ON void *malloc_slow(struct wrap *w, size_t n)
+{
+	return mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), size_class(n));
+}
+
+static void *w_malloc(void *ctx, size_t n)
+{
+	struct wrap *w = ctx;
+	int e = capturing();
+	if (likely(!e) || !counted(w, n) || likely(unsampled(size_class(n), e)))
+		return w->prev.malloc(w->prev.ctx, n);
+	return malloc_slow(w, n);
+}
+
+static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
+{
+	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), size_class(n));
+}
+
+static void *w_calloc(void *ctx, size_t a, size_t b)
+{
+	struct wrap *w = ctx;
+	int e = capturing();
+	size_t n;
+	if (likely(!e) || __builtin_mul_overflow(a, b, &n) || !counted(w, n) ||
+	    likely(unsampled(size_class(n), e)))
+		return w->prev.calloc(w->prev.ctx, a, b);
+	return calloc_slow(w, a, b, n);
+}
+
+/* The free of the old block and the allocation of the new one. A block that
+ * pymalloc hands over to malloc (growing past 512 bytes) is the hooks' to count. */
+static ON void *realloc_on(struct wrap *w, void *p, size_t n, int e)
+{
+	struct mw_taken t;
+	bool had = false;
+	void *q;
+
+	if (p && mw_maybe_sampled(p))
+		had = mw_take_record(p, &t);
+	q = w->prev.realloc(w->prev.ctx, p, n);
+	if (!q) {
+		if (had && n != 0)
+			mw_put_record(p, &t);
+		return q;
+	}
+	if (!counted(w, n) || unsampled(size_class(n), e))
+		return q;
+	return mw_sampled_alloc(q, size_class(n));
+}
+
+static void *w_realloc(void *ctx, void *p, size_t n)
+{
+	struct wrap *w = ctx;
+	int e = capturing();
+	if (likely(!e))
+		return w->prev.realloc(w->prev.ctx, p, n);
+	return realloc_on(w, p, n, e);
+}
+
+/* The record goes before the block (see hk_free). In a domain that is malloc
+ * itself, a block the hooks sampled loses its record here, before free. */
+static ON void free_on(struct wrap *w, void *p)
+{
+	mw_sampled_free(p);
+	w->prev.free(w->prev.ctx, p);
+}
+
+static void w_free(void *ctx, void *p)
+{
+	struct wrap *w = ctx;
+	if (likely(!capturing()) || !p || likely(!mw_maybe_sampled(p)))
+		return w->prev.free(w->prev.ctx, p);
+	free_on(w, p);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Finding the interpreter. */
+
+static void *sym(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+/* Look CPython up in the process: once found (or found unreadable), for
+ * good; not found, again at the next capture (a program may load libpython
+ * later). Called with py_lock held, from the control thread. */
+static void probe(void)
+{
+	const unsigned long *ver;
+	void *eval;
+	Dl_info info;
+	const ElfW(Sym) *es = NULL;
+
+	if (py_state != MW_PY_NONE)
+		return;
+	mw_loader_enter();
+	ver = sym("Py_Version");
+	py.is_initialized = (int (*)(void))sym("Py_IsInitialized");
+	py.is_finalizing = (int (*)(void))sym("_Py_IsFinalizing");
+	py.this_tstate = (void *(*)(void))sym("PyGILState_GetThisThreadState");
+	py.gil_ensure = (int (*)(void))sym("PyGILState_Ensure");
+	py.gil_release = (void (*)(int))sym("PyGILState_Release");
+	py.get_allocator = (void (*)(int, py_allocator *))sym("PyMem_GetAllocator");
+	py.set_allocator = (void (*)(int, py_allocator *))sym("PyMem_SetAllocator");
+	py.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
+	eval = sym("_PyEval_EvalFrameDefault");
+	if (eval && dladdr1(eval, &info, (void **)&es, RTLD_DL_SYMENT) && es && es->st_size) {
+		py.eval_lo = (uintptr_t)eval;
+		py.eval_hi = (uintptr_t)eval + es->st_size;
+	}
+	mw_loader_leave();
+	if (!ver || !py.is_initialized || !py.set_allocator || !py.get_allocator) {
+		py_state = MW_PY_NONE;
+		return;
+	}
+	py.version = *(const uint32_t *)ver;
+	/* 3.11 only: the structures mirrored above are that version's */
+	if ((py.version >> 16) != 0x030b || !py.is_finalizing || !py.this_tstate ||
+	    !py.gil_ensure || !py.gil_release || !py.addr2line || !py.eval_lo) {
+		py_state = MW_PY_UNSUPPORTED;
+		return;
+	}
+	supported = true;
+	py_state = MW_PY_OFF;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The helper thread: it alone swaps the allocators, with the GIL held. It may
+ * wait for the GIL as long as the program keeps it; capture goes on native-only
+ * meanwhile (status says python=waiting). */
+
+static bool interpreter_alive(void)
+{
+	return py.is_initialized() && !py.is_finalizing();
+}
+
+/* With the GIL held: put our wrappers in (on) or the previous allocators back. */
+static void swap_locked_gil(bool on)
+{
+	py_allocator raw, cur, mine;
+	int d;
+
+	if (on) {
+		py.get_allocator(PYMEM_DOMAIN_RAW, &raw);
+		for (d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
+			py.get_allocator(d, &cur);
+			if (cur.malloc == w_malloc)
+				continue;     /* ours already (a fork's child) */
+			wraps[d].prev = cur;
+			wraps[d].limit = cur.malloc == raw.malloc && cur.ctx == raw.ctx ? 0 : PY_SMALL_REQUEST;
+			mine.ctx = &wraps[d];
+			mine.malloc = w_malloc;
+			mine.calloc = w_calloc;
+			mine.realloc = w_realloc;
+			mine.free = w_free;
+			py.set_allocator(d, &mine);
+		}
+		return;
+	}
+	for (d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
+		py.get_allocator(d, &cur);
+		/* Someone stacked theirs on ours (tracemalloc started meanwhile):
+		 * ours stays below it, passing through while capture is off. */
+		if (cur.malloc == w_malloc && cur.ctx == &wraps[d])
+			py.set_allocator(d, &wraps[d].prev);
+	}
+}
+
+static void helper_exit(void *arg)
+{
+	(void)arg;
+	/* the interpreter ended this thread (it asked for the GIL while the
+	 * interpreter finalized): a later capture starts a new one */
+	pthread_mutex_lock(&py_lock);
+	helper_running = false;
+	py_state = MW_PY_FINALIZED;
+	mw_python_frames = false;
+	pthread_mutex_unlock(&py_lock);
+}
+
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	mw_tls.guard = 1;
+	pthread_cleanup_push(helper_exit, NULL);
+	pthread_mutex_lock(&py_lock);
+	for (;;) {
+		bool want = want_installed;
+		struct timespec ts;
+		if (want == (installed != 0)) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&py_cond, &py_lock, &ts);
+			continue;
+		}
+		if (!interpreter_alive()) {
+			/* not yet started, or finalizing: never swap then. Once
+			 * finalizing, no swap will ever be made: what is wanted is
+			 * taken as done, and the wrappers that are in stay in,
+			 * passing through once capture stops. */
+			py_state = py.is_initialized() ? MW_PY_FINALIZED : MW_PY_WAITING;
+			mw_python_frames = false;
+			if (py_state == MW_PY_FINALIZED)
+				installed = want;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 50 * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&py_cond, &py_lock, &ts);
+			continue;
+		}
+		if (want)
+			py_state = MW_PY_WAITING;
+		pthread_mutex_unlock(&py_lock);
+		{
+			int g = py.gil_ensure();
+			pthread_mutex_lock(&py_lock);
+			want = want_installed;
+			if (interpreter_alive() && want != (installed != 0)) {
+				swap_locked_gil(want);
+				installed = want;
+			}
+			py_state = installed ? MW_PY_ON : MW_PY_OFF;
+			mw_python_frames = installed != 0;
+			pthread_mutex_unlock(&py_lock);
+			py.gil_release(g);
+		}
+		pthread_mutex_lock(&py_lock);
+	}
+	pthread_mutex_unlock(&py_lock);
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+/* Start the helper if it is not running. py_lock held. */
+static void helper_start(void)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+
+	if (helper_running)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 128 * 1024);
+	if (pthread_create(&th, &attr, helper_main, NULL) == 0) {
+		helper_running = true;
+#ifdef __GLIBC__
+		pthread_setname_np(th, "memwatch-python");
+#endif
+	}
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void mw_python_capture_start(void)
+{
+	mw_tls.guard++;
+	pthread_mutex_lock(&py_lock);
+	probe();
+	if (supported && py_state != MW_PY_FINALIZED) {
+		want_installed = true;
+		/* samples read Python frames at once; only pymalloc's small
+		 * objects wait for the swap */
+		mw_python_frames = interpreter_alive();
+		if (!installed)
+			py_state = MW_PY_WAITING;
+		helper_start();
+		pthread_cond_signal(&py_cond);
+	}
+	pthread_mutex_unlock(&py_lock);
+	mw_tls.guard--;
+}
+
+void mw_python_capture_stop(void)
+{
+	mw_tls.guard++;
+	pthread_mutex_lock(&py_lock);
+	want_installed = false;
+	mw_python_frames = false;
+	if (supported && py_state == MW_PY_WAITING && !installed)
+		py_state = MW_PY_OFF;
+	pthread_cond_signal(&py_cond);
+	pthread_mutex_unlock(&py_lock);
+	mw_tls.guard--;
+}
+
+int mw_python_state(unsigned long *version)
+{
+	if (version)
+		*version = py.version;
+	return __atomic_load_n(&py_state, __ATOMIC_RELAXED);
+}
+
+const char *mw_python_state_name(int s)
+{
+	switch (s) {
+	case MW_PY_UNSUPPORTED: return "unsupported";
+	case MW_PY_WAITING: return "waiting";
+	case MW_PY_ON: return "on";
+	case MW_PY_OFF: return "off";
+	case MW_PY_FINALIZED: return "finalized";
+	default: return "none";
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Python frames: (qualified name, file, line) interned in a table of the
+ * agent's own, in mmap'd storage, kept for the agent's life (a frame's id is
+ * stable across captures; the snapshot names it by a hash of its content,
+ * the same in every run). */
+
+struct pyframe {
+	uint64_t hash;
+	const char *name, *file;
+	uint32_t line;
+};
+
+#define PYF_MAX (1u << 20)
+static pthread_mutex_t pyf_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pyframe *pyf;            /* PYF_MAX entries, mapped on first use */
+static uint32_t *pyf_index;            /* open-addressed: id + 1 */
+static uint32_t pyf_n;
+static char *str_chunk;
+static size_t str_left;
+
+static char *str_copy(const char *s, size_t n)
+{
+	char *r;
+	if (n + 1 > str_left) {
+		size_t len = n + 1 > 65536 ? (n + 1 + 4095) & ~(size_t)4095 : 65536;
+		str_chunk = mw_map(len);
+		if (!str_chunk) {
+			str_left = 0;
+			return NULL;
+		}
+		str_left = len;
+	}
+	r = str_chunk;
+	memcpy(r, s, n);
+	r[n] = 0;
+	str_chunk += n + 1;
+	str_left -= n + 1;
+	return r;
+}
+
+static uint64_t hash_bytes(uint64_t h, const char *s, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001B3ull;
+	}
+	return h;
+}
+
+/* The UTF-8 text of a str object, read directly (nothing is asked of the
+ * interpreter, which could allocate): into buf, at most len bytes. */
+static size_t read_str(const char *o, char *buf, size_t len)
+{
+	uint32_t state;
+	size_t n, i, k = 0;
+	unsigned kind;
+	const char *data;
+
+	if (!o)
+		return 0;
+	state = *(const uint32_t *)(o + PY_STR_STATE);
+	n = (size_t)*(const int64_t *)(o + PY_STR_LENGTH);
+	if (!(state & (1u << 5)) || !(state & (1u << 7)))   /* not compact, or not ready */
+		return 0;
+	kind = (state >> 2) & 7;
+	if (state & (1u << 6)) {                              /* compact ASCII */
+		if (n > len)
+			n = len;
+		memcpy(buf, o + PY_STR_ASCII_DATA, n);
+		return n;
+	}
+	data = o + PY_STR_COMPACT_DATA;
+	for (i = 0; i < n; i++) {
+		uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
+			   : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
+		if (k + 4 > len)
+			break;
+		if (c < 0x80) {
+			buf[k++] = (char)c;
+		} else if (c < 0x800) {
+			buf[k++] = (char)(0xC0 | (c >> 6));
+			buf[k++] = (char)(0x80 | (c & 0x3F));
+		} else if (c < 0x10000) {
+			buf[k++] = (char)(0xE0 | (c >> 12));
+			buf[k++] = (char)(0x80 | ((c >> 6) & 0x3F));
+			buf[k++] = (char)(0x80 | (c & 0x3F));
+		} else {
+			buf[k++] = (char)(0xF0 | (c >> 18));
+			buf[k++] = (char)(0x80 | ((c >> 12) & 0x3F));
+			buf[k++] = (char)(0x80 | ((c >> 6) & 0x3F));
+			buf[k++] = (char)(0x80 | (c & 0x3F));
+		}
+	}
+	return k;
+}
+
+/* The id of a Python frame, or 0 (a frame that could not be stored reads as
+ * unknown). Called on the sampling path (the thread's guard is up). */
+static uint32_t pyframe_id(const char *code, int line)
+{
+	char name[256], file[512];
+	size_t nn = read_str(*(const char *const *)(code + PY_CODE_QUALNAME), name, sizeof name);
+	size_t fn = read_str(*(const char *const *)(code + PY_CODE_FILENAME), file, sizeof file);
+	uint64_t h = hash_bytes(0xCBF29CE484222325ull, name, nn);
+	uint32_t id = 0, j;
+
+	h = hash_bytes(h ^ 0xFF, file, fn);
+	h = hash_bytes(h ^ 0xFE, (const char *)&line, sizeof line);
+	h &= 0x7FFFFFFFFFFFFFFFull;
+	h = h ? h : 1;
+	pthread_mutex_lock(&pyf_lock);
+	if (!pyf) {
+		pyf = mw_map(PYF_MAX * sizeof *pyf);
+		pyf_index = mw_map(2 * PYF_MAX * sizeof *pyf_index);
+		if (!pyf || !pyf_index)
+			goto out;
+		pyf_n = 1;     /* id 0: unknown */
+	}
+	for (j = (uint32_t)h & (2 * PYF_MAX - 1); pyf_index[j]; j = (j + 1) & (2 * PYF_MAX - 1)) {
+		const struct pyframe *f = &pyf[pyf_index[j] - 1];
+		if (f->hash == h && f->line == (uint32_t)line && strlen(f->name) == nn &&
+		    memcmp(f->name, name, nn) == 0 && strlen(f->file) == fn && memcmp(f->file, file, fn) == 0) {
+			id = pyf_index[j] - 1;
+			goto out;
+		}
+	}
+	if (pyf_n < PYF_MAX) {
+		struct pyframe *f = &pyf[pyf_n];
+		f->name = str_copy(name, nn);
+		f->file = str_copy(file, fn);
+		if (f->name && f->file) {
+			f->hash = h;
+			f->line = line > 0 ? (uint32_t)line : 0;
+			pyf_index[j] = pyf_n + 1;
+			id = pyf_n++;
+		}
+	}
+out:
+	pthread_mutex_unlock(&pyf_lock);
+	return id;
+}
+
+/* One Python frame of this thread: its id, and whether it is the first
+ * (outermost) one a C call of the eval loop runs. */
+struct pyf_ref {
+	uint32_t id;
+	bool entry;
+};
+
+#define PY_MAX_FRAMES 128   /* read per sample (1 KiB of the allocating thread's stack) */
+
+/* Read this thread's Python frames, newest first. */
+static unsigned read_frames(struct pyf_ref *out, unsigned max)
+{
+	const char *ts, *cf, *f;
+	unsigned n = 0;
+
+	if (!mw_python_frames || py.is_finalizing())
+		return 0;
+	ts = py.this_tstate();
+	if (!ts)
+		return 0;
+	cf = *(const char *const *)(ts + PY_TSTATE_CFRAME);
+	if (!cf)
+		return 0;
+	for (f = *(const char *const *)(cf + PY_CFRAME_CURRENT); f && n < max;
+	     f = *(const char *const *)(f + PY_FRAME_PREVIOUS)) {
+		const char *code = *(const char *const *)(f + PY_FRAME_CODE);
+		const char *instr = *(const char *const *)(f + PY_FRAME_PREV_INSTR);
+		const char *first = code + PY_CODE_ADAPTIVE;
+		bool entry = *(const bool *)(f + PY_FRAME_IS_ENTRY);
+		int firsttr = *(const int *)(code + PY_CODE_FIRSTTRACEABLE);
+		/* a frame still being set up has run nothing yet: not shown, but
+		 * its entry mark still ends its C call's frames */
+		if (instr < first + (ptrdiff_t)firsttr * 2) {
+			if (entry && n)
+				out[n - 1].entry = true;
+			continue;
+		}
+		out[n].id = pyframe_id(code, py.addr2line((void *)code, (int)(instr - first)));
+		out[n].entry = entry;
+		n++;
+	}
+	return n;
+}
+
+unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max)
+{
+	struct pyf_ref pf[PY_MAX_FRAMES];
+	unsigned np = read_frames(pf, PY_MAX_FRAMES), pi = 0, k = 0, i;
+
+	for (i = 0; i < n && k < max; i++) {
+		uintptr_t a = ips[i] - 1;
+		/* the wrappers' own frames, under a sample the hooks took */
+		if (mw_in_agent(ips[i]))
+			continue;
+		if (pi < np && a >= py.eval_lo && a < py.eval_hi) {
+			/* this C call of the eval loop ran the frames up to the next
+			 * entry frame */
+			do
+				out[k++] = MW_PYFRAME_TAG | pf[pi].id;
+			while (!pf[pi++].entry && pi < np && k < max);
+			continue;
+		}
+		out[k++] = ips[i];
+	}
+	/* frames whose eval call was not found (cut by the depth) go outermost */
+	for (; pi < np && k < max && i == n; pi++)
+		out[k++] = MW_PYFRAME_TAG | pf[pi].id;
+	return k;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Snapshots: the Python frames a snapshot uses, as symbols of the pseudo-module
+ * "[python]" whose offsets are the frames' content hashes. */
+
+static int mw_python_symbol(uint32_t id, uint64_t *hash, struct snap_symframe *f)
+{
+	int r = -1;
+	pthread_mutex_lock(&pyf_lock);
+	if (pyf && id < pyf_n) {
+		*hash = id ? pyf[id].hash : 0;
+		f->function = strdup(id ? pyf[id].name : "<python>");
+		f->file = id ? strdup(pyf[id].file) : NULL;
+		f->line = id ? pyf[id].line : 0;
+		r = f->function && (!id || f->file) ? 0 : -1;
+	}
+	pthread_mutex_unlock(&pyf_lock);
+	return r;
+}
+
+/* fork: the child must not inherit the frame table's lock half-held; it has
+ * no helper thread (a later capture starts one). */
+void mw_python_atfork_prepare(void)
+{
+	pthread_mutex_lock(&pyf_lock);
+}
+
+void mw_python_atfork_parent(void)
+{
+	pthread_mutex_unlock(&pyf_lock);
+}
+
+void mw_python_atfork_child(void)
+{
+	pthread_mutex_init(&pyf_lock, NULL);
+	pthread_mutex_init(&py_lock, NULL);
+	pthread_cond_init(&py_cond, NULL);
+	helper_running = false;
+	want_installed = false;
+	mw_python_frames = false;
+	if (py_state == MW_PY_WAITING)
+		py_state = MW_PY_OFF;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int mw_python_snapshot(struct snapshot *s)
+{
+	uint64_t *ids = NULL, *hashes = NULL;
+	size_t n = 0, cap = 0, i, k, u = 0;
+	struct snap_module *m;
+	uint32_t mod;
+
+	for (i = 0; i < s->nstacks; i++)
+		for (k = 0; k < s->stacks[i].nframes; k++) {
+			const struct snap_frame *f = &s->stacks[i].frames[k];
+			if (f->module != SNAP_NO_MODULE || (f->offset & MW_PYFRAME_MASK) != MW_PYFRAME_TAG)
+				continue;
+			if (n == cap) {
+				uint64_t *x = realloc(ids, (cap = cap ? cap * 2 : 256) * sizeof *ids);
+				if (!x)
+					goto fail;
+				ids = x;
+			}
+			ids[n++] = f->offset & ~MW_PYFRAME_MASK;
+		}
+	if (!n)
+		return 0;
+	qsort(ids, n, sizeof *ids, cmp_u64);
+	for (i = 0; i < n; i++)
+		if (!u || ids[u - 1] != ids[i])
+			ids[u++] = ids[i];
+	hashes = calloc(u, sizeof *hashes);
+	m = realloc(s->modules, (s->nmodules + 1) * sizeof *m);
+	if (!hashes || !m)
+		goto fail;
+	s->modules = m;
+	mod = (uint32_t)s->nmodules;
+	memset(&m[mod], 0, sizeof m[mod]);
+	m[mod].path = strdup("[python]");
+	if (!m[mod].path)
+		goto fail;
+	s->nmodules++;
+	s->symbols = calloc(u, sizeof *s->symbols);
+	if (!s->symbols)
+		goto fail;
+	for (i = 0; i < u; i++) {
+		struct snap_symbol *y = &s->symbols[s->nsymbols];
+		y->frames = calloc(1, sizeof *y->frames);
+		if (!y->frames || mw_python_symbol((uint32_t)ids[i], &hashes[i], y->frames) < 0) {
+			if (y->frames) {
+				free(y->frames->function);
+				free(y->frames->file);
+			}
+			free(y->frames);
+			y->frames = NULL;
+			goto fail;
+		}
+		y->module = mod;
+		y->offset = hashes[i];
+		y->nframes = 1;
+		s->nsymbols++;
+	}
+	for (i = 0; i < s->nstacks; i++)
+		for (k = 0; k < s->stacks[i].nframes; k++) {
+			struct snap_frame *f = &s->stacks[i].frames[k];
+			uint64_t id, *at;
+			if (f->module != SNAP_NO_MODULE || (f->offset & MW_PYFRAME_MASK) != MW_PYFRAME_TAG)
+				continue;
+			id = f->offset & ~MW_PYFRAME_MASK;
+			at = bsearch(&id, ids, u, sizeof *ids, cmp_u64);
+			f->module = mod;
+			f->offset = at ? hashes[at - ids] : 0;
+		}
+	free(ids);
+	free(hashes);
+	return 0;
+fail:
+	free(ids);
+	free(hashes);
+	return -1;
+}
