@@ -6,7 +6,7 @@ packages="build-essential autoconf automake libtool pkg-config
 	libproc2-dev libunwind-dev libdw-dev libelf-dev libdebuginfod-dev zlib1g-dev
 	libcmocka-dev gnuplot-nox debuginfod libc6-dbg file procps
 	clang libclang-rt-14-dev valgrind g++ libjemalloc2 libtcmalloc-minimal4
-	curl python3 heaptrack time"
+	curl python3 heaptrack time strace"
 missing=
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
