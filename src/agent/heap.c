@@ -42,10 +42,11 @@ struct stack {
 	uint64_t live_bytes, live_blocks_fx, live_samples, alloc_bytes, alloc_blocks_fx;
 };
 
-/* One live sampled block. */
+/* One live sampled block, with the weights it was recorded with (worked out
+ * once, not again at its free). */
 struct live {
 	uintptr_t key;       /* 0: empty */
-	uint64_t size;
+	uint64_t bytes, blocks_fx;
 	uint32_t stack;
 	uint32_t pad;
 };
@@ -317,13 +318,22 @@ static double pow2i(int k)
 	return v.d;
 }
 
+/* 1 / (2k + 1) and 1 / k!, so that the series below need no division. */
+static const double inv_odd[] = {
+	1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19,
+};
+static const double inv_fact[] = {
+	1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+	1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0,
+};
+
 /* Natural logarithm of x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
  * log m = 2 atanh((m - 1) / (m + 1)) by its series. */
 static double mw_log(double x)
 {
 	union { double d; uint64_t u; } v = { .d = x };
 	int e = (int)((v.u >> 52) & 0x7ff) - 1023;
-	double m, s, s2, t, sum;
+	double m, s, s2, sum;
 	int k;
 	v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;   /* m in [1, 2) */
 	m = v.d;
@@ -331,35 +341,30 @@ static double mw_log(double x)
 		m *= 0.5;
 		e++;
 	}
-	s = (m - 1.0) / (m + 1.0);
+	s = (m - 1.0) / (m + 1.0);      /* |s| < 0.172: 11 terms reach 1e-16 */
 	s2 = s * s;
-	t = s;
-	sum = 0;
-	for (k = 1; k < 40; k += 2) {
-		sum += t / k;
-		t *= s2;
-	}
-	return 2.0 * sum + e * 0.6931471805599453;
+	sum = 1.0 / 21;
+	for (k = 19; k >= 1; k -= 2)
+		sum = sum * s2 + inv_odd[k / 2];
+	return 2.0 * s * sum + e * 0.6931471805599453;
 }
 
 /* exp(x) - 1 for x <= 0, precise for small |x|. */
 static double mw_expm1(double x)
 {
-	double r, t, sum;
+	double r, poly;
 	int k, i;
 	if (x > -1e-5)
 		return x + x * x / 2 + x * x * x / 6;
 	if (x < -700)
 		return -1.0;
 	k = (int)(x / 0.6931471805599453 - 0.5);    /* round to nearest, x < 0 */
-	r = x - k * 0.6931471805599453;              /* |r| <= ln2 / 2 */
-	t = 1.0;
-	sum = 1.0;
-	for (i = 1; i < 18; i++) {
-		t *= r / i;
-		sum += t;
-	}
-	return sum * pow2i(k) - 1.0;
+	r = x - k * 0.6931471805599453;              /* |r| <= ln2 / 2: 13 terms reach 1e-17 */
+	poly = inv_fact[13];
+	for (i = 12; i >= 1; i--)
+		poly = poly * r + inv_fact[i];
+	poly *= r;                                    /* exp(r) - 1 */
+	return poly * pow2i(k) + (pow2i(k) - 1.0);
 }
 
 /* Bytes to the next sample point: exponential with mean R (0 when every
@@ -701,10 +706,9 @@ static uint64_t *shard_delta(struct shard *sh, uint32_t id)
 
 /* Add (sign 1) or take away (sign -1) a block's live weight on its stack.
  * Under the lock of the block's shard. */
-static void account_live(struct shard *sh, uint32_t id, uint64_t size, int sign)
+static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
 {
-	uint64_t wb, wn, *d;
-	weights(size, &wb, &wn);
+	uint64_t *d;
 	if (id == STACK_DROPPED) {
 		sh->dropped_live_bytes += sign > 0 ? wb : -wb;
 		return;
@@ -786,16 +790,17 @@ static void live_delete(struct shard *sh, struct live *e)
 
 /* Record p. An address already in the table is a block whose free we never
  * saw (freed through a path that is not hooked): its record is replaced. */
-static void live_insert(struct shard *sh, uintptr_t p, uint64_t size, uint32_t id)
+static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn, uint32_t id)
 {
 	struct live *e;
 	size_t j;
 	e = live_find(sh, p);
 	if (e) {
-		account_live(sh, e->stack, e->size, -1);
-		e->size = size;
+		account_live(sh, e->stack, e->bytes, e->blocks_fx, -1);
+		e->bytes = wb;
+		e->blocks_fx = wn;
 		e->stack = id;
-		account_live(sh, id, size, 1);
+		account_live(sh, id, wb, wn, 1);
 		return;
 	}
 	if ((sh->n + 1) * 2 > sh->cap && !live_grow(sh))
@@ -803,11 +808,12 @@ static void live_insert(struct shard *sh, uintptr_t p, uint64_t size, uint32_t i
 	for (j = live_slot(p, sh->cap); sh->live[j].key; j = (j + 1) & (sh->cap - 1))
 		;
 	sh->live[j].key = p;
-	sh->live[j].size = size;
+	sh->live[j].bytes = wb;
+	sh->live[j].blocks_fx = wn;
 	sh->live[j].stack = id;
 	sh->n++;
 	filter_inc(p);
-	account_live(sh, id, size, 1);
+	account_live(sh, id, wb, wn, 1);
 }
 
 static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t)
@@ -816,10 +822,11 @@ static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t
 	if (!e)
 		return;
 	if (t) {
-		t->size = e->size;
+		t->bytes = e->bytes;
+		t->blocks_fx = e->blocks_fx;
 		t->stack = e->stack;
 	}
-	account_live(sh, e->stack, e->size, -1);
+	account_live(sh, e->stack, e->bytes, e->blocks_fx, -1);
 	filter_dec(p);
 	live_delete(sh, e);
 }
@@ -860,7 +867,7 @@ static void record(void *p, size_t size)
 	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
 		id = intern(ips + skip, nf, flags, h);
-		live_insert(sh, (uintptr_t)p, size, id);
+		live_insert(sh, (uintptr_t)p, wb, wn, id);
 		if (id != STACK_DROPPED) {
 			uint64_t *d = shard_delta(sh, id);
 			d[D_ALLOC_BYTES] += wb;
@@ -924,7 +931,7 @@ bool mw_take_record(const void *p, struct mw_taken *tk)
 		park_free((uintptr_t)p);
 		return false;
 	}
-	tk->size = 0;
+	tk->bytes = tk->blocks_fx = 0;
 	tk->stack = STACK_DROPPED - 1;
 	t->guard++;
 	lock_shard(sh);
@@ -943,7 +950,7 @@ void mw_put_record(const void *p, const struct mw_taken *tk)
 	t->guard++;
 	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED))
-		live_insert(sh, (uintptr_t)p, tk->size, tk->stack);
+		live_insert(sh, (uintptr_t)p, tk->bytes, tk->blocks_fx, tk->stack);
 	unlock_shard(sh);
 	t->guard--;
 }
