@@ -23,6 +23,7 @@ uint64_t mw_filter_bits[((size_t)1 << MW_FILTER_BITS) / 64] __attribute__((align
 static uint8_t filter_counts[(size_t)1 << MW_FILTER_BITS] __attribute__((aligned(4096)));
 struct mw_hot mw_hot;
 uint64_t mw_rate = MW_DEFAULT_RATE;
+static double inv_rate = 1.0 / MW_DEFAULT_RATE;   /* 1 / mw_rate, set with it */
 unsigned mw_depth = MW_DEFAULT_DEPTH;
 uint64_t mw_max_stacks = MW_DEFAULT_MAX_STACKS;
 uint64_t mw_capture_start_ns;
@@ -358,7 +359,7 @@ static double mw_expm1(double x)
 		return x + x * x / 2 + x * x * x / 6;
 	if (x < -700)
 		return -1.0;
-	k = (int)(x / 0.6931471805599453 - 0.5);    /* round to nearest, x < 0 */
+	k = (int)(x * 1.4426950408889634 - 0.5);    /* round to nearest, x < 0 */
 	r = x - k * 0.6931471805599453;              /* |r| <= ln2 / 2: 13 terms reach 1e-17 */
 	poly = inv_fact[13];
 	for (i = 12; i >= 1; i--)
@@ -391,9 +392,9 @@ static void weights(uint64_t size, uint64_t *bytes, uint64_t *blocks_fx)
 		*blocks_fx = (uint64_t)FX;
 		return;
 	}
-	p = -mw_expm1(-((double)size + 1.0) / (double)mw_rate);
-	*bytes = (uint64_t)((double)size / p + 0.5);
-	*blocks_fx = (uint64_t)(FX / p + 0.5);
+	p = 1.0 / -mw_expm1(-((double)size + 1.0) * inv_rate);   /* 1 / p */
+	*bytes = (uint64_t)((double)size * p + 0.5);
+	*blocks_fx = (uint64_t)(FX * p + 0.5);
 }
 
 
@@ -1031,6 +1032,7 @@ void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks)
 	mw_tls.guard++;
 	lock_all();
 	mw_rate = rate ? rate : 1;
+	inv_rate = 1.0 / (double)mw_rate;
 	mw_depth = depth ? (depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : depth) : MW_DEFAULT_DEPTH;
 	mw_max_stacks = max_stacks ? max_stacks : MW_DEFAULT_MAX_STACKS;
 	unlock_all();
