@@ -1,35 +1,43 @@
 #!/bin/sh
 # overhead.sh: what the agent costs a malloc-heavy program, side by side in one
 # run: the workload plain, with the agent loaded but idle (hooks installed, off),
-# capturing at the default rate, capturing every allocation (rate 1), and under
-# heaptrack; at 1, 2 and 4 threads. Prints wall time and peak RSS as ratios to
-# the plain run (median of the repeats, variants interleaved so that a noisy
-# machine hurts them alike).
+# capturing at the default rate, at 64 KiB, at 4 KiB and every allocation
+# (rate 1), and under heaptrack (which records every call); at 1, 2 and 4
+# threads. Prints, as medians of the repeats (variants interleaved so that a
+# noisy machine hurts them alike), wall and CPU time with their ratios to the
+# plain run, system time as a share of user time, voluntary context switches
+# (a thread that sleeps, on a lock for instance, makes one) and peak RSS with
+# its ratio; heaptrack's peak counts its helper processes (the interpreter it
+# pipes into) besides the program.
 #
-# Usage: bench/overhead.sh [-r REPEATS] [-n OPS] [-l LIVE] [-s small|uniform]
-#                          [-t "1 2 4"] [-q] [-i] [BUILDDIR]
+# Usage: bench/overhead.sh [-r REPEATS] [-n OPS] [-l LIVE] [-s small|uniform|churn]
+#                          [-t "1 2 4"] [-v VARIANTS] [-q] [-i] [BUILDDIR]
 #   BUILDDIR holds bench/workload and .libs/libmemwatch-agent.so (default: .);
-#   make bench/workload builds the workload. -q: a quick sanity run. -i: also
-#   count the instructions of one thread with cachegrind, a figure that a busy
-#   machine does not disturb.
+#   make bench/workload builds the workload. The default workload is a churn
+#   of a ring of 256 blocks per thread, sizes 16 - 2000 B. -v: a subset of
+#   "plain idle default r64k r4k rate1 heaptrack" (plain always runs). -q: a
+#   quick sanity run. -i: also count the instructions of one thread with
+#   cachegrind, a figure that a busy machine does not disturb.
 set -u
 
 repeats=5
 ops=2000000
-live=16384
-sizes=small
+live=256
+sizes=churn
 threads="1 2 4"
 icount=no
-while getopts r:n:l:s:t:qi opt; do
+variants="plain idle default r64k r4k rate1 heaptrack"
+while getopts r:n:l:s:t:v:qi opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) ops=$OPTARG ;;
 	l) live=$OPTARG ;;
 	s) sizes=$OPTARG ;;
 	t) threads=$OPTARG ;;
+	v) variants="plain $(echo "$OPTARG" | sed 's/\bplain\b//g')" ;;
 	q) repeats=3; ops=300000 ;;
 	i) icount=yes ;;
-	*) sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,21s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -38,27 +46,59 @@ wl=$build/bench/workload
 agent=${MEMWATCH_AGENT:-$build/.libs/libmemwatch-agent.so}
 [ -x "$wl" ] || { echo "overhead.sh: $wl not built (make bench/workload)" >&2; exit 1; }
 [ -f "$agent" ] || { echo "overhead.sh: $agent not built" >&2; exit 1; }
-have_heaptrack=no
-command -v heaptrack >/dev/null 2>&1 && have_heaptrack=yes
+if ! command -v heaptrack >/dev/null 2>&1; then
+	echo "heaptrack: not installed, left out"
+	variants=$(echo "$variants" | sed 's/\bheaptrack\b//g')
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-variants="plain idle default rate1"
-[ $have_heaptrack = yes ] && variants="$variants heaptrack"
 
-# run VARIANT THREADS: one run; appends "wall rss" to $tmp/VARIANT.THREADS
+# helper_peak PID: while PID runs, the peak RSS (KiB) of its descendants other
+# than the workload, summed over processes; printed when PID is gone.
+helper_peak() {
+	local top=$1 c g kids
+	: >"$tmp/hwm"
+	while kill -0 "$top" 2>/dev/null; do
+		kids=$(pgrep -P "$top")
+		for c in $kids; do
+			kids="$kids $(pgrep -P "$c")"
+		done
+		for c in $kids; do
+			[ "$(cat "/proc/$c/comm" 2>/dev/null)" = workload ] && continue
+			g=$(awk '/^VmHWM:/ { print $2 }' "/proc/$c/status" 2>/dev/null)
+			[ -n "$g" ] && echo "$c $g" >>"$tmp/hwm"
+		done
+		sleep 0.05
+	done
+	awk '{ if ($2 > m[$1]) m[$1] = $2 } END { for (p in m) s += m[p]; print s + 0 }' "$tmp/hwm"
+}
+
+# run VARIANT THREADS: one run; appends "wall rss cpu sys user vcsw" to $tmp/VARIANT.THREADS
 run() {
-	local v=$1 t=$2 out=$tmp/out
+	local v=$1 t=$2 out=$tmp/out extra=0 opts= hp
 	set -- "$wl" -t "$t" -n "$ops" -l "$live" -s "$sizes"
 	case $v in
-	plain) "$@" >"$out" 2>&1 ;;
-	idle) LD_PRELOAD=$agent MEMWATCH_AGENT_OPTIONS=capture=idle "$@" >"$out" 2>&1 ;;
-	default) LD_PRELOAD=$agent MEMWATCH_AGENT_OPTIONS=capture=now "$@" >"$out" 2>&1 ;;
-	rate1) LD_PRELOAD=$agent MEMWATCH_AGENT_OPTIONS=capture=now,rate=1 "$@" >"$out" 2>&1 ;;
-	heaptrack) heaptrack -o "$tmp/ht" "$@" >"$out" 2>&1; rm -f "$tmp"/ht* ;;
+	idle) opts=capture=idle ;;
+	default) opts=capture=now ;;
+	r64k) opts=capture=now,rate=65536 ;;
+	r4k) opts=capture=now,rate=4096 ;;
+	rate1) opts=capture=now,rate=1 ;;
 	esac
-	sed -n 's/.*wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\) .*maxrss_kib=\([0-9]*\).*/\1 \3 \2/p' \
-		"$out" >>"$tmp/$v.$t"
+	case $v in
+	plain) "$@" >"$out" 2>&1 ;;
+	heaptrack)
+		heaptrack -o "$tmp/ht" "$@" >"$out" 2>&1 &
+		hp=$!
+		helper_peak $hp >"$tmp/extra" &
+		wait $hp
+		wait
+		extra=$(cat "$tmp/extra")
+		rm -f "$tmp"/ht* ;;
+	*) LD_PRELOAD=$agent MEMWATCH_AGENT_OPTIONS=$opts "$@" >"$out" 2>&1 ;;
+	esac
+	sed -n 's/.*wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\) .*maxrss_kib=\([0-9]*\).*user_s=\([0-9.]*\) sys_s=\([0-9.]*\) vcsw=\([0-9]*\).*/\1 \3 \2 \5 \4 \6/p' \
+		"$out" | awk -v x="$extra" '{ $2 += x; print }' >>"$tmp/$v.$t"
 	grep -q wall_s= "$out" || { echo "overhead.sh: $v run failed:" >&2; cat "$out" >&2; }
 }
 
@@ -70,8 +110,7 @@ median() {
 echo "workload: $ops operations per thread, $live live blocks per thread, sizes $sizes;" \
 	"median of $repeats runs"
 echo "agent: $agent"
-[ $have_heaptrack = yes ] || echo "heaptrack: not installed, left out"
-printf '%-8s %-10s %9s %8s %9s %8s %10s %8s\n' threads variant wall_s ratio cpu_s ratio peak_MiB ratio
+printf '%-4s %-9s %8s %8s %8s %8s %6s %8s %9s %8s\n' thr variant wall_s ratio cpu_s ratio sys% vcsw peak_MiB ratio
 for t in $threads; do
 	i=0
 	while [ $i -lt "$repeats" ]; do
@@ -87,11 +126,14 @@ for t in $threads; do
 		w=$(median 1 "$tmp/$v.$t")
 		r=$(median 2 "$tmp/$v.$t")
 		c=$(median 3 "$tmp/$v.$t")
+		sy=$(median 4 "$tmp/$v.$t")
+		us=$(median 5 "$tmp/$v.$t")
+		cs=$(median 6 "$tmp/$v.$t")
 		awk -v t="$t" -v v="$v" -v w="$w" -v r="$r" -v c="$c" -v pw="$pw" -v pr="$pr" \
-			-v pc="$pc" 'BEGIN {
-			printf "%-8s %-10s %9.3f %7.3fx %9.3f %7.3fx %10.1f %7.3fx\n", t, v, w,
-				(pw > 0 ? w / pw : 0), c, (pc > 0 ? c / pc : 0), r / 1024,
-				(pr > 0 ? r / pr : 0) }'
+			-v pc="$pc" -v sy="$sy" -v us="$us" -v cs="$cs" 'BEGIN {
+			printf "%-4s %-9s %8.3f %7.2fx %8.3f %7.2fx %5.1f%% %8d %9.1f %7.2fx\n", t, v, w,
+				(pw > 0 ? w / pw : 0), c, (pc > 0 ? c / pc : 0),
+				(us > 0 ? 100 * sy / us : 0), cs, r / 1024, (pr > 0 ? r / pr : 0) }'
 	done
 done
 

@@ -3,14 +3,16 @@
  * from 16 B to 64 KiB, write it), then report their own wall time and peak RSS
  * so that every way of running it (plain, under the agent, under heaptrack) is
  * measured the same way.
- * Usage: workload [-t THREADS] [-n OPS] [-l LIVE] [-s small|uniform] [-w full|head]
+ * Usage: workload [-t THREADS] [-n OPS] [-l LIVE] [-s small|uniform|churn] [-w full|head]
  *   -n  operations per thread (default 2000000)
  *   -l  live blocks per thread (default 4096)
  *   -s  size mix: "small" (default: 90% up to 256 B, 9% up to 4 KiB, 1% up to
- *       64 KiB, as in most programs) or "uniform" (log-uniform 16 B - 64 KiB)
+ *       64 KiB, as in most programs), "uniform" (log-uniform 16 B - 64 KiB) or
+ *       "churn" (uniform 16 - 2000 B)
  *   -w  write the whole block (default) or only its first and last bytes
- * Prints: "wall_s=S cpu_s=C ops=N maxrss_kib=K checksum=X" (CPU time, user +
- * system, is steadier than wall time on a loaded machine). */
+ * Prints: "wall_s=S cpu_s=C ops=N maxrss_kib=K checksum=X user_s=U sys_s=Y
+ * vcsw=V ivcsw=I" (CPU time, user + system, is steadier than wall time on a
+ * loaded machine; voluntary context switches count the times a thread slept). */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -22,7 +24,7 @@
 
 static long ops_per_thread = 2000000;
 static long live = 4096;
-static int uniform;
+static int uniform, churn;
 static int head_only;
 
 static uint64_t rnd(uint64_t *s)
@@ -38,6 +40,8 @@ static uint64_t rnd(uint64_t *s)
 static size_t pick_size(uint64_t *s)
 {
 	uint64_t r = rnd(s);
+	if (churn)
+		return 16 + (size_t)((r >> 8) % (2000 - 16 + 1));
 	if (uniform) {
 		/* log-uniform over [16, 65536]: 2^(4 + 12u) */
 		double u = (double)(r >> 11) * 0x1.0p-53;
@@ -111,11 +115,14 @@ int main(int argc, char **argv)
 		case 't': threads = atoi(optarg); break;
 		case 'n': ops_per_thread = atol(optarg); break;
 		case 'l': live = atol(optarg); break;
-		case 's': uniform = strcmp(optarg, "uniform") == 0; break;
+		case 's':
+			uniform = strcmp(optarg, "uniform") == 0;
+			churn = strcmp(optarg, "churn") == 0;
+			break;
 		case 'w': head_only = strcmp(optarg, "head") == 0; break;
 		default:
 			fprintf(stderr, "usage: workload [-t THREADS] [-n OPS] [-l LIVE] "
-				"[-s small|uniform] [-w full|head]\n");
+				"[-s small|uniform|churn] [-w full|head]\n");
 			return 2;
 		}
 	}
@@ -132,10 +139,14 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	getrusage(RUSAGE_SELF, &ru);
-	printf("wall_s=%.4f cpu_s=%.4f ops=%ld maxrss_kib=%ld checksum=%llu\n",
+	printf("wall_s=%.4f cpu_s=%.4f ops=%ld maxrss_kib=%ld checksum=%llu user_s=%.4f "
+	       "sys_s=%.4f vcsw=%ld ivcsw=%ld\n",
 	       (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9,
 	       (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 		       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
-	       ops_per_thread * threads, ru.ru_maxrss, (unsigned long long)sum);
+	       ops_per_thread * threads, ru.ru_maxrss, (unsigned long long)sum,
+	       (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6, ru.ru_nvcsw,
+	       ru.ru_nivcsw);
 	return 0;
 }

@@ -104,7 +104,7 @@ void *mw_sampled_alloc(void *p, size_t size) MW_HIDDEN;   /* slow path after a s
 void mw_sampled_free(const void *p) MW_HIDDEN;            /* remove the record of p, if any */
 /* realloc: take p's record out (returns true and its fields when there was one),
  * and put it back if the realloc failed. */
-struct mw_taken { uint64_t size; uint32_t stack; };
+struct mw_taken { uint64_t bytes, blocks_fx; uint32_t stack; };
 bool mw_take_record(const void *p, struct mw_taken *t) MW_HIDDEN;
 void mw_put_record(const void *p, const struct mw_taken *t) MW_HIDDEN;
 void mw_heap_reset(void) MW_HIDDEN;                      /* drop every record and stack */

@@ -8,6 +8,7 @@
 #include <libunwind.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -22,6 +23,7 @@ uint64_t mw_filter_bits[((size_t)1 << MW_FILTER_BITS) / 64] __attribute__((align
 static uint8_t filter_counts[(size_t)1 << MW_FILTER_BITS] __attribute__((aligned(4096)));
 struct mw_hot mw_hot;
 uint64_t mw_rate = MW_DEFAULT_RATE;
+static double inv_rate = 1.0 / MW_DEFAULT_RATE;   /* 1 / mw_rate, set with it */
 unsigned mw_depth = MW_DEFAULT_DEPTH;
 uint64_t mw_max_stacks = MW_DEFAULT_MAX_STACKS;
 uint64_t mw_capture_start_ns;
@@ -31,7 +33,9 @@ uint64_t mw_capture_start_ns;
 #define FX 65536.0
 #define STACK_DROPPED UINT32_MAX
 
-/* One interned call stack and what its sampled blocks stand for. */
+/* One interned call stack and what its sampled blocks stand for. Its identity
+ * (hash, nframes, flags, frames) is written once, before the stack is
+ * published; its figures are added to atomically, by any thread. */
 struct stack {
 	uint64_t hash;
 	uint32_t nframes, flags;
@@ -39,10 +43,11 @@ struct stack {
 	uint64_t live_bytes, live_blocks_fx, live_samples, alloc_bytes, alloc_blocks_fx;
 };
 
-/* One live sampled block. */
+/* One live sampled block, with the weights it was recorded with (worked out
+ * once, not again at its free). */
 struct live {
 	uintptr_t key;       /* 0: empty */
-	uint64_t size;
+	uint64_t bytes, blocks_fx;
 	uint32_t stack;
 	uint32_t pad;
 };
@@ -53,21 +58,105 @@ struct chunk {
 	size_t len, used;
 };
 
-static pthread_mutex_t heap_lock __attribute__((aligned(64))) = PTHREAD_MUTEX_INITIALIZER;
-static struct live *live;
-static size_t live_cap, live_n;
-static struct stack *stacks;
-static size_t nstacks, stacks_cap;
-static uint32_t *sindex;              /* open-addressed: stack id + 1, 0 empty */
-static size_t sindex_cap;
+/* The locks are spin locks that yield the processor when they are held for
+ * long: a thread in the allocation path never sleeps in the kernel on one of
+ * them (a futex storm, when every allocation is sampled, cost more than the
+ * sampling itself), and none is ever held across a call out of the agent. */
+typedef int spin_t;
+
+static void spin_lock(spin_t *l)
+{
+	unsigned n = 0;
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+			if (++n < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+				__builtin_ia32_pause();
+#endif
+			} else {
+				sched_yield();
+			}
+		}
+	}
+}
+
+static void spin_unlock(spin_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* The live-sample table is split into shards by address, each with its own
+ * lock, table and counters, so that threads sampling at once seldom meet. The
+ * shard of an address is the top of its filter bucket index: a filter bucket
+ * (and its counter) belongs to exactly one shard. */
+#define SHARD_BITS 6
+#define NSHARDS (1u << SHARD_BITS)
+/* What a shard's samples added to a stack's figures and did not yet pass on:
+ * when every allocation is sampled, all threads hit the figures of the same
+ * few stacks, and adding to them at once made their cache line the hot spot.
+ * A shard keeps the changes for a few stacks (direct-mapped by id) and adds
+ * them to the stack only when the entry is wanted for another one; readers
+ * of the figures take every shard lock and add the entries in. */
+#define DELTAS 16
+enum { D_LIVE_BYTES, D_LIVE_BLOCKS_FX, D_LIVE_SAMPLES, D_ALLOC_BYTES, D_ALLOC_BLOCKS_FX, D_COUNT };
+struct delta {
+	uint32_t id1;        /* stack id + 1, 0 empty */
+	uint32_t pad;
+	uint64_t d[D_COUNT]; /* added, modulo 2^64 */
+};
+struct shard {
+	spin_t lock;
+	size_t cap, n;
+	struct live *live;
+	uint64_t samples;               /* samples recorded in this shard */
+	uint64_t dropped_live_bytes;    /* live bytes of blocks whose stack was refused */
+	struct delta delta[DELTAS];
+} __attribute__((aligned(64)));
+static struct shard shards[NSHARDS];
+
+static struct shard *shard_of(uintptr_t p)
+{
+	return &shards[mw_filter_index((void *)p) >> (MW_FILTER_BITS - SHARD_BITS)];
+}
+
+/* Interned stacks live in chunks that never move while capture runs (chunk k
+ * holds 4096 << k of them), and their index is read without a lock: a lookup
+ * of a known stack, nearly every sample, takes no lock. New stacks are added
+ * under intern_lock (taken, if at all, inside a shard lock). An outgrown index
+ * is retired, not unmapped, since a reader may still be probing it; a reader
+ * that misses there finds the stack again under the lock. Every reader holds a
+ * shard lock (or intern_lock), and a reset takes them all. */
+#define SCHUNK0_BITS 12
+#define SCHUNKS 21
+struct sindex {
+	size_t cap;
+	uint32_t slot[];     /* stack id + 1, 0 empty */
+};
+static spin_t intern_lock __attribute__((aligned(64)));
+static struct stack *stack_chunks[SCHUNKS];
+static uint32_t nstacks;               /* published with release */
+static struct sindex *sindex;          /* published with release */
+static struct sindex *sindex_retired[40];
+static unsigned nretired;
 static struct chunk *chunks;
 static uint64_t *dropped_set;         /* hashes of stacks refused by the stack limit */
 static size_t dropped_cap, dropped_n;
-static uint64_t dropped_live_bytes, nsamples;
 
-/* Frees that a signal handler made while its thread held (or was taking) the
- * heap lock: they cannot wait for the lock, so they are parked here and applied
- * by the lock holder before it lets go. */
+static struct stack *stack_at(uint32_t id)
+{
+	uint64_t x = (uint64_t)id + ((uint64_t)1 << SCHUNK0_BITS);
+	unsigned k = (unsigned)(63 - __builtin_clzll(x)) - SCHUNK0_BITS;
+	return &__atomic_load_n(&stack_chunks[k], __ATOMIC_RELAXED)[x - ((uint64_t)1 << (SCHUNK0_BITS + k))];
+}
+
+static size_t sindex_bytes(size_t cap)
+{
+	return sizeof(struct sindex) + cap * sizeof(uint32_t);
+}
+
+/* Frees that a signal handler made while its thread held (or was taking) an
+ * agent lock: they cannot wait for a lock their own thread may hold, so they
+ * are parked here and applied by whoever next lets go of a lock. */
 #define PENDING_SLOTS 64
 static uintptr_t pending[PENDING_SLOTS];
 static unsigned pending_count;
@@ -75,22 +164,87 @@ static unsigned pending_count;
 /* Held (shared) by the agent whenever it is inside libunwind or the dynamic
  * loader on its own initiative, and taken exclusively around fork: a child then
  * never inherits a lock that libunwind or the loader held for the agent, which
- * would hang the child's first unwinding. Writers are preferred, so that a fork
- * does not wait behind a stream of samples; the wait is bounded (a fork from a
- * constructor, with the loader's lock held, while the control thread waits
- * for that lock) and a child forked without it never captures. */
-static pthread_rwlock_t loader_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+ * would hang the child's first unwinding. Readers count themselves in one of
+ * several counters (by thread), so that samples on many threads do not share
+ * one cache line; a fork raises the writer flag, which holds new readers back
+ * (spinning, then yielding), and waits for the counters to drain. The wait is
+ * bounded (a fork from a constructor, with the loader's lock held, while the
+ * control thread waits for that lock) and a child forked without the lock
+ * never captures. */
+#define READER_SLOTS 16
+static struct {
+	unsigned n;
+} __attribute__((aligned(64))) loader_readers[READER_SLOTS];
+static int loader_writer __attribute__((aligned(64)));
 static bool fork_has_loader_lock;
 bool mw_fork_tainted;
 
+static unsigned reader_slot(void)
+{
+	uint64_t a = (uintptr_t)&mw_tls;
+	return (unsigned)((a * 0x9E3779B97F4A7C15ull) >> 60) & (READER_SLOTS - 1);
+}
+
 void mw_loader_enter(void)
 {
-	pthread_rwlock_rdlock(&loader_lock);
+	unsigned s = reader_slot(), n = 0;
+	for (;;) {
+		__atomic_fetch_add(&loader_readers[s].n, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&loader_writer, __ATOMIC_SEQ_CST))
+			return;
+		__atomic_fetch_sub(&loader_readers[s].n, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&loader_writer, __ATOMIC_RELAXED)) {
+			if (++n < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+				__builtin_ia32_pause();
+#endif
+			} else {
+				sched_yield();
+			}
+		}
+	}
 }
 
 void mw_loader_leave(void)
 {
-	pthread_rwlock_unlock(&loader_lock);
+	__atomic_fetch_sub(&loader_readers[reader_slot()].n, 1, __ATOMIC_RELEASE);
+}
+
+/* Take the loader lock exclusively, giving up at deadline (CLOCK_MONOTONIC). */
+static bool loader_lock_exclusive(const struct timespec *deadline)
+{
+	struct timespec now, nap = { 0, 200000 };
+	unsigned i;
+	for (;;) {
+		int zero = 0;
+		if (__atomic_compare_exchange_n(&loader_writer, &zero, 1, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_RELAXED))
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > deadline->tv_sec ||
+		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
+			return false;
+		nanosleep(&nap, NULL);
+	}
+	for (;;) {
+		bool busy = false;
+		for (i = 0; i < READER_SLOTS && !busy; i++)
+			busy = __atomic_load_n(&loader_readers[i].n, __ATOMIC_SEQ_CST) != 0;
+		if (!busy)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > deadline->tv_sec ||
+		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec)) {
+			__atomic_store_n(&loader_writer, 0, __ATOMIC_SEQ_CST);
+			return false;
+		}
+		sched_yield();
+	}
+}
+
+static void loader_unlock_exclusive(void)
+{
+	__atomic_store_n(&loader_writer, 0, __ATOMIC_SEQ_CST);
 }
 
 void *mw_map(size_t len)
@@ -165,13 +319,22 @@ static double pow2i(int k)
 	return v.d;
 }
 
+/* 1 / (2k + 1) and 1 / k!, so that the series below need no division. */
+static const double inv_odd[] = {
+	1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19,
+};
+static const double inv_fact[] = {
+	1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+	1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0,
+};
+
 /* Natural logarithm of x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
  * log m = 2 atanh((m - 1) / (m + 1)) by its series. */
 static double mw_log(double x)
 {
 	union { double d; uint64_t u; } v = { .d = x };
 	int e = (int)((v.u >> 52) & 0x7ff) - 1023;
-	double m, s, s2, t, sum;
+	double m, s, s2, sum;
 	int k;
 	v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;   /* m in [1, 2) */
 	m = v.d;
@@ -179,35 +342,30 @@ static double mw_log(double x)
 		m *= 0.5;
 		e++;
 	}
-	s = (m - 1.0) / (m + 1.0);
+	s = (m - 1.0) / (m + 1.0);      /* |s| < 0.172: 11 terms reach 1e-16 */
 	s2 = s * s;
-	t = s;
-	sum = 0;
-	for (k = 1; k < 40; k += 2) {
-		sum += t / k;
-		t *= s2;
-	}
-	return 2.0 * sum + e * 0.6931471805599453;
+	sum = 1.0 / 21;
+	for (k = 19; k >= 1; k -= 2)
+		sum = sum * s2 + inv_odd[k / 2];
+	return 2.0 * s * sum + e * 0.6931471805599453;
 }
 
 /* exp(x) - 1 for x <= 0, precise for small |x|. */
 static double mw_expm1(double x)
 {
-	double r, t, sum;
+	double r, poly;
 	int k, i;
 	if (x > -1e-5)
 		return x + x * x / 2 + x * x * x / 6;
 	if (x < -700)
 		return -1.0;
-	k = (int)(x / 0.6931471805599453 - 0.5);    /* round to nearest, x < 0 */
-	r = x - k * 0.6931471805599453;              /* |r| <= ln2 / 2 */
-	t = 1.0;
-	sum = 1.0;
-	for (i = 1; i < 18; i++) {
-		t *= r / i;
-		sum += t;
-	}
-	return sum * pow2i(k) - 1.0;
+	k = (int)(x * 1.4426950408889634 - 0.5);    /* round to nearest, x < 0 */
+	r = x - k * 0.6931471805599453;              /* |r| <= ln2 / 2: 13 terms reach 1e-17 */
+	poly = inv_fact[13];
+	for (i = 12; i >= 1; i--)
+		poly = poly * r + inv_fact[i];
+	poly *= r;                                    /* exp(r) - 1 */
+	return poly * pow2i(k) + (pow2i(k) - 1.0);
 }
 
 /* Bytes to the next sample point: exponential with mean R (0 when every
@@ -234,18 +392,29 @@ static void weights(uint64_t size, uint64_t *bytes, uint64_t *blocks_fx)
 		*blocks_fx = (uint64_t)FX;
 		return;
 	}
-	p = -mw_expm1(-((double)size + 1.0) / (double)mw_rate);
-	*bytes = (uint64_t)((double)size / p + 0.5);
-	*blocks_fx = (uint64_t)(FX / p + 0.5);
+	p = 1.0 / -mw_expm1(-((double)size + 1.0) * inv_rate);   /* 1 / p */
+	*bytes = (uint64_t)((double)size * p + 0.5);
+	*blocks_fx = (uint64_t)(FX * p + 0.5);
 }
 
+
 /* ------------------------------------------------------------------------- */
-/* The lock. mw_tls.locked is set before waiting, so that a signal handler that
- * frees a sampled block on this thread meanwhile parks the free instead of
- * waiting for a lock its own thread holds. */
+/* Locking. mw_tls.locked is set before taking any agent lock, so that a signal
+ * handler that frees a sampled block on this thread meanwhile parks the free
+ * instead of waiting for a lock its own thread may hold. Lock order: a shard,
+ * then intern_lock; several shards only in index order. */
 
-static void remove_live_locked(uintptr_t p, struct mw_taken *t);
+static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t);
 
+static void lock_shard(struct shard *sh)
+{
+	mw_tls.locked = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	spin_lock(&sh->lock);
+}
+
+/* Apply the parked frees, one shard at a time; called with no lock held and
+ * mw_tls.locked still set. */
 static void drain_pending(void)
 {
 	unsigned i;
@@ -254,24 +423,41 @@ static void drain_pending(void)
 	for (i = 0; i < PENDING_SLOTS; i++) {
 		uintptr_t p = __atomic_exchange_n(&pending[i], 0, __ATOMIC_ACQ_REL);
 		if (p) {
+			struct shard *sh = shard_of(p);
 			__atomic_fetch_sub(&pending_count, 1, __ATOMIC_ACQ_REL);
-			remove_live_locked(p, NULL);
+			spin_lock(&sh->lock);
+			remove_live_locked(sh, p, NULL);
+			spin_unlock(&sh->lock);
 		}
 	}
 }
 
-static void lock_heap(void)
+static void unlock_shard(struct shard *sh)
 {
-	mw_tls.locked = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&heap_lock);
+	spin_unlock(&sh->lock);
 	drain_pending();
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	mw_tls.locked = 0;
 }
 
-static void unlock_heap(void)
+/* Every lock, for a reset, a fork, or a change of settings. */
+static void lock_all(void)
 {
+	unsigned i;
+	mw_tls.locked = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	for (i = 0; i < NSHARDS; i++)
+		spin_lock(&shards[i].lock);
+	spin_lock(&intern_lock);
+}
+
+static void unlock_all(void)
+{
+	unsigned i;
+	spin_unlock(&intern_lock);
+	for (i = NSHARDS; i-- > 0;)
+		spin_unlock(&shards[i].lock);
 	drain_pending();
-	pthread_mutex_unlock(&heap_lock);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	mw_tls.locked = 0;
 }
@@ -292,9 +478,7 @@ static void park_free(uintptr_t p)
 }
 
 /* ------------------------------------------------------------------------- */
-/* The filter. */
-
-#define FILTER_BUCKETS ((size_t)1 << MW_FILTER_BITS)
+/* The filter (its counters are guarded by the lock of the bucket's shard). */
 
 static void filter_inc(uintptr_t p)
 {
@@ -335,6 +519,7 @@ static uint64_t hash_frames(const uintptr_t *f, unsigned n, uint32_t flags)
 	return splitmix64(h);
 }
 
+/* Under intern_lock. */
 static uintptr_t *arena_alloc(size_t bytes)
 {
 	struct chunk *c = chunks;
@@ -357,25 +542,32 @@ static uintptr_t *arena_alloc(size_t bytes)
 	return r;
 }
 
+/* A bigger index, published; the old one is retired until the next reset.
+ * Under intern_lock. */
 static bool sindex_grow(void)
 {
-	size_t ncap = sindex_cap ? sindex_cap * 2 : 4096, i;
-	uint32_t *n = mw_map(ncap * sizeof *n);
-	if (!n)
+	size_t ncap = sindex ? sindex->cap * 2 : 4096, i, n = nstacks;
+	struct sindex *x;
+	if (sindex && nretired == sizeof sindex_retired / sizeof *sindex_retired)
 		return false;
-	for (i = 0; i < nstacks; i++) {
-		size_t j = stacks[i].hash & (ncap - 1);
-		while (n[j])
+	x = mw_map(sindex_bytes(ncap));
+	if (!x)
+		return false;
+	x->cap = ncap;
+	for (i = 0; i < n; i++) {
+		size_t j = stack_at((uint32_t)i)->hash & (ncap - 1);
+		while (x->slot[j])
 			j = (j + 1) & (ncap - 1);
-		n[j] = (uint32_t)i + 1;
+		x->slot[j] = (uint32_t)i + 1;
 	}
-	mw_unmap(sindex, sindex_cap * sizeof *sindex);
-	sindex = n;
-	sindex_cap = ncap;
+	if (sindex)
+		sindex_retired[nretired++] = sindex;
+	__atomic_store_n(&sindex, x, __ATOMIC_RELEASE);
 	return true;
 }
 
-/* Remember that a stack with this hash was refused (for dropped_stacks). */
+/* Remember that a stack with this hash was refused (for dropped_stacks).
+ * Under intern_lock. */
 static void note_dropped(uint64_t h)
 {
 	size_t j;
@@ -411,38 +603,49 @@ static void note_dropped(uint64_t h)
 	dropped_n++;
 }
 
-/* The id of this stack, interning it if new; STACK_DROPPED beyond the limit. */
-static uint32_t intern(const uintptr_t *f, unsigned n, uint32_t flags, uint64_t h)
+/* The id of a published stack equal to this one, or STACK_DROPPED. */
+static uint32_t lookup(const struct sindex *x, const uintptr_t *f, unsigned n, uint32_t flags,
+		       uint64_t h)
 {
+	size_t j, mask = x->cap - 1;
+	uint32_t v;
+	for (j = h & mask; (v = __atomic_load_n(&x->slot[j], __ATOMIC_ACQUIRE)); j = (j + 1) & mask) {
+		const struct stack *s = stack_at(v - 1);
+		if (s->hash == h && s->nframes == n && s->flags == flags &&
+		    memcmp(s->frames, f, n * sizeof *f) == 0)
+			return v - 1;
+	}
+	return STACK_DROPPED;
+}
+
+/* Add a new stack. Under intern_lock. */
+static uint32_t intern_locked(const uintptr_t *f, unsigned n, uint32_t flags, uint64_t h)
+{
+	uint32_t id = nstacks;
+	uint64_t x;
+	unsigned k;
 	size_t j;
 	struct stack *s;
 
-	if (sindex_cap) {
-		for (j = h & (sindex_cap - 1); sindex[j]; j = (j + 1) & (sindex_cap - 1)) {
-			s = &stacks[sindex[j] - 1];
-			if (s->hash == h && s->nframes == n && s->flags == flags &&
-			    memcmp(s->frames, f, n * sizeof *f) == 0)
-				return sindex[j] - 1;
-		}
+	if (sindex) {
+		id = lookup(sindex, f, n, flags, h);
+		if (id != STACK_DROPPED)
+			return id;
+		id = nstacks;
 	}
-	if (nstacks >= mw_max_stacks || nstacks >= STACK_DROPPED - 1) {
-		note_dropped(h);
-		return STACK_DROPPED;
-	}
-	if ((nstacks + 1) * 2 > sindex_cap && !sindex_grow())
+	if (id >= mw_max_stacks || id >= STACK_DROPPED - 1)
 		goto dropped;
-	if (nstacks == stacks_cap) {
-		size_t ncap = stacks_cap ? stacks_cap * 2 : 1024;
-		struct stack *ns = mw_map(ncap * sizeof *ns);
-		if (!ns)
+	if ((!sindex || ((size_t)id + 1) * 2 > sindex->cap) && !sindex_grow())
+		goto dropped;
+	x = (uint64_t)id + ((uint64_t)1 << SCHUNK0_BITS);
+	k = (unsigned)(63 - __builtin_clzll(x)) - SCHUNK0_BITS;
+	if (!stack_chunks[k]) {
+		struct stack *c = mw_map(((size_t)1 << (SCHUNK0_BITS + k)) * sizeof *c);
+		if (!c)
 			goto dropped;
-		if (stacks)
-			memcpy(ns, stacks, nstacks * sizeof *ns);
-		mw_unmap(stacks, stacks_cap * sizeof *stacks);
-		stacks = ns;
-		stacks_cap = ncap;
+		__atomic_store_n(&stack_chunks[k], c, __ATOMIC_RELEASE);
 	}
-	s = &stacks[nstacks];
+	s = stack_at(id);
 	memset(s, 0, sizeof *s);
 	s->frames = arena_alloc((n ? n : 1) * sizeof *f);
 	if (!s->frames)
@@ -451,86 +654,131 @@ static uint32_t intern(const uintptr_t *f, unsigned n, uint32_t flags, uint64_t 
 	s->hash = h;
 	s->nframes = n;
 	s->flags = flags;
-	for (j = h & (sindex_cap - 1); sindex[j]; j = (j + 1) & (sindex_cap - 1))
+	for (j = h & (sindex->cap - 1); sindex->slot[j]; j = (j + 1) & (sindex->cap - 1))
 		;
-	sindex[j] = (uint32_t)nstacks + 1;
-	return (uint32_t)nstacks++;
+	__atomic_store_n(&nstacks, id + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&sindex->slot[j], id + 1, __ATOMIC_RELEASE);
+	return id;
 dropped:
 	note_dropped(h);
 	return STACK_DROPPED;
 }
 
-/* Add (sign 1) or take away (sign -1) a block's live weight on its stack. */
-static void account_live(uint32_t id, uint64_t size, int sign)
+/* The id of this stack, interning it if new; STACK_DROPPED beyond the limit.
+ * Called with a shard lock held. */
+static uint32_t intern(const uintptr_t *f, unsigned n, uint32_t flags, uint64_t h)
 {
-	uint64_t wb, wn;
-	weights(size, &wb, &wn);
+	const struct sindex *x = __atomic_load_n(&sindex, __ATOMIC_ACQUIRE);
+	uint32_t id;
+	if (x) {
+		id = lookup(x, f, n, flags, h);
+		if (id != STACK_DROPPED)
+			return id;
+	}
+	spin_lock(&intern_lock);
+	id = intern_locked(f, n, flags, h);
+	spin_unlock(&intern_lock);
+	return id;
+}
+
+/* Pass a shard's pending changes on to their stack. Under the shard's lock. */
+static void flush_delta(struct delta *d)
+{
+	struct stack *s = stack_at(d->id1 - 1);
+	__atomic_fetch_add(&s->live_bytes, d->d[D_LIVE_BYTES], __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->live_blocks_fx, d->d[D_LIVE_BLOCKS_FX], __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->live_samples, d->d[D_LIVE_SAMPLES], __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->alloc_bytes, d->d[D_ALLOC_BYTES], __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->alloc_blocks_fx, d->d[D_ALLOC_BLOCKS_FX], __ATOMIC_RELAXED);
+	memset(d, 0, sizeof *d);
+}
+
+/* The shard's pending changes for stack id (a valid, published one). */
+static uint64_t *shard_delta(struct shard *sh, uint32_t id)
+{
+	struct delta *d = &sh->delta[id & (DELTAS - 1)];
+	if (d->id1 != id + 1) {
+		if (d->id1)
+			flush_delta(d);
+		d->id1 = id + 1;
+	}
+	return d->d;
+}
+
+/* Add (sign 1) or take away (sign -1) a block's live weight on its stack.
+ * Under the lock of the block's shard. */
+static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
+{
+	uint64_t *d;
 	if (id == STACK_DROPPED) {
-		dropped_live_bytes += sign > 0 ? wb : -wb;
+		sh->dropped_live_bytes += sign > 0 ? wb : -wb;
 		return;
 	}
-	if (id >= nstacks)
+	if (id >= __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE))
 		return;
+	d = shard_delta(sh, id);
 	if (sign > 0) {
-		stacks[id].live_bytes += wb;
-		stacks[id].live_blocks_fx += wn;
-		stacks[id].live_samples++;
+		d[D_LIVE_BYTES] += wb;
+		d[D_LIVE_BLOCKS_FX] += wn;
+		d[D_LIVE_SAMPLES]++;
 	} else {
-		stacks[id].live_bytes -= wb;
-		stacks[id].live_blocks_fx -= wn;
-		stacks[id].live_samples--;
+		d[D_LIVE_BYTES] -= wb;
+		d[D_LIVE_BLOCKS_FX] -= wn;
+		d[D_LIVE_SAMPLES]--;
 	}
 }
 
 /* ------------------------------------------------------------------------- */
-/* Live table: open addressing, linear probing, deletion by backward shift. */
+/* Live table of one shard: open addressing, linear probing, deletion by
+ * backward shift. Under the shard's lock. */
 
 static size_t live_slot(uintptr_t p, size_t cap)
 {
 	return (size_t)(((p >> 4) * 0xD6E8FEB86659FD93ull) >> 20) & (cap - 1);
 }
 
-static bool live_grow(void)
+static bool live_grow(struct shard *sh)
 {
-	size_t ncap = live_cap ? live_cap * 2 : 1024, i;
+	size_t ncap = sh->cap ? sh->cap * 2 : 128, i;   /* 128: one page */
 	struct live *n = mw_map(ncap * sizeof *n);
 	if (!n)
 		return false;
-	for (i = 0; i < live_cap; i++) {
+	for (i = 0; i < sh->cap; i++) {
 		size_t j;
-		if (!live[i].key)
+		if (!sh->live[i].key)
 			continue;
-		for (j = live_slot(live[i].key, ncap); n[j].key; j = (j + 1) & (ncap - 1))
+		for (j = live_slot(sh->live[i].key, ncap); n[j].key; j = (j + 1) & (ncap - 1))
 			;
-		n[j] = live[i];
+		n[j] = sh->live[i];
 	}
-	mw_unmap(live, live_cap * sizeof *live);
-	live = n;
-	live_cap = ncap;
+	mw_unmap(sh->live, sh->cap * sizeof *sh->live);
+	sh->live = n;
+	sh->cap = ncap;
 	return true;
 }
 
-static struct live *live_find(uintptr_t p)
+static struct live *live_find(struct shard *sh, uintptr_t p)
 {
 	size_t j;
-	if (!live_cap)
+	if (!sh->cap)
 		return NULL;
-	for (j = live_slot(p, live_cap); live[j].key; j = (j + 1) & (live_cap - 1))
-		if (live[j].key == p)
-			return &live[j];
+	for (j = live_slot(p, sh->cap); sh->live[j].key; j = (j + 1) & (sh->cap - 1))
+		if (sh->live[j].key == p)
+			return &sh->live[j];
 	return NULL;
 }
 
-static void live_delete(struct live *e)
+static void live_delete(struct shard *sh, struct live *e)
 {
-	size_t i = (size_t)(e - live), j = i, mask = live_cap - 1;
+	struct live *live = sh->live;
+	size_t i = (size_t)(e - live), j = i, mask = sh->cap - 1;
 	live[i].key = 0;
 	for (;;) {
 		size_t k;
 		j = (j + 1) & mask;
 		if (!live[j].key)
 			break;
-		k = live_slot(live[j].key, live_cap);
+		k = live_slot(live[j].key, sh->cap);
 		/* Move j back into the hole at i unless its home lies cyclically in (i, j]. */
 		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
 			continue;
@@ -538,47 +786,50 @@ static void live_delete(struct live *e)
 		live[j].key = 0;
 		i = j;
 	}
-	live_n--;
+	sh->n--;
 }
 
 /* Record p. An address already in the table is a block whose free we never
  * saw (freed through a path that is not hooked): its record is replaced. */
-static void live_insert(uintptr_t p, uint64_t size, uint32_t id)
+static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn, uint32_t id)
 {
 	struct live *e;
 	size_t j;
-	e = live_find(p);
+	e = live_find(sh, p);
 	if (e) {
-		account_live(e->stack, e->size, -1);
-		e->size = size;
+		account_live(sh, e->stack, e->bytes, e->blocks_fx, -1);
+		e->bytes = wb;
+		e->blocks_fx = wn;
 		e->stack = id;
-		account_live(id, size, 1);
+		account_live(sh, id, wb, wn, 1);
 		return;
 	}
-	if ((live_n + 1) * 2 > live_cap && !live_grow())
+	if ((sh->n + 1) * 2 > sh->cap && !live_grow(sh))
 		return;
-	for (j = live_slot(p, live_cap); live[j].key; j = (j + 1) & (live_cap - 1))
+	for (j = live_slot(p, sh->cap); sh->live[j].key; j = (j + 1) & (sh->cap - 1))
 		;
-	live[j].key = p;
-	live[j].size = size;
-	live[j].stack = id;
-	live_n++;
+	sh->live[j].key = p;
+	sh->live[j].bytes = wb;
+	sh->live[j].blocks_fx = wn;
+	sh->live[j].stack = id;
+	sh->n++;
 	filter_inc(p);
-	account_live(id, size, 1);
+	account_live(sh, id, wb, wn, 1);
 }
 
-static void remove_live_locked(uintptr_t p, struct mw_taken *t)
+static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t)
 {
-	struct live *e = live_find(p);
+	struct live *e = live_find(sh, p);
 	if (!e)
 		return;
 	if (t) {
-		t->size = e->size;
+		t->bytes = e->bytes;
+		t->blocks_fx = e->blocks_fx;
 		t->stack = e->stack;
 	}
-	account_live(e->stack, e->size, -1);
+	account_live(sh, e->stack, e->bytes, e->blocks_fx, -1);
 	filter_dec(p);
-	live_delete(e);
+	live_delete(sh, e);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -595,6 +846,7 @@ static void record(void *p, size_t size)
 	const uintptr_t *frames;
 	uint32_t flags = 0, id;
 	uint64_t h, wb, wn;
+	struct shard *sh;
 	int n;
 
 	mw_loader_enter();
@@ -623,17 +875,19 @@ static void record(void *p, size_t size)
 	h = hash_frames(frames, nf, flags);
 	weights(size, &wb, &wn);
 
-	lock_heap();
+	sh = shard_of((uintptr_t)p);
+	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
 		id = intern(frames, nf, flags, h);
-		live_insert((uintptr_t)p, size, id);
+		live_insert(sh, (uintptr_t)p, wb, wn, id);
 		if (id != STACK_DROPPED) {
-			stacks[id].alloc_bytes += wb;
-			stacks[id].alloc_blocks_fx += wn;
+			uint64_t *d = shard_delta(sh, id);
+			d[D_ALLOC_BYTES] += wb;
+			d[D_ALLOC_BLOCKS_FX] += wn;
 		}
-		nsamples++;
+		sh->samples++;
 	}
-	unlock_heap();
+	unlock_shard(sh);
 }
 
 void *mw_sampled_alloc(void *p, size_t size)
@@ -669,30 +923,32 @@ out:
 void mw_sampled_free(const void *p)
 {
 	struct mw_tls *t = &mw_tls;
+	struct shard *sh = shard_of((uintptr_t)p);
 	if (t->guard && t->locked) {
 		park_free((uintptr_t)p);
 		return;
 	}
 	t->guard++;
-	lock_heap();
-	remove_live_locked((uintptr_t)p, NULL);
-	unlock_heap();
+	lock_shard(sh);
+	remove_live_locked(sh, (uintptr_t)p, NULL);
+	unlock_shard(sh);
 	t->guard--;
 }
 
 bool mw_take_record(const void *p, struct mw_taken *tk)
 {
 	struct mw_tls *t = &mw_tls;
+	struct shard *sh = shard_of((uintptr_t)p);
 	if (t->guard && t->locked) {
 		park_free((uintptr_t)p);
 		return false;
 	}
-	tk->size = 0;
+	tk->bytes = tk->blocks_fx = 0;
 	tk->stack = STACK_DROPPED - 1;
 	t->guard++;
-	lock_heap();
-	remove_live_locked((uintptr_t)p, tk);
-	unlock_heap();
+	lock_shard(sh);
+	remove_live_locked(sh, (uintptr_t)p, tk);
+	unlock_shard(sh);
 	t->guard--;
 	return tk->stack != STACK_DROPPED - 1;
 }
@@ -700,31 +956,44 @@ bool mw_take_record(const void *p, struct mw_taken *tk)
 void mw_put_record(const void *p, const struct mw_taken *tk)
 {
 	struct mw_tls *t = &mw_tls;
+	struct shard *sh = shard_of((uintptr_t)p);
 	if (t->guard && t->locked)
 		return;
 	t->guard++;
-	lock_heap();
+	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED))
-		live_insert((uintptr_t)p, tk->size, tk->stack);
-	unlock_heap();
+		live_insert(sh, (uintptr_t)p, tk->bytes, tk->blocks_fx, tk->stack);
+	unlock_shard(sh);
 	t->guard--;
 }
 
 /* ------------------------------------------------------------------------- */
 /* Reset, fork, figures. */
 
+/* Under every lock. */
 static void reset_locked(void)
 {
 	struct chunk *c = chunks, *next;
-	mw_unmap(live, live_cap * sizeof *live);
-	live = NULL;
-	live_cap = live_n = 0;
-	mw_unmap(stacks, stacks_cap * sizeof *stacks);
-	stacks = NULL;
-	nstacks = stacks_cap = 0;
-	mw_unmap(sindex, sindex_cap * sizeof *sindex);
+	unsigned i;
+	for (i = 0; i < NSHARDS; i++) {
+		struct shard *sh = &shards[i];
+		mw_unmap(sh->live, sh->cap * sizeof *sh->live);
+		sh->live = NULL;
+		sh->cap = sh->n = 0;
+		sh->samples = sh->dropped_live_bytes = 0;
+		memset(sh->delta, 0, sizeof sh->delta);
+	}
+	for (i = 0; i < SCHUNKS; i++) {
+		mw_unmap(stack_chunks[i], ((size_t)1 << (SCHUNK0_BITS + i)) * sizeof(struct stack));
+		stack_chunks[i] = NULL;
+	}
+	nstacks = 0;
+	if (sindex)
+		mw_unmap(sindex, sindex_bytes(sindex->cap));
 	sindex = NULL;
-	sindex_cap = 0;
+	for (i = 0; i < nretired; i++)
+		mw_unmap(sindex_retired[i], sindex_bytes(sindex_retired[i]->cap));
+	nretired = 0;
 	for (; c; c = next) {
 		next = c->next;
 		munmap(c, c->len);
@@ -733,7 +1002,6 @@ static void reset_locked(void)
 	mw_unmap(dropped_set, dropped_cap * sizeof *dropped_set);
 	dropped_set = NULL;
 	dropped_cap = dropped_n = 0;
-	dropped_live_bytes = nsamples = 0;
 	memset(pending, 0, sizeof pending);
 	pending_count = 0;
 	if (madvise(mw_filter_bits, sizeof mw_filter_bits, MADV_DONTNEED) != 0)
@@ -761,23 +1029,24 @@ void mw_heap_reset(void)
 {
 	mw_tls.guard++;
 	pthread_mutex_lock(&snap_lock);
-	lock_heap();
+	lock_all();
 	reset_locked();
-	unlock_heap();
+	unlock_all();
 	pthread_mutex_unlock(&snap_lock);
 	mw_tls.guard--;
 }
 
-/* Set the capture parameters under the lock, so that no sample is weighed
+/* Set the capture parameters under the locks, so that no sample is weighed
  * with a rate it was not drawn with. */
 void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks)
 {
 	mw_tls.guard++;
-	lock_heap();
+	lock_all();
 	mw_rate = rate ? rate : 1;
+	inv_rate = 1.0 / (double)mw_rate;
 	mw_depth = depth ? (depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : depth) : MW_DEFAULT_DEPTH;
 	mw_max_stacks = max_stacks ? max_stacks : MW_DEFAULT_MAX_STACKS;
-	unlock_heap();
+	unlock_all();
 	mw_tls.guard--;
 }
 
@@ -788,35 +1057,38 @@ void mw_heap_atfork_prepare(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += 2;
-	fork_has_loader_lock = pthread_rwlock_clockwrlock(&loader_lock, CLOCK_MONOTONIC, &ts) == 0;
+	fork_has_loader_lock = loader_lock_exclusive(&ts);
 	/* A fork from a handler that interrupted our own critical section must
-	 * not wait for the lock this very thread holds. */
+	 * not wait for a lock this very thread holds. */
 	prepared_lock = !mw_tls.locked;
 	if (prepared_lock) {
 		mw_tls.guard++;
-		lock_heap();
+		lock_all();
 	}
 }
 
 void mw_heap_atfork_parent(void)
 {
 	if (prepared_lock) {
-		unlock_heap();
+		unlock_all();
 		mw_tls.guard--;
 	}
 	if (fork_has_loader_lock)
-		pthread_rwlock_unlock(&loader_lock);
+		loader_unlock_exclusive();
 }
 
 /* The child never reports its parent's samples as its own. */
 void mw_heap_atfork_child(void)
 {
-	pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-	memcpy(&loader_lock, &fresh, sizeof fresh);
+	unsigned i;
+	memset(loader_readers, 0, sizeof loader_readers);
+	loader_writer = 0;
 	pthread_mutex_init(&snap_lock, NULL);
 	if (!fork_has_loader_lock)
 		mw_fork_tainted = true;
-	pthread_mutex_init(&heap_lock, NULL);
+	for (i = 0; i < NSHARDS; i++)
+		shards[i].lock = 0;
+	intern_lock = 0;
 	reset_locked();
 	mw_tls.locked = 0;
 	if (prepared_lock)
@@ -824,60 +1096,99 @@ void mw_heap_atfork_child(void)
 	mw_reseed();
 }
 
+/* The figures of stack i, with what the shards hold back. Under every lock. */
+static void stack_figures(uint32_t i, uint64_t d[D_COUNT])
+{
+	const struct stack *s = stack_at(i);
+	unsigned k;
+	d[D_LIVE_BYTES] = s->live_bytes;
+	d[D_LIVE_BLOCKS_FX] = s->live_blocks_fx;
+	d[D_LIVE_SAMPLES] = s->live_samples;
+	d[D_ALLOC_BYTES] = s->alloc_bytes;
+	d[D_ALLOC_BLOCKS_FX] = s->alloc_blocks_fx;
+	for (k = 0; k < NSHARDS; k++) {
+		const struct delta *e = &shards[k].delta[i & (DELTAS - 1)];
+		unsigned j;
+		if (e->id1 == i + 1)
+			for (j = 0; j < D_COUNT; j++)
+				d[j] += e->d[j];
+	}
+}
+
+/* Under every lock. */
 static void figures_locked(struct mw_heap_figures *f)
 {
-	size_t i;
+	uint32_t i, n = nstacks;
 	memset(f, 0, sizeof *f);
-	f->samples = nsamples;
-	f->stacks = nstacks;
-	f->dropped_stacks = dropped_n;
-	f->dropped_bytes = dropped_live_bytes;
-	for (i = 0; i < nstacks; i++) {
-		f->live_samples += stacks[i].live_samples;
-		f->live_bytes += stacks[i].live_bytes;
+	for (i = 0; i < NSHARDS; i++) {
+		f->samples += shards[i].samples;
+		f->dropped_bytes += shards[i].dropped_live_bytes;
 	}
-	f->live_bytes += dropped_live_bytes;
+	f->stacks = n;
+	f->dropped_stacks = dropped_n;
+	for (i = 0; i < n; i++) {
+		uint64_t d[D_COUNT];
+		stack_figures(i, d);
+		f->live_samples += d[D_LIVE_SAMPLES];
+		f->live_bytes += d[D_LIVE_BYTES];
+	}
+	f->live_bytes += f->dropped_bytes;
 }
 
 void mw_heap_figures(struct mw_heap_figures *f)
 {
 	mw_tls.guard++;
-	lock_heap();
+	lock_all();
 	figures_locked(f);
-	unlock_heap();
+	unlock_all();
 	mw_tls.guard--;
 }
 
+/* The copy holds every lock, so that the figures agree with each other;
+ * threads that sample meanwhile wait (spinning, then yielding) for as long
+ * as the copy takes. */
 int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f)
 {
 	struct mw_stack_copy *c = NULL;
-	size_t i;
+	size_t i, want;
 	int r = 0;
 
 	mw_tls.guard++;
-	lock_heap();
-	figures_locked(f);
-	*n = 0;
-	if (nstacks) {
-		c = malloc(nstacks * sizeof *c);
-		if (!c) {
-			r = -1;
-		} else {
-			for (i = 0; i < nstacks; i++) {
-				const struct stack *s = &stacks[i];
-				c[i].flags = s->flags;
-				c[i].nframes = s->nframes;
-				c[i].frames = s->frames;
-				c[i].live_bytes = s->live_bytes;
-				c[i].live_blocks = (uint64_t)((double)s->live_blocks_fx / FX + 0.5);
-				c[i].live_samples = s->live_samples;
-				c[i].alloc_bytes = s->alloc_bytes;
-				c[i].alloc_blocks = (uint64_t)((double)s->alloc_blocks_fx / FX + 0.5);
-			}
-			*n = nstacks;
-		}
+	/* Allocate outside the locks (the stacks only grow until a reset, which
+	 * the caller's mw_snapshot_begin holds off); again, bigger, if more
+	 * stacks came meanwhile than there was room for. */
+	want = __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE) + 1024;
+	for (;;) {
+		c = malloc(want * sizeof *c);
+		lock_all();
+		figures_locked(f);
+		if (!c || f->stacks <= want)
+			break;
+		unlock_all();
+		free(c);
+		want = f->stacks * 2;
 	}
-	unlock_heap();
+	*n = 0;
+	if (!c) {
+		r = f->stacks ? -1 : 0;
+	} else {
+		size_t m = f->stacks;
+		for (i = 0; i < m; i++) {
+			const struct stack *s = stack_at((uint32_t)i);
+			uint64_t d[D_COUNT];
+			stack_figures((uint32_t)i, d);
+			c[i].flags = s->flags;
+			c[i].nframes = s->nframes;
+			c[i].frames = s->frames;
+			c[i].live_bytes = d[D_LIVE_BYTES];
+			c[i].live_blocks = (uint64_t)((double)d[D_LIVE_BLOCKS_FX] / FX + 0.5);
+			c[i].live_samples = d[D_LIVE_SAMPLES];
+			c[i].alloc_bytes = d[D_ALLOC_BYTES];
+			c[i].alloc_blocks = (uint64_t)((double)d[D_ALLOC_BLOCKS_FX] / FX + 0.5);
+		}
+		*n = m;
+	}
+	unlock_all();
 	mw_tls.guard--;
 	*out = c;
 	return r;

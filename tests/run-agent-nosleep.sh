@@ -1,0 +1,39 @@
+#!/bin/sh
+# run-agent-nosleep.sh: capturing every allocation on four threads, no thread
+# sleeps on a lock of the agent. Counted, not timed: strace counts the futex
+# calls of the target (a thread waiting for a held mutex makes one) over a
+# short and a long run; the agent's own locks never sleep, so the long run
+# makes no more of them than the short one, whatever the machine's speed. The
+# few that remain are the first unwinding of each thread filling libunwind's
+# cache, and the program's own (thread exit and join).
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/agent-lib.sh"
+
+T=$TARGETS/agent_storm
+command -v strace >/dev/null 2>&1 || skip "strace is not installed"
+strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here (ptrace not permitted)"
+
+# futex_calls NAME SECONDS: the futex calls of a 4-thread rate-1 capture
+# running SECONDS, in $calls; the target must finish intact.
+futex_calls() {
+	strace -f -c -e trace=futex -o "$1.strace" env LD_PRELOAD="$MEMWATCH_AGENT" \
+		MEMWATCH_AGENT_OPTIONS=capture=now,rate=1 "$T" 4 "$2" </dev/null >"$1.out" 2>"$1.err"
+	st=$?
+	[ "$st" -eq 0 ] || { fail "target under strace exited with status $st"; sed 's/^/  | /' "$1.err" >&2; }
+	expect_grep '^ok ops=[1-9]' "$1.out"
+	calls=$(awk '$NF == "futex" { print $4 }' "$1.strace")
+	calls=${calls:-0}
+}
+
+futex_calls short 1
+short=$calls
+futex_calls long 4
+long=$calls
+echo "futex calls: $short in 1 s, $long in 4 s"
+# A mutex in the sampling path, shared by four threads, made thousands per
+# second here; a hundred covers the noise of the first unwindings.
+[ "$long" -le $((short + 100)) ] ||
+	fail "the target made $long futex calls in 4 s against $short in 1 s: a thread sleeps on a lock while sampling"
+[ "$short" -le 1000 ] ||
+	fail "the target made $short futex calls in 1 s: a thread sleeps on a lock while sampling"
+finish
