@@ -2064,7 +2064,8 @@ int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs
 
 	/* report_free frees the list of directories: a copy */
 	o.dirs = xmalloc((ndirs ? ndirs : 1) * sizeof *o.dirs);
-	memcpy(o.dirs, dirs, ndirs * sizeof *o.dirs);
+	if (ndirs)
+		memcpy(o.dirs, dirs, ndirs * sizeof *o.dirs);
 	o.ndirs = ndirs;
 	st = report_load(&r, paths, npaths);
 	if (st != MW_EXIT_OK)
