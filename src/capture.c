@@ -338,6 +338,12 @@ static void capture_begin(struct capture *c, double t)
 		int rc = inject_agent(c->pid, agent, opts, INJECT_DEADLINE_MS, &r, &cause, &hint);
 		free(agent);
 		free(opts);
+		if (rc == -INJECT_ESTARTING && t - c->first_t < PRELOAD_GRACE_S) {
+			/* caught between its exec and its C library: the next sample tries again */
+			free(cause);
+			free(hint);
+			return;
+		}
 		if (rc < 0) {
 			mw_error("pid %d: cannot attach: %s", c->pid, cause);
 			if (hint)

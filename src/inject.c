@@ -1810,7 +1810,9 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 		if (!any_loader)
 			return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 				    "the process is statically linked (no libc.so or dynamic loader mapped)");
-		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL, "no glibc mapped in the process");
+		/* the dynamic loader and no C library yet: the program is starting */
+		return fail(INJECT_ESTARTING, cause, hint, NULL,
+			    "the process is still starting (its C library is not loaded yet)");
 	}
 	if (is_go_program(pid))
 		return fail(INJECT_EUNSUPPORTED, cause, hint,

@@ -24,6 +24,7 @@ enum inject_error {
 	INJECT_EDLOPEN,          /* dlopen in the target failed (message from dlerror) */
 	INJECT_ESTART,           /* memwatch_agent_start failed or the agent did not come up */
 	INJECT_EINTERNAL,        /* anything else (ptrace call failed unexpectedly) */
+	INJECT_ESTARTING,        /* still starting: the loader is there, the C library not yet */
 };
 
 /* How long memwatch lets the injector look for a safe point. */
