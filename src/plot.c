@@ -286,8 +286,8 @@ static char *event_label(const struct runlog_event_rec *ev, bool several)
 	static const struct { const char *kind, *key, *before, *after; } shown[] = {
 		{ "trigger", "rule", " ", "" }, { "exit", "status", " status ", "" },
 		{ "signal", "signal", " ", "" }, { "end", "reason", " (", ")" },
-		{ "snapshot", "path", " ", "" }, { "snapshot-failed", "error", " (", ")" },
-		{ "attach-failed", "error", " (", ")" }, { "stopped", "state", " (", ")" },
+		{ "snapshot", "path", " ", "" }, { "snapshot-failed", "cause", " (", ")" },
+		{ "attach-failed", "cause", " (", ")" }, { "stopped", "state", " (", ")" },
 		{ "continued", "after_s", " after ", " s" },
 	};
 	char *val = NULL, *label, *head;

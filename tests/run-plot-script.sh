@@ -48,6 +48,12 @@ run_mw 0 plot --script --size 800x300 "$data/plot-one.log"
 grep "^mw_label_t" out | grep -qF "mw_label_text[2] = 'trigger, attach, c...'" ||
 	{ fail "a short image: the trigger's label was not shortened"; grep '^mw_label_t' out >&2; }
 
+# a failed attach shows its cause, as capture writes it (cause=)
+run_mw 0 plot --script "$data/plot-long.log"
+grep "^mw_label_t" out | grep -qF "attach-failed 777 (EPERM)" ||
+	grep "^mw_label_t" out | grep -qF "attach-failed (EPERM)" ||
+	{ fail "the failed attach's label has no cause"; grep '^mw_label_t' out >&2; }
+
 # several processes: one RSS line each, then the total; minutes
 run_mw 0 plot --script "$data/plot-multi.log"
 [ "$(titles | tr '\n' ,)" = "5000 sh,5001 cc1,5002 ld,5003 python3,total," ] ||
