@@ -283,7 +283,9 @@ int control_start(int fd, uint64_t rate, unsigned depth, uint64_t max_stacks,
 
 void control_warn_rate(int pid, const struct control_started *got, uint64_t asked)
 {
-	char in_force[32], want[32], who[48] = "another memwatch";
+	/* no other memwatch holds it: the agent runs it on its own, as it was
+	 * preloaded to (memwatch run, MEMWATCH_AGENT_OPTIONS capture=now) */
+	char in_force[32], want[32], who[48] = "the preloaded agent";
 
 	if (got->holder_pid > 0)
 		snprintf(who, sizeof who, "memwatch pid %d", got->holder_pid);

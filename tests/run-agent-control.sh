@@ -29,6 +29,10 @@ expect_err_line "pid $p: .*permission denied"
 expect_grep '^status: capturing=1 hooks=[1-9]' o2
 take_snap "$p" a.snap
 expect_eq "keep_big live bytes" "$(site live_bytes a.snap "$T" keep_big)" 67108864
+# a snap asking another rate joins the capture of the preloaded agent (no
+# memwatch holds it), says so, and takes its snapshot at once
+run_mw 0 snap -p "$p" -r 64KiB -o r.snap
+expect_grep "^memwatch: warning: pid $p: sharing the capture of the preloaded agent at its sample rate 1 B, not 64.0 KiB$" err
 step a
 wait_ready a 2
 step a
