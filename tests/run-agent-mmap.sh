@@ -54,6 +54,20 @@ expect_no_grep "big_malloc" out
 step a
 expect_target_exit "$pa" a
 
+# A program's own arena (grow_maps arena): its 1 GiB reserve is counted as
+# mapped, at arena_alloc, its caller, as the mmap kind (gcc names its one
+# specialised copy arena_alloc.constprop.0).
+G=$TARGETS/grow_maps
+start_agent_target g capture=now,rate=1 "$G" arena 4 60
+pg=$target_pid
+wait_until "grep -q '^grown' g.out" 60
+take_snap "$pg" g.snap
+expect_eq "arena_alloc live bytes" "$(site live_bytes g.snap "$G" arena_alloc.constprop.0 mmap)" 1073741824
+expect_eq "arena_alloc as malloc" "$(site live_bytes g.snap "$G" arena_alloc.constprop.0 malloc)" 0
+kill "$pg"
+wait "$pg" 2>/dev/null
+end_target g
+
 # Capture off: the hooks pass every call through.
 start_agent_target b capture=idle "$T"
 pb=$target_pid
