@@ -31,6 +31,7 @@ struct snap_frame {
 
 enum snap_stack_flags {
 	SNAP_STACK_TRUNCATED = 1 << 0,   /* deeper than the depth limit: frames cut */
+	SNAP_STACK_MMAP = 1 << 1,        /* the program's own mmaps, not malloc blocks */
 };
 
 /* One distinct call stack and what is attributed to it. Estimated figures are the

@@ -44,6 +44,8 @@ const char diff_usage[] =
 	"                           atomically, a device or FIFO written as it is)\n"
 	"        --hide REGEX       frames whose function matches are not the user's code\n"
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
+	"        --kind KIND        malloc (heap blocks), mmap (the program's own anonymous\n"
+	"                           mappings) or all (default); mmap rows say [mmap]\n"
 	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
 	"                           and show a Python interpreter's own frames\n"
 	"        --full-names       C++ names with their template arguments in tables\n"
@@ -69,6 +71,8 @@ const char show_usage[] =
 	"                           its frames embedded, to report where its binaries are not\n"
 	"        --hide REGEX       frames whose function matches are not the user's code\n"
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
+	"        --kind KIND        malloc (heap blocks), mmap (the program's own anonymous\n"
+	"                           mappings) or all (default); mmap rows say [mmap]\n"
 	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
 	"                           and show a Python interpreter's own frames\n"
 	"        --full-names       C++ names with their template arguments in tables\n"
@@ -76,6 +80,7 @@ const char show_usage[] =
 	"    -h, --help             this help\n";
 
 enum by { BY_STACK, BY_FUNCTION, BY_LINE };
+enum kind { KIND_ALL, KIND_MALLOC, KIND_MMAP };
 enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON, FMT_PPROF, FMT_SVG };
 
 struct opts {
@@ -91,6 +96,7 @@ struct opts {
 	const char *output;
 	const char *embed;            /* show --embed-symbols FILE */
 	bool all_frames;              /* rows headed by their innermost frame, not the user's */
+	enum kind kind;               /* --kind: the stacks kept */
 	bool full_names;              /* C++ names with their template arguments in tables */
 	bool details;                 /* the long header: every figure of every snapshot */
 	bool has_hide, has_focus;
@@ -122,6 +128,7 @@ struct row {
 	size_t nmodules;
 	uint32_t nframes;
 	bool truncated;
+	bool mmap;                    /* stacks of the program's own mmaps (SNAP_STACK_MMAP) */
 	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
 	int64_t growth;               /* diff: f[1].live_bytes - f[0].live_bytes */
 	double sd;                    /* standard error of what the row shows: its live
@@ -223,6 +230,7 @@ struct cand {
 	size_t nmodules;
 	uint32_t n;
 	uint64_t hash;
+	bool mmap;
 };
 
 /* Is c the row w: the same key, or by stack the same frames? */
@@ -230,7 +238,7 @@ static bool row_matches(const struct report *r, const struct row *w, const struc
 {
 	uint32_t i;
 
-	if (w->hash != c->hash)
+	if (w->hash != c->hash || w->mmap != c->mmap)
 		return false;
 	if (r->o->by != BY_STACK || w->key)
 		return w->key && w->keylen == r->klen && memcmp(w->key, r->kbuf, r->klen) == 0;
@@ -286,6 +294,7 @@ static struct row *row_get(struct report *r, const struct cand *c, bool keyed, b
 	w->nmodules = c->nmodules;
 	w->nframes = c->n;
 	w->truncated = truncated;
+	w->mmap = c->mmap;
 	return w;
 }
 
@@ -561,6 +570,10 @@ static void collect(struct report *r, int k)
 		bool keyed = true;
 		struct row *w;
 
+		c.mmap = (st->flags & SNAP_STACK_MMAP) != 0;
+		if (r->o->kind != KIND_ALL && c.mmap != (r->o->kind == KIND_MMAP))
+			continue;
+
 		/* only the frames that are trimmed, grouped by or printed are ever
 		 * symbolized: a table of the top rows of 100 000 stacks looks up the
 		 * tops of the stacks and the frames it shows, not every frame */
@@ -583,7 +596,7 @@ static void collect(struct report *r, int k)
 				h = (h ^ g.offset ^ ((uint64_t)g.gmod << 44)) * UINT64_C(0x100000001b3);
 				h ^= h >> 31;
 			}
-			c.hash = h;
+			c.hash = h ^ c.mmap;
 			keyed = false;
 		} else {
 			struct dframe f = key_frame_of(r, st->frames + top, in->map, nm, n - top);
@@ -600,8 +613,10 @@ static void collect(struct report *r, int k)
 				}
 			}
 		}
-		if (keyed)
+		if (keyed) {
+			key_add(r, &c.mmap, sizeof c.mmap);
 			c.hash = hash_bytes(r->kbuf, r->klen);
+		}
 		c.sf = st->frames + top;
 		c.map = in->map;
 		c.nmodules = nm;
@@ -790,7 +805,8 @@ static void print_short_name(FILE *f, const char *name)
 }
 
 /* One frame as the table shows it. */
-static void print_frame(FILE *f, struct report *r, const struct dframe *d, const char *via)
+static void print_frame(FILE *f, struct report *r, const struct dframe *d, const char *via,
+			bool mmap)
 {
 	if (!d->function)
 		fputs("<unknown>", f);
@@ -812,6 +828,8 @@ static void print_frame(FILE *f, struct report *r, const struct dframe *d, const
 	}
 	if (d->inlined)
 		fputs(" [inlined]", f);
+	if (mmap)
+		fputs(" [mmap]", f);
 	if (via && *via)
 		fprintf(f, "  (%s)", via);
 	fputc('\n', f);
@@ -831,7 +849,7 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			fprintf(f, "%*s", width, "");
-		print_frame(f, r, &d[i], i == 0 ? via : NULL);
+		print_frame(f, r, &d[i], i == 0 ? via : NULL, i == 0 && w->mmap);
 	}
 	if (total > n)
 		fprintf(f, "%*s... %zu more frame%s%s\n", width, "", total - n,
@@ -1760,7 +1778,7 @@ static int pprof_out(FILE *f, struct report *r)
 /* Command lines. */
 
 /* Options with no short form. */
-enum { OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS };
+enum { OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS, OPT_KIND };
 
 /* Compile a --hide or --focus pattern into re. 0, or an exit status (said). */
 static int compile_pattern(const char *cmd, const char *opt, const char *pat, regex_t *re,
@@ -1799,6 +1817,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 		{ "hide", required_argument, NULL, OPT_HIDE },
 		{ "focus", required_argument, NULL, OPT_FOCUS },
 		{ "all-frames", no_argument, NULL, OPT_ALL_FRAMES },
+		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
 		{ "details", no_argument, NULL, OPT_DETAILS },
 		{ "help", no_argument, NULL, 'h' },
@@ -1892,6 +1911,18 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 		}
 		case OPT_ALL_FRAMES:
 			o->all_frames = true;
+			break;
+		case OPT_KIND:
+			if (strcmp(optarg, "all") == 0)
+				o->kind = KIND_ALL;
+			else if (strcmp(optarg, "malloc") == 0)
+				o->kind = KIND_MALLOC;
+			else if (strcmp(optarg, "mmap") == 0)
+				o->kind = KIND_MMAP;
+			else {
+				mw_error("%s: invalid --kind '%s' (malloc, mmap or all)", argv[0], optarg);
+				return MW_EXIT_USAGE;
+			}
 			break;
 		case OPT_FULL_NAMES:
 			o->full_names = true;

@@ -64,13 +64,14 @@ take_snap() {
 	[ -s "$2" ] || fail "no snapshot written to $2"
 }
 
-# site FIELD SNAP BINARY FUNCTION: the sum of FIELD (live_bytes, live_blocks,
+# site FIELD SNAP BINARY FUNCTION [KIND]: the sum of FIELD (live_bytes, live_blocks,
 # live_samples, alloc_bytes, alloc_blocks) over the stacks of SNAP that have a
 # frame inside FUNCTION of BINARY (an executable or a library, matched by file
-# name among the snapshot's modules). Called in $(...): a failure prints
+# name among the snapshot's modules); with KIND (malloc or mmap) only the
+# stacks of that kind. Called in $(...): a failure prints
 # "error" (no number compares equal to it) and is counted by finish.
 site() {
-	local field=$1 snap=$2 bin=$3 fn=$4 range lo size
+	local field=$1 snap=$2 bin=$3 fn=$4 kind=${5:-all} range lo size
 	range=$(nm -S --defined-only "$bin" | awk -v f="$fn" '$4 == f { print $1, $2; exit }')
 	if [ -z "$range" ]; then
 		fail "no function $fn in $bin"
@@ -84,7 +85,7 @@ site() {
 		echo error
 		return
 	fi
-	awk -v base="${bin##*/}" -v lo="$lo" -v hi="$((lo + size))" -v field="$field" '
+	awk -v base="${bin##*/}" -v lo="$lo" -v hi="$((lo + size))" -v field="$field" -v kind="$kind" '
 	function hex(s,   i, v) {
 		s = tolower(s); sub(/^0x/, "", s); v = 0
 		for (i = 1; i <= length(s); i++)
@@ -101,7 +102,12 @@ site() {
 	}
 	/^stack / {
 		flush(); val = 0; hit = 0; instack = 1
-		for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == field) val = kv[2] }
+		for (i = 3; i <= NF; i++) {
+			split($i, kv, "=")
+			if (kv[1] == field) val = kv[2]
+			if (kv[1] == "flags" && kind != "all" && (int(hex(kv[2]) / 2) % 2 == 1) != (kind == "mmap"))
+				instack = 0
+		}
 	}
 	/^  [0-9]+:0x/ {
 		split($1, fr, ":")

@@ -35,7 +35,8 @@ extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) 
 /* The functions the hooks stand in for, in slot order. */
 enum mw_func {
 	F_MALLOC, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_FREE, F_POSIX_MEMALIGN,
-	F_ALIGNED_ALLOC, F_MEMALIGN, F_VALLOC, F_PVALLOC, F_DLOPEN, F_COUNT
+	F_ALIGNED_ALLOC, F_MEMALIGN, F_VALLOC, F_PVALLOC, F_DLOPEN,
+	F_MMAP, F_MMAP64, F_MUNMAP, F_MREMAP, F_COUNT
 };
 
 /* The allocator's own entry points (what a patched slot pointed to), resolved
@@ -52,6 +53,10 @@ struct __attribute__((aligned(64))) mw_orig {
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
 	void *(*dlopen)(const char *, int);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	void *(*mmap64)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
 };
 extern struct mw_orig mw_orig MW_HIDDEN;
 
@@ -98,10 +103,17 @@ void mw_hooks_atfork_prepare(void) MW_HIDDEN;
 void mw_hooks_atfork_parent(void) MW_HIDDEN;
 void mw_hooks_atfork_child(void) MW_HIDDEN;
 bool mw_in_agent(uintptr_t ip) MW_HIDDEN;           /* ip lies in the agent's own text */
+/* The mmap family's hooks keep a table of the sampled mappings (hooks.c). */
+/* Around mw_heap_reset: the table is emptied and no hook touches it meanwhile. */
+void mw_maps_reset_begin(void) MW_HIDDEN;
+void mw_maps_reset_end(void) MW_HIDDEN;
 
 /* heap.c: sampler, stacks, live-sample table. */
 void *mw_sampled_alloc(void *p, size_t size) MW_HIDDEN;   /* slow path after a sample point */
 void mw_sampled_free(const void *p) MW_HIDDEN;            /* remove the record of p, if any */
+/* A private anonymous mapping at a sample point: record it with the mmap kind.
+ * Called with mw_tls.guard 1 (the hook's own); true when recorded. */
+bool mw_sampled_mmap(void *p, size_t len) MW_HIDDEN;
 /* realloc: take p's record out (returns true and its fields when there was one),
  * and put it back if the realloc failed. */
 struct mw_taken { uint64_t bytes, blocks_fx; uint32_t stack; };

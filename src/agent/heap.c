@@ -836,7 +836,7 @@ static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t
 /* The slow paths. */
 
 /* Unwind the allocating thread and record the block. */
-static void record(void *p, size_t size)
+static void record(void *p, size_t size, uint32_t kind)
 {
 	unsigned depth = mw_depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : mw_depth, skip = 0, nf;
 	unsigned cap = depth + 16;
@@ -844,7 +844,7 @@ static void record(void *p, size_t size)
 	 * whatever stack called malloc, which may be small. */
 	uintptr_t ips[cap];
 	const uintptr_t *frames;
-	uint32_t flags = 0, id;
+	uint32_t flags = kind, id;
 	uint64_t h, wb, wn;
 	struct shard *sh;
 	int n;
@@ -914,10 +914,34 @@ void *mw_sampled_alloc(void *p, size_t size)
 	}
 	t->left = draw_gap(t);
 	if (p)
-		record(p, size);
+		record(p, size, 0);
 out:
 	t->guard--;
 	return p;
+}
+
+/* The same for a mapping of len bytes at p (the mmap hooks, which hold their
+ * own guard): true when it was recorded, with the kind flag in its stack. */
+bool mw_sampled_mmap(void *p, size_t len)
+{
+	struct mw_tls *t = &mw_tls;
+	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
+
+	if (t->guard != 1 || !e)
+		return false;
+	if (!t->rng)
+		seed(t);
+	if (t->epoch != (uint32_t)e) {
+		t->epoch = (uint32_t)e;
+		t->left = draw_gap(t);
+		if (len < t->left) {
+			t->left -= len + 1;
+			return false;
+		}
+	}
+	t->left = draw_gap(t);
+	record(p, len, SNAP_STACK_MMAP);
+	return true;
 }
 
 void mw_sampled_free(const void *p)
@@ -1028,11 +1052,13 @@ void mw_snapshot_end(void)
 void mw_heap_reset(void)
 {
 	mw_tls.guard++;
+	mw_maps_reset_begin();
 	pthread_mutex_lock(&snap_lock);
 	lock_all();
 	reset_locked();
 	unlock_all();
 	pthread_mutex_unlock(&snap_lock);
+	mw_maps_reset_end();
 	mw_tls.guard--;
 }
 

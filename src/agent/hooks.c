@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ struct mw_orig mw_orig;
 static const char *const func_names[F_COUNT] = {
 	"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
 	"aligned_alloc", "memalign", "valloc", "pvalloc", "dlopen",
+	"mmap", "mmap64", "munmap", "mremap",
 };
 
 /* ------------------------------------------------------------------------- */
@@ -295,10 +297,229 @@ static void *hk_dlopen(const char *name, int flags)
 	return h;
 }
 
+/* ------------------------------------------------------------------------- */
+/* The mmap family. Only private anonymous mappings are sampled (kind mmap), on
+ * the same countdown as malloc, by the length the caller asked for (what its
+ * mmap mapped, touched or not). A table of the sampled ranges, under a lock
+ * (mmap is a system call anyway), lets munmap, mremap and MAP_FIXED take them
+ * out: a partial unmap shrinks or splits a record, each remaining piece weighed
+ * by its share of the length. A call made while the agent itself runs on this
+ * thread (libunwind, a handler that interrupted a hook) passes straight through. */
+
+static size_t page_size;
+
+struct mrange {
+	uintptr_t lo, hi;
+};
+
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mrange *mranges;
+static size_t nmranges, capmranges;
+
+static bool mrange_add(uintptr_t lo, uintptr_t hi)
+{
+	if (nmranges == capmranges) {
+		size_t ncap = capmranges ? capmranges * 2 : 256;
+		struct mrange *n = mw_map(ncap * sizeof *n);
+		if (!n)
+			return false;
+		if (mranges) {
+			memcpy(n, mranges, nmranges * sizeof *n);
+			mw_unmap(mranges, capmranges * sizeof *mranges);
+		}
+		mranges = n;
+		capmranges = ncap;
+	}
+	mranges[nmranges].lo = lo;
+	mranges[nmranges].hi = hi;
+	nmranges++;
+	return true;
+}
+
+/* The part [lo, hi) of a record taken out of [a, b), put back at lo. */
+static void put_piece(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t b, const struct mw_taken *t)
+{
+	struct mw_taken p = *t;
+	p.bytes = (uint64_t)((unsigned __int128)t->bytes * (hi - lo) / (b - a));
+	if (!mrange_add(lo, hi))
+		return;
+	mw_put_record((void *)lo, &p);
+}
+
+/* [lo, hi) is no longer mapped as it was: take the sampled ranges out of it,
+ * keeping the parts outside. Under maps_lock. */
+static void forget_range(uintptr_t lo, uintptr_t hi)
+{
+	size_t i = 0;
+	while (i < nmranges) {
+		struct mrange r = mranges[i];
+		struct mw_taken t;
+		if (r.hi <= lo || r.lo >= hi) {
+			i++;
+			continue;
+		}
+		mranges[i] = mranges[--nmranges];
+		if (!mw_take_record((void *)r.lo, &t))
+			continue;   /* dropped by a reset meanwhile */
+		if (r.lo < lo)
+			put_piece(r.lo, lo, r.lo, r.hi, &t);
+		if (r.hi > hi)
+			put_piece(hi, r.hi, r.lo, r.hi, &t);
+		/* The pieces went to the end, past the ones left to look at. */
+		if (r.lo < lo || r.hi > hi)
+			i = 0;
+	}
+}
+
+static uintptr_t page_end(uintptr_t a, size_t len)
+{
+	uintptr_t e = a + len;
+	if (e < a)
+		return UINTPTR_MAX & ~(page_size - 1);
+	return (e + page_size - 1) & ~(page_size - 1);
+}
+
+static ON void *mmap_on(bool is64, void *addr, size_t len, int prot, int flags, int fd, off_t off,
+			bool sample)
+{
+	void *p;
+	int err;
+
+	mw_tls.guard++;
+	pthread_mutex_lock(&maps_lock);
+	p = is64 ? mw_orig.mmap64(addr, len, prot, flags, fd, off)
+		 : mw_orig.mmap(addr, len, prot, flags, fd, off);
+	err = errno;
+	if (p != MAP_FAILED) {
+		if ((flags & MAP_FIXED) && nmranges)
+			forget_range((uintptr_t)p, page_end((uintptr_t)p, len));
+		if (sample && mw_sampled_mmap(p, len))
+			mrange_add((uintptr_t)p, page_end((uintptr_t)p, len));
+	}
+	pthread_mutex_unlock(&maps_lock);
+	mw_tls.guard--;
+	errno = err;
+	return p;
+}
+
+/* A private anonymous mapping at a sample point (the countdown moves for the
+ * others), or a MAP_FIXED one that may replace sampled ranges: the slow path. */
+static inline bool mmap_slow(size_t len, int flags, int e, bool *sample)
+{
+	if (mw_tls.guard)
+		return false;
+	*sample = (flags & MAP_ANONYMOUS) && (flags & MAP_TYPE) == MAP_PRIVATE && len &&
+		  !unsampled(len, e);
+	return *sample || ((flags & MAP_FIXED) && __atomic_load_n(&nmranges, __ATOMIC_RELAXED));
+}
+
+static void *hk_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	int e = capturing();
+	bool sample;
+	if (likely(!e) || !mmap_slow(len, flags, e, &sample))
+		return mw_orig.mmap(addr, len, prot, flags, fd, off);
+	return mmap_on(false, addr, len, prot, flags, fd, off, sample);
+}
+
+static void *hk_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	int e = capturing();
+	bool sample;
+	if (likely(!e) || !mmap_slow(len, flags, e, &sample))
+		return mw_orig.mmap64(addr, len, prot, flags, fd, off);
+	return mmap_on(true, addr, len, prot, flags, fd, off, sample);
+}
+
+static ON int munmap_on(void *addr, size_t len)
+{
+	int r, err;
+	mw_tls.guard++;
+	pthread_mutex_lock(&maps_lock);
+	r = mw_orig.munmap(addr, len);
+	err = errno;
+	if (r == 0)
+		forget_range((uintptr_t)addr, page_end((uintptr_t)addr, len));
+	pthread_mutex_unlock(&maps_lock);
+	mw_tls.guard--;
+	errno = err;
+	return r;
+}
+
+static int hk_munmap(void *addr, size_t len)
+{
+	if (likely(!capturing()) || mw_tls.guard || !__atomic_load_n(&nmranges, __ATOMIC_RELAXED))
+		return mw_orig.munmap(addr, len);
+	return munmap_on(addr, len);
+}
+
+/* Like realloc: the old range is taken out, and the new one is an allocation of
+ * the new length at the mremap's own call stack, on the countdown. The kernel
+ * only remaps private anonymous memory as it was, so a range that was sampled
+ * stays of that kind; one that was not is sampled only if it is anonymous
+ * private (which the table cannot tell; a range never sampled is not). */
+static ON void *mremap_on(void *old, size_t olen, size_t nlen, int flags, void *naddr, int e)
+{
+	void *q;
+	int err;
+	bool had = false;
+	size_t i;
+
+	mw_tls.guard++;
+	pthread_mutex_lock(&maps_lock);
+	q = mw_orig.mremap(old, olen, nlen, flags, naddr);
+	err = errno;
+	if (q != MAP_FAILED) {
+		uintptr_t lo = (uintptr_t)old, hi = page_end(lo, olen);
+		for (i = 0; i < nmranges && !had; i++)
+			had = mranges[i].lo < hi && mranges[i].hi > lo;
+		if (had) {
+			forget_range(lo, hi);
+			if (mw_tls.epoch == (uint32_t)e && nlen < mw_tls.left)
+				mw_tls.left -= nlen + 1;
+			else if (mw_sampled_mmap(q, nlen))
+				mrange_add((uintptr_t)q, page_end((uintptr_t)q, nlen));
+		}
+		if ((flags & MREMAP_FIXED) && nmranges)
+			forget_range((uintptr_t)q, page_end((uintptr_t)q, nlen));
+	}
+	pthread_mutex_unlock(&maps_lock);
+	mw_tls.guard--;
+	errno = err;
+	return q;
+}
+
+static void *hk_mremap(void *old, size_t olen, size_t nlen, int flags, ...)
+{
+	void *naddr = NULL;
+	int e = capturing();
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		naddr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (likely(!e) || mw_tls.guard || !__atomic_load_n(&nmranges, __ATOMIC_RELAXED))
+		return mw_orig.mremap(old, olen, nlen, flags, naddr);
+	return mremap_on(old, olen, nlen, flags, naddr, e);
+}
+
+void mw_maps_reset_begin(void)
+{
+	pthread_mutex_lock(&maps_lock);
+	nmranges = 0;
+}
+
+void mw_maps_reset_end(void)
+{
+	pthread_mutex_unlock(&maps_lock);
+}
+
 static void *const hook_fn[F_COUNT] = {
 	(void *)hk_malloc, (void *)hk_calloc, (void *)hk_realloc, (void *)hk_reallocarray,
 	(void *)hk_free, (void *)hk_posix_memalign, (void *)hk_aligned_alloc,
 	(void *)hk_memalign, (void *)hk_valloc, (void *)hk_pvalloc, (void *)hk_dlopen,
+	(void *)hk_mmap, (void *)hk_mmap64, (void *)hk_munmap, (void *)hk_mremap,
 };
 
 /* ------------------------------------------------------------------------- */
@@ -328,7 +549,6 @@ static bool installed;
 static unsigned long long seen_adds, seen_subs;
 static uintptr_t self_base, ldso_base, vdso_addr;
 static uintptr_t self_lo, self_hi;      /* the agent's executable segment(s) */
-static size_t page_size;
 
 bool mw_hooks_installed(void)
 {
@@ -752,7 +972,7 @@ static uintptr_t dyn_addr(const struct modinfo *m, uintptr_t v)
  * only when it holds the original (or, lazily bound, a stub of the module's own
  * PLT): a slot bound to some other allocator stays alone, since routing its
  * frees to ours would corrupt memory. Returns the slots patched. */
-static unsigned patch_module(const struct modinfo *m, const struct maps *mp)
+static unsigned patch_module(const struct modinfo *m, const struct maps *mp, bool no_maps)
 {
 	const ElfW(Dyn) *d;
 	const ElfW(Sym) *symtab = NULL;
@@ -817,7 +1037,7 @@ static unsigned patch_module(const struct modinfo *m, const struct maps *mp)
 				continue;
 			name = strtab + symtab[symi].st_name;
 			f = func_of(name);
-			if (f < 0 || !((void **)&mw_orig)[f])
+			if (f < 0 || !((void **)&mw_orig)[f] || (no_maps && f >= F_MMAP))
 				continue;
 			slot = (uintptr_t *)(m->base + off);
 			if ((uintptr_t)slot < m->lo || (uintptr_t)slot >= m->hi)
@@ -890,8 +1110,19 @@ static void mark_done(uintptr_t base)
 	done[ndone++] = base;
 }
 
+/* A module whose mmaps are an allocator's own, never sampled as mappings: the
+ * one defining the real malloc (jemalloc and tcmalloc call mmap through their
+ * GOT; glibc's malloc does not go through one) and the one defining CPython's
+ * object allocator (its arenas are mmaps whose objects python.c samples). */
+static bool allocator_module(const struct modinfo *m, uintptr_t py)
+{
+	uintptr_t a = (uintptr_t)mw_orig.malloc;
+	return (a >= m->lo && a < m->hi) || (py && py >= m->lo && py < m->hi);
+}
+
 static int install(bool blocking, bool refresh)
 {
+	uintptr_t py;
 	struct collect c = { 0 };
 	struct maps mp = { 0 };
 	size_t i;
@@ -908,6 +1139,9 @@ static int install(bool blocking, bool refresh)
 	mw_tls.guard++;
 	mw_loader_enter();
 	__atomic_store_n(&installed, true, __ATOMIC_RELEASE);
+	py = (uintptr_t)dlsym(RTLD_DEFAULT, "PyObject_Malloc");
+	if (!py)
+		dlerror();
 	dl_iterate_phdr(collect_cb, &c);
 	if (!c.failed) {
 		if (c.subs != seen_subs) {
@@ -925,7 +1159,7 @@ static int install(bool blocking, bool refresh)
 				continue;
 			if (!mp.n)
 				maps_read(&mp);
-			total += (int)patch_module(&c.m[i], &mp);
+			total += (int)patch_module(&c.m[i], &mp, allocator_module(&c.m[i], py));
 			mark_done(c.m[i].base);
 			unpin_module(pin);
 		}
@@ -1029,4 +1263,7 @@ void mw_hooks_atfork_parent(void)
 void mw_hooks_atfork_child(void)
 {
 	pthread_mutex_init(&patch_lock, NULL);
+	/* The table may have been mid-change; the child starts with no samples. */
+	pthread_mutex_init(&maps_lock, NULL);
+	nmranges = 0;
 }

@@ -1,0 +1,79 @@
+#!/bin/sh
+# run-agent-mmap.sh: the program's own mmaps are sampled as the mmap kind, by
+# the length mapped: kept, partially unmapped, mremapped, replaced by MAP_FIXED;
+# file mappings and mappings made by a raw system call are not counted, and
+# malloc's own mmaps are counted once, as malloc.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/agent-lib.sh"
+
+T=$TARGETS/agent_mmap
+MIB=1048576
+
+start_agent_target a capture=now,rate=1 "$T"
+pa=$target_pid
+wait_ready a 1
+take_snap "$pa" a1.snap
+expect_eq "keep_map live bytes" "$(site live_bytes a1.snap "$T" keep_map mmap)" $((8 * MIB))
+expect_eq "keep_map live blocks" "$(site live_blocks a1.snap "$T" keep_map mmap)" 1
+expect_eq "keep_map as malloc" "$(site live_bytes a1.snap "$T" keep_map malloc)" 0
+expect_eq "part_map live bytes" "$(site live_bytes a1.snap "$T" part_map mmap)" $((6 * MIB))
+expect_eq "part_map pieces" "$(site live_samples a1.snap "$T" part_map mmap)" 2
+expect_eq "part_map allocated bytes" "$(site alloc_bytes a1.snap "$T" part_map mmap)" $((8 * MIB))
+expect_eq "grow_map live bytes" "$(site live_bytes a1.snap "$T" grow_map mmap)" $((12 * MIB))
+expect_eq "grow_map live samples" "$(site live_samples a1.snap "$T" grow_map mmap)" 1
+expect_eq "fixed_map live bytes" "$(site live_bytes a1.snap "$T" fixed_map mmap)" $((3 * MIB))
+expect_eq "file_map live bytes" "$(site live_bytes a1.snap "$T" file_map)" 0
+expect_eq "raw_map live bytes" "$(site live_bytes a1.snap "$T" raw_map)" 0
+expect_eq "big_malloc live bytes" "$(site live_bytes a1.snap "$T" big_malloc)" $MIB
+expect_eq "big_malloc as malloc" "$(site live_bytes a1.snap "$T" big_malloc malloc)" $MIB
+
+# Reports: the kind is shown after the head frame, and --kind filters.
+run_mw 0 show -n 0 a1.snap
+expect_grep "map_anon .*\\[mmap\\]" out; expect_grep "keep_map" out
+expect_grep "big_malloc" out
+expect_no_grep "big_malloc.*\\[mmap\\]" out
+run_mw 0 show -n 0 --kind mmap a1.snap
+expect_grep "map_anon .*\\[mmap\\]" out; expect_grep "keep_map" out
+expect_no_grep "big_malloc" out
+run_mw 0 show -n 0 --kind malloc a1.snap
+expect_no_grep "keep_map" out
+expect_grep "big_malloc" out
+run_mw 2 show --kind heap a1.snap
+expect_err_line "invalid --kind 'heap'"
+step a
+wait_ready a 2
+take_snap "$pa" a2.snap
+expect_eq "keep_map live bytes after munmap" "$(site live_bytes a2.snap "$T" keep_map)" 0
+expect_eq "part_map live bytes after munmap" "$(site live_bytes a2.snap "$T" part_map)" 0
+expect_eq "grow_map live bytes after munmap" "$(site live_bytes a2.snap "$T" grow_map)" 0
+expect_eq "fixed_map live bytes after munmap" "$(site live_bytes a2.snap "$T" fixed_map)" 0
+expect_eq "keep_map allocated bytes" "$(site alloc_bytes a2.snap "$T" keep_map mmap)" $((8 * MIB))
+run_mw 0 diff -n 0 --kind mmap a1.snap a2.snap
+expect_grep "map_anon .*\\[mmap\\]" out; expect_grep "keep_map" out
+expect_no_grep "big_malloc" out
+step a
+expect_target_exit "$pa" a
+
+# A program's own arena (grow_maps arena): its 1 GiB reserve is counted as
+# mapped, at arena_alloc, its caller, as the mmap kind (gcc names its one
+# specialised copy arena_alloc.constprop.0).
+G=$TARGETS/grow_maps
+start_agent_target g capture=now,rate=1 "$G" arena 4 60
+pg=$target_pid
+wait_until "grep -q '^grown' g.out" 60
+take_snap "$pg" g.snap
+expect_eq "arena_alloc live bytes" "$(site live_bytes g.snap "$G" arena_alloc.constprop.0 mmap)" 1073741824
+expect_eq "arena_alloc as malloc" "$(site live_bytes g.snap "$G" arena_alloc.constprop.0 malloc)" 0
+kill "$pg"
+wait "$pg" 2>/dev/null
+end_target g
+
+# Capture off: the hooks pass every call through.
+start_agent_target b capture=idle "$T"
+pb=$target_pid
+wait_ready b 1
+step b
+wait_ready b 2
+step b
+expect_target_exit "$pb" b
+finish
