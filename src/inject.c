@@ -185,6 +185,17 @@ static int memwatch_tracing(int pid)
 	return found;
 }
 
+/* The process is in a job-control stop (SIGSTOP, ^Z): the agent's start-up
+ * would never run, and a stop is the user's to end, never ours. */
+static int fail_stopped(int pid, char **cause, char **hint)
+{
+	char *h = xasprintf("resume it (kill -CONT %d) and retry", pid);
+	int r = fail(INJECT_ENOSAFEPOINT, cause, hint, h,
+		     "the process is stopped: it cannot run the agent's start-up");
+	free(h);
+	return r;
+}
+
 /* Explain an EPERM from PTRACE_SEIZE with what we can see of the cause. */
 static int explain_eperm(struct injector *ij, char **cause, char **hint)
 {
@@ -225,9 +236,10 @@ static int explain_eperm(struct injector *ij, char **cause, char **hint)
 		    "ptrace not permitted: %s", strerror(EPERM));
 }
 
-/* Everything that can be learnt without stopping a thread: process state,
- * permissions, where dlopen is, the agent's start symbol. */
-static int prepare(struct injector *ij, const char *agent_path, char **cause, char **hint)
+/* The process as /proc shows it: alive, a process and not a thread, not us,
+ * not traced (another memwatch attaching: -INJECT_EBUSY), not stopped or
+ * frozen. 0 or -kind. */
+static int check_process(struct injector *ij, char **cause, char **hint)
 {
 	char fn[PATH_MAX];
 	int pid = ij->pid, r;
@@ -257,16 +269,20 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 		free(h);
 		return r;
 	}
-	if (ij->st.state == 'T' || ij->st.state == 't') {
-		char *h = xasprintf("resume it (kill -CONT %d) and retry", pid);
-		r = fail(INJECT_ENOSAFEPOINT, cause, hint, h,
-			 "the process is stopped: it cannot run the agent's start-up");
-		free(h);
-		return r;
-	}
+	if (ij->st.state == 'T' || ij->st.state == 't')
+		return fail_stopped(pid, cause, hint);
 	if (cgroup_frozen(pid))
 		return fail(INJECT_ENOSAFEPOINT, cause, hint, "thaw its cgroup and retry",
 			    "the process is in a frozen cgroup");
+	return 0;
+}
+
+/* Its maps and C library: readable (permissions), a glibc process that has
+ * finished starting, not Go, its code files the same for us as for it; the
+ * loader and libpthread too. 0 or -kind (-INJECT_EBUSY: another memwatch). */
+static int read_target(struct injector *ij, char **cause, char **hint)
+{
+	int pid = ij->pid, r;
 
 	/* Permission problems are visible before any ptrace call: reading the maps
 	 * needs the same access (PTRACE_MODE_READ). */
@@ -339,8 +355,16 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 	if (module_from_maps(pid, &ij->cl.maps, match_libpthread, 0, 0, true, NULL, &ij->cl.libpthread,
 			     cause) < 0)
 		return -INJECT_EINTERNAL;
+	return 0;
+}
 
+/* Where dlopen (and dlerror) are: libc's (glibc >= 2.34), libdl's, or libc's
+ * private __libc_dlopen_mode. 0 or -kind. */
+static int find_dlopen(struct injector *ij, char **cause, char **hint)
+{
 	const struct fsym *f;
+	int pid = ij->pid, r;
+
 	if ((f = module_find(&ij->cl.libc, "dlopen"))) {
 		ij->dlopen_addr = ij->cl.libc.bias + f->lo;
 		if ((f = module_find(&ij->cl.libc, "dlerror")))
@@ -367,6 +391,16 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 			return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 				    "no dlopen in the process's libc (%s)", ij->cl.libc.path);
 	}
+	return 0;
+}
+
+/* The agent's start function: in an agent already mapped, or in agent_path,
+ * to be loaded. 0 or -kind. */
+static int find_agent(struct injector *ij, const char *agent_path, char **cause, char **hint)
+{
+	const struct fsym *f;
+	char fn[PATH_MAX];
+	int pid = ij->pid, r;
 
 	/* The agent: already mapped (this very file, or any memwatch agent), or
 	 * to be loaded from agent_path, which must be the same file inside the
@@ -418,6 +452,18 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 	ij->start_off = agent.syms[0].lo;
 	module_free(&agent);
 	return 0;
+}
+
+/* Everything that can be learnt without stopping a thread: process state,
+ * permissions, where dlopen is, the agent's start symbol. */
+static int prepare(struct injector *ij, const char *agent_path, char **cause, char **hint)
+{
+	int r;
+
+	if ((r = check_process(ij, cause, hint)) < 0 || (r = read_target(ij, cause, hint)) < 0 ||
+	    (r = find_dlopen(ij, cause, hint)) < 0)
+		return r;
+	return find_agent(ij, agent_path, cause, hint);
 }
 
 /* With the chosen thread stopped and its registers saved: dlopen the agent
@@ -551,6 +597,179 @@ static void injector_clear(struct injector *ij)
 	*ij = (struct injector){ .pid = ij->pid, .options = ij->options };
 }
 
+/* What became of one thread tried by inject_agent. */
+enum try_result {
+	TRY_NEXT,               /* not usable now (c->why says why): try another */
+	TRY_DONE,               /* finished, *ret says how */
+	TRY_BUSY,               /* another memwatch is attaching: wait for it */
+};
+
+/* Seize thread c, vet it (from round 1 on, running it to its return out of
+ * libc if need be) and, when at a safe point, make the calls on it. */
+static enum try_result try_thread(struct injector *ij, struct cand *c, unsigned round, uint64_t t0,
+				  unsigned *eperm_retries, bool debug, struct inject_result *res,
+				  int *ret, char **cause, char **hint)
+{
+	struct seized s = { .tid = c->tid };
+	char why[96] = "";
+	int pid = ij->pid, err = 0;
+
+	int sr = seize_and_stop(&s, &err);
+	if (sr == STOP_ERROR && err == EPERM) {
+		release(pid, &s, false);
+		/* another memwatch seized this thread to attach: wait for
+		 * it (it may have let go already: look again, a few times) */
+		if ((ij->busy_by = memwatch_tracing(pid)) || (*eperm_retries)++ < 3)
+			return TRY_BUSY;
+		*ret = explain_eperm(ij, cause, hint);
+		return TRY_DONE;
+	}
+	if (sr != STOP_OK) {
+		if (sr == STOP_GROUP)
+			snprintf(c->why, sizeof c->why, "stopped by job control");
+		else if (sr == STOP_FAULT)
+			snprintf(c->why, sizeof c->why, "taking signal %d", s.pending_sig);
+		else if (sr == STOP_TIMEOUT)
+			snprintf(c->why, sizeof c->why, "did not stop within %d ms", STOP_TIMEOUT_MS);
+		else if (sr == STOP_GONE)
+			snprintf(c->why, sizeof c->why, "exited");
+		else
+			snprintf(c->why, sizeof c->why, "ptrace: %s", strerror(err));
+		release(pid, &s, false);
+		if (sr == STOP_GROUP) {
+			*ret = fail_stopped(pid, cause, hint);
+			return TRY_DONE;
+		}
+		if (!process_exists(pid)) {
+			*ret = fail(INJECT_ENOPROC, cause, hint, NULL, "the process exited");
+			return TRY_DONE;
+		}
+		return TRY_NEXT;
+	}
+	int mine = still_ours(ij, s.tid);
+	if (mine <= 0) {
+		release(pid, &s, false);
+		if (mine < 0) {
+			*ret = fail(INJECT_ENOPROC, cause, hint, NULL,
+				    "the process exited (its pid was reused)");
+			return TRY_DONE;
+		}
+		snprintf(c->why, sizeof c->why, "exited");
+		return TRY_NEXT;
+	}
+	if (save_regs(&s, &err) < 0) {
+		snprintf(c->why, sizeof c->why, "cannot read registers: %s", strerror(err));
+		release(pid, &s, false);
+		return TRY_NEXT;
+	}
+	bool fixed = undo_eintr(&s);
+	uint64_t t_vet = mono_ns(), run_to = 0;
+	bool ok = regs_ok(&ij->cl, &s, why, sizeof why) &&
+		  safe_point(&ij->cl, s.tid, s.regs.rip, &run_to, why, sizeof why);
+	if (debug)
+		fprintf(stderr, "inject: tid %d rax=%lld orig_rax=%lld stopped after %.2f ms, "
+			"vetted in %.2f ms: %s%s%s\n", s.tid, (long long)s.regs.rax,
+			(long long)s.regs.orig_rax, (double)(t_vet - s.t_interrupt) / 1e6,
+			ms_since(t_vet), ok ? "accepted" : "rejected: ", ok ? "" : why,
+			run_to && round > 0 ? " (running it to its return)" : "");
+	/* From the second round on (no thread was at a safe point when
+	 * stopped), a thread inside libc is run to its return instead:
+	 * busy processes, rarely caught outside malloc, then still attach.
+	 * The first round prefers threads that need no run, whose pause
+	 * is shorter. */
+	if (!ok && run_to && round > 0 &&
+	    (!fixed || ptrace(PTRACE_SETREGS, s.tid, NULL, &s.regs) == 0)) {
+		uint64_t t_run = mono_ns(), target = run_to;
+		int rr = run_to_return(&s, target, RUN_TO_RETURN_MS);
+		s.ran_ms = ms_since(t_run);
+		fixed = false;
+		if (rr == STOP_OK) {
+			ok = regs_ok(&ij->cl, &s, why, sizeof why) &&
+			     safe_point(&ij->cl, s.tid, s.regs.rip, &run_to, why, sizeof why);
+		} else if (rr == STOP_TIMEOUT) {
+			snprintf(why, sizeof why, "did not return to the application within %d ms",
+				 RUN_TO_RETURN_MS);
+			fixed = s.stopped && undo_eintr(&s);
+		} else if (rr == STOP_GROUP) {
+			release(pid, &s, false);
+			*ret = fail_stopped(pid, cause, hint);
+			return TRY_DONE;
+		}
+		if (debug)
+			fprintf(stderr, "inject: tid %d ran to %#llx in %.2f ms: %s%s\n", s.tid,
+				(unsigned long long)target, s.ran_ms,
+				rr != STOP_OK ? "not reached, " : "",
+				ok ? "accepted" : why);
+	}
+	if (!ok) {
+		snprintf(c->why, sizeof c->why, "%s", why);
+		/* registers are written back only for the EINTR fix-up:
+		 * nothing else was changed */
+		release(pid, &s, fixed);
+		return TRY_NEXT;
+	}
+	if (save_xstate(&s, &err) < 0) {
+		snprintf(c->why, sizeof c->why, "cannot read its extended registers: %s",
+			 strerror(err));
+		release(pid, &s, fixed);
+		return TRY_NEXT;
+	}
+	bool no_restore;
+	res->tid = s.tid;
+	uint64_t t_calls = mono_ns();
+	*ret = do_calls(ij, &s, res, &no_restore, cause, hint);
+	uint64_t t_release = mono_ns();
+	release(pid, &s, !no_restore);
+	res->pause_ms = ms_since(s.t_interrupt) - s.ran_ms;
+	if (debug)
+		fprintf(stderr, "inject: calls %.2f ms, restore and detach %.2f ms\n",
+			(double)(t_release - t_calls) / 1e6, ms_since(t_release));
+	res->total_ms = ms_since(t0);
+	return TRY_DONE;
+}
+
+/* No thread was at a safe point before the deadline: say what the threads
+ * were doing (the last reason seen for each, also for those the deadline cut
+ * off in the last round). */
+static int fail_no_safepoint(struct cand *cands, int ncand, struct cand **seen, size_t *nseen,
+			     unsigned attempts, unsigned deadline_ms, char **cause, char **hint)
+{
+	remember_reasons(seen, nseen, cands, ncand);
+	for (int i = 0; i < ncand; i++)
+		for (size_t k = 0; k < *nseen; k++)
+			if ((*seen)[k].tid == cands[i].tid && !cands[i].why[0])
+				memcpy(cands[i].why, (*seen)[k].why, sizeof cands[i].why);
+	size_t cap = 512, len = 0;
+	char *what = xmalloc(cap);
+	int shown = 0;
+	what[0] = '\0';
+	for (int i = 0; i < ncand && shown < 4; i++) {
+		if (!cands[i].why[0])
+			continue;
+		char *part = xasprintf("%sthread %d %s", shown ? "; " : "", cands[i].tid, cands[i].why);
+		size_t pl = strlen(part);
+		if (len + pl + 1 > cap) {
+			cap = 2 * (len + pl + 1);
+			what = xrealloc(what, cap);
+		}
+		memcpy(what + len, part, pl + 1);
+		len += pl;
+		free(part);
+		shown++;
+	}
+	int more = 0;
+	for (int i = 0; i < ncand; i++)
+		more += cands[i].why[0] != '\0';
+	more -= shown;
+	int r = fail(INJECT_ENOSAFEPOINT, cause, hint,
+		     "retry later, or start the program with memwatch run to preload the agent",
+		     "no thread at a safe point within %u ms (%u attempts): %s%s", deadline_ms,
+		     attempts, what[0] ? what : "no thread could be examined",
+		     more > 0 ? "; ..." : "");
+	free(what);
+	return r;
+}
+
 /* Another memwatch is attaching (ij->busy_by traces a thread): wait until it
  * has finished, within the deadline. 0, or -kind with the cause. */
 static int wait_other_memwatch(struct injector *ij, uint64_t deadline, unsigned deadline_ms,
@@ -612,133 +831,18 @@ restart:
 		}
 		for (int i = 0; i < ncand; i++) {
 			struct cand *c = &cands[i];
-			struct seized s = { .tid = c->tid };
-			char why[96] = "";
-			int err = 0;
 
 			if (c->cls == CAND_SKIP)
 				continue;
 			if (mono_ns() >= deadline || stop_signal_pending())
 				break;
 			res->attempts++;
-			int sr = seize_and_stop(&s, &err);
-			if (sr == STOP_ERROR && err == EPERM) {
-				release(pid, &s, false);
-				/* another memwatch seized this thread to attach: wait for
-				 * it (it may have let go already: look again, a few times) */
-				if ((ij.busy_by = memwatch_tracing(pid)) || eperm_retries++ < 3)
-					goto busy;
-				ret = explain_eperm(&ij, cause, hint);
+			enum try_result tr = try_thread(&ij, c, round, t0, &eperm_retries, debug, res, &ret,
+							cause, hint);
+			if (tr == TRY_BUSY)
+				goto busy;
+			if (tr == TRY_DONE)
 				goto out;
-			}
-			if (sr != STOP_OK) {
-				if (sr == STOP_GROUP)
-					snprintf(c->why, sizeof c->why, "stopped by job control");
-				else if (sr == STOP_FAULT)
-					snprintf(c->why, sizeof c->why, "taking signal %d", s.pending_sig);
-				else if (sr == STOP_TIMEOUT)
-					snprintf(c->why, sizeof c->why, "did not stop within %d ms", STOP_TIMEOUT_MS);
-				else if (sr == STOP_GONE)
-					snprintf(c->why, sizeof c->why, "exited");
-				else
-					snprintf(c->why, sizeof c->why, "ptrace: %s", strerror(err));
-				release(pid, &s, false);
-				if (sr == STOP_GROUP) {
-					char *h = xasprintf("resume it (kill -CONT %d) and retry", pid);
-					ret = fail(INJECT_ENOSAFEPOINT, cause, hint, h,
-						   "the process is stopped: it cannot run the agent's start-up");
-					free(h);
-					goto out;
-				}
-				if (!process_exists(pid)) {
-					ret = fail(INJECT_ENOPROC, cause, hint, NULL, "the process exited");
-					goto out;
-				}
-				continue;
-			}
-			int mine = still_ours(&ij, s.tid);
-			if (mine <= 0) {
-				release(pid, &s, false);
-				if (mine < 0) {
-					ret = fail(INJECT_ENOPROC, cause, hint, NULL,
-						   "the process exited (its pid was reused)");
-					goto out;
-				}
-				snprintf(c->why, sizeof c->why, "exited");
-				continue;
-			}
-			if (save_regs(&s, &err) < 0) {
-				snprintf(c->why, sizeof c->why, "cannot read registers: %s", strerror(err));
-				release(pid, &s, false);
-				continue;
-			}
-			bool fixed = undo_eintr(&s);
-			uint64_t t_vet = mono_ns(), run_to = 0;
-			bool ok = regs_ok(&ij.cl, &s, why, sizeof why) &&
-				  safe_point(&ij.cl, s.tid, s.regs.rip, &run_to, why, sizeof why);
-			if (debug)
-				fprintf(stderr, "inject: tid %d rax=%lld orig_rax=%lld stopped after %.2f ms, "
-					"vetted in %.2f ms: %s%s%s\n", s.tid, (long long)s.regs.rax,
-					(long long)s.regs.orig_rax, (double)(t_vet - s.t_interrupt) / 1e6,
-					ms_since(t_vet), ok ? "accepted" : "rejected: ", ok ? "" : why,
-					run_to && round > 0 ? " (running it to its return)" : "");
-			/* From the second round on (no thread was at a safe point when
-			 * stopped), a thread inside libc is run to its return instead:
-			 * busy processes, rarely caught outside malloc, then still attach.
-			 * The first round prefers threads that need no run, whose pause
-			 * is shorter. */
-			if (!ok && run_to && round > 0 &&
-			    (!fixed || ptrace(PTRACE_SETREGS, s.tid, NULL, &s.regs) == 0)) {
-				uint64_t t_run = mono_ns(), target = run_to;
-				int rr = run_to_return(&s, target, RUN_TO_RETURN_MS);
-				s.ran_ms = ms_since(t_run);
-				fixed = false;
-				if (rr == STOP_OK) {
-					ok = regs_ok(&ij.cl, &s, why, sizeof why) &&
-					     safe_point(&ij.cl, s.tid, s.regs.rip, &run_to, why, sizeof why);
-				} else if (rr == STOP_TIMEOUT) {
-					snprintf(why, sizeof why, "did not return to the application within %d ms",
-						 RUN_TO_RETURN_MS);
-					fixed = s.stopped && undo_eintr(&s);
-				} else if (rr == STOP_GROUP) {
-					release(pid, &s, false);
-					char *h = xasprintf("resume it (kill -CONT %d) and retry", pid);
-					ret = fail(INJECT_ENOSAFEPOINT, cause, hint, h,
-						   "the process is stopped: it cannot run the agent's start-up");
-					free(h);
-					goto out;
-				}
-				if (debug)
-					fprintf(stderr, "inject: tid %d ran to %#llx in %.2f ms: %s%s\n", s.tid,
-						(unsigned long long)target, s.ran_ms,
-						rr != STOP_OK ? "not reached, " : "",
-						ok ? "accepted" : why);
-			}
-			if (!ok) {
-				snprintf(c->why, sizeof c->why, "%s", why);
-				/* registers are written back only for the EINTR fix-up:
-				 * nothing else was changed */
-				release(pid, &s, fixed);
-				continue;
-			}
-			if (save_xstate(&s, &err) < 0) {
-				snprintf(c->why, sizeof c->why, "cannot read its extended registers: %s",
-					 strerror(err));
-				release(pid, &s, fixed);
-				continue;
-			}
-			bool no_restore;
-			res->tid = s.tid;
-			uint64_t t_calls = mono_ns();
-			ret = do_calls(&ij, &s, res, &no_restore, cause, hint);
-			uint64_t t_release = mono_ns();
-			release(pid, &s, !no_restore);
-			res->pause_ms = ms_since(s.t_interrupt) - s.ran_ms;
-			if (debug)
-				fprintf(stderr, "inject: calls %.2f ms, restore and detach %.2f ms\n",
-					(double)(t_release - t_calls) / 1e6, ms_since(t_release));
-			res->total_ms = ms_since(t0);
-			goto out;
 		}
 		if (stop_signal_pending()) {
 			ret = fail(INJECT_ENOSAFEPOINT, cause, hint, NULL, "interrupted while looking for a safe point");
@@ -749,43 +853,7 @@ restart:
 		nap_us((unsigned)rand_between(1000, 5000));
 	}
 
-	/* no safe point: say what the threads were doing (the last reason seen
-	 * for each, also for those the deadline cut off in the last round) */
-	remember_reasons(&seen, &nseen, cands, ncand);
-	for (int i = 0; i < ncand; i++)
-		for (size_t k = 0; k < nseen; k++)
-			if (seen[k].tid == cands[i].tid && !cands[i].why[0])
-				memcpy(cands[i].why, seen[k].why, sizeof cands[i].why);
-	{
-		size_t cap = 512, len = 0;
-		char *what = xmalloc(cap);
-		int shown = 0;
-		what[0] = '\0';
-		for (int i = 0; i < ncand && shown < 4; i++) {
-			if (!cands[i].why[0])
-				continue;
-			char *part = xasprintf("%sthread %d %s", shown ? "; " : "", cands[i].tid, cands[i].why);
-			size_t pl = strlen(part);
-			if (len + pl + 1 > cap) {
-				cap = 2 * (len + pl + 1);
-				what = xrealloc(what, cap);
-			}
-			memcpy(what + len, part, pl + 1);
-			len += pl;
-			free(part);
-			shown++;
-		}
-		int more = 0;
-		for (int i = 0; i < ncand; i++)
-			more += cands[i].why[0] != '\0';
-		more -= shown;
-		ret = fail(INJECT_ENOSAFEPOINT, cause, hint,
-			   "retry later, or start the program with memwatch run to preload the agent",
-			   "no thread at a safe point within %u ms (%u attempts): %s%s", deadline_ms,
-			   res->attempts, what[0] ? what : "no thread could be examined",
-			   more > 0 ? "; ..." : "");
-		free(what);
-	}
+	ret = fail_no_safepoint(cands, ncand, &seen, &nseen, res->attempts, deadline_ms, cause, hint);
 	goto out;
 busy:
 	if (debug)
