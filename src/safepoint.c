@@ -4,7 +4,6 @@
 #include "config.h"
 #include "inject-internal.h"
 #include "util.h"
-#include "agent/protocol.h"
 
 #include <ctype.h>
 #include <dirent.h>
