@@ -890,6 +890,26 @@ static void record(void *p, size_t size, uint32_t kind)
 	unlock_shard(sh);
 }
 
+/* The slow path's decision for an allocation of size bytes that crossed this
+ * thread's countdown: draw the next gap, and say whether this one is sampled. */
+static bool at_sample_point(struct mw_tls *t, int e, size_t size)
+{
+	if (!t->rng)
+		seed(t);
+	if (t->epoch != (uint32_t)e) {
+		/* First allocation of this thread in this capture: draw a fresh gap
+		 * and only then decide, so that no thread's first block is favoured. */
+		t->epoch = (uint32_t)e;
+		t->left = draw_gap(t);
+		if (size < t->left) {
+			t->left -= size + 1;
+			return false;
+		}
+	}
+	t->left = draw_gap(t);
+	return true;
+}
+
 void *mw_sampled_alloc(void *p, size_t size)
 {
 	struct mw_tls *t = &mw_tls;
@@ -900,22 +920,8 @@ void *mw_sampled_alloc(void *p, size_t size)
 	if (t->guard || !e)
 		return p;
 	t->guard++;
-	if (!t->rng)
-		seed(t);
-	if (t->epoch != (uint32_t)e) {
-		/* First allocation of this thread in this capture: draw a fresh gap
-		 * and only then decide, so that no thread's first block is favoured. */
-		t->epoch = (uint32_t)e;
-		t->left = draw_gap(t);
-		if (size < t->left) {
-			t->left -= size + 1;
-			goto out;
-		}
-	}
-	t->left = draw_gap(t);
-	if (p)
+	if (at_sample_point(t, e, size) && p)
 		record(p, size, 0);
-out:
 	t->guard--;
 	return p;
 }
@@ -927,19 +933,8 @@ bool mw_sampled_mmap(void *p, size_t len)
 	struct mw_tls *t = &mw_tls;
 	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
 
-	if (t->guard != 1 || !e)
+	if (t->guard != 1 || !e || !at_sample_point(t, e, len))
 		return false;
-	if (!t->rng)
-		seed(t);
-	if (t->epoch != (uint32_t)e) {
-		t->epoch = (uint32_t)e;
-		t->left = draw_gap(t);
-		if (len < t->left) {
-			t->left -= len + 1;
-			return false;
-		}
-	}
-	t->left = draw_gap(t);
 	record(p, len, SNAP_STACK_MMAP);
 	return true;
 }
