@@ -7,7 +7,8 @@ packages="build-essential autoconf automake libtool pkg-config
 	libcmocka-dev gnuplot-nox debuginfod libc6-dbg file procps
 	clang libclang-rt-14-dev valgrind g++ libjemalloc2 libtcmalloc-minimal4
 	curl python3 libpython3-dev heaptrack time libprotobuf-c-dev protobuf-c-compiler golang-go
-	nodejs prometheus prometheus-node-exporter chromium strace"
+	nodejs prometheus prometheus-node-exporter chromium strace
+	redis-server redis-tools sqlite3"
 missing=
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
