@@ -2,7 +2,7 @@
 # watch-cost.sh: what watching costs: memwatch's CPU time per sample (us), its
 # share of one core at 1 s and 100 ms intervals, and its own peak RSS, while it
 # watches a 1 GiB and an 8 GiB process (anonymous memory, every page touched),
-# with and without --pss.
+# with and without --pss, and what --metrics adds.
 #
 # Run from the build directory after `make check` (which builds the helpers):
 #   sh /path/to/src/bench/watch-cost.sh
@@ -84,7 +84,7 @@ echo "baseline: a bare timer wake-up (sleep to an absolute deadline) costs $wake
 echo
 printf '%-7s %-4s %10s %10s %11s %12s %9s %9s %9s\n' "target" "pss" "us/sample" "-wake us" \
 	"CPU% at 1s" "CPU% 100ms" "peak RSS" "anon" "PSS"
-worst_us=0 worst_share=0 worst_anon=0 worst_rss=0
+worst_us=0 worst_share=0 worst_anon=0 worst_rss=0 worst_metrics=0 plain_us=0
 for gib in $SIZES_GIB; do
 	"$TARGETS/flat" $((gib * 1024)) &
 	target=$!
@@ -120,11 +120,32 @@ for gib in $SIZES_GIB; do
 		printf '%-7s %-4s %10s %10s %10s%% %11s%% %5s KiB %5s KiB %5s KiB\n' "${gib}GiB" "$pss" \
 			"$us" "$work" "$share1" "$share01" "$rss" "$anon1" "$pss1"
 		if [ "$pss" = no ]; then
+			plain_us=$us
 			worst_us=$(awk -v a="$worst_us" -v b="$us" 'BEGIN { print (b > a ? b : a) }')
 			worst_share=$(awk -v a="$worst_share" -v b="$share1" 'BEGIN { print (b > a ? b : a) }')
 		fi
 		[ "$anon1" != - ] && [ "$anon1" -gt "$worst_anon" ] && worst_anon=$anon1
 		[ "$rss" -gt "$worst_rss" ] && worst_rss=$rss
+	done
+	# --metrics: what the Prometheus file adds per sample (at 1 ms, where it is
+	# rewritten at most twice a second) and to the share of a core at 1 s
+	# (one write per sample), in this directory and on tmpfs
+	for where in "$tmp" /dev/shm; do
+		[ -d "$where" ] && [ -w "$where" ] || continue
+		m="$where/watch-cost.$$.prom"
+		measure -p "$target" -i 1ms -d 2s --metrics "$m"
+		c2=$cpu_us n2=$samples
+		measure -p "$target" -i 1ms -d 500ms --metrics "$m"
+		c1=$cpu_us n1=$samples
+		us=$(awk -v a="$c2" -v b="$c1" -v m="$n2" -v n="$n1" 'BEGIN { printf "%.1f", (a - b) / (m - n) }')
+		SPAN="1.5 $((SHARE_S - 1)).5" measure -p "$target" -i 1s -d "${SHARE_S}s" --metrics "$m"
+		share1=$share
+		rm -f "$m"
+		fs=$(stat -f -c %T "$where" 2>/dev/null)
+		printf '%-7s %-4s %10s %10s %10s%%   --metrics on %s (%s)\n' "${gib}GiB" no "$us" \
+			"$(awk -v a="$us" -v b="$plain_us" 'BEGIN { printf "%+.1f", a - b }')" "$share1" "$where" "$fs"
+		added=$(awk -v a="$us" -v b="$plain_us" 'BEGIN { printf "%.1f", a - b }')
+		worst_metrics=$(awk -v a="$worst_metrics" -v b="$added" 'BEGIN { print (b > a ? b : a) }')
 	done
 	kill "$target"
 	wait "$target" 2>/dev/null
@@ -134,6 +155,7 @@ echo
 echo "us/sample: memwatch's CPU per sample, timer wake-up included; -wake: without it"
 echo "CPU%: memwatch's share of one core in the middle of a run (start-up left out)"
 echo "peak RSS counts the shared libraries' resident pages; anon is memwatch's own memory"
+echo "--metrics rows: -wake us is there what --metrics adds to the plain row's us/sample"
 # verdict: the targets, each on its own
 verdict() {
 	if awk -v v="$2" -v t="$3" 'BEGIN { exit !(v < t) }'; then
@@ -148,3 +170,4 @@ verdict "us per sample" "$worst_us" 50
 verdict "% of a core at 1 s" "$worst_share" 0.1
 verdict "own anonymous memory, KiB" "$worst_anon" 4096
 verdict "peak RSS with shared libraries, KiB" "$worst_rss" 4096
+verdict "us per sample added by --metrics" "$worst_metrics" 10

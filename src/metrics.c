@@ -1,28 +1,44 @@
 /* metrics.c: the Prometheus text exposition of a watch. One file, replaced
- * whole after every sample, so that a scrape never reads half of one. */
+ * whole after every sample, so that a scrape never reads half of one.
+ *
+ * It is rewritten at every sample, so each write is kept to four system
+ * calls (create, write, close, rename): where the file goes is decided once
+ * (the one output rule, util.c), and the file is not synced: a crash may leave
+ * it old or empty, which the next sample mends; a reader never sees half of
+ * one. */
 #include "config.h"
 #include "metrics.h"
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A label value: backslash, double quote and newline escaped, as the format
  * asks; a command line longer than 200 bytes is cut (labels are for telling
  * processes apart, not for storing arguments). */
 static void put_label(FILE *f, const char *v)
 {
-	size_t n = 0;
-	for (const char *p = v ? v : ""; *p && n < 200; p++, n++) {
-		if (*p == '\\' || *p == '"')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*p, f);
+	const char *p = v ? v : "";
+	size_t left = strnlen(p, 200);
+
+	while (left) {
+		size_t span = strcspn(p, "\\\"\n");
+		if (span > left)
+			span = left;
+		fwrite(p, 1, span, f);
+		p += span;
+		left -= span;
+		if (!left)
+			break;
+		fputs(*p == '\n' ? "\\n" : *p == '"' ? "\\\"" : "\\\\", f);
+		p++;
+		left--;
 	}
 }
 
@@ -51,17 +67,93 @@ static void gauge_kib(FILE *f, const char *name, const char *help, const struct 
 	}
 }
 
+#define METRICS_MIN_GAP_S 0.5
+/* When the file was last written (seconds into the watch). */
+static double last_t = -1;
+
+/* Where the metrics go, decided at the first write: the file replaced (a
+ * symbolic link's target), the temporary name beside it, or a device, FIFO
+ * or socket written as it is. */
+static struct {
+	char *path;
+	char *final;
+	char *tmp;
+	bool direct;
+} dest;
+
+static int dest_decide(const char *path, char **cause)
+{
+	enum outpath_kind kind;
+	char *real = NULL;
+
+	if (dest.path && strcmp(dest.path, path) == 0)
+		return 0;
+	if (outpath_resolve(path, true, &kind, &real, cause) < 0)
+		return -1;
+	free(dest.path);
+	free(dest.final);
+	free(dest.tmp);
+	dest.path = xstrdup(path);
+	dest.final = real ? real : xstrdup(path);
+	dest.direct = kind == OUTPATH_DIRECT;
+	dest.tmp = xasprintf("%s.tmp.%d", dest.final, (int)getpid());
+	return 0;
+}
+
+/* Put the text in place. The temporary file is created exclusively (one left
+ * by a crash is removed first), so no file of another's is ever truncated. */
+static int put(const char *buf, size_t len, char **cause)
+{
+	const char *name = dest.direct ? dest.path : dest.tmp;
+	int fd, err = 0;
+
+	if (dest.direct) {
+		fd = open(name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	} else {
+		fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd < 0 && errno == EEXIST && unlink(name) == 0)
+			fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	}
+	if (fd < 0) {
+		*cause = xasprintf("cannot write '%s': %s", dest.path, strerror(errno));
+		return -1;
+	}
+	err = -write_all(fd, buf, len);
+	if (close(fd) != 0 && !err)
+		err = errno;
+	if (!err && !dest.direct && rename(name, dest.final) != 0)
+		err = errno;
+	if (err) {
+		*cause = xasprintf("cannot write '%s': %s", dest.path, strerror(err));
+		if (!dest.direct)
+			unlink(name);
+		return -1;
+	}
+	return 0;
+}
+
 int metrics_write(const char *path, const struct metrics_proc *v, size_t n, double t,
 		  char **cause)
 {
 	static const char *const states[] = { "idle", "capturing", "stopped", "failed", "off" };
-	struct outfile *out = outfile_open(path, true, cause);
+	char *buf = NULL;
+	size_t len = 0, i, k;
 	FILE *f;
-	size_t i, k;
+	int r;
 
-	if (!out)
+	/* At short intervals the file is rewritten at most twice a second: a
+	 * scrape (every 15 s or so) sees figures at most half a second old, and a
+	 * watch at 1 ms does not spend its time renaming files. */
+	if (v && last_t >= 0 && t - last_t < METRICS_MIN_GAP_S)
+		return 0;
+	last_t = t;
+	if (dest_decide(path, cause) < 0)
 		return -1;
-	f = outfile_stream(out);
+	if (!(f = open_memstream(&buf, &len))) {
+		*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	__fsetlocking(f, FSETLOCKING_BYCALLER);
 	gauge_kib(f, "memwatch_rss_bytes", "Resident set size of the process.", v, n,
 		  offsetof(struct mem_sample, rss));
 	gauge_kib(f, "memwatch_anon_bytes", "Resident anonymous memory.", v, n,
@@ -113,7 +205,12 @@ int metrics_write(const char *path, const struct metrics_proc *v, size_t n, doub
 	fputs("# HELP memwatch_processes Processes watched now.\n"
 	      "# TYPE memwatch_processes gauge\n", f);
 	fprintf(f, "memwatch_processes %zu\n", n);
-	if (outfile_commit(out, cause) < 0)
+	if (fclose(f) != 0) {
+		*cause = xasprintf("cannot write '%s': %s", path, strerror(errno));
+		free(buf);
 		return -1;
-	return 0;
+	}
+	r = put(buf, len, cause);
+	free(buf);
+	return r;
 }

@@ -21,7 +21,9 @@ struct metrics_proc {
 };
 
 /* Write the metrics of procs[0..n) to path atomically (a temporary file beside
- * it, renamed), t seconds into the watch. 0, or -1 with *cause. */
+ * it, renamed), t seconds into the watch; within half a second of the last
+ * write nothing is done, but for the last one (procs NULL: the watch is over).
+ * 0, or -1 with *cause. */
 int metrics_write(const char *path, const struct metrics_proc *procs, size_t n, double t,
 		  char **cause);
 

@@ -19,7 +19,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -30,7 +32,17 @@
 #define LINE_MAX_LEN 256
 #define SEND_TIMEOUT_S 10
 
-/* A descriptor of the agent's, with the identity of what it refers to. The
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+
+/* A descriptor of the agent's, with the identity of what it refers to.
+ * The control thread has a descriptor table of its own (see own_table), so
+ * the program neither sees nor touches its descriptors. Where the kernel
+ * cannot give it one (before Linux 5.9) it shares the program's, and the
  * program may close descriptors it did not open (a daemon closing everything
  * at start, for one) and get the same numbers back for files of its own: the
  * agent then must neither read nor write nor close them. So every use is
@@ -53,6 +65,17 @@ struct client {
 
 static struct owned listener = { -1, 0, 0 };
 static int server_pid_v;
+/* The control thread's descriptors are in a table of its own. */
+static bool private_fds;
+/* The control thread's start, which the starting thread waits for: 1 when it
+ * listens, -1 when it could not (boot_why names the call), -2 when the
+ * starting thread gave up waiting (the thread then ends by itself). */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state;
+	const char *why;
+} boot = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL };
 static struct client clients[MAX_CLIENTS];
 /* A capture the agent started on its own (capture=now) is held by the agent
  * until a client takes it over with "hold": a client that joins it and leaves
@@ -115,13 +138,21 @@ static void release(struct owned *o)
 void mw_server_atfork_child(void)
 {
 	int i;
+	pthread_mutex_init(&boot.lock, NULL);
+	pthread_cond_init(&boot.cond, NULL);
 	if (!server_pid_v)
 		return;
+	/* Private descriptors were never in the table the child copied. */
+	if (private_fds)
+		listener.fd = -1;
 	release(&listener);
 	for (i = 0; i < MAX_CLIENTS; i++) {
+		if (private_fds)
+			clients[i].o.fd = -1;
 		release(&clients[i].o);
 		clients[i].holds = false;
 	}
+	private_fds = false;
 	self_hold = false;
 	server_pid_v = 0;
 }
@@ -688,7 +719,7 @@ static void accept_client(void)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	for (i = 0; i < MAX_CLIENTS; i++)
 		if (clients[i].o.fd < 0) {
-			adopt(fd, &clients[i].o, true);
+			adopt(fd, &clients[i].o, !private_fds);
 			clients[i].len = 0;
 			clients[i].holds = false;
 			clients[i].peer_pid = pid;
@@ -734,7 +765,7 @@ static void check_descriptors(void)
 	if (listener.fd >= 0 && !ours(&listener))
 		listener.fd = -1;
 	if (listener.fd < 0)
-		open_listener(&why, true);
+		open_listener(&why, !private_fds);
 	for (i = 0; i < MAX_CLIENTS; i++)
 		if (clients[i].o.fd >= 0 && !ours(&clients[i].o)) {
 			clients[i].o.fd = -1;
@@ -742,14 +773,53 @@ static void check_descriptors(void)
 		}
 }
 
+/* Give this thread a descriptor table of its own, empty (close_range with
+ * CLOSE_RANGE_UNSHARE copies none of the program's descriptors, so none is
+ * held open behind its back and none of its POSIX locks is touched): the
+ * program's descriptors are then out of the agent's reach and the agent's out
+ * of the program's, whatever either opens or closes. 0, 1 and 2 are taken by
+ * /dev/null where there is one, so that no socket of ours has the number of a
+ * standard stream. False where the kernel has no such call (before 5.9). */
+static bool own_table(void)
+{
+	if (syscall(SYS_close_range, 0U, ~0U, CLOSE_RANGE_UNSHARE) != 0)
+		return false;
+	for (int i = 0; i < 3; i++)
+		if (open("/dev/null", O_RDWR | O_CLOEXEC) < 0)
+			break;
+	return true;
+}
+
+/* Tell the starting thread how the start went. False if it gave up waiting. */
+static bool boot_done(int state, const char *why)
+{
+	bool wanted;
+	pthread_mutex_lock(&boot.lock);
+	wanted = boot.state == 0;
+	if (wanted) {
+		boot.state = state;
+		boot.why = why;
+		pthread_cond_signal(&boot.cond);
+	}
+	pthread_mutex_unlock(&boot.lock);
+	return wanted;
+}
+
 static void *server_main(void *arg)
 {
+	const char *why = NULL;
 	(void)arg;
 	/* Everything this thread allocates goes to the allocator unsampled. */
 	mw_tls.guard = 1;
-	/* the listener was opened on the starting thread: move it high here */
-	if (listener.fd >= 0 && ours(&listener))
-		adopt(listener.fd, &listener, true);
+	private_fds = own_table();
+	if (open_listener(&why, !private_fds) < 0) {
+		boot_done(-1, why);
+		return NULL;
+	}
+	if (!boot_done(1, NULL)) {
+		release(&listener);
+		return NULL;
+	}
 	for (;;) {
 		struct pollfd pfd[MAX_CLIENTS + 1];
 		int idx[MAX_CLIENTS];
@@ -791,6 +861,7 @@ int mw_server_start(char **why)
 	const char *w = NULL;
 	sigset_t all, old;
 	pthread_attr_t attr;
+	struct timespec until;
 	pthread_t th;
 	int i;
 
@@ -798,10 +869,7 @@ int mw_server_start(char **why)
 		clients[i].o.fd = -1;
 		clients[i].holds = false;
 	}
-	if (open_listener(&w, false) < 0) {
-		*why = (char *)w;
-		return -1;
-	}
+	boot.state = 0;
 	/* The thread blocks every signal: the target's handlers run on its own
 	 * threads, as they did before the agent came. */
 	sigfillset(&all);
@@ -814,7 +882,22 @@ int mw_server_start(char **why)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (i != 0) {
 		*why = "pthread_create";
-		release(&listener);
+		return -1;
+	}
+	/* Wait for it to listen (a few hundred microseconds), so that a name
+	 * already taken is reported here; bounded, for a thread that never runs. */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&boot.lock);
+	while (boot.state == 0 && pthread_cond_timedwait(&boot.cond, &boot.lock, &until) == 0)
+		;
+	if (boot.state == 0)
+		boot.state = -2;
+	i = boot.state;
+	w = boot.why;
+	pthread_mutex_unlock(&boot.lock);
+	if (i != 1) {
+		*why = (char *)(i == -2 ? "the control thread did not start" : w);
 		return -1;
 	}
 #ifdef __GLIBC__
