@@ -57,6 +57,33 @@ expect_no_grep "keep_map" out
 expect_grep "big_malloc" out
 run_mw 2 show --kind heap a1.snap
 expect_err_line "invalid --kind 'heap'"
+run_mw 0 show -n 0 a1.snap
+expect_grep "sbrk_grow .*\\[brk\\]" out; expect_grep "file_map .*\\[file\\]" out
+# every format carries the kind and is filtered by it alike
+run_mw 0 show -n 0 -F json --kind brk a1.snap
+expect_grep '"kind": "brk"' out; expect_grep '"function": "sbrk_grow"' out
+expect_no_grep '"kind": "(mmap|malloc|file)"' out; expect_no_grep 'keep_map' out
+run_mw 0 show -n 0 -F json a1.snap
+expect_grep '"kind": "file"' out; expect_grep '"kind": "malloc"' out
+run_mw 0 diff -n 0 -F json --kind file a1.snap a1.snap
+expect_no_grep '"kind": "(mmap|malloc|brk)"' out
+run_mw 0 show -F folded --kind file a1.snap
+expect_grep "file_map" out; expect_no_grep "keep_map|sbrk_grow|big_malloc" out
+run_mw 0 show -F svg --kind brk a1.snap
+expect_grep "sbrk_grow" out; expect_no_grep "keep_map|file_map|big_malloc" out
+run_mw 0 show -F pprof --kind mmap -o a1.pb.gz a1.snap
+run_mw 0 show -F pprof -o all.pb.gz a1.snap
+if command -v go >/dev/null 2>&1; then
+	export HOME="$tmp" GOCACHE="$tmp/gocache" GOPATH="$tmp/go" PPROF_TMPDIR="$tmp/pprof"
+	unset DEBUGINFOD_URLS GOFLAGS
+	if go tool pprof -tags a1.pb.gz >tags.out 2>tags.err; then
+		expect_grep ' mmap$' tags.out; expect_no_grep ' (malloc|brk|file)$' tags.out
+		go tool pprof -tags all.pb.gz >tags.out 2>tags.err || fail "go tool pprof -tags all.pb.gz"
+		expect_grep ' brk$' tags.out; expect_grep ' file$' tags.out; expect_grep ' malloc$' tags.out
+	else
+		echo "note: go tool pprof does not run here: the pprof labels are not read" >&2
+	fi
+fi
 step a
 wait_ready a 2
 take_snap "$pa" a2.snap
