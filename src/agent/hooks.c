@@ -509,8 +509,12 @@ static ON void *mremap_on(void *old, size_t olen, size_t nlen, int flags, void *
 		for (i = 0; i < nmranges && olen; i++)
 			if (mranges[i].lo < hi && mranges[i].hi >= hi)
 				kind = mranges[i].kind;
-		if (nlo != lo)
-			forget_range(nlo, nhi);   /* MREMAP_FIXED unmapped what was there */
+		/* where the mapping now reaches was not mapped before (or
+		 * MREMAP_FIXED unmapped it): a range there is stale */
+		if (nlo != lo && nmranges)
+			forget_range(nlo, nhi);
+		else if (nhi > hi && nmranges)
+			forget_range(hi, nhi);
 		if (olen && nmranges)
 			move_range(lo, hi, nhi - nlo < hi - lo ? lo + (nhi - nlo) : hi, nlo - lo);
 		if (sample && nhi > grow && mw_sampled_mmap((void *)grow, nlen - olen, kind))
