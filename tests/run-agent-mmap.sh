@@ -1,6 +1,7 @@
 #!/bin/sh
-# run-agent-mmap.sh: the program's own mmaps are sampled as the mmap kind (file
-# mappings as the file kind, its own brk/sbrk growth as the brk kind), by the
+# run-agent-mmap.sh: the program's own mmaps are sampled as the mmap kind (shared
+# anonymous ones too; mappings of a file or a memfd
+# as the file kind, its own brk/sbrk growth as the brk kind), by the
 # length mapped: kept, partially unmapped, mremapped (grown, shrunk, moved, or
 # grown from a mapping never seen), replaced by MAP_FIXED; mappings made by a
 # raw system call are not counted, and malloc's own mmaps (glibc's, and
@@ -27,6 +28,7 @@ expect_eq "grow_map live samples" "$(site live_samples a1.snap "$T" grow_map mma
 expect_eq "fixed_map live bytes" "$(site live_bytes a1.snap "$T" fixed_map mmap)" $((4 * MIB))
 expect_eq "file_map live bytes" "$(site live_bytes a1.snap "$T" file_map file)" $MIB
 expect_eq "file_map as mmap" "$(site live_bytes a1.snap "$T" file_map mmap)" 0
+expect_eq "memfd_map live bytes" "$(site live_bytes a1.snap "$T" memfd_map file)" $MIB
 expect_eq "raw_map live bytes" "$(site live_bytes a1.snap "$T" raw_map)" 0
 expect_eq "shrink_map live bytes" "$(site live_bytes a1.snap "$T" shrink_map mmap)" $((3 * MIB))
 expect_eq "shrink_map allocated bytes" "$(site alloc_bytes a1.snap "$T" shrink_map mmap)" $((8 * MIB))
@@ -41,7 +43,7 @@ expect_eq "big_realloc as malloc" "$(site live_bytes a1.snap "$T" big_realloc ma
 # malloc's own mmaps and mremaps are never also mapping rows: every mapping
 # row is one of the sites above
 expect_eq "all mmap rows" "$(site live_bytes a1.snap "" "" mmap)" $((41 * MIB))
-expect_eq "all file rows" "$(site live_bytes a1.snap "" "" file)" $MIB
+expect_eq "all file rows" "$(site live_bytes a1.snap "" "" file)" $((2 * MIB))
 expect_eq "all brk rows" "$(site live_bytes a1.snap "" "" brk)" $((3 * MIB))
 
 # Reports: the kind is shown after the head frame, and --kind filters.
@@ -117,7 +119,7 @@ if [ -f "$J" ]; then
 	take_snap "$pj" j1.snap
 	expect_eq "jemalloc: all mmap rows" "$(site live_bytes j1.snap "" "" mmap)" $((41 * MIB))
 	expect_grep '^module .*libjemalloc' j1.snap.txt
-	expect_eq "jemalloc: all file rows" "$(site live_bytes j1.snap "" "" file)" $MIB
+	expect_eq "jemalloc: all file rows" "$(site live_bytes j1.snap "" "" file)" $((2 * MIB))
 	expect_eq "jemalloc: all brk rows" "$(site live_bytes j1.snap "" "" brk)" $((3 * MIB))
 	expect_eq "jemalloc: big_malloc as malloc" "$(site live_bytes j1.snap "$T" big_malloc malloc)" $MIB
 	expect_eq "jemalloc: big_realloc as malloc" "$(site live_bytes j1.snap "$T" big_realloc malloc)" $((4 * MIB))

@@ -5,7 +5,8 @@
  *            two pieces); grow_map() maps 4 MiB and mremaps it to 12 MiB;
  *            fixed_map() maps 4 MiB and maps 1 MiB shared over its start with
  *            MAP_FIXED (the 1 MiB shared anonymous and 3 MiB private: 4 MiB);
- *            file_map() maps 1 MiB of a file (the file kind); raw_map() maps
+ *            file_map() maps 1 MiB of a file and memfd_map() 1 MiB of a memfd
+ *            shared (both the file kind); raw_map() maps
  *            4 MiB by a raw system call and unmaps half of it through munmap
  *            (never seen, nothing taken out); shrink_map() maps 8 MiB and
  *            mremaps it to 3 MiB; move_map() maps 4 MiB and mremaps it onto a
@@ -32,7 +33,7 @@
 
 #define MIB ((size_t)1 << 20)
 
-static char *kept, *part, *grown, *fixed, *filem, *raw, *big, *bigr, *shrunk, *moved, *unseen;
+static char *kept, *part, *grown, *fixed, *filem, *memfdm, *raw, *big, *bigr, *shrunk, *moved, *unseen;
 
 static char *map_anon(size_t len)
 {
@@ -81,6 +82,18 @@ __attribute__((noinline)) static void file_map(const char *path)
 	close(fd);
 	if (filem == MAP_FAILED)
 		exit(6);
+}
+
+__attribute__((noinline)) static void memfd_map(void)
+{
+	int fd = memfd_create("agent_mmap", 0);
+	if (fd < 0 || ftruncate(fd, (off_t)MIB) != 0)
+		exit(15);
+	memfdm = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (memfdm == MAP_FAILED)
+		exit(15);
+	memset(memfdm, 9, MIB);
 }
 
 __attribute__((noinline)) static void raw_map(void)
@@ -193,6 +206,7 @@ int main(int argc, char **argv)
 	grow_map();
 	fixed_map();
 	file_map(argv[0]);
+	memfd_map();
 	raw_map();
 	shrink_map();
 	move_map();
@@ -208,6 +222,7 @@ int main(int argc, char **argv)
 	munmap(grown, 12 * MIB);
 	munmap(fixed, 4 * MIB);
 	munmap(filem, MIB);
+	munmap(memfdm, MIB);
 	munmap(raw + 2 * MIB, 2 * MIB);
 	munmap(shrunk, 3 * MIB);
 	munmap(moved, 4 * MIB);
