@@ -44,6 +44,12 @@ enum snap_section_flags {
 #define MIN_SYMFRAME_LEN 3             /* function, file, line */
 #define MIN_REGION_LEN 7               /* kind, name and five figures */
 
+const char *snap_kind_name(int kind)
+{
+	static const char *const names[] = { "malloc", "mmap", "brk", "file" };
+	return kind >= 0 && kind < (int)(sizeof names / sizeof names[0]) ? names[kind] : "?";
+}
+
 /* Name of a known section type, for messages. */
 static const char *section_name(uint32_t type)
 {

@@ -31,8 +31,24 @@ struct snap_frame {
 
 enum snap_stack_flags {
 	SNAP_STACK_TRUNCATED = 1 << 0,   /* deeper than the depth limit: frames cut */
-	SNAP_STACK_MMAP = 1 << 1,        /* the program's own mmaps, not malloc blocks */
+	SNAP_STACK_MMAP = 1 << 1,        /* the program's own mappings, not malloc blocks */
+	/* Refinements of SNAP_STACK_MMAP, only ever set with it (so that a reader
+	 * that knows only bit 1 reads them as mappings, which they are): */
+	SNAP_STACK_BRK = 1 << 2,         /* the program's own brk/sbrk growth */
+	SNAP_STACK_FILE = 1 << 3,        /* mappings of a descriptor: a file, memfd, shm */
 };
+
+/* The kind of memory a stack holds, from its flags. */
+enum snap_kind { SNAP_KIND_MALLOC, SNAP_KIND_MMAP, SNAP_KIND_BRK, SNAP_KIND_FILE };
+static inline enum snap_kind snap_stack_kind(uint32_t flags)
+{
+	if (!(flags & SNAP_STACK_MMAP))
+		return SNAP_KIND_MALLOC;
+	return flags & SNAP_STACK_BRK ? SNAP_KIND_BRK
+	       : flags & SNAP_STACK_FILE ? SNAP_KIND_FILE : SNAP_KIND_MMAP;
+}
+/* "malloc", "mmap", "brk" or "file"; "?" for anything else. */
+const char *snap_kind_name(int kind);
 
 /* One distinct call stack and what is attributed to it. Estimated figures are the
  * sums of the weights of the sampled blocks: a block of s bytes was sampled with

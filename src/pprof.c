@@ -19,6 +19,7 @@
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__ValueType ValueType;
 typedef Perftools__Profiles__Sample Sample;
+typedef Perftools__Profiles__Label Label;
 typedef Perftools__Profiles__Mapping Mapping;
 typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
@@ -368,6 +369,7 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 	ValueType vt[PPROF_NVALUES], period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	ValueType *vtp[PPROF_NVALUES];
 	Sample *samples = NULL, **samplep = NULL;
+	Label *labels = NULL, **labelp = NULL;
 	Location *locs = NULL, **locp = NULL;
 	Line *lines = NULL, **linep = NULL;
 	Function *funcs = NULL, **funcp = NULL;
@@ -396,6 +398,8 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 	values = xmalloc((n ? n : 1) * PPROF_NVALUES * sizeof *values);
 	samples = xmalloc((n ? n : 1) * sizeof *samples);
 	samplep = xmalloc((n ? n : 1) * sizeof *samplep);
+	labels = xmalloc((n ? n : 1) * sizeof *labels);
+	labelp = xmalloc((n ? n : 1) * sizeof *labelp);
 	nids = 0;
 	for (i = 0; i < n; i++) {
 		Sample *s = &samples[i];
@@ -410,6 +414,15 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 		memcpy(values + i * PPROF_NVALUES, v[i].value, sizeof v[i].value);
 		s->value = values + i * PPROF_NVALUES;
 		s->n_value = PPROF_NVALUES;
+		if (v[i].kind) {
+			/* what memory it is, as Go's profiles label theirs */
+			perftools__profiles__label__init(&labels[i]);
+			labels[i].key = str_index(&b, "kind");
+			labels[i].str = str_index(&b, v[i].kind);
+			labelp[i] = &labels[i];
+			s->label = &labelp[i];
+			s->n_label = 1;
+		}
 		samplep[i] = s;
 	}
 
@@ -506,6 +519,8 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 	free(values);
 	free(samples);
 	free(samplep);
+	free(labels);
+	free(labelp);
 	free(lines);
 	free(linep);
 	free(locs);

@@ -33,6 +33,7 @@ struct pprof_sample {
 	const uint32_t *map;
 	size_t nmodules;
 	int64_t value[PPROF_NVALUES];
+	const char *kind;             /* the sample label "kind" (malloc, mmap...); NULL: none */
 };
 
 /* What the profile is of: one snapshot (show), or the change from in[0] to

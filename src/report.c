@@ -45,7 +45,9 @@ const char diff_usage[] =
 	"        --hide REGEX       frames whose function matches are not the user's code\n"
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
 	"        --kind KIND        malloc (heap blocks), mmap (the program's own anonymous\n"
-	"                           mappings) or all (default); mmap rows say [mmap]\n"
+	"                           mappings), brk (its own brk/sbrk growth), file (its\n"
+	"                           mappings of files, memfd, shm) or all (default); rows\n"
+	"                           of the last three say [mmap], [brk] or [file]\n"
 	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
 	"                           and show a Python interpreter's own frames\n"
 	"        --full-names       C++ names with their template arguments in tables\n"
@@ -72,7 +74,9 @@ const char show_usage[] =
 	"        --hide REGEX       frames whose function matches are not the user's code\n"
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
 	"        --kind KIND        malloc (heap blocks), mmap (the program's own anonymous\n"
-	"                           mappings) or all (default); mmap rows say [mmap]\n"
+	"                           mappings), brk (its own brk/sbrk growth), file (its\n"
+	"                           mappings of files, memfd, shm) or all (default); rows\n"
+	"                           of the last three say [mmap], [brk] or [file]\n"
 	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
 	"                           and show a Python interpreter's own frames\n"
 	"        --full-names       C++ names with their template arguments in tables\n"
@@ -80,7 +84,8 @@ const char show_usage[] =
 	"    -h, --help             this help\n";
 
 enum by { BY_STACK, BY_FUNCTION, BY_LINE };
-enum kind { KIND_ALL, KIND_MALLOC, KIND_MMAP };
+/* --kind: all, or one enum snap_kind plus one */
+enum kind { KIND_ALL, KIND_MALLOC, KIND_MMAP, KIND_BRK, KIND_FILE };
 enum format { FMT_TABLE, FMT_FOLDED, FMT_JSON, FMT_PPROF, FMT_SVG };
 
 struct opts {
@@ -128,7 +133,7 @@ struct row {
 	size_t nmodules;
 	uint32_t nframes;
 	bool truncated;
-	bool mmap;                    /* stacks of the program's own mmaps (SNAP_STACK_MMAP) */
+	uint8_t kind;                 /* enum snap_kind of its stacks */
 	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
 	int64_t growth;               /* diff: f[1].live_bytes - f[0].live_bytes */
 	double sd;                    /* standard error of what the row shows: its live
@@ -230,7 +235,7 @@ struct cand {
 	size_t nmodules;
 	uint32_t n;
 	uint64_t hash;
-	bool mmap;
+	uint8_t kind;
 };
 
 /* Is c the row w: the same key, or by stack the same frames? */
@@ -238,7 +243,7 @@ static bool row_matches(const struct report *r, const struct row *w, const struc
 {
 	uint32_t i;
 
-	if (w->hash != c->hash || w->mmap != c->mmap)
+	if (w->hash != c->hash || w->kind != c->kind)
 		return false;
 	if (r->o->by != BY_STACK || w->key)
 		return w->key && w->keylen == r->klen && memcmp(w->key, r->kbuf, r->klen) == 0;
@@ -294,7 +299,7 @@ static struct row *row_get(struct report *r, const struct cand *c, bool keyed, b
 	w->nmodules = c->nmodules;
 	w->nframes = c->n;
 	w->truncated = truncated;
-	w->mmap = c->mmap;
+	w->kind = c->kind;
 	return w;
 }
 
@@ -570,8 +575,8 @@ static void collect(struct report *r, int k)
 		bool keyed = true;
 		struct row *w;
 
-		c.mmap = (st->flags & SNAP_STACK_MMAP) != 0;
-		if (r->o->kind != KIND_ALL && c.mmap != (r->o->kind == KIND_MMAP))
+		c.kind = (uint8_t)snap_stack_kind(st->flags);
+		if (r->o->kind != KIND_ALL && c.kind + 1 != (int)r->o->kind)
 			continue;
 
 		/* only the frames that are trimmed, grouped by or printed are ever
@@ -596,7 +601,7 @@ static void collect(struct report *r, int k)
 				h = (h ^ g.offset ^ ((uint64_t)g.gmod << 44)) * UINT64_C(0x100000001b3);
 				h ^= h >> 31;
 			}
-			c.hash = h ^ c.mmap;
+			c.hash = h ^ c.kind;
 			keyed = false;
 		} else {
 			struct dframe f = key_frame_of(r, st->frames + top, in->map, nm, n - top);
@@ -614,7 +619,7 @@ static void collect(struct report *r, int k)
 			}
 		}
 		if (keyed) {
-			key_add(r, &c.mmap, sizeof c.mmap);
+			key_add(r, &c.kind, sizeof c.kind);
 			c.hash = hash_bytes(r->kbuf, r->klen);
 		}
 		c.sf = st->frames + top;
@@ -806,7 +811,7 @@ static void print_short_name(FILE *f, const char *name)
 
 /* One frame as the table shows it. */
 static void print_frame(FILE *f, struct report *r, const struct dframe *d, const char *via,
-			bool mmap)
+			int kind)
 {
 	if (!d->function)
 		fputs("<unknown>", f);
@@ -828,8 +833,8 @@ static void print_frame(FILE *f, struct report *r, const struct dframe *d, const
 	}
 	if (d->inlined)
 		fputs(" [inlined]", f);
-	if (mmap)
-		fputs(" [mmap]", f);
+	if (kind > SNAP_KIND_MALLOC)
+		fprintf(f, " [%s]", snap_kind_name(kind));
 	if (via && *via)
 		fprintf(f, "  (%s)", via);
 	fputc('\n', f);
@@ -849,7 +854,7 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			fprintf(f, "%*s", width, "");
-		print_frame(f, r, &d[i], i == 0 ? via : NULL, i == 0 && w->mmap);
+		print_frame(f, r, &d[i], i == 0 ? via : NULL, i == 0 ? w->kind : SNAP_KIND_MALLOC);
 	}
 	if (total > n)
 		fprintf(f, "%*s... %zu more frame%s%s\n", width, "", total - n,
@@ -1572,11 +1577,11 @@ static void json_show(FILE *f, struct report *r)
 								   (double)r->in[0].total.live_bytes
 							 : 0;
 		fprintf(f,
-			"%s\n  {\"rank\": %zu, \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+			"%s\n  {\"rank\": %zu, \"kind\": \"%s\", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
 			", \"live_samples\": %" PRIu64 ", \"share\": %.4f, \"alloc_bytes\": %" PRIu64
 			", \"alloc_blocks\": %" PRIu64 ", \"stderr_bytes\": %.0f, \"weak\": %s"
 			", \"truncated\": %s,\n    ",
-			i ? "," : "", i + 1, w->f[0].live_bytes, w->f[0].live_blocks,
+			i ? "," : "", i + 1, snap_kind_name(w->kind), w->f[0].live_bytes, w->f[0].live_blocks,
 			w->f[0].live_samples, share, w->f[0].alloc_bytes, w->f[0].alloc_blocks, w->sd,
 			w->weak ? "true" : "false", w->truncated ? "true" : "false");
 		json_frames(f, r, w);
@@ -1593,13 +1598,13 @@ static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
 		fprintf(f,
-			"%s\n  {\"rank\": %zu, \"status\": \"%s\", \"growth_bytes\": %" PRId64
+			"%s\n  {\"rank\": %zu, \"status\": \"%s\", \"kind\": \"%s\", \"growth_bytes\": %" PRId64
 			", \"growth_blocks\": %" PRId64 ", \"before_bytes\": %" PRIu64
 			", \"after_bytes\": %" PRIu64 ", \"before_blocks\": %" PRIu64
 			", \"after_blocks\": %" PRIu64 ", \"before_samples\": %" PRIu64
 			", \"after_samples\": %" PRIu64 ", \"stderr_bytes\": %.0f, \"weak\": %s"
 			", \"truncated\": %s,\n    ",
-			i ? "," : "", i + 1, status_of(w), w->growth,
+			i ? "," : "", i + 1, status_of(w), snap_kind_name(w->kind), w->growth,
 			(int64_t)w->f[1].live_blocks - (int64_t)w->f[0].live_blocks,
 			w->f[0].live_bytes, w->f[1].live_bytes, w->f[0].live_blocks,
 			w->f[1].live_blocks, w->f[0].live_samples, w->f[1].live_samples, w->sd,
@@ -1754,6 +1759,7 @@ static int pprof_out(FILE *f, struct report *r)
 				       ? (uint32_t)r->o->depth : v[i]->nframes;
 		p[i].map = v[i]->map;
 		p[i].nmodules = v[i]->nmodules;
+		p[i].kind = snap_kind_name(v[i]->kind);
 		p[i].value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
 		p[i].value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
 		p[i].value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
@@ -1919,8 +1925,13 @@ static int parse_opts(int argc, char **argv, const char *usage, struct opts *o)
 				o->kind = KIND_MALLOC;
 			else if (strcmp(optarg, "mmap") == 0)
 				o->kind = KIND_MMAP;
+			else if (strcmp(optarg, "brk") == 0)
+				o->kind = KIND_BRK;
+			else if (strcmp(optarg, "file") == 0)
+				o->kind = KIND_FILE;
 			else {
-				mw_error("%s: invalid --kind '%s' (malloc, mmap or all)", argv[0], optarg);
+				mw_error("%s: invalid --kind '%s' (malloc, mmap, brk, file or all)", argv[0],
+					 optarg);
 				return MW_EXIT_USAGE;
 			}
 			break;

@@ -67,12 +67,12 @@ take_snap() {
 # site FIELD SNAP BINARY FUNCTION [KIND]: the sum of FIELD (live_bytes, live_blocks,
 # live_samples, alloc_bytes, alloc_blocks) over the stacks of SNAP that have a
 # frame inside FUNCTION of BINARY (an executable or a library, matched by file
-# name among the snapshot's modules); with KIND (malloc or mmap) only the
-# stacks of that kind. Called in $(...): a failure prints
+# name among the snapshot's modules); with KIND (malloc, mmap, brk or file)
+# only the stacks of that kind. An empty FUNCTION (and BINARY) sums every stack. Called in $(...): a failure prints
 # "error" (no number compares equal to it) and is counted by finish.
 site() {
-	local field=$1 snap=$2 bin=$3 fn=$4 kind=${5:-all} range lo size
-	range=$(nm -S --defined-only "$bin" | awk -v f="$fn" '$4 == f { print $1, $2; exit }')
+	local field=$1 snap=$2 bin=$3 fn=$4 kind=${5:-all} range="0 0" lo size
+	[ -z "$fn" ] || range=$(nm -S --defined-only "$bin" | awk -v f="$fn" '$4 == f { print $1, $2; exit }')
 	if [ -z "$range" ]; then
 		fail "no function $fn in $bin"
 		echo error
@@ -85,14 +85,20 @@ site() {
 		echo error
 		return
 	fi
-	awk -v base="${bin##*/}" -v lo="$lo" -v hi="$((lo + size))" -v field="$field" -v kind="$kind" '
+	awk -v base="${bin##*/}" -v lo="$lo" -v hi="$((lo + size))" -v field="$field" -v kind="$kind" -v fn="$fn" '
 	function hex(s,   i, v) {
 		s = tolower(s); sub(/^0x/, "", s); v = 0
 		for (i = 1; i <= length(s); i++)
 			v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
 		return v
 	}
-	function flush() { if (instack && hit) sum += val; instack = 0 }
+	function kindof(f) {
+		if (int(f / 2) % 2 == 0) return "malloc"
+		if (int(f / 4) % 2 == 1) return "brk"
+		if (int(f / 8) % 2 == 1) return "file"
+		return "mmap"
+	}
+	function flush() { if (instack && (hit || fn == "")) sum += val; instack = 0 }
 	BEGIN { mod = -1; sum = 0 }
 	/^module / {
 		if (match($0, /path="[^"]*"/)) {
@@ -105,7 +111,7 @@ site() {
 		for (i = 3; i <= NF; i++) {
 			split($i, kv, "=")
 			if (kv[1] == field) val = kv[2]
-			if (kv[1] == "flags" && kind != "all" && (int(hex(kv[2]) / 2) % 2 == 1) != (kind == "mmap"))
+			if (kv[1] == "flags" && kind != "all" && kindof(hex(kv[2])) != kind)
 				instack = 0
 		}
 	}

@@ -19,6 +19,14 @@ for r in 1 4096; do
 	expect_grep '^ok ops=' storm$r.out
 done
 
+# the mapping hooks: maps split, grown, shrunk and moved by mremap, the break
+# raised and lowered, every one recorded
+printf 'go\ngo\n' | LD_PRELOAD=$MEMWATCH_AGENT MEMWATCH_AGENT_OPTIONS=capture=now,rate=1 \
+	$VG "$TARGETS/agent_mmap" >mmap.out 2>mmap.err
+st=$?
+[ $st -eq 0 ] || { fail "agent_mmap under memcheck: status $st"; sed 's/^/  | /' mmap.err | head -40 >&2; }
+expect_grep '^ok$' mmap.out
+
 # 2. known sites with snapshots, a stop (hooks removed) and a new start
 T=$TARGETS/agent_sites
 start_agent_target v capture=now,rate=1 $VG "$T"

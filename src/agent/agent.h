@@ -36,7 +36,7 @@ extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) 
 enum mw_func {
 	F_MALLOC, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_FREE, F_POSIX_MEMALIGN,
 	F_ALIGNED_ALLOC, F_MEMALIGN, F_VALLOC, F_PVALLOC, F_DLOPEN,
-	F_MMAP, F_MMAP64, F_MUNMAP, F_MREMAP, F_COUNT
+	F_MMAP, F_MMAP64, F_MUNMAP, F_MREMAP, F_BRK, F_SBRK, F_COUNT
 };
 
 /* The allocator's own entry points (what a patched slot pointed to), resolved
@@ -57,6 +57,8 @@ struct __attribute__((aligned(64))) mw_orig {
 	void *(*mmap64)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*brk)(void *);
+	void *(*sbrk)(intptr_t);
 };
 extern struct mw_orig mw_orig MW_HIDDEN;
 
@@ -111,9 +113,11 @@ void mw_maps_reset_end(void) MW_HIDDEN;
 /* heap.c: sampler, stacks, live-sample table. */
 void *mw_sampled_alloc(void *p, size_t size) MW_HIDDEN;   /* slow path after a sample point */
 void mw_sampled_free(const void *p) MW_HIDDEN;            /* remove the record of p, if any */
-/* A private anonymous mapping at a sample point: record it with the mmap kind.
- * Called with mw_tls.guard 1 (the hook's own); true when recorded. */
-bool mw_sampled_mmap(void *p, size_t len) MW_HIDDEN;
+/* A mapping (or brk growth) of len bytes at p that crossed the countdown:
+ * record it with kind (SNAP_STACK_MMAP, alone or with SNAP_STACK_BRK or
+ * SNAP_STACK_FILE). Called with mw_tls.guard 1 (the hook's own); true when
+ * recorded. */
+bool mw_sampled_mmap(void *p, size_t len, uint32_t kind) MW_HIDDEN;
 /* realloc: take p's record out (returns true and its fields when there was one),
  * and put it back if the realloc failed. */
 struct mw_taken { uint64_t bytes, blocks_fx; uint32_t stack; };

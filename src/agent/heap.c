@@ -928,14 +928,14 @@ void *mw_sampled_alloc(void *p, size_t size)
 
 /* The same for a mapping of len bytes at p (the mmap hooks, which hold their
  * own guard): true when it was recorded, with the kind flag in its stack. */
-bool mw_sampled_mmap(void *p, size_t len)
+bool mw_sampled_mmap(void *p, size_t len, uint32_t kind)
 {
 	struct mw_tls *t = &mw_tls;
 	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
 
 	if (t->guard != 1 || !e || !at_sample_point(t, e, len))
 		return false;
-	record(p, len, SNAP_STACK_MMAP);
+	record(p, len, kind);
 	return true;
 }
 

@@ -16,13 +16,14 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "snapshot.h"
 
 struct mw_orig mw_orig;
 
 static const char *const func_names[F_COUNT] = {
 	"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
 	"aligned_alloc", "memalign", "valloc", "pvalloc", "dlopen",
-	"mmap", "mmap64", "munmap", "mremap",
+	"mmap", "mmap64", "munmap", "mremap", "brk", "sbrk",
 };
 
 /* ------------------------------------------------------------------------- */
@@ -298,25 +299,32 @@ static void *hk_dlopen(const char *name, int flags)
 }
 
 /* ------------------------------------------------------------------------- */
-/* The mmap family. Only private anonymous mappings are sampled (kind mmap), on
- * the same countdown as malloc, by the length the caller asked for (what its
- * mmap mapped, touched or not). A table of the sampled ranges, under a lock
- * (mmap is a system call anyway), lets munmap, mremap and MAP_FIXED take them
- * out: a partial unmap shrinks or splits a record, each remaining piece weighed
- * by its share of the length. A call made while the agent itself runs on this
- * thread (libunwind, a handler that interrupted a hook) passes straight through. */
+/* The mmap family and brk. Every mapping the program makes through its own
+ * slots is sampled on the same countdown as malloc, by the length it asked for
+ * (what its mmap mapped, touched or not): an anonymous one (private or shared)
+ * of kind mmap, one of a descriptor (a file, memfd, shm) of kind file; the
+ * program's own brk/sbrk growth of kind brk. An allocator's own calls never
+ * come here: glibc's malloc calls its internal __mmap, __mremap and __sbrk
+ * (libc.so.6 has no relocation for these names), and the slots of a module that
+ * defines the real malloc are left alone (allocator_module). A table of the
+ * sampled ranges, under a lock (these are system calls anyway), lets munmap,
+ * mremap, MAP_FIXED and a lower break take them out or move them: a partial
+ * unmap shrinks or splits a record, each remaining piece weighed by its share
+ * of the length. A call made while the agent itself runs on this thread
+ * (libunwind, a handler that interrupted a hook) passes straight through. */
 
 static size_t page_size;
 
 struct mrange {
 	uintptr_t lo, hi;
+	uint32_t kind;               /* the stack flags it was recorded with */
 };
 
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mrange *mranges;
 static size_t nmranges, capmranges;
 
-static bool mrange_add(uintptr_t lo, uintptr_t hi)
+static bool mrange_add(uintptr_t lo, uintptr_t hi, uint32_t kind)
 {
 	if (nmranges == capmranges) {
 		size_t ncap = capmranges ? capmranges * 2 : 256;
@@ -332,28 +340,36 @@ static bool mrange_add(uintptr_t lo, uintptr_t hi)
 	}
 	mranges[nmranges].lo = lo;
 	mranges[nmranges].hi = hi;
+	mranges[nmranges].kind = kind;
 	nmranges++;
 	return true;
 }
 
-/* The part [lo, hi) of a record taken out of [a, b), put back at lo. */
-static void put_piece(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t b, const struct mw_taken *t)
+/* The part [lo, hi) of a record r taken out (t), put back delta bytes away. */
+static void put_piece(uintptr_t lo, uintptr_t hi, const struct mrange *r, uintptr_t delta,
+		      const struct mw_taken *t)
 {
 	struct mw_taken p = *t;
-	p.bytes = (uint64_t)((unsigned __int128)t->bytes * (hi - lo) / (b - a));
-	if (!mrange_add(lo, hi))
+	p.bytes = (uint64_t)((unsigned __int128)t->bytes * (hi - lo) / (r->hi - r->lo));
+	if (!mrange_add(lo + delta, hi + delta, r->kind))
 		return;
-	mw_put_record((void *)lo, &p);
+	mw_put_record((void *)(lo + delta), &p);
 }
 
-/* [lo, hi) is no longer mapped as it was: take the sampled ranges out of it,
- * keeping the parts outside. Under maps_lock. */
-static void forget_range(uintptr_t lo, uintptr_t hi)
+/* The memory [lo, hi) went delta bytes away (mremap), of which only the part
+ * below keep is still mapped (keep == lo: none, the munmap case): take the
+ * sampled ranges out of it, keep their parts outside in place and move the
+ * kept parts inside. The new place must not overlap [lo, hi) (the kernel
+ * refuses that), so a piece moved is never looked at twice. Under maps_lock. */
+static void move_range(uintptr_t lo, uintptr_t hi, uintptr_t keep, uintptr_t delta)
 {
 	size_t i = 0;
+	if (!delta)
+		lo = keep;   /* in place: what is kept stays as it is */
 	while (i < nmranges) {
 		struct mrange r = mranges[i];
 		struct mw_taken t;
+		uintptr_t a = r.lo > lo ? r.lo : lo, b = r.hi < keep ? r.hi : keep;
 		if (r.hi <= lo || r.lo >= hi) {
 			i++;
 			continue;
@@ -362,13 +378,22 @@ static void forget_range(uintptr_t lo, uintptr_t hi)
 		if (!mw_take_record((void *)r.lo, &t))
 			continue;   /* dropped by a reset meanwhile */
 		if (r.lo < lo)
-			put_piece(r.lo, lo, r.lo, r.hi, &t);
+			put_piece(r.lo, lo, &r, 0, &t);
 		if (r.hi > hi)
-			put_piece(hi, r.hi, r.lo, r.hi, &t);
+			put_piece(hi, r.hi, &r, 0, &t);
+		if (a < b)
+			put_piece(a, b, &r, delta, &t);
 		/* The pieces went to the end, past the ones left to look at. */
-		if (r.lo < lo || r.hi > hi)
+		if (r.lo < lo || r.hi > hi || a < b)
 			i = 0;
 	}
+}
+
+/* [lo, hi) is no longer mapped as it was: take the sampled ranges out of it,
+ * keeping the parts outside. Under maps_lock. */
+static void forget_range(uintptr_t lo, uintptr_t hi)
+{
+	move_range(lo, hi, lo, 0);
 }
 
 static uintptr_t page_end(uintptr_t a, size_t len)
@@ -377,6 +402,12 @@ static uintptr_t page_end(uintptr_t a, size_t len)
 	if (e < a)
 		return UINTPTR_MAX & ~(page_size - 1);
 	return (e + page_size - 1) & ~(page_size - 1);
+}
+
+/* The kind a new mapping of these flags is recorded with. */
+static uint32_t map_kind(int flags)
+{
+	return flags & MAP_ANONYMOUS ? SNAP_STACK_MMAP : SNAP_STACK_MMAP | SNAP_STACK_FILE;
 }
 
 static ON void *mmap_on(bool is64, void *addr, size_t len, int prot, int flags, int fd, off_t off,
@@ -391,10 +422,14 @@ static ON void *mmap_on(bool is64, void *addr, size_t len, int prot, int flags, 
 		 : mw_orig.mmap(addr, len, prot, flags, fd, off);
 	err = errno;
 	if (p != MAP_FAILED) {
-		if ((flags & MAP_FIXED) && nmranges)
-			forget_range((uintptr_t)p, page_end((uintptr_t)p, len));
-		if (sample && mw_sampled_mmap(p, len))
-			mrange_add((uintptr_t)p, page_end((uintptr_t)p, len));
+		uintptr_t lo = (uintptr_t)p, hi = page_end(lo, len);
+		/* MAP_FIXED replaced what was there; anything else landed where
+		 * nothing was, which a range left by an unmap the hooks did not see
+		 * (a raw system call) may still claim */
+		if (nmranges)
+			forget_range(lo, hi);
+		if (sample && mw_sampled_mmap(p, len, map_kind(flags)))
+			mrange_add(lo, hi, map_kind(flags));
 	}
 	pthread_mutex_unlock(&maps_lock);
 	mw_tls.guard--;
@@ -402,14 +437,13 @@ static ON void *mmap_on(bool is64, void *addr, size_t len, int prot, int flags, 
 	return p;
 }
 
-/* A private anonymous mapping at a sample point (the countdown moves for the
- * others), or a MAP_FIXED one that may replace sampled ranges: the slow path. */
+/* A mapping at a sample point (the countdown moves for the others), or a
+ * MAP_FIXED one that may replace sampled ranges: the slow path. */
 static inline bool mmap_slow(size_t len, int flags, int e, bool *sample)
 {
 	if (mw_tls.guard)
 		return false;
-	*sample = (flags & MAP_ANONYMOUS) && (flags & MAP_TYPE) == MAP_PRIVATE && len &&
-		  !unsampled(len, e);
+	*sample = len && !unsampled(len, e);
 	return *sample || ((flags & MAP_FIXED) && __atomic_load_n(&nmranges, __ATOMIC_RELAXED));
 }
 
@@ -453,16 +487,15 @@ static int hk_munmap(void *addr, size_t len)
 	return munmap_on(addr, len);
 }
 
-/* Like realloc: the old range is taken out, and the new one is an allocation of
- * the new length at the mremap's own call stack, on the countdown. The kernel
- * only remaps private anonymous memory as it was, so a range that was sampled
- * stays of that kind; one that was not is sampled only if it is anonymous
- * private (which the table cannot tell; a range never sampled is not). */
-static ON void *mremap_on(void *old, size_t olen, size_t nlen, int flags, void *naddr, int e)
+/* The sampled ranges of the old mapping go where the kernel put it, cut at its
+ * new length; growth is new memory, on the countdown like a new mapping of
+ * nlen - olen bytes (sample), at the mremap's own call stack, of the kind of
+ * the sampled range that ended the old mapping (mmap when none did: a mapping
+ * never sampled, or mapped before capture, whose kind the table cannot tell). */
+static ON void *mremap_on(void *old, size_t olen, size_t nlen, int flags, void *naddr, bool sample)
 {
 	void *q;
 	int err;
-	bool had = false;
 	size_t i;
 
 	mw_tls.guard++;
@@ -471,17 +504,21 @@ static ON void *mremap_on(void *old, size_t olen, size_t nlen, int flags, void *
 	err = errno;
 	if (q != MAP_FAILED) {
 		uintptr_t lo = (uintptr_t)old, hi = page_end(lo, olen);
-		for (i = 0; i < nmranges && !had; i++)
-			had = mranges[i].lo < hi && mranges[i].hi > lo;
-		if (had) {
-			forget_range(lo, hi);
-			if (mw_tls.epoch == (uint32_t)e && nlen < mw_tls.left)
-				mw_tls.left -= nlen + 1;
-			else if (mw_sampled_mmap(q, nlen))
-				mrange_add((uintptr_t)q, page_end((uintptr_t)q, nlen));
-		}
-		if ((flags & MREMAP_FIXED) && nmranges)
-			forget_range((uintptr_t)q, page_end((uintptr_t)q, nlen));
+		uintptr_t nlo = (uintptr_t)q, nhi = page_end(nlo, nlen), grow = nlo + (hi - lo);
+		uint32_t kind = SNAP_STACK_MMAP;
+		for (i = 0; i < nmranges && olen; i++)
+			if (mranges[i].lo < hi && mranges[i].hi >= hi)
+				kind = mranges[i].kind;
+		/* where the mapping now reaches was not mapped before (or
+		 * MREMAP_FIXED unmapped it): a range there is stale */
+		if (nlo != lo && nmranges)
+			forget_range(nlo, nhi);
+		else if (nhi > hi && nmranges)
+			forget_range(hi, nhi);
+		if (olen && nmranges)
+			move_range(lo, hi, nhi - nlo < hi - lo ? lo + (nhi - nlo) : hi, nlo - lo);
+		if (sample && nhi > grow && mw_sampled_mmap((void *)grow, nlen - olen, kind))
+			mrange_add(grow, nhi, kind);
 	}
 	pthread_mutex_unlock(&maps_lock);
 	mw_tls.guard--;
@@ -493,15 +530,91 @@ static void *hk_mremap(void *old, size_t olen, size_t nlen, int flags, ...)
 {
 	void *naddr = NULL;
 	int e = capturing();
+	bool sample;
 	if (flags & MREMAP_FIXED) {
 		va_list ap;
 		va_start(ap, flags);
 		naddr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	if (likely(!e) || mw_tls.guard || !__atomic_load_n(&nmranges, __ATOMIC_RELAXED))
+	if (likely(!e) || mw_tls.guard)
 		return mw_orig.mremap(old, olen, nlen, flags, naddr);
-	return mremap_on(old, olen, nlen, flags, naddr, e);
+	sample = nlen > olen && !unsampled(nlen - olen, e);
+	if (!sample && !__atomic_load_n(&nmranges, __ATOMIC_RELAXED))
+		return mw_orig.mremap(old, olen, nlen, flags, naddr);
+	return mremap_on(old, olen, nlen, flags, naddr, sample);
+}
+
+/* The break moved from cur to to (brk or sbrk, under maps_lock): growth at a
+ * sample point is recorded at cur, of kind brk; a lower break takes the
+ * sampled ranges above it out. */
+static void brk_moved(uintptr_t cur, uintptr_t to, bool sample)
+{
+	const uint32_t kind = SNAP_STACK_MMAP | SNAP_STACK_BRK;
+	if (to < cur && nmranges)
+		forget_range(to, cur);
+	else if (to > cur && sample && mw_sampled_mmap((void *)cur, to - cur, kind))
+		mrange_add(cur, to, kind);
+}
+
+static ON void *sbrk_on(intptr_t incr, bool sample)
+{
+	void *old;
+	int err;
+	mw_tls.guard++;
+	pthread_mutex_lock(&maps_lock);
+	old = mw_orig.sbrk(incr);
+	err = errno;
+	if (old != (void *)-1)
+		brk_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)incr, sample);
+	pthread_mutex_unlock(&maps_lock);
+	mw_tls.guard--;
+	errno = err;
+	return old;
+}
+
+/* sbrk and brk called by the program itself (glibc's malloc moves the break
+ * with its internal __sbrk, never through these slots). */
+static void *hk_sbrk(intptr_t incr)
+{
+	int e = capturing();
+	bool sample = false;
+	if (likely(!e) || mw_tls.guard || incr == 0)
+		return mw_orig.sbrk(incr);
+	if (incr > 0)
+		sample = !unsampled((size_t)incr, e);
+	if (!sample && (incr > 0 || !__atomic_load_n(&nmranges, __ATOMIC_RELAXED)))
+		return mw_orig.sbrk(incr);
+	return sbrk_on(incr, sample);
+}
+
+static ON int brk_on(void *addr, int e)
+{
+	void *cur;
+	int r, err;
+	mw_tls.guard++;
+	pthread_mutex_lock(&maps_lock);
+	cur = mw_orig.sbrk(0);
+	r = mw_orig.brk(addr);
+	err = errno;
+	if (r == 0 && cur != (void *)-1) {
+		uintptr_t c = (uintptr_t)cur, a = (uintptr_t)addr;
+		brk_moved(c, a, a > c && !unsampled(a - c, e));
+	}
+	pthread_mutex_unlock(&maps_lock);
+	mw_tls.guard--;
+	errno = err;
+	return r;
+}
+
+/* brk is rare: with capture on, always the slow path (it must learn the old
+ * break to know the growth). */
+static int hk_brk(void *addr)
+{
+	int e = capturing();
+	if (likely(!e) || mw_tls.guard || !mw_orig.sbrk)
+		return mw_orig.brk(addr);
+	return brk_on(addr, e);
 }
 
 void mw_maps_reset_begin(void)
@@ -520,6 +633,7 @@ static void *const hook_fn[F_COUNT] = {
 	(void *)hk_free, (void *)hk_posix_memalign, (void *)hk_aligned_alloc,
 	(void *)hk_memalign, (void *)hk_valloc, (void *)hk_pvalloc, (void *)hk_dlopen,
 	(void *)hk_mmap, (void *)hk_mmap64, (void *)hk_munmap, (void *)hk_mremap,
+	(void *)hk_brk, (void *)hk_sbrk,
 };
 
 /* ------------------------------------------------------------------------- */
@@ -951,6 +1065,7 @@ static int func_of(const char *s)
 	int i;
 	switch (s[0]) {
 	case 'm': case 'c': case 'r': case 'f': case 'p': case 'a': case 'v': case 'd':
+	case 'b': case 's':
 		break;
 	default:
 		return -1;

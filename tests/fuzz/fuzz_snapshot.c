@@ -2,7 +2,8 @@
  * as given (the header, framing and checksum checks), then again with its CRC-32
  * trailer made right, so mutations reach the section parsers behind the checksum.
  * Whatever decodes must re-encode, decode again and re-encode to the same bytes;
- * whatever is refused must say why. Any breach aborts (a finding). */
+ * whatever is refused must say why; every stack's flags name one of the kinds
+ * the reports know. Any breach aborts (a finding). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,12 @@ static void check(const unsigned char *buf, size_t len)
 	}
 	if (cause)
 		abort();
+	for (size_t i = 0; i < s->nstacks; i++) {
+		enum snap_kind k = snap_stack_kind(s->stacks[i].flags);
+		if (strcmp(snap_kind_name(k), "?") == 0 ||
+		    (k != SNAP_KIND_MALLOC) != !!(s->stacks[i].flags & SNAP_STACK_MMAP))
+			abort(); /* every flags value is one kind, the one bit 1 says */
+	}
 
 	unsigned char *e1 = NULL, *e2 = NULL;
 	size_t l1, l2;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make-snapshot-corpus.sh: (re)build the seed corpus of fuzz_snapshot in
-# tests/fuzz/corpus/snapshot/ with snapdump --from-text: a few valid snapshots and
+# tests/fuzz/corpus/snapshot/ with snapdump --from-text: a few valid snapshots (one
+# with a stack of every kind, and the regions section) and
 # a few broken ones (cut, bit-flipped, newer version, unknown section, not a
 # snapshot). The fuzz target repairs the checksum itself, so broken seeds with a
 # stale CRC still reach the section parsers.
@@ -62,7 +63,35 @@ region kind=6 mappings=5 size=2097152 rss=1482752 anon=24576 swap=0 name="/lib/x
 region kind=4 mappings=2 size=65536 rss=4096 anon=4096 swap=8192 name="[anon:pool \"a\"]"
 region kind=42 mappings=1 size=4096 rss=0 anon=0 swap=0 name=-
 T
-for t in empty small rich; do
+# one stack of each kind (flags: malloc 0, mmap 0x2, brk 0x6, file 0xa), and
+# the combinations a reader must still name: truncated mmap 0x3, brk and file
+# bits both set 0xe (brk), a brk bit without the mapping bit 0x4 (malloc)
+cat >"$tmp/kinds.txt" <<'T'
+pid 77
+exe "/bin/k"
+cmdline "k"
+sample_rate 1
+max_depth 64
+module 0 bias=0x400000 lo=0x400000 hi=0x401000 build_id=- path="/bin/k"
+stack 0 live_bytes=64 live_blocks=1 live_samples=1 alloc_bytes=64 alloc_blocks=1 flags=0x0
+  0:0x100
+stack 1 live_bytes=8388608 live_blocks=1 live_samples=1 alloc_bytes=8388608 alloc_blocks=1 flags=0x2
+  0:0x110
+stack 2 live_bytes=2097152 live_blocks=1 live_samples=1 alloc_bytes=3145728 alloc_blocks=1 flags=0x6
+  0:0x120
+stack 3 live_bytes=1048576 live_blocks=1 live_samples=1 alloc_bytes=1048576 alloc_blocks=1 flags=0xa
+  0:0x130
+stack 4 live_bytes=4096 live_blocks=1 live_samples=1 alloc_bytes=4096 alloc_blocks=1 flags=0x3
+  0:0x140
+stack 5 live_bytes=4096 live_blocks=1 live_samples=1 alloc_bytes=4096 alloc_blocks=1 flags=0xe
+  0:0x150
+stack 6 live_bytes=4096 live_blocks=1 live_samples=1 alloc_bytes=4096 alloc_blocks=1 flags=0x4
+  0:0x160
+regions 2
+region kind=1 mappings=1 size=4194304 rss=3145728 anon=3145728 swap=0 name=-
+region kind=7 mappings=1 size=1048576 rss=1048576 anon=0 swap=0 name="/memfd:k (deleted)"
+T
+for t in empty small rich kinds; do
 	"$snapdump" --from-text "$tmp/$t.txt" "$out/valid-$t.snap"
 done
 

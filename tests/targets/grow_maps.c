@@ -1,13 +1,15 @@
-/* grow_maps.c: a target whose memory grows outside malloc, in one of three
+/* grow_maps.c: a target whose memory grows outside malloc, in one of four
  * ways: grow_maps MODE MIB SECONDS
  *   arena    its own arena allocator: 1 MiB chunks of an anonymous mmap,
  *            reserved 1 GiB at a time, touched as handed out (arena_alloc)
  *   threads  threads that each touch 1 MiB of their own stack, then sleep
  *   file     a file of MIB MiB in $TMPDIR (or /tmp) mapped and read through
+ *   brk      its own sbrk, 1 MiB at a time, touched (brk_alloc)
  * It grows by MIB MiB over the first half of SECONDS, prints "ready" first and
  * "grown" when done, then sleeps until SECONDS. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,15 @@ static __attribute__((noinline)) void *arena_alloc(size_t n)
 	}
 	void *p = arena_base + arena_used;
 	arena_used += n;
+	return p;
+}
+
+/* Memory from the break, as an old-style allocator takes it. */
+static __attribute__((noinline)) void *brk_alloc(size_t n)
+{
+	void *p = sbrk((intptr_t)n);
+	if (p == (void *)-1)
+		abort();
 	return p;
 }
 
@@ -67,6 +78,11 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "arena")) {
 		for (unsigned i = 0; i < mib; i++) {
 			memset(arena_alloc(MIB), 1, MIB);
+			pace(i, mib, seconds);
+		}
+	} else if (!strcmp(mode, "brk")) {
+		for (unsigned i = 0; i < mib; i++) {
+			memset(brk_alloc(MIB), 1, MIB);
 			pace(i, mib, seconds);
 		}
 	} else if (!strcmp(mode, "threads")) {

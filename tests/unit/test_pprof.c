@@ -172,8 +172,8 @@ static void test_show(void **state)
 	struct snap_frame frames[] = { { 1, 0x1234 }, { 1, 0x1500 } };
 	struct snap_frame lib[] = { { 0, 0x300 }, { 1, 0x1500 } };
 	struct pprof_sample v[2] = {
-		{ frames, 2, NULL, 2, { 10, 40960, 8, 32768 } },
-		{ lib, 2, NULL, 2, { 1, 100, 1, 100 } },
+		{ frames, 2, NULL, 2, { 10, 40960, 8, 32768 }, "malloc" },
+		{ lib, 2, NULL, 2, { 1, 100, 1, 100 }, "mmap" },
 	};
 	struct symbolizer *z;
 	uint32_t *map;
@@ -198,6 +198,13 @@ static void test_show(void **state)
 	assert_string_equal(str(p, p->period_type->unit), "bytes");
 	assert_int_equal(p->period, 524288);
 	assert_int_equal(p->time_nanos, (int64_t)s->time_ns);
+	/* each sample is labelled with its kind of memory */
+	assert_int_equal(p->n_sample, 2);
+	assert_int_equal(p->sample[0]->n_label, 1);
+	assert_string_equal(str(p, p->sample[0]->label[0]->key), "kind");
+	assert_string_equal(str(p, p->sample[0]->label[0]->str), "malloc");
+	assert_int_equal(p->sample[1]->n_label, 1);
+	assert_string_equal(str(p, p->sample[1]->label[0]->str), "mmap");
 	assert_int_equal(p->duration_nanos, 10000000000);
 
 	/* mapping[0] is the main program, with its build-id in hex */
@@ -254,8 +261,8 @@ static void test_diff_negative(void **state)
 	struct snap_frame frames[] = { { 1, 0x1234 }, { 1, 0x1500 } };
 	struct snap_frame lost[] = { { SNAP_NO_MODULE, 0xdead }, { 1, 0x1500 } };
 	struct pprof_sample v[2] = {
-		{ frames, 2, NULL, 2, { 20, 81920, 20, 81920 } },
-		{ lost, 2, NULL, 2, { -2, -1024, -2, -1024 } },
+		{ frames, 2, NULL, 2, { 20, 81920, 20, 81920 }, NULL },
+		{ lost, 2, NULL, 2, { -2, -1024, -2, -1024 }, NULL },
 	};
 	struct symbolizer *z;
 	uint32_t *map;

@@ -674,6 +674,27 @@ static void test_structure(void **state)
 
 /* Writing is atomic and refuses to overwrite without force; reading names the
  * file in every message. */
+/* The kind of a stack from its flags: bits 2 and 3 refine bit 1, so a reader
+ * that knows only bit 1 reads brk and file stacks as mappings. */
+static void test_stack_kinds(void **state)
+{
+	(void)state;
+	assert_int_equal(snap_stack_kind(0), SNAP_KIND_MALLOC);
+	assert_int_equal(snap_stack_kind(SNAP_STACK_TRUNCATED), SNAP_KIND_MALLOC);
+	assert_int_equal(snap_stack_kind(SNAP_STACK_MMAP), SNAP_KIND_MMAP);
+	assert_int_equal(snap_stack_kind(SNAP_STACK_MMAP | SNAP_STACK_BRK), SNAP_KIND_BRK);
+	assert_int_equal(snap_stack_kind(SNAP_STACK_MMAP | SNAP_STACK_FILE), SNAP_KIND_FILE);
+	assert_int_equal(snap_stack_kind(SNAP_STACK_MMAP | SNAP_STACK_FILE | SNAP_STACK_BRK),
+			 SNAP_KIND_BRK);
+	/* without bit 1 the refinements mean nothing */
+	assert_int_equal(snap_stack_kind(SNAP_STACK_BRK | SNAP_STACK_FILE), SNAP_KIND_MALLOC);
+	assert_string_equal(snap_kind_name(SNAP_KIND_MALLOC), "malloc");
+	assert_string_equal(snap_kind_name(SNAP_KIND_MMAP), "mmap");
+	assert_string_equal(snap_kind_name(SNAP_KIND_BRK), "brk");
+	assert_string_equal(snap_kind_name(SNAP_KIND_FILE), "file");
+	assert_string_equal(snap_kind_name(9), "?");
+}
+
 static void test_file_io(void **state)
 {
 	(void)state;
@@ -760,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_bad_module_ref),
 		cmocka_unit_test(test_forward_compat),
 		cmocka_unit_test(test_structure),
+		cmocka_unit_test(test_stack_kinds),
 		cmocka_unit_test(test_file_io),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
