@@ -63,6 +63,14 @@ int container_check_reach(int pid, char **cause, char **hint);
 int container_connect(int pid, const struct sockaddr *sa, socklen_t salen, int timeout_ms,
 		      char **cause);
 
+/* Accessors for libunwind-ptrace (unw_accessors_t, for unw_create_addr_space)
+ * that find unwind tables through /proc/PID/map_files, so the stacks of a
+ * process in another root unwind with its own files, not the files its
+ * paths name here. One process at a time (memwatch attaches to one at a
+ * time). In container_unwind.c, which needs libunwind-ptrace. */
+struct unw_accessors;
+struct unw_accessors *container_unwind_accessors(int pid);
+
 /* When the process's module files are not the same files at the same paths
  * here (another root), point s's module paths into /proc/PID/root, so that
  * symbolize_embed, run while the process lives, reads its files; returns the

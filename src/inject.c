@@ -351,12 +351,8 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 			    "'%.*s' was replaced or deleted on disk since the process loaded it: "
 			    "its stacks cannot be checked for a safe point",
 			    (int)(strstr(blind, " (deleted)") - blind), blind);
-	if (blind)
-		return fail(INJECT_EUNSUPPORTED, cause, hint,
-			    "run memwatch inside the process's container, or start the program with memwatch run",
-			    "'%s' is not the same file for memwatch as inside the process's root "
-			    "(a container): its stacks cannot be checked for a safe point",
-			    blind);
+	/* (a path that names another file here, in a container, is no blind
+	 * spot: its stacks are unwound through map_files, container_unwind.c) */
 	if (module_from_maps(pid, &ij->cl.maps, match_ldso, 0, 0, false, NULL, &ij->cl.ldso, cause) < 0)
 		return -INJECT_EINTERNAL;
 	if (module_from_maps(pid, &ij->cl.maps, match_libpthread, 0, 0, true, NULL, &ij->cl.libpthread,
@@ -827,7 +823,9 @@ restart:
 
 	if (debug)
 		fprintf(stderr, "inject: prepared in %.2f ms\n", ms_since(t0));
-	ij.cl.as = unw_create_addr_space(&_UPT_accessors, 0);
+	/* in another root, our paths of its files name other files or none */
+	ij.cl.as = unw_create_addr_space(container_other_root(pid) ? container_unwind_accessors(pid)
+								   : &_UPT_accessors, 0);
 	if (!ij.cl.as) {
 		ret = fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot create a libunwind address space");
 		goto out;
