@@ -53,17 +53,17 @@ start_container() {
 	# assignments before a function call outlive it in some shells
 	unset CT_UID CT_SETUP
 	ct_pid=
-	i=0
-	while [ $i -lt 200 ]; do
+	ct_i=0
+	while [ $ct_i -lt 200 ]; do
 		ct_pid=$(pgrep -P "$ct_unshare")
 		if [ -n "$ct_pid" ] && grep -q "^NSpid:.*[[:space:]]1$" "/proc/$ct_pid/status" 2> /dev/null &&
 			[ "$(cat "/proc/$ct_pid/comm")" = "$(basename "$1")" ]; then
 			break
 		fi
-		i=$((i + 1))
+		ct_i=$((ct_i + 1))
 		sleep 0.05
 	done
-	[ $i -lt 200 ] || { cat "$ct_out" >&2; fail "the container did not start"; finish; }
+	[ $ct_i -lt 200 ] || { cat "$ct_out" >&2; fail "the container did not start"; finish; }
 	started_pids="$started_pids $ct_pid"
 	wait_libc "$ct_pid"
 	# its namespaces are other than ours, its root too
