@@ -121,6 +121,39 @@ static const char *const lib_dirs[] = {
 	"/lib", "/usr/lib", "/usr/local/lib", "/usr/local/lib64",
 };
 
+/* The path of the library name (seen from here, caller frees) in the
+ * container's /etc/ld.so.cache (directories of its ld.so.conf), or NULL. The
+ * cache's string table holds each soname followed by its path. */
+static char *in_ld_cache(int pid, const char *name)
+{
+	char fn[64], *buf, *p, *end, *found = NULL;
+	size_t cap = 4 << 20, len = 0, nlen = strlen(name);
+	ssize_t r;
+	int fd;
+
+	snprintf(fn, sizeof fn, "/proc/%d/root/etc/ld.so.cache", pid);
+	if ((fd = open(fn, O_RDONLY | O_CLOEXEC)) < 0)
+		return NULL;
+	buf = xmalloc(cap);
+	while (len < cap - 1 && (r = read(fd, buf + len, cap - 1 - len)) > 0)
+		len += (size_t)r;
+	close(fd);
+	buf[len] = '\0';
+	for (p = buf, end = buf + len; !found && p < end; p += strlen(p) + 1) {
+		/* a NUL-terminated path ending in /name, whose file is there */
+		size_t n = strlen(p);
+		if (p[0] == '/' && n > nlen && p[n - nlen - 1] == '/' && !strcmp(p + n - nlen, name)) {
+			char *cand = xasprintf("/proc/%d/root%s", pid, p);
+			if (access(cand, R_OK) == 0)
+				found = cand;
+			else
+				free(cand);
+		}
+	}
+	free(buf);
+	return found;
+}
+
 /* Find the library name inside pid's root: its path there, seen from here
  * (caller frees), or NULL. Libraries the process has mapped already count. */
 static char *find_in_root(int pid, const char *name, const char *maps)
@@ -141,7 +174,7 @@ static char *find_in_root(int pid, const char *name, const char *maps)
 			return fn;
 		free(fn);
 	}
-	return NULL;
+	return in_ld_cache(pid, name);
 }
 
 /* The whole text of /proc/PID/maps (caller frees), or NULL. */
