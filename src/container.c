@@ -320,6 +320,9 @@ int container_place_agent(int pid, const char *agent_abs, uid_t uid, gid_t gid,
 			free(dir);
 			continue;
 		}
+		/* reachable by the process's user also when we could not take its
+		 * uid (memwatch unprivileged, the owner of a rootless container) */
+		chmod(dir, 0755);
 		char *copy = xasprintf("%s/libmemwatch-agent.so", dir);
 		int r = copy_file(in, copy);
 		if (r < 0) {
