@@ -15,10 +15,12 @@
 #include "capture.h"
 #include "maps.h"
 #include "commands.h"
+#include "container.h"
 #include "control.h"
 #include "inject.h"
 #include "proc.h"
 #include "snapshot.h"
+#include "symbolize.h"
 #include "util.h"
 
 enum capture_state {
@@ -145,6 +147,14 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	path = snap_name(c, c->nsnaps + 1, suffix);
 	/* where the RSS is, by mapping, and the names of JIT frames */
 	maps_enrich_snapshot(s, c->pid);
+	/* a container's files are not ours: name its frames while it lives */
+	char **recorded = container_paths_into_root(s, c->pid);
+	if (recorded && symbolize_embed(s, NULL, 0, &cause) < 0) {
+		mw_warn("pid %d: symbols from its container: %s", c->pid, cause);
+		free(cause);
+		cause = NULL;
+	}
+	container_paths_restore(s, recorded);
 	if (snapshot_write(s, path, c->o.force, &cause) < 0) {
 		/* said once; the log has every one (a full disk fails them all) */
 		if (!c->lost++)

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "container.h"
 #include "control.h"
 #include "agent/protocol.h"
 #include "util.h"
@@ -36,8 +37,8 @@ static int peer_pid_of(int fd)
 int control_connect(int pid, int timeout_ms, char **cause)
 {
 	struct sockaddr_un sa;
-	struct timeval tv;
 	socklen_t salen;
+	char *why = NULL;
 	int fd, n, err;
 
 	if (kill(pid, 0) != 0 && errno == ESRCH) {
@@ -46,22 +47,20 @@ int control_connect(int pid, int timeout_ms, char **cause)
 	}
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "%s%d", MEMWATCH_SOCKET_PREFIX, pid);
+	/* The agent names its socket with its getpid(), the pid of its own PID
+	 * namespace, and the abstract name lives in its network namespace. */
+	n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "%s%d", MEMWATCH_SOCKET_PREFIX,
+		     container_inner_pid(pid));
 	salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		err = errno;
-		*cause = xasprintf("socket: %s", strerror(err));
-		return -err;
-	}
 	if (timeout_ms <= 0)
 		timeout_ms = 10000;
-	tv.tv_sec = timeout_ms / 1000;
-	tv.tv_usec = (timeout_ms % 1000) * 1000;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-	if (connect(fd, (struct sockaddr *)&sa, salen) != 0) {
-		err = errno;
+	fd = container_connect(pid, (struct sockaddr *)&sa, salen, timeout_ms, &why);
+	if (fd < 0 && why) {
+		*cause = why;
+		return fd;
+	}
+	if (fd < 0) {
+		err = -fd;
 		if (err == ECONNREFUSED || err == ENOENT)
 			*cause = xasprintf("pid %d: no memwatch agent is listening", pid);
 		else if (err == EAGAIN)
@@ -69,7 +68,6 @@ int control_connect(int pid, int timeout_ms, char **cause)
 		else
 			*cause = xasprintf("pid %d: cannot connect to the memwatch agent: %s", pid,
 					   strerror(err));
-		close(fd);
 		return -err;
 	}
 	return fd;

@@ -2,6 +2,7 @@
  * stopped at a safe point, made to call dlopen() and memwatch_agent_start() on
  * its own stack, then put back exactly as it was; the others never stop. */
 #include "config.h"
+#include "container.h"
 #include "inject-internal.h"
 #include "util.h"
 #include "agent/protocol.h"
@@ -42,6 +43,7 @@ struct injector {
 	int pid;
 	const char *options;
 	char *agent_abs;            /* absolute path of the agent file */
+	struct container_agent placed;  /* the agent as the process loads it (a copy in a container) */
 	struct stat agent_st;
 	struct proc_status st;
 	uint64_t dlopen_addr, dlerror_addr;
@@ -213,6 +215,11 @@ static int explain_eperm(struct injector *ij, char **cause, char **hint)
 		return fail(INJECT_EPERM, cause, hint,
 			    "kernel.yama.ptrace_scope=3 can only be lowered by rebooting",
 			    "ptrace is disabled for everyone (kernel.yama.ptrace_scope=3)");
+	if (!cap && me == 0)
+		return fail(INJECT_EPERM, cause, hint,
+			    "give memwatch CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE, "
+			    "or a debugging container's profile that has it)",
+			    "ptrace not permitted: memwatch runs as root without CAP_SYS_PTRACE");
 	if (!cap && (ij->st.uid[0] != me || ij->st.uid[1] != me || ij->st.uid[2] != me)) {
 		char *h = xasprintf("run memwatch as uid %u (the process's owner) or as root",
 				    ij->st.uid[1]);
@@ -344,12 +351,8 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 			    "'%.*s' was replaced or deleted on disk since the process loaded it: "
 			    "its stacks cannot be checked for a safe point",
 			    (int)(strstr(blind, " (deleted)") - blind), blind);
-	if (blind)
-		return fail(INJECT_EUNSUPPORTED, cause, hint,
-			    "run memwatch inside the process's container, or start the program with memwatch run",
-			    "'%s' is not the same file for memwatch as inside the process's root "
-			    "(a container): its stacks cannot be checked for a safe point",
-			    blind);
+	/* (a path that names another file here, in a container, is no blind
+	 * spot: its stacks are unwound through map_files, container_unwind.c) */
 	if (module_from_maps(pid, &ij->cl.maps, match_ldso, 0, 0, false, NULL, &ij->cl.ldso, cause) < 0)
 		return -INJECT_EINTERNAL;
 	if (module_from_maps(pid, &ij->cl.maps, match_libpthread, 0, 0, true, NULL, &ij->cl.libpthread,
@@ -399,7 +402,6 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 static int find_agent(struct injector *ij, const char *agent_path, char **cause, char **hint)
 {
 	const struct fsym *f;
-	char fn[PATH_MAX];
 	int pid = ij->pid, r;
 
 	/* The agent: already mapped (this very file, or any memwatch agent), or
@@ -427,13 +429,15 @@ static int find_agent(struct injector *ij, const char *agent_path, char **cause,
 		ij->cl.agent_hi = ij->loaded.hi;
 		return 0;
 	}
-	struct stat in_root;
-	snprintf(fn, sizeof fn, "/proc/%d/root%s", pid, ij->agent_abs);
-	if (stat(fn, &in_root) < 0 || in_root.st_ino != ij->agent_st.st_ino ||
-	    in_root.st_dev != ij->agent_st.st_dev)
-		return fail(INJECT_EUNSUPPORTED, cause, hint,
-			    "make the same file visible at that path inside the process's root (container)",
-			    "the agent '%s' is not visible to the process under that path", ij->agent_abs);
+	/* In a container: its socket must be reachable, and the agent is copied
+	 * into its root, owned by its user, unless the same file is there at the
+	 * same path. */
+	if (container_check_reach(pid, cause, hint) < 0)
+		return -INJECT_EPERM;
+	container_agent_release(&ij->placed);
+	if ((r = container_place_agent(pid, ij->agent_abs, ij->st.uid[1], ij->st.gid[1], &ij->placed,
+				       cause, hint)) < 0)
+		return r == -EACCES ? explain_eperm(ij, cause, hint) : -INJECT_EUNSUPPORTED;
 	struct module agent = { 0 };
 	uint64_t minv;
 	int fd = open(ij->agent_abs, O_RDONLY | O_CLOEXEC);
@@ -483,8 +487,10 @@ static int do_calls(struct injector *ij, struct seized *s, struct inject_result 
 		res->already_loaded = true;
 	} else {
 		uint64_t flags = RTLD_NOW | (ij->dlopen_is_private ? RTLD_DLOPEN_FLAG : 0);
-		cr = remote_call(pid, s, ij->dlopen_addr, ij->agent_abs, flags, &ret, CALL_TIMEOUT_MS, msg,
-				 sizeof msg);
+		cr = remote_call(pid, s, ij->dlopen_addr, ij->placed.path, flags, &ret, CALL_TIMEOUT_MS,
+				 msg, sizeof msg);
+		/* mapped (or refused): a copy in a container is not needed any more */
+		container_agent_remove(&ij->placed);
 		if (cr != CALL_OK)
 			goto call_failed;
 		if (ret == 0) {
@@ -511,6 +517,8 @@ static int do_calls(struct injector *ij, struct seized *s, struct inject_result 
 			return fail(INJECT_ENOPROC, cause, hint, NULL, "the process exited during injection");
 		int r = module_from_maps(pid, &m, NULL, ij->agent_st.st_dev, ij->agent_st.st_ino, false, NULL,
 					 &mod, &c2);
+		if (r == 0 && ij->placed.copied)   /* a copy in its container, by name */
+			r = module_from_maps(pid, &m, match_agent, 0, 0, false, NULL, &mod, &c2);
 		procmaps_free(&m);
 		if (r <= 0) {
 			r = fail(INJECT_EINTERNAL, cause, hint, NULL,
@@ -594,6 +602,7 @@ static void injector_clear(struct injector *ij)
 	module_free(&ij->cl.libpthread);
 	module_free(&ij->loaded);
 	free(ij->agent_abs);
+	container_agent_release(&ij->placed);
 	*ij = (struct injector){ .pid = ij->pid, .options = ij->options };
 }
 
@@ -814,7 +823,9 @@ restart:
 
 	if (debug)
 		fprintf(stderr, "inject: prepared in %.2f ms\n", ms_since(t0));
-	ij.cl.as = unw_create_addr_space(&_UPT_accessors, 0);
+	/* in another root, our paths of its files name other files or none */
+	ij.cl.as = unw_create_addr_space(container_other_root(pid) ? container_unwind_accessors(pid)
+								   : &_UPT_accessors, 0);
 	if (!ij.cl.as) {
 		ret = fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot create a libunwind address space");
 		goto out;
@@ -885,7 +896,7 @@ bool inject_agent_loaded(int pid)
 	if (procmaps_read(pid, &m) < 0)
 		return false;
 	for (size_t i = 0; i < m.n && !found; i++)
-		found = !strcmp(base_name(m.v[i].path), AGENT_SONAME);
+		found = match_agent(base_name(m.v[i].path));
 	procmaps_free(&m);
 	return found;
 }

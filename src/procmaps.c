@@ -394,7 +394,12 @@ bool match_libpthread(const char *b)
 {
 	return !strcmp(b, "libpthread.so.0") || !strncmp(b, "libpthread-2.", 13);
 }
-bool match_agent(const char *b) { return !strcmp(b, AGENT_SONAME); }
+/* The agent, also as a copy placed in a container and removed once mapped. */
+bool match_agent(const char *b)
+{
+	size_t n = strlen(AGENT_SONAME);
+	return !strncmp(b, AGENT_SONAME, n) && (!b[n] || !strcmp(b + n, " (deleted)"));
+}
 
 /* The remote unwinder (libunwind-ptrace) reads unwind tables from the files
  * named in /proc/PID/maps, opened by path in our own mount namespace. Find an

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "container.h"
 #include "control.h"
 #include "inject.h"
 #include "maps.h"
@@ -169,6 +170,8 @@ static int ensure_agent(int pid, bool may_attach, int *fd, bool *attached)
 	}
 	if (r != -ECONNREFUSED && r != -ENOENT) {
 		mw_error("%s", cause);
+		if (r == -EPERM)
+			mw_hint("%s", CONTAINER_HINT_NETNS);
 		free(cause);
 		return r == -ESRCH ? -MW_EXIT_NOPROC : -MW_EXIT_ATTACH;
 	}
@@ -434,7 +437,15 @@ int cmd_snap(int argc, char **argv)
 	}
 	/* where the RSS is, by mapping, and the names of JIT frames */
 	maps_enrich_snapshot(s, o.pid);
-	if ((o.embed && symbolize_embed(s, NULL, 0, &cause) < 0) ||
+	/* a container's files are not ours: name its frames while it lives */
+	char **recorded = container_paths_into_root(s, o.pid);
+	if (recorded && symbolize_embed(s, NULL, 0, &cause) < 0) {
+		mw_warn("pid %d: symbols from its container: %s", o.pid, cause);
+		free(cause);
+		cause = NULL;
+	}
+	container_paths_restore(s, recorded);
+	if ((o.embed && !recorded && symbolize_embed(s, NULL, 0, &cause) < 0) ||
 	    snapshot_write(s, path, o.force, &cause) < 0) {
 		mw_error("%s", cause);
 		goto out;

@@ -1,0 +1,82 @@
+/* container.h: reaching a process that lives in other namespaces (a container)
+ * from outside: the pid it knows itself by, its root, its network namespace,
+ * and a copy of the agent placed where it can load it. */
+#ifndef MEMWATCH_CONTAINER_H
+#define MEMWATCH_CONTAINER_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+struct snapshot;
+
+/* Whether pid's namespace of that kind ("mnt", "net", "pid", "user",
+ * "cgroup") is another than ours. False when it cannot be told. */
+bool container_ns_differs(int pid, const char *kind);
+
+/* The pid the process has in its own PID namespace (the last NSpid field of
+ * /proc/PID/status): what its getpid() returns. pid itself when unknown. */
+int container_inner_pid(int pid);
+
+/* Whether pid's root directory is another than ours (chroot, pivot_root). */
+bool container_other_root(int pid);
+
+/* The agent as the process is to load it. */
+struct container_agent {
+	char *path;       /* the path to give the process's dlopen (caller frees) */
+	char *copy;       /* a copy placed in its root, seen from here; NULL: none */
+	char *copy_dir;   /* the directory made for it */
+	bool copied;      /* a copy was made (it may be removed already) */
+};
+
+/* Make the agent file agent_abs (absolute) loadable by pid: the same file when
+ * the process sees it at that path, else a copy in a writable, executable
+ * place of its root (/tmp, /var/tmp, /dev/shm), owned by uid:gid. Also checks
+ * that the agent's libraries resolve inside that root. 0, or -1 with *cause
+ * and *hint (the fix; caller frees both); -EACCES with *cause when we may not
+ * look into its root (no ptrace permission: the caller explains it). */
+int container_place_agent(int pid, const char *agent_abs, uid_t uid, gid_t gid,
+			  struct container_agent *ca, char **cause, char **hint);
+
+/* Remove the copy, once dlopen has mapped it (or failed). */
+void container_agent_remove(struct container_agent *ca);
+/* Remove the copy if still there, and free ca. */
+void container_agent_release(struct container_agent *ca);
+
+/* Whether we may enter pid's network namespace (when it is another), as
+ * container_connect will: checked before anything is loaded into it. 0, or -1
+ * with *cause and *hint (caller frees). */
+int container_check_reach(int pid, char **cause, char **hint);
+/* The fix when entering it is not permitted (container_connect's -EPERM). */
+#define CONTAINER_HINT_NETNS "run memwatch as root with CAP_SYS_ADMIN (docker run --cap-add " \
+	"SYS_ADMIN), or inside the process's network namespace (nsenter --net)"
+
+/* Connect a Unix stream socket (SOCK_CLOEXEC, send and receive timeouts of
+ * timeout_ms) to sa, an abstract name in pid's network namespace, where its
+ * agent listens. For a process in other namespaces this is done by a
+ * short-lived thread that enters its network namespace (setns affects that
+ * thread only; the socket keeps the namespace it was made in) and, when the
+ * process has its own user namespace, takes its owner's uid for the connect,
+ * as the agent accepts only its own user or root. The connected fd, or
+ * -errno: from connect (no *cause: the caller words it), or from a step
+ * before it (with *cause). */
+int container_connect(int pid, const struct sockaddr *sa, socklen_t salen, int timeout_ms,
+		      char **cause);
+
+/* Accessors for libunwind-ptrace (unw_accessors_t, for unw_create_addr_space)
+ * that find unwind tables through /proc/PID/map_files, so the stacks of a
+ * process in another root unwind with its own files, not the files its
+ * paths name here. One process at a time (memwatch attaches to one at a
+ * time). In container_unwind.c, which needs libunwind-ptrace. */
+struct unw_accessors;
+struct unw_accessors *container_unwind_accessors(int pid);
+
+/* When the process's module files are not the same files at the same paths
+ * here (another root), point s's module paths into /proc/PID/root, so that
+ * symbolize_embed, run while the process lives, reads its files; returns the
+ * paths as recorded, to put back with container_paths_restore. NULL: nothing
+ * to do. */
+char **container_paths_into_root(struct snapshot *s, int pid);
+void container_paths_restore(struct snapshot *s, char **saved);
+
+#endif

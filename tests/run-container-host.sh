@@ -1,0 +1,63 @@
+#!/bin/sh
+# run-container-host.sh: memwatch on the host, given the host's pid of a
+# process in a container (other user, mount, PID, network and cgroup
+# namespaces, its own root and /tmp): snap attaches the agent (a copy placed in
+# the container's /tmp and removed once loaded), the agent is reached over
+# its socket in the container's network namespace under the pid the process
+# has there; the watch triggers, attaches, snapshots and reports the leak;
+# diff names it; everything is written on the host. Then the same for a
+# container whose root is an unprivileged host uid, as rootless Podman and
+# Docker's userns-remap make them.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/container-lib.sh"
+
+make_root "$tmp/root"
+# the demo service leaks about 6 MiB/s in cache_store (demo.c:25)
+start_container "$tmp/root" demo.out "$TARGETS/demo" 60
+pid=$ct_pid
+
+# the agent is not in the container: it is copied there
+[ ! -e "$tmp/root$MEMWATCH_AGENT" ] || fail "the agent is visible in the container by itself"
+run_mw 0 snap -p "$pid" -w 2s -o a.snap
+expect_grep "^a\.snap$" out
+expect_grep "^memwatch: pid $pid: agent attached \(thread $pid paused [0-9.]+ ms\)" err
+expect_grep "^pid $pid: .* live \(estimated\) in [0-9]+ stacks" out
+[ -s a.snap ] || fail "no snapshot written on the host"
+grep -q "libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
+	fail "the agent is not mapped from its removed copy"
+ls "/proc/$pid/root/tmp" > tmp.list
+[ ! -s tmp.list ] || fail "the agent's copy was left in the container's /tmp: $(cat tmp.list)"
+run_mw 0 show a.snap
+expect_grep "cache_store +demo\.c:25" out
+expect_grep "^snapshot a\.snap: pid 1 demo" out
+
+# the watch: trigger, attach (the agent is there already), snapshots, report
+run_mw 0 -p "$pid" -i 250ms -d 6s -q --trigger +16MiB --snap-every +16MiB -o flow.log
+expect_grep "^# event [0-9.]+ $pid trigger rss=[0-9]+ baseline=[0-9]+" flow.log
+expect_grep "^# event [0-9.]+ $pid attach pause_ms=[0-9.]+ .* reused=1" flow.log
+expect_grep "^# event [0-9.]+ $pid capture-start rate=524288" flow.log
+expect_grep "^# event [0-9.]+ $pid snapshot path=flow\.$pid\.1\.snap" flow.log
+expect_grep "^# event [0-9.]+ $pid snapshot path=flow\.$pid\.[0-9]+-final\.snap .*final=1" flow.log
+expect_grep "cache_store +demo\.c:25" out
+final=$(ls flow."$pid".*-final.snap 2> /dev/null)
+[ -n "$final" ] || fail "no final snapshot"
+run_mw 0 diff "flow.$pid.1.snap" "$final"
+expect_grep "cache_store +demo\.c:25" out
+
+kill -0 "$pid" 2> /dev/null || fail "the container's process died"
+kill -9 "$pid" 2> /dev/null
+
+# A container whose root is uid 100000 here: the copy of the agent belongs to
+# that uid, and the agent, which accepts its own user or root as its user
+# namespace sees them, is reached as that uid.
+make_root "$tmp/root2"
+CT_UID=100000
+start_container "$tmp/root2" demo2.out "$TARGETS/demo" 60
+pid=$ct_pid
+grep -Eq "^Uid:[[:space:]]+100000[[:space:]]" "/proc/$pid/status" || fail "the container's root is not uid 100000 here"
+run_mw 0 snap -p "$pid" -w 2s -o b.snap
+expect_grep "^memwatch: pid $pid: agent attached" err
+run_mw 0 show b.snap
+expect_grep "cache_store +demo\.c:25" out
+kill -0 "$pid" 2> /dev/null || fail "the container's process died"
+finish

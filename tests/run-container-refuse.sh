@@ -1,0 +1,86 @@
+#!/bin/sh
+# run-container-refuse.sh: what cannot work for a process in a container gets
+# one line, a hint with the fix and status 5 (the agent could not be loaded or
+# reached), and leaves the process running without an agent: a read-only root
+# whose /tmp is noexec (docker run --read-only --tmpfs /tmp); a root without
+# the libraries the agent needs; memwatch without CAP_SYS_ADMIN, which it needs
+# to enter the network namespace where the agent's socket is; memwatch as root
+# without CAP_SYS_PTRACE.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/container-lib.sh"
+
+# no_agent PID: the process lives and has no agent mapped
+no_agent() {
+	kill -0 "$1" 2> /dev/null || fail "the container's process died"
+	! grep -q libmemwatch-agent "/proc/$1/maps" || fail "an agent was loaded into $1"
+}
+
+# a read-only root; its /tmp a tmpfs that allows no code
+make_root "$tmp/ro"
+CT_SETUP='umount "$r/tmp" && mount -t tmpfs -o noexec,mode=1777 tmpfs "$r/tmp" &&
+	mount -o remount,bind,ro "$r"'
+start_container "$tmp/ro" ro.out "$TARGETS/demo" 60
+run_mw 5 snap -p "$ct_pid" -w 1s -o ro.snap
+expect_err_line "pid $ct_pid: cannot attach: no writable place for the agent in the process's container \(/tmp, /var/tmp and /dev/shm are read-only, noexec or missing\)"
+expect_grep "^  hint: give the container a writable /tmp that allows code \(docker run --tmpfs /tmp:exec\)" err
+[ ! -e ro.snap ] || fail "a snapshot was written"
+no_agent "$ct_pid"
+# the watch goes on without capture
+run_mw 0 -p "$ct_pid" -i 250ms -d 1s -q --capture now -o ro.log
+expect_grep "^# event [0-9.]+ $ct_pid attach-failed" ro.log
+no_agent "$ct_pid"
+kill -9 "$ct_pid"
+
+# a root holding only the C library and the loader: no libunwind for the agent
+libdir=/usr/lib/x86_64-linux-gnu
+if [ -e "$libdir/libc.so.6" ] && [ -e "$libdir/ld-linux-x86-64.so.2" ]; then
+	make_root "$tmp/bare"
+	CT_SETUP='umount "$r/usr" && d="$r'"$libdir"'" && mkdir -p "$d" "$r/usr/lib64" &&
+		for f in libc.so.6 ld-linux-x86-64.so.2; do
+			touch "$d/$f" && mount --bind "'"$libdir"'/$f" "$d/$f" || exit 1
+		done && ln -s "'"$libdir"'/ld-linux-x86-64.so.2" "$r/usr/lib64/"'
+	start_container "$tmp/bare" bare.out "$TARGETS/demo" 60
+	run_mw 5 snap -p "$ct_pid" -w 1s -o bare.snap
+	expect_err_line "pid $ct_pid: cannot attach: the agent needs lib[a-z0-9]+\.so[.0-9]*, which is not in the process's container \(its root has no such library\)"
+	expect_grep "^  hint: install it in the container image" err
+	no_agent "$ct_pid"
+	ls "/proc/$ct_pid/root/tmp" > tmp.list
+	[ ! -s tmp.list ] || fail "something was left in the container's /tmp: $(cat tmp.list)"
+	kill -9 "$ct_pid"
+else
+	echo "no $libdir/libc.so.6: the missing-library case is not tried"
+fi
+
+make_root "$tmp/root"
+start_container "$tmp/root" demo.out "$TARGETS/demo" 60
+# without_cap CAP: a memwatch that runs as root without capability CAP
+without_cap() {
+	printf '#!/bin/sh\nexec setpriv --inh-caps=-%s --bounding-set=-%s "%s" "$@"\n' "$1" "$1" \
+		"$MEMWATCH" > "mw-no-$1"
+	chmod +x "mw-no-$1"
+}
+without_cap sys_admin
+without_cap sys_ptrace
+if ./mw-no-sys_admin --version > /dev/null 2>&1; then
+	# root without CAP_SYS_ADMIN: refused before anything is loaded
+	MEMWATCH=./mw-no-sys_admin run_mw 5 snap -p "$ct_pid" -w 1s -o b.snap
+	expect_err_line "pid $ct_pid: cannot enter the process's network namespace, where its agent's socket is: Operation not permitted"
+	expect_grep "^  hint: run memwatch as root with CAP_SYS_ADMIN" err
+	# the watch attaches first: refused there, before anything is loaded
+	MEMWATCH=./mw-no-sys_admin run_mw 0 -p "$ct_pid" -i 250ms -d 1s -q --capture now -o na.log
+	expect_grep "^memwatch: pid $ct_pid: cannot attach: cannot enter the process's network namespace, where its agent's socket is: Operation not permitted" err
+	expect_grep "^  hint: run memwatch as root with CAP_SYS_ADMIN" err
+	no_agent "$ct_pid"
+	# root without CAP_SYS_PTRACE, the process another user's (its root is
+	# uid 100000 here)
+	make_root "$tmp/root2"
+	CT_UID=100000
+	start_container "$tmp/root2" demo2.out "$TARGETS/demo" 60
+	MEMWATCH=./mw-no-sys_ptrace run_mw 5 snap -p "$ct_pid" -w 1s -o c.snap
+	expect_err_line "pid $ct_pid: cannot attach: ptrace not permitted: memwatch runs as root without CAP_SYS_PTRACE"
+	expect_grep "^  hint: give memwatch CAP_SYS_PTRACE" err
+	no_agent "$ct_pid"
+else
+	echo "setpriv cannot drop capabilities here: those cases are not tried"
+fi
+finish
