@@ -61,6 +61,7 @@ static struct {
 	void (*gil_release)(int);
 	void (*get_allocator)(int, py_allocator *);
 	void (*set_allocator)(int, py_allocator *);
+	const char *(*allocator_name)(void);   /* _PyMem_GetCurrentAllocatorName */
 	int (*addr2line)(void *code, int byte_offset);
 	uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's text */
 	unsigned long version;        /* Py_Version */
@@ -84,12 +85,22 @@ bool mw_python_frames MW_HIDDEN;
  * counted: anything else it hands to malloc, which the hooks count. A block is
  * counted at its size class, the memory it takes (a 2-tuple asks for 72 bytes
  * and takes 80: counting the request would leave a tenth of a heap of small
- * objects unexplained). */
+ * objects unexplained).
+ *
+ * Where the domains are the interpreter's own pymalloc (own), only the
+ * allocating side is wrapped: free stays pymalloc's, which Debian's python3.11
+ * (LTO and PGO) inlines into its callers as long as the domain's free is that
+ * function, and a block chosen as a sample comes from malloc instead of
+ * pymalloc (see own_block). pymalloc's free hands any block outside its
+ * arenas to the raw domain, that is free, where the hooks drop its record. Elsewhere (debug
+ * hooks, tracemalloc's or another allocator underneath) every call is wrapped
+ * and passed through. */
 
 struct wrap {
 	py_allocator prev;
 	size_t limit;   /* requests of 1..limit bytes are counted: 512, or 0 when
 			 * the domain is malloc itself (PYTHONMALLOC=malloc) */
+	bool own;       /* sampled blocks are malloc's, and free is pymalloc's own */
 };
 static struct wrap wraps[3];
 
@@ -137,8 +148,50 @@ static void *w_malloc(void *ctx, size_t n)
 	return malloc_slow(w, n);
 }
 
+/* pymalloc itself, when the domains are the interpreter's own (the wrappers
+ * of both domains then call it directly, ctx and all). */
+static py_allocator pymalloc;
+
+/* A sampled block, own: asked of pymalloc with a size it does not serve, so
+ * that it takes it from the raw domain (malloc) as it does any request over
+ * 512 bytes. Its free then goes back there, where the hooks see it, and the
+ * interpreter's count of blocks (sys.getallocatedblocks()) stays right. The
+ * hooks do not count it themselves (the guard is up). */
+static void *own_block(bool zero)
+{
+	void *q;
+	mw_tls.guard++;
+	q = zero ? pymalloc.calloc(pymalloc.ctx, 1, PY_SMALL_REQUEST + 1)
+		 : pymalloc.malloc(pymalloc.ctx, PY_SMALL_REQUEST + 1);
+	mw_tls.guard--;
+	return q;
+}
+
+static ON void *malloc_own_slow(size_t n)
+{
+	if (!capturing())
+		return pymalloc.malloc(pymalloc.ctx, n);
+	return mw_sampled_alloc(own_block(false), size_class(n));
+}
+
+/* The same as w_malloc where free is pymalloc's own (see swap_locked_gil): the
+ * sample decision first, then a tail jump to pymalloc, with nothing read
+ * through ctx (every object allocation passes here: each instruction counts). */
+static void *w_malloc_own(void *ctx, size_t n)
+{
+	int e = capturing();
+	(void)ctx;
+	if (likely(n - 1 < PY_SMALL_REQUEST) && likely(unsampled(size_class(n), e)))
+		return pymalloc.malloc(pymalloc.ctx, n);
+	if (n - 1 >= PY_SMALL_REQUEST)
+		return pymalloc.malloc(pymalloc.ctx, n);
+	return malloc_own_slow(n);
+}
+
 static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
 {
+	if (w->own)
+		return mw_sampled_alloc(own_block(true), size_class(n));
 	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), size_class(n));
 }
 
@@ -181,6 +234,33 @@ static void *w_realloc(void *ctx, void *p, size_t n)
 	if (likely(!e))
 		return w->prev.realloc(w->prev.ctx, p, n);
 	return realloc_on(w, p, n, e);
+}
+
+/* With free left to pymalloc (own): a block that is not a sample point is
+ * pymalloc's business, a sampled one (malloc's) is handed by pymalloc's
+ * realloc to the raw domain, where the hooks see it. At a sample point the new
+ * block is moved to malloc, so that its free reaches the hooks too. */
+static ON void *realloc_own_slow(struct wrap *w, void *p, size_t n)
+{
+	void *r = w->prev.realloc(w->prev.ctx, p, n), *q;
+
+	if (!r)
+		return r;
+	q = own_block(false);
+	if (!q)
+		return r;     /* not counted, and still the program's block */
+	memcpy(q, r, n);
+	w->prev.free(w->prev.ctx, r);
+	return mw_sampled_alloc(q, size_class(n));
+}
+
+static void *w_realloc_own(void *ctx, void *p, size_t n)
+{
+	struct wrap *w = ctx;
+	int e = capturing();
+	if (likely(!e) || !counted(w, n) || likely(unsampled(size_class(n), e)))
+		return w->prev.realloc(w->prev.ctx, p, n);
+	return realloc_own_slow(w, p, n);
 }
 
 /* The record goes before the block (see hk_free). In a domain that is malloc
@@ -229,6 +309,7 @@ static void probe(void)
 	py.get_allocator = (void (*)(int, py_allocator *))sym("PyMem_GetAllocator");
 	py.set_allocator = (void (*)(int, py_allocator *))sym("PyMem_SetAllocator");
 	py.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
+	py.allocator_name = (const char *(*)(void))sym("_PyMem_GetCurrentAllocatorName");
 	eval = sym("_PyEval_EvalFrameDefault");
 	if (eval && dladdr1(eval, &info, (void **)&es, RTLD_DL_SYMENT) && es && es->st_size) {
 		py.eval_lo = (uintptr_t)eval;
@@ -264,21 +345,32 @@ static bool interpreter_alive(void)
 static void swap_locked_gil(bool on)
 {
 	py_allocator raw, cur, mine;
+	const char *name;
+	bool own;
 	int d;
 
 	if (on) {
+		/* The interpreter's own allocators, untouched by anyone: the raw
+		 * domain is malloc, MEM and OBJ are pymalloc, whose free hands any
+		 * block outside its arenas to the raw domain. */
+		name = py.allocator_name ? py.allocator_name() : NULL;
+		own = name && strcmp(name, "pymalloc") == 0;
 		py.get_allocator(PYMEM_DOMAIN_RAW, &raw);
 		for (d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
 			py.get_allocator(d, &cur);
-			if (cur.malloc == w_malloc)
+			if (cur.malloc == w_malloc || cur.malloc == w_malloc_own)
 				continue;     /* ours already (a fork's child) */
 			wraps[d].prev = cur;
 			wraps[d].limit = cur.malloc == raw.malloc && cur.ctx == raw.ctx ? 0 : PY_SMALL_REQUEST;
+			wraps[d].own = own && wraps[d].limit;
 			mine.ctx = &wraps[d];
-			mine.malloc = w_malloc;
+			if (wraps[d].own)
+				pymalloc = cur;
+			mine.malloc = wraps[d].own ? w_malloc_own : w_malloc;
 			mine.calloc = w_calloc;
-			mine.realloc = w_realloc;
-			mine.free = w_free;
+			/* own: free stays pymalloc's (see "The wrappers") */
+			mine.realloc = wraps[d].own ? w_realloc_own : w_realloc;
+			mine.free = wraps[d].own ? cur.free : w_free;
 			py.set_allocator(d, &mine);
 		}
 		return;
@@ -287,7 +379,7 @@ static void swap_locked_gil(bool on)
 		py.get_allocator(d, &cur);
 		/* Someone stacked theirs on ours (tracemalloc started meanwhile):
 		 * ours stays below it, passing through while capture is off. */
-		if (cur.malloc == w_malloc && cur.ctx == &wraps[d])
+		if ((cur.malloc == w_malloc || cur.malloc == w_malloc_own) && cur.ctx == &wraps[d])
 			py.set_allocator(d, &wraps[d].prev);
 	}
 }
