@@ -1,12 +1,13 @@
 #!/bin/sh
 # run-python-offsets.sh: the CPython 3.11 structure offsets the agent reads
 # (mirrored in src/agent/python.c, not compiled against the headers) match the
-# interpreter's own internal headers, where they are installed
-# (libpython3.11-dev).
+# interpreter's own internal headers, where they are installed: the release
+# build's (libpython3.11-dev) and the debug build's (Py_DEBUG, libpython3.11-dbg),
+# which the agent reads at the same offsets.
 . "$top_srcdir/tests/lib.sh"
 
-inc=/usr/include/python3.11
-[ -r "$inc/internal/pycore_frame.h" ] || skip "CPython 3.11's internal headers are not installed (libpython3.11-dev)"
+[ -r /usr/include/python3.11/internal/pycore_frame.h ] ||
+	skip "CPython 3.11's internal headers are not installed (libpython3.11-dev)"
 cc=${CC:-cc}
 command -v "$cc" >/dev/null 2>&1 || skip "no C compiler ($cc)"
 cat > offsets.c <<'C'
@@ -18,6 +19,9 @@ cat > offsets.c <<'C'
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
 int main(void)
 {
+#if defined(WANT_DEBUG) && !defined(Py_DEBUG)
+#error "not a Py_DEBUG build's headers"
+#endif
 	P("PY_TSTATE_CFRAME", offsetof(PyThreadState, cframe));
 	P("PY_CFRAME_CURRENT", offsetof(_PyCFrame, current_frame));
 	P("PY_FRAME_CODE", offsetof(_PyInterpreterFrame, f_code));
@@ -36,13 +40,24 @@ int main(void)
 	return 0;
 }
 C
-"$cc" -I"$inc" offsets.c -o offsets >cc.out 2>&1 || { fail "cannot compile against $inc: $(head -n 5 cc.out)"; finish; }
-./offsets >headers.txt || fail "offsets failed"
+# check INCLUDEDIR [CFLAGS]: the headers' offsets against the agent's
+check() {
+	inc=$1
+	"$cc" -I"$inc" ${2:-} offsets.c -o offsets >cc.out 2>&1 || { fail "cannot compile against $inc: $(head -n 5 cc.out)"; return; }
+	./offsets >headers.txt || { fail "offsets failed"; return; }
+	while read -r name value; do
+		mine=$(awk -v n="$name" '$1 == n { print $2 }' agent.txt)
+		[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, the headers in $inc say $value"
+	done <headers.txt
+	[ "$(grep -c '' headers.txt)" -eq 15 ] || fail "$inc: expected 15 offsets, got $(grep -c '' headers.txt)"
+	echo "$inc: 15 offsets as the agent reads them"
+}
 # the agent's values: "#define PY_X 123"
 sed -n 's/^#define \(PY_[A-Z_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/python.c" >agent.txt
-while read -r name value; do
-	mine=$(awk -v n="$name" '$1 == n { print $2 }' agent.txt)
-	[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, CPython 3.11's headers say $value"
-done <headers.txt
-[ "$(grep -c '' headers.txt)" -eq 15 ] || fail "expected 15 offsets, got $(grep -c '' headers.txt)"
+check /usr/include/python3.11
+if [ -r /usr/include/python3.11d/pyconfig.h ]; then
+	check /usr/include/python3.11d -DWANT_DEBUG
+else
+	echo "note: the debug build's headers are not installed (libpython3.11-dbg): not checked" >&2
+fi
 finish

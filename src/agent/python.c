@@ -101,6 +101,7 @@ struct wrap {
 	size_t limit;   /* requests of 1..limit bytes are counted: 512, or 0 when
 			 * the domain is malloc itself (PYTHONMALLOC=malloc) */
 	bool own;       /* sampled blocks are malloc's, and free is pymalloc's own */
+	size_t extra;   /* bytes the debug hooks add to each request (Py_DEBUG) */
 };
 static struct wrap wraps[3];
 
@@ -112,6 +113,12 @@ static inline bool counted(const struct wrap *w, size_t n)
 static inline size_t size_class(size_t n)
 {
 	return (n + PY_ALIGNMENT - 1) & ~(size_t)(PY_ALIGNMENT - 1);
+}
+
+/* What a block of a counted request of n bytes takes in pymalloc. */
+static inline size_t taken(const struct wrap *w, size_t n)
+{
+	return size_class(n + w->extra);
 }
 
 static inline int capturing(void)
@@ -136,14 +143,14 @@ static inline __attribute__((always_inline)) bool unsampled(size_t size, int epo
 
 static ON void *malloc_slow(struct wrap *w, size_t n)
 {
-	return mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), size_class(n));
+	return mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), taken(w, n));
 }
 
 static void *w_malloc(void *ctx, size_t n)
 {
 	struct wrap *w = ctx;
 	int e = capturing();
-	if (likely(!e) || !counted(w, n) || likely(unsampled(size_class(n), e)))
+	if (likely(!e) || !counted(w, n) || likely(unsampled(taken(w, n), e)))
 		return w->prev.malloc(w->prev.ctx, n);
 	return malloc_slow(w, n);
 }
@@ -192,7 +199,7 @@ static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
 {
 	if (w->own)
 		return mw_sampled_alloc(own_block(true), size_class(n));
-	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), size_class(n));
+	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), taken(w, n));
 }
 
 static void *w_calloc(void *ctx, size_t a, size_t b)
@@ -201,7 +208,7 @@ static void *w_calloc(void *ctx, size_t a, size_t b)
 	int e = capturing();
 	size_t n;
 	if (likely(!e) || __builtin_mul_overflow(a, b, &n) || !counted(w, n) ||
-	    likely(unsampled(size_class(n), e)))
+	    likely(unsampled(taken(w, n), e)))
 		return w->prev.calloc(w->prev.ctx, a, b);
 	return calloc_slow(w, a, b, n);
 }
@@ -222,9 +229,9 @@ static ON void *realloc_on(struct wrap *w, void *p, size_t n, int e)
 			mw_put_record(p, &t);
 		return q;
 	}
-	if (!counted(w, n) || unsampled(size_class(n), e))
+	if (!counted(w, n) || unsampled(taken(w, n), e))
 		return q;
-	return mw_sampled_alloc(q, size_class(n));
+	return mw_sampled_alloc(q, taken(w, n));
 }
 
 static void *w_realloc(void *ctx, void *p, size_t n)
@@ -350,9 +357,13 @@ static void swap_locked_gil(bool on)
 	int d;
 
 	if (on) {
-		/* The interpreter's own allocators, untouched by anyone: the raw
-		 * domain is malloc, MEM and OBJ are pymalloc, whose free hands any
-		 * block outside its arenas to the raw domain. */
+		/* The interpreter's own allocators, untouched by anyone, are
+		 * named: "pymalloc" (the raw domain is malloc, MEM and OBJ are
+		 * pymalloc, whose free hands any block outside its arenas to the
+		 * raw domain), "pymalloc_debug" (the same under the debug hooks,
+		 * which add 3 words to every request: the default of Py_DEBUG
+		 * builds), "malloc" and "malloc_debug" (the hooks count every
+		 * block); NULL when another allocator is in. */
 		name = py.allocator_name ? py.allocator_name() : NULL;
 		own = name && strcmp(name, "pymalloc") == 0;
 		py.get_allocator(PYMEM_DOMAIN_RAW, &raw);
@@ -361,7 +372,12 @@ static void swap_locked_gil(bool on)
 			if (cur.malloc == w_malloc || cur.malloc == w_malloc_own)
 				continue;     /* ours already (a fork's child) */
 			wraps[d].prev = cur;
-			wraps[d].limit = cur.malloc == raw.malloc && cur.ctx == raw.ctx ? 0 : PY_SMALL_REQUEST;
+			wraps[d].extra = name && strcmp(name, "pymalloc_debug") == 0 ? 3 * sizeof(size_t) : 0;
+			if ((name && strncmp(name, "malloc", 6) == 0) ||
+			    (cur.malloc == raw.malloc && cur.ctx == raw.ctx))
+				wraps[d].limit = 0;
+			else
+				wraps[d].limit = PY_SMALL_REQUEST - wraps[d].extra;
 			wraps[d].own = own && wraps[d].limit;
 			mine.ctx = &wraps[d];
 			if (wraps[d].own)
