@@ -1,11 +1,13 @@
-/* python.c: CPython inside the target. When the process is a CPython 3.11
- * interpreter (found through the dynamic linker, never linked against), its
+/* python.c: CPython inside the target. When the process is a CPython 3.11 or
+ * 3.13 interpreter (found through the dynamic linker, never linked against), its
  * object allocator (the PYMEM_DOMAIN_MEM and OBJ domains) is wrapped so that
  * pymalloc's small objects are sampled one by one, and every sample carries the
  * Python frames of the allocating thread, merged into its native stack where
  * the eval loop's frames stand. The structures read are mirrored here from
  * CPython 3.11's internal headers (pycore_frame.h, cpython/code.h,
- * cpython/unicodeobject.h); other versions are captured native-only. */
+ * cpython/unicodeobject.h), or read from the table 3.13 publishes for
+ * debuggers (_Py_DebugOffsets, at the start of _PyRuntime); other versions are
+ * captured native-only. */
 #include "config.h"
 
 #define _GNU_SOURCE 1
@@ -40,6 +42,40 @@
 #define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
 #define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
 #define PY_SMALL_REQUEST 512         /* pymalloc serves 1..512 bytes itself */
+#define PY_OB_TYPE 8                 /* PyObject.ob_type (every version, without Py_TRACE_REFS) */
+
+/* CPython 3.13: where _Py_DebugOffsets (the first member of _PyRuntime) holds
+ * the offsets read (checked against 3.13's pycore_runtime.h, x86_64, where
+ * one is installed: tests/run-python-offsets.sh). */
+#define DO_COOKIE "xdebugpy"
+#define DO_VERSION 8                 /* Py_Version of the build it describes */
+#define DO_FREE_THREADED 16
+#define DO_TS_CURRENT_FRAME 184      /* thread_state.current_frame */
+#define DO_FRAME_PREVIOUS 232        /* interpreter_frame.previous */
+#define DO_FRAME_EXECUTABLE 240      /* .executable (the code object) */
+#define DO_FRAME_INSTR_PTR 248       /* .instr_ptr */
+#define DO_FRAME_OWNER 264           /* .owner (char) */
+#define DO_CODE_FILENAME 280         /* code_object.filename */
+#define DO_CODE_QUALNAME 296         /* .qualname */
+#define DO_CODE_ADAPTIVE 344         /* .co_code_adaptive */
+#define DO_STR_STATE 544             /* unicode_object.state */
+#define DO_STR_LENGTH 552            /* .length */
+#define DO_STR_ASCII_SIZE 560        /* .asciiobject_size */
+#define DO_END 568                   /* what is read of the table */
+#define PY313_OWNED_BY_CSTACK 3      /* the entry frame of a C call of the eval loop */
+
+/* Where the frame walk reads, for the version found. */
+static struct {
+	bool cframe;            /* 3.11: the thread state's frame is behind _PyCFrame */
+	size_t ts_frame;        /* PyThreadState: cframe (3.11) or current_frame */
+	size_t f_previous, f_code, f_instr;
+	size_t f_entry;         /* 3.11: is_entry (bool); 0: none */
+	size_t f_owner;         /* 3.13: owner (char); 0: none */
+	size_t co_filename, co_qualname, co_adaptive;
+	size_t co_firsttraceable;   /* 3.11 only; 0: none */
+	size_t str_state, str_length, str_ascii_data, str_compact_data;
+	bool str_ready_bit;     /* 3.11: state bit 7 says the str is ready */
+} lay;
 #define PY_ALIGNMENT 16              /* in blocks of a multiple of 16 bytes (64-bit) */
 
 enum { PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ };
@@ -63,6 +99,7 @@ static struct {
 	void (*set_allocator)(int, py_allocator *);
 	const char *(*allocator_name)(void);   /* _PyMem_GetCurrentAllocatorName */
 	int (*addr2line)(void *code, int byte_offset);
+	const void *code_type;        /* &PyCode_Type */
 	uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's text */
 	unsigned long version;        /* Py_Version */
 } py;
@@ -294,12 +331,70 @@ static void *sym(const char *name)
 	return dlsym(RTLD_DEFAULT, name);
 }
 
+/* The offsets the frame walk reads, for py.version: true when it is a version
+ * the agent reads. runtime: _PyRuntime, or NULL. */
+static bool layout(const char *runtime)
+{
+	uint64_t o[DO_END / 8];
+
+	if ((py.version >> 16) == 0x030b) {
+		lay.cframe = true;
+		lay.ts_frame = PY_TSTATE_CFRAME;
+		lay.f_previous = PY_FRAME_PREVIOUS;
+		lay.f_code = PY_FRAME_CODE;
+		lay.f_instr = PY_FRAME_PREV_INSTR;
+		lay.f_entry = PY_FRAME_IS_ENTRY;
+		lay.f_owner = 0;
+		lay.co_filename = PY_CODE_FILENAME;
+		lay.co_qualname = PY_CODE_QUALNAME;
+		lay.co_adaptive = PY_CODE_ADAPTIVE;
+		lay.co_firsttraceable = PY_CODE_FIRSTTRACEABLE;
+		lay.str_state = PY_STR_STATE;
+		lay.str_length = PY_STR_LENGTH;
+		lay.str_ascii_data = PY_STR_ASCII_DATA;
+		lay.str_compact_data = PY_STR_COMPACT_DATA;
+		lay.str_ready_bit = true;
+		return true;
+	}
+	/* 3.13: the table must say it describes this very build (the same
+	 * version, with the GIL); each offset must lie inside a structure of
+	 * sane size */
+	if ((py.version >> 16) != 0x030d || !runtime)
+		return false;
+	memcpy(o, runtime, sizeof o);
+	if (memcmp(runtime, DO_COOKIE, 8) != 0 || o[DO_VERSION / 8] != py.version ||
+	    o[DO_FREE_THREADED / 8] != 0)
+		return false;
+	for (size_t i = DO_TS_CURRENT_FRAME / 8; i < DO_END / 8; i++)
+		if (o[i] > 4096)
+			return false;
+	lay.cframe = false;
+	lay.ts_frame = o[DO_TS_CURRENT_FRAME / 8];
+	lay.f_previous = o[DO_FRAME_PREVIOUS / 8];
+	lay.f_code = o[DO_FRAME_EXECUTABLE / 8];
+	lay.f_instr = o[DO_FRAME_INSTR_PTR / 8];
+	lay.f_entry = 0;
+	lay.f_owner = o[DO_FRAME_OWNER / 8];
+	lay.co_filename = o[DO_CODE_FILENAME / 8];
+	lay.co_qualname = o[DO_CODE_QUALNAME / 8];
+	lay.co_adaptive = o[DO_CODE_ADAPTIVE / 8];
+	lay.co_firsttraceable = 0;
+	lay.str_state = o[DO_STR_STATE / 8];
+	lay.str_length = o[DO_STR_LENGTH / 8];
+	lay.str_ascii_data = o[DO_STR_ASCII_SIZE / 8];
+	/* PyCompactUnicodeObject: utf8_length and utf8 after PyASCIIObject */
+	lay.str_compact_data = lay.str_ascii_data + 2 * sizeof(void *);
+	lay.str_ready_bit = false;
+	return true;
+}
+
 /* Look CPython up in the process: once found (or found unreadable), for
  * good; not found, again at the next capture (a program may load libpython
  * later). Called with py_lock held, from the control thread. */
 static void probe(void)
 {
 	const unsigned long *ver;
+	const char *runtime;
 	void *eval;
 	Dl_info info;
 	const ElfW(Sym) *es = NULL;
@@ -310,6 +405,9 @@ static void probe(void)
 	ver = sym("Py_Version");
 	py.is_initialized = (int (*)(void))sym("Py_IsInitialized");
 	py.is_finalizing = (int (*)(void))sym("_Py_IsFinalizing");
+	if (!py.is_finalizing)     /* public from 3.13 on */
+		py.is_finalizing = (int (*)(void))sym("Py_IsFinalizing");
+	runtime = sym("_PyRuntime");
 	py.this_tstate = (void *(*)(void))sym("PyGILState_GetThisThreadState");
 	py.gil_ensure = (int (*)(void))sym("PyGILState_Ensure");
 	py.gil_release = (void (*)(int))sym("PyGILState_Release");
@@ -317,6 +415,7 @@ static void probe(void)
 	py.set_allocator = (void (*)(int, py_allocator *))sym("PyMem_SetAllocator");
 	py.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
 	py.allocator_name = (const char *(*)(void))sym("_PyMem_GetCurrentAllocatorName");
+	py.code_type = sym("PyCode_Type");
 	eval = sym("_PyEval_EvalFrameDefault");
 	if (eval && dladdr1(eval, &info, (void **)&es, RTLD_DL_SYMENT) && es && es->st_size) {
 		py.eval_lo = (uintptr_t)eval;
@@ -328,8 +427,8 @@ static void probe(void)
 		return;
 	}
 	py.version = *(const uint32_t *)ver;
-	/* 3.11 only: the structures mirrored above are that version's */
-	if ((py.version >> 16) != 0x030b || !py.is_finalizing || !py.this_tstate ||
+	/* 3.11 (the structures mirrored above) and 3.13 (its table) */
+	if (!layout(runtime) || !py.is_finalizing || !py.this_tstate ||
 	    !py.gil_ensure || !py.gil_release || !py.addr2line || !py.eval_lo) {
 		py_state = MW_PY_UNSUPPORTED;
 		return;
@@ -604,18 +703,18 @@ static size_t read_str(const char *o, char *buf, size_t len)
 
 	if (!o)
 		return 0;
-	state = *(const uint32_t *)(o + PY_STR_STATE);
-	n = (size_t)*(const int64_t *)(o + PY_STR_LENGTH);
-	if (!(state & (1u << 5)) || !(state & (1u << 7)))   /* not compact, or not ready */
-		return 0;
+	state = *(const uint32_t *)(o + lay.str_state);
+	n = (size_t)*(const int64_t *)(o + lay.str_length);
+	if (!(state & (1u << 5)) || (lay.str_ready_bit && !(state & (1u << 7))))
+		return 0;                                     /* not compact, or not ready */
 	kind = (state >> 2) & 7;
 	if (state & (1u << 6)) {                              /* compact ASCII */
 		if (n > len)
 			n = len;
-		memcpy(buf, o + PY_STR_ASCII_DATA, n);
+		memcpy(buf, o + lay.str_ascii_data, n);
 		return n;
 	}
-	data = o + PY_STR_COMPACT_DATA;
+	data = o + lay.str_compact_data;
 	for (i = 0; i < n; i++) {
 		uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
 			   : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
@@ -645,8 +744,8 @@ static size_t read_str(const char *o, char *buf, size_t len)
 static uint32_t pyframe_id(const char *code, int line)
 {
 	char name[256], file[512];
-	size_t nn = read_str(*(const char *const *)(code + PY_CODE_QUALNAME), name, sizeof name);
-	size_t fn = read_str(*(const char *const *)(code + PY_CODE_FILENAME), file, sizeof file);
+	size_t nn = read_str(*(const char *const *)(code + lay.co_qualname), name, sizeof name);
+	size_t fn = read_str(*(const char *const *)(code + lay.co_filename), file, sizeof file);
 	uint64_t h = hash_bytes(0xCBF29CE484222325ull, name, nn);
 	uint32_t id = 0, j;
 
@@ -698,7 +797,7 @@ struct pyf_ref {
 /* Read this thread's Python frames, newest first. */
 static unsigned read_frames(struct pyf_ref *out, unsigned max)
 {
-	const char *ts, *cf, *f;
+	const char *ts, *f;
 	unsigned n = 0;
 
 	if (!mw_python_frames || py.is_finalizing())
@@ -706,19 +805,28 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 	ts = py.this_tstate();
 	if (!ts)
 		return 0;
-	cf = *(const char *const *)(ts + PY_TSTATE_CFRAME);
-	if (!cf)
-		return 0;
-	for (f = *(const char *const *)(cf + PY_CFRAME_CURRENT); f && n < max;
-	     f = *(const char *const *)(f + PY_FRAME_PREVIOUS)) {
-		const char *code = *(const char *const *)(f + PY_FRAME_CODE);
-		const char *instr = *(const char *const *)(f + PY_FRAME_PREV_INSTR);
-		const char *first = code + PY_CODE_ADAPTIVE;
-		bool entry = *(const bool *)(f + PY_FRAME_IS_ENTRY);
-		int firsttr = *(const int *)(code + PY_CODE_FIRSTTRACEABLE);
+	f = *(const char *const *)(ts + lay.ts_frame);
+	if (lay.cframe && f)
+		f = *(const char *const *)(f + PY_CFRAME_CURRENT);
+	for (; f && n < max; f = *(const char *const *)(f + lay.f_previous)) {
+		const char *code, *instr, *first;
+		bool entry = lay.f_entry && *(const bool *)(f + lay.f_entry);
+		/* 3.13: each C call of the eval loop starts its frames with one
+		 * of its own (on the C stack), which runs no code */
+		if (lay.f_owner && *(const char *)(f + lay.f_owner) == PY313_OWNED_BY_CSTACK) {
+			if (n)
+				out[n - 1].entry = true;
+			continue;
+		}
+		code = *(const char *const *)(f + lay.f_code);
+		if (!code || (py.code_type && *(const void *const *)(code + PY_OB_TYPE) != py.code_type))
+			continue;
+		instr = *(const char *const *)(f + lay.f_instr);
+		first = code + lay.co_adaptive;
 		/* a frame still being set up has run nothing yet: not shown, but
 		 * its entry mark still ends its C call's frames */
-		if (instr < first + (ptrdiff_t)firsttr * 2) {
+		if (lay.co_firsttraceable &&
+		    instr < first + (ptrdiff_t)*(const int *)(code + lay.co_firsttraceable) * 2) {
 			if (entry && n)
 				out[n - 1].entry = true;
 			continue;
