@@ -5,7 +5,9 @@
 # by memwatch -p: a script growing small objects from one function is named in
 # the top row with its file and line, and the sampled stacks explain >= 90 % of
 # the RSS growth; a script growing bytes objects has the Python caller above
-# the native allocation path. 3.12 is captured native-only, said in one line.
+# the native allocation path; under PYTHONMALLOC=mimalloc, which serves every
+# size itself (malloc sees none of it), the bytes objects are counted too.
+# 3.12 is captured native-only, said in one line.
 . "$top_srcdir/tests/lib.sh"
 
 [ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
@@ -26,11 +28,16 @@ py12=$(find_python 12)
 [ -n "$py13$py12" ] || skip "no CPython 3.13 or 3.12 is installed (pyenv builds): nothing to test"
 
 # watch NAME PYTHON MODE [OPTIONS]: the script watched until 8 s with a +32 MiB
-# trigger; the report is in NAME.report
+# trigger; the report is in NAME.report. $pymalloc: PYTHONMALLOC, if set.
+pymalloc=
 watch() {
 	name=$1 py=$2 mode=$3
 	shift 3
-	"$py" "$script" "$mode" 12 >"$name.out" 2>"$name.err" &
+	if [ -n "$pymalloc" ]; then
+		env PYTHONMALLOC="$pymalloc" "$py" "$script" "$mode" 12 >"$name.out" 2>"$name.err" &
+	else
+		"$py" "$script" "$mode" 12 >"$name.out" 2>"$name.err" &
+	fi
 	t=$!
 	started_pids="$started_pids $t"
 	wait_until "grep -q ready $name.out 2>/dev/null" 30 || return 0
@@ -62,6 +69,16 @@ if [ -n "$py13" ]; then
 	else
 		fail "3.13: no final snapshot"
 	fi
+	pymalloc=mimalloc
+	watch mimalloc "$py13" bytes -r 64KiB
+	pymalloc=
+	row=$(grep -E '^ +1 +\+' mimalloc.report)
+	echo "$row" | grep -Eq "  grow_bytes  .*py_grow\.py:$bytes_line( |$)" ||
+		fail "3.13 mimalloc: the top row does not name grow_bytes at py_grow.py:$bytes_line: $row"
+	pct=$(sed -n 's/^  sampled stacks explain \([0-9]*\) % of the RSS growth.*/\1/p' mimalloc.report)
+	echo "3.13 mimalloc: the sampled stacks explain ${pct:-no} % of the RSS growth"
+	[ -n "$pct" ] && [ "$pct" -ge 60 ] ||
+		{ fail "3.13 mimalloc: the sampled stacks explain '${pct:-no}' % of the RSS growth, expected >= 60"; sed 's/^/  | /' mimalloc.report >&2; }
 else
 	echo "note: no CPython 3.13 installed: not tested" >&2
 fi

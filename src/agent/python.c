@@ -136,7 +136,8 @@ bool mw_python_frames MW_HIDDEN;
 struct wrap {
 	py_allocator prev;
 	size_t limit;   /* requests of 1..limit bytes are counted: 512, or 0 when
-			 * the domain is malloc itself (PYTHONMALLOC=malloc) */
+			 * the domain is malloc itself (PYTHONMALLOC=malloc), or
+			 * all under mimalloc */
 	bool own;       /* sampled blocks are malloc's, and free is pymalloc's own */
 	size_t extra;   /* bytes the debug hooks add to each request (Py_DEBUG) */
 };
@@ -462,7 +463,9 @@ static void swap_locked_gil(bool on)
 		 * raw domain), "pymalloc_debug" (the same under the debug hooks,
 		 * which add 3 words to every request: the default of Py_DEBUG
 		 * builds), "malloc" and "malloc_debug" (the hooks count every
-		 * block); NULL when another allocator is in. */
+		 * block), "mimalloc" and "mimalloc_debug" (3.13: every block is
+		 * the wrappers' to count, malloc has none); NULL when another
+		 * allocator is in. */
 		name = py.allocator_name ? py.allocator_name() : NULL;
 		own = name && strcmp(name, "pymalloc") == 0;
 		py.get_allocator(PYMEM_DOMAIN_RAW, &raw);
@@ -471,10 +474,12 @@ static void swap_locked_gil(bool on)
 			if (cur.malloc == w_malloc || cur.malloc == w_malloc_own)
 				continue;     /* ours already (a fork's child) */
 			wraps[d].prev = cur;
-			wraps[d].extra = name && strcmp(name, "pymalloc_debug") == 0 ? 3 * sizeof(size_t) : 0;
+			wraps[d].extra = name && strstr(name, "_debug") ? 3 * sizeof(size_t) : 0;
 			if ((name && strncmp(name, "malloc", 6) == 0) ||
 			    (cur.malloc == raw.malloc && cur.ctx == raw.ctx))
 				wraps[d].limit = 0;
+			else if (name && strncmp(name, "mimalloc", 8) == 0)
+				wraps[d].limit = SIZE_MAX;     /* it serves every size itself */
 			else
 				wraps[d].limit = PY_SMALL_REQUEST - wraps[d].extra;
 			wraps[d].own = own && wraps[d].limit;
