@@ -352,7 +352,7 @@ int control_status(int fd, struct control_status *st, char **cause)
 const char *control_python_note(const struct control_status *st, char *buf, size_t len)
 {
 	if (!strcmp(st->python, "unsupported"))
-		snprintf(buf, len, "CPython %u.%u is not supported (3.11 is): captured native-only, "
+		snprintf(buf, len, "CPython %u.%u is not supported (3.11 and 3.13 are): captured native-only, "
 			 "without its small objects and Python frames", st->python_major, st->python_minor);
 	else if (!strcmp(st->python, "waiting"))
 		snprintf(buf, len, "CPython: the GIL was not had yet: small objects are not sampled "

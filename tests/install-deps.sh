@@ -6,7 +6,7 @@ packages="build-essential autoconf automake libtool pkg-config
 	libproc2-dev libunwind-dev libdw-dev libelf-dev libdebuginfod-dev zlib1g-dev
 	libcmocka-dev gnuplot-nox debuginfod libc6-dbg file procps
 	clang libclang-rt-14-dev valgrind g++ libjemalloc2 libtcmalloc-minimal4
-	curl python3 libpython3-dev heaptrack time libprotobuf-c-dev protobuf-c-compiler golang-go
+	curl python3 libpython3-dev python3.11-dbg heaptrack time libprotobuf-c-dev protobuf-c-compiler golang-go
 	nodejs prometheus prometheus-node-exporter chromium strace
 	redis-server redis-tools sqlite3"
 missing=

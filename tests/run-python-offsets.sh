@@ -1,12 +1,15 @@
 #!/bin/sh
 # run-python-offsets.sh: the CPython 3.11 structure offsets the agent reads
 # (mirrored in src/agent/python.c, not compiled against the headers) match the
-# interpreter's own internal headers, where they are installed
-# (libpython3.11-dev).
+# interpreter's own internal headers, where they are installed: the release
+# build's (libpython3.11-dev) and the debug build's (Py_DEBUG, libpython3.11-dbg),
+# which the agent reads at the same offsets. And where a CPython 3.13 is
+# installed with its headers (a pyenv build; Debian 12 has none), where its
+# _Py_DebugOffsets table holds the offsets the agent reads from it.
 . "$top_srcdir/tests/lib.sh"
 
-inc=/usr/include/python3.11
-[ -r "$inc/internal/pycore_frame.h" ] || skip "CPython 3.11's internal headers are not installed (libpython3.11-dev)"
+[ -r /usr/include/python3.11/internal/pycore_frame.h ] ||
+	skip "CPython 3.11's internal headers are not installed (libpython3.11-dev)"
 cc=${CC:-cc}
 command -v "$cc" >/dev/null 2>&1 || skip "no C compiler ($cc)"
 cat > offsets.c <<'C'
@@ -18,6 +21,9 @@ cat > offsets.c <<'C'
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
 int main(void)
 {
+#if defined(WANT_DEBUG) && !defined(Py_DEBUG)
+#error "not a Py_DEBUG build's headers"
+#endif
 	P("PY_TSTATE_CFRAME", offsetof(PyThreadState, cframe));
 	P("PY_CFRAME_CURRENT", offsetof(_PyCFrame, current_frame));
 	P("PY_FRAME_CODE", offsetof(_PyInterpreterFrame, f_code));
@@ -36,13 +42,78 @@ int main(void)
 	return 0;
 }
 C
-"$cc" -I"$inc" offsets.c -o offsets >cc.out 2>&1 || { fail "cannot compile against $inc: $(head -n 5 cc.out)"; finish; }
-./offsets >headers.txt || fail "offsets failed"
+# check INCLUDEDIR [CFLAGS]: the headers' offsets against the agent's
+check() {
+	inc=$1
+	"$cc" -I"$inc" ${2:-} offsets.c -o offsets >cc.out 2>&1 || { fail "cannot compile against $inc: $(head -n 5 cc.out)"; return; }
+	./offsets >headers.txt || { fail "offsets failed"; return; }
+	while read -r name value; do
+		mine=$(awk -v n="$name" '$1 == n { print $2 }' agent.txt)
+		[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, the headers in $inc say $value"
+	done <headers.txt
+	[ "$(grep -c '' headers.txt)" -eq 15 ] || fail "$inc: expected 15 offsets, got $(grep -c '' headers.txt)"
+	echo "$inc: 15 offsets as the agent reads them"
+}
 # the agent's values: "#define PY_X 123"
 sed -n 's/^#define \(PY_[A-Z_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/python.c" >agent.txt
-while read -r name value; do
-	mine=$(awk -v n="$name" '$1 == n { print $2 }' agent.txt)
-	[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, CPython 3.11's headers say $value"
-done <headers.txt
-[ "$(grep -c '' headers.txt)" -eq 15 ] || fail "expected 15 offsets, got $(grep -c '' headers.txt)"
+check /usr/include/python3.11
+if [ -r /usr/include/python3.11d/pyconfig.h ]; then
+	check /usr/include/python3.11d -DWANT_DEBUG
+else
+	echo "note: the debug build's headers are not installed (libpython3.11-dbg): not checked" >&2
+fi
+
+# 3.13: the positions in _Py_DebugOffsets ("#define DO_X 123" in the agent)
+inc13=
+for d in "${HOME:-/nonexistent}"/.pyenv/versions/3.13*/include/python3.13 /usr/include/python3.13 /usr/local/include/python3.13; do
+	[ -r "$d/internal/pycore_runtime.h" ] && inc13=$d
+done
+if [ -n "$inc13" ]; then
+	cat > debugoffsets.c <<'C'
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <internal/pycore_runtime.h>
+#include <internal/pycore_frame.h>
+#include <stddef.h>
+#include <stdio.h>
+#define P(name, value) printf("%s %zu\n", name, (size_t)(value))
+#define O(name, field) P(name, offsetof(_Py_DebugOffsets, field))
+int main(void)
+{
+	O("DO_VERSION", version);
+	O("DO_FREE_THREADED", free_threaded);
+	O("DO_TS_CURRENT_FRAME", thread_state.current_frame);
+	O("DO_FRAME_PREVIOUS", interpreter_frame.previous);
+	O("DO_FRAME_EXECUTABLE", interpreter_frame.executable);
+	O("DO_FRAME_INSTR_PTR", interpreter_frame.instr_ptr);
+	O("DO_FRAME_OWNER", interpreter_frame.owner);
+	O("DO_CODE_FILENAME", code_object.filename);
+	O("DO_CODE_QUALNAME", code_object.qualname);
+	O("DO_CODE_ADAPTIVE", code_object.co_code_adaptive);
+	O("DO_STR_STATE", unicode_object.state);
+	O("DO_STR_LENGTH", unicode_object.length);
+	O("DO_STR_ASCII_SIZE", unicode_object.asciiobject_size);
+	P("DO_END", offsetof(_Py_DebugOffsets, unicode_object.asciiobject_size) + 8);
+	P("PY313_OWNED_BY_CSTACK", FRAME_OWNED_BY_CSTACK);
+	P("PY313_COMPACT_DATA", sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject));
+	P("PY_OB_TYPE", offsetof(PyObject, ob_type));
+	return 0;
+}
+C
+	if "$cc" -I"$inc13" debugoffsets.c -o debugoffsets >cc13.out 2>&1; then
+		./debugoffsets >do.txt || fail "debugoffsets failed"
+		sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/python.c" >agent13.txt
+		# the agent's data of a compact str: two words after PyASCIIObject
+		echo "PY313_COMPACT_DATA 16" >>agent13.txt
+		while read -r name value; do
+			mine=$(awk -v n="$name" '$1 == n { print $2 }' agent13.txt)
+			[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, CPython 3.13's headers in $inc13 say $value"
+		done <do.txt
+		echo "$inc13: $(grep -c '' do.txt) offsets as the agent reads them"
+	else
+		fail "cannot compile against $inc13: $(head -n 5 cc13.out)"
+	fi
+else
+	echo "note: no CPython 3.13 headers (a pyenv build): _Py_DebugOffsets not checked" >&2
+fi
 finish

@@ -1,11 +1,13 @@
-/* python.c: CPython inside the target. When the process is a CPython 3.11
- * interpreter (found through the dynamic linker, never linked against), its
+/* python.c: CPython inside the target. When the process is a CPython 3.11 or
+ * 3.13 interpreter (found through the dynamic linker, never linked against), its
  * object allocator (the PYMEM_DOMAIN_MEM and OBJ domains) is wrapped so that
  * pymalloc's small objects are sampled one by one, and every sample carries the
  * Python frames of the allocating thread, merged into its native stack where
  * the eval loop's frames stand. The structures read are mirrored here from
  * CPython 3.11's internal headers (pycore_frame.h, cpython/code.h,
- * cpython/unicodeobject.h); other versions are captured native-only. */
+ * cpython/unicodeobject.h), or read from the table 3.13 publishes for
+ * debuggers (_Py_DebugOffsets, at the start of _PyRuntime); other versions are
+ * captured native-only. */
 #include "config.h"
 
 #define _GNU_SOURCE 1
@@ -40,6 +42,40 @@
 #define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
 #define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
 #define PY_SMALL_REQUEST 512         /* pymalloc serves 1..512 bytes itself */
+#define PY_OB_TYPE 8                 /* PyObject.ob_type (every version, without Py_TRACE_REFS) */
+
+/* CPython 3.13: where _Py_DebugOffsets (the first member of _PyRuntime) holds
+ * the offsets read (checked against 3.13's pycore_runtime.h, x86_64, where
+ * one is installed: tests/run-python-offsets.sh). */
+#define DO_COOKIE "xdebugpy"
+#define DO_VERSION 8                 /* Py_Version of the build it describes */
+#define DO_FREE_THREADED 16
+#define DO_TS_CURRENT_FRAME 184      /* thread_state.current_frame */
+#define DO_FRAME_PREVIOUS 232        /* interpreter_frame.previous */
+#define DO_FRAME_EXECUTABLE 240      /* .executable (the code object) */
+#define DO_FRAME_INSTR_PTR 248       /* .instr_ptr */
+#define DO_FRAME_OWNER 264           /* .owner (char) */
+#define DO_CODE_FILENAME 280         /* code_object.filename */
+#define DO_CODE_QUALNAME 296         /* .qualname */
+#define DO_CODE_ADAPTIVE 344         /* .co_code_adaptive */
+#define DO_STR_STATE 544             /* unicode_object.state */
+#define DO_STR_LENGTH 552            /* .length */
+#define DO_STR_ASCII_SIZE 560        /* .asciiobject_size */
+#define DO_END 568                   /* what is read of the table */
+#define PY313_OWNED_BY_CSTACK 3      /* the entry frame of a C call of the eval loop */
+
+/* Where the frame walk reads, for the version found. */
+static struct {
+	bool cframe;            /* 3.11: the thread state's frame is behind _PyCFrame */
+	size_t ts_frame;        /* PyThreadState: cframe (3.11) or current_frame */
+	size_t f_previous, f_code, f_instr;
+	size_t f_entry;         /* 3.11: is_entry (bool); 0: none */
+	size_t f_owner;         /* 3.13: owner (char); 0: none */
+	size_t co_filename, co_qualname, co_adaptive;
+	size_t co_firsttraceable;   /* 3.11 only; 0: none */
+	size_t str_state, str_length, str_ascii_data, str_compact_data;
+	bool str_ready_bit;     /* 3.11: state bit 7 says the str is ready */
+} lay;
 #define PY_ALIGNMENT 16              /* in blocks of a multiple of 16 bytes (64-bit) */
 
 enum { PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ };
@@ -61,7 +97,9 @@ static struct {
 	void (*gil_release)(int);
 	void (*get_allocator)(int, py_allocator *);
 	void (*set_allocator)(int, py_allocator *);
+	const char *(*allocator_name)(void);   /* _PyMem_GetCurrentAllocatorName */
 	int (*addr2line)(void *code, int byte_offset);
+	const void *code_type;        /* &PyCode_Type */
 	uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's text */
 	unsigned long version;        /* Py_Version */
 } py;
@@ -84,12 +122,24 @@ bool mw_python_frames MW_HIDDEN;
  * counted: anything else it hands to malloc, which the hooks count. A block is
  * counted at its size class, the memory it takes (a 2-tuple asks for 72 bytes
  * and takes 80: counting the request would leave a tenth of a heap of small
- * objects unexplained). */
+ * objects unexplained).
+ *
+ * Where the domains are the interpreter's own pymalloc (own), only the
+ * allocating side is wrapped: free stays pymalloc's, which Debian's python3.11
+ * (LTO and PGO) inlines into its callers as long as the domain's free is that
+ * function, and a block chosen as a sample comes from malloc instead of
+ * pymalloc (see own_block). pymalloc's free hands any block outside its
+ * arenas to the raw domain, that is free, where the hooks drop its record. Elsewhere (debug
+ * hooks, tracemalloc's or another allocator underneath) every call is wrapped
+ * and passed through. */
 
 struct wrap {
 	py_allocator prev;
 	size_t limit;   /* requests of 1..limit bytes are counted: 512, or 0 when
-			 * the domain is malloc itself (PYTHONMALLOC=malloc) */
+			 * the domain is malloc itself (PYTHONMALLOC=malloc), or
+			 * all under mimalloc */
+	bool own;       /* sampled blocks are malloc's, and free is pymalloc's own */
+	size_t extra;   /* bytes the debug hooks add to each request (Py_DEBUG) */
 };
 static struct wrap wraps[3];
 
@@ -101,6 +151,12 @@ static inline bool counted(const struct wrap *w, size_t n)
 static inline size_t size_class(size_t n)
 {
 	return (n + PY_ALIGNMENT - 1) & ~(size_t)(PY_ALIGNMENT - 1);
+}
+
+/* What a block of a counted request of n bytes takes in pymalloc. */
+static inline size_t taken(const struct wrap *w, size_t n)
+{
+	return size_class(n + w->extra);
 }
 
 static inline int capturing(void)
@@ -125,21 +181,63 @@ static inline __attribute__((always_inline)) bool unsampled(size_t size, int epo
 
 static ON void *malloc_slow(struct wrap *w, size_t n)
 {
-	return mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), size_class(n));
+	return mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), taken(w, n));
 }
 
 static void *w_malloc(void *ctx, size_t n)
 {
 	struct wrap *w = ctx;
 	int e = capturing();
-	if (likely(!e) || !counted(w, n) || likely(unsampled(size_class(n), e)))
+	if (likely(!e) || !counted(w, n) || likely(unsampled(taken(w, n), e)))
 		return w->prev.malloc(w->prev.ctx, n);
 	return malloc_slow(w, n);
 }
 
+/* pymalloc itself, when the domains are the interpreter's own (the wrappers
+ * of both domains then call it directly, ctx and all). */
+static py_allocator pymalloc;
+
+/* A sampled block, own: asked of pymalloc with a size it does not serve, so
+ * that it takes it from the raw domain (malloc) as it does any request over
+ * 512 bytes. Its free then goes back there, where the hooks see it, and the
+ * interpreter's count of blocks (sys.getallocatedblocks()) stays right. The
+ * hooks do not count it themselves (the guard is up). */
+static void *own_block(bool zero)
+{
+	void *q;
+	mw_tls.guard++;
+	q = zero ? pymalloc.calloc(pymalloc.ctx, 1, PY_SMALL_REQUEST + 1)
+		 : pymalloc.malloc(pymalloc.ctx, PY_SMALL_REQUEST + 1);
+	mw_tls.guard--;
+	return q;
+}
+
+static ON void *malloc_own_slow(size_t n)
+{
+	if (!capturing())
+		return pymalloc.malloc(pymalloc.ctx, n);
+	return mw_sampled_alloc(own_block(false), size_class(n));
+}
+
+/* The same as w_malloc where free is pymalloc's own (see swap_locked_gil): the
+ * sample decision first, then a tail jump to pymalloc, with nothing read
+ * through ctx (every object allocation passes here: each instruction counts). */
+static void *w_malloc_own(void *ctx, size_t n)
+{
+	int e = capturing();
+	(void)ctx;
+	if (likely(n - 1 < PY_SMALL_REQUEST) && likely(unsampled(size_class(n), e)))
+		return pymalloc.malloc(pymalloc.ctx, n);
+	if (n - 1 >= PY_SMALL_REQUEST)
+		return pymalloc.malloc(pymalloc.ctx, n);
+	return malloc_own_slow(n);
+}
+
 static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
 {
-	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), size_class(n));
+	if (w->own)
+		return mw_sampled_alloc(own_block(true), size_class(n));
+	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), taken(w, n));
 }
 
 static void *w_calloc(void *ctx, size_t a, size_t b)
@@ -148,7 +246,7 @@ static void *w_calloc(void *ctx, size_t a, size_t b)
 	int e = capturing();
 	size_t n;
 	if (likely(!e) || __builtin_mul_overflow(a, b, &n) || !counted(w, n) ||
-	    likely(unsampled(size_class(n), e)))
+	    likely(unsampled(taken(w, n), e)))
 		return w->prev.calloc(w->prev.ctx, a, b);
 	return calloc_slow(w, a, b, n);
 }
@@ -169,9 +267,9 @@ static ON void *realloc_on(struct wrap *w, void *p, size_t n, int e)
 			mw_put_record(p, &t);
 		return q;
 	}
-	if (!counted(w, n) || unsampled(size_class(n), e))
+	if (!counted(w, n) || unsampled(taken(w, n), e))
 		return q;
-	return mw_sampled_alloc(q, size_class(n));
+	return mw_sampled_alloc(q, taken(w, n));
 }
 
 static void *w_realloc(void *ctx, void *p, size_t n)
@@ -181,6 +279,33 @@ static void *w_realloc(void *ctx, void *p, size_t n)
 	if (likely(!e))
 		return w->prev.realloc(w->prev.ctx, p, n);
 	return realloc_on(w, p, n, e);
+}
+
+/* With free left to pymalloc (own): a block that is not a sample point is
+ * pymalloc's business, a sampled one (malloc's) is handed by pymalloc's
+ * realloc to the raw domain, where the hooks see it. At a sample point the new
+ * block is moved to malloc, so that its free reaches the hooks too. */
+static ON void *realloc_own_slow(struct wrap *w, void *p, size_t n)
+{
+	void *r = w->prev.realloc(w->prev.ctx, p, n), *q;
+
+	if (!r)
+		return r;
+	q = own_block(false);
+	if (!q)
+		return r;     /* not counted, and still the program's block */
+	memcpy(q, r, n);
+	w->prev.free(w->prev.ctx, r);
+	return mw_sampled_alloc(q, size_class(n));
+}
+
+static void *w_realloc_own(void *ctx, void *p, size_t n)
+{
+	struct wrap *w = ctx;
+	int e = capturing();
+	if (likely(!e) || !counted(w, n) || likely(unsampled(size_class(n), e)))
+		return w->prev.realloc(w->prev.ctx, p, n);
+	return realloc_own_slow(w, p, n);
 }
 
 /* The record goes before the block (see hk_free). In a domain that is malloc
@@ -207,12 +332,70 @@ static void *sym(const char *name)
 	return dlsym(RTLD_DEFAULT, name);
 }
 
+/* The offsets the frame walk reads, for py.version: true when it is a version
+ * the agent reads. runtime: _PyRuntime, or NULL. */
+static bool layout(const char *runtime)
+{
+	uint64_t o[DO_END / 8];
+
+	if ((py.version >> 16) == 0x030b) {
+		lay.cframe = true;
+		lay.ts_frame = PY_TSTATE_CFRAME;
+		lay.f_previous = PY_FRAME_PREVIOUS;
+		lay.f_code = PY_FRAME_CODE;
+		lay.f_instr = PY_FRAME_PREV_INSTR;
+		lay.f_entry = PY_FRAME_IS_ENTRY;
+		lay.f_owner = 0;
+		lay.co_filename = PY_CODE_FILENAME;
+		lay.co_qualname = PY_CODE_QUALNAME;
+		lay.co_adaptive = PY_CODE_ADAPTIVE;
+		lay.co_firsttraceable = PY_CODE_FIRSTTRACEABLE;
+		lay.str_state = PY_STR_STATE;
+		lay.str_length = PY_STR_LENGTH;
+		lay.str_ascii_data = PY_STR_ASCII_DATA;
+		lay.str_compact_data = PY_STR_COMPACT_DATA;
+		lay.str_ready_bit = true;
+		return true;
+	}
+	/* 3.13: the table must say it describes this very build (the same
+	 * version, with the GIL); each offset must lie inside a structure of
+	 * sane size */
+	if ((py.version >> 16) != 0x030d || !runtime)
+		return false;
+	memcpy(o, runtime, sizeof o);
+	if (memcmp(runtime, DO_COOKIE, 8) != 0 || o[DO_VERSION / 8] != py.version ||
+	    o[DO_FREE_THREADED / 8] != 0)
+		return false;
+	for (size_t i = DO_TS_CURRENT_FRAME / 8; i < DO_END / 8; i++)
+		if (o[i] > 4096)
+			return false;
+	lay.cframe = false;
+	lay.ts_frame = o[DO_TS_CURRENT_FRAME / 8];
+	lay.f_previous = o[DO_FRAME_PREVIOUS / 8];
+	lay.f_code = o[DO_FRAME_EXECUTABLE / 8];
+	lay.f_instr = o[DO_FRAME_INSTR_PTR / 8];
+	lay.f_entry = 0;
+	lay.f_owner = o[DO_FRAME_OWNER / 8];
+	lay.co_filename = o[DO_CODE_FILENAME / 8];
+	lay.co_qualname = o[DO_CODE_QUALNAME / 8];
+	lay.co_adaptive = o[DO_CODE_ADAPTIVE / 8];
+	lay.co_firsttraceable = 0;
+	lay.str_state = o[DO_STR_STATE / 8];
+	lay.str_length = o[DO_STR_LENGTH / 8];
+	lay.str_ascii_data = o[DO_STR_ASCII_SIZE / 8];
+	/* PyCompactUnicodeObject: utf8_length and utf8 after PyASCIIObject */
+	lay.str_compact_data = lay.str_ascii_data + 2 * sizeof(void *);
+	lay.str_ready_bit = false;
+	return true;
+}
+
 /* Look CPython up in the process: once found (or found unreadable), for
  * good; not found, again at the next capture (a program may load libpython
  * later). Called with py_lock held, from the control thread. */
 static void probe(void)
 {
 	const unsigned long *ver;
+	const char *runtime;
 	void *eval;
 	Dl_info info;
 	const ElfW(Sym) *es = NULL;
@@ -223,12 +406,17 @@ static void probe(void)
 	ver = sym("Py_Version");
 	py.is_initialized = (int (*)(void))sym("Py_IsInitialized");
 	py.is_finalizing = (int (*)(void))sym("_Py_IsFinalizing");
+	if (!py.is_finalizing)     /* public from 3.13 on */
+		py.is_finalizing = (int (*)(void))sym("Py_IsFinalizing");
+	runtime = sym("_PyRuntime");
 	py.this_tstate = (void *(*)(void))sym("PyGILState_GetThisThreadState");
 	py.gil_ensure = (int (*)(void))sym("PyGILState_Ensure");
 	py.gil_release = (void (*)(int))sym("PyGILState_Release");
 	py.get_allocator = (void (*)(int, py_allocator *))sym("PyMem_GetAllocator");
 	py.set_allocator = (void (*)(int, py_allocator *))sym("PyMem_SetAllocator");
 	py.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
+	py.allocator_name = (const char *(*)(void))sym("_PyMem_GetCurrentAllocatorName");
+	py.code_type = sym("PyCode_Type");
 	eval = sym("_PyEval_EvalFrameDefault");
 	if (eval && dladdr1(eval, &info, (void **)&es, RTLD_DL_SYMENT) && es && es->st_size) {
 		py.eval_lo = (uintptr_t)eval;
@@ -240,8 +428,8 @@ static void probe(void)
 		return;
 	}
 	py.version = *(const uint32_t *)ver;
-	/* 3.11 only: the structures mirrored above are that version's */
-	if ((py.version >> 16) != 0x030b || !py.is_finalizing || !py.this_tstate ||
+	/* 3.11 (the structures mirrored above) and 3.13 (its table) */
+	if (!layout(runtime) || !py.is_finalizing || !py.this_tstate ||
 	    !py.gil_ensure || !py.gil_release || !py.addr2line || !py.eval_lo) {
 		py_state = MW_PY_UNSUPPORTED;
 		return;
@@ -264,21 +452,45 @@ static bool interpreter_alive(void)
 static void swap_locked_gil(bool on)
 {
 	py_allocator raw, cur, mine;
+	const char *name;
+	bool own;
 	int d;
 
 	if (on) {
+		/* The interpreter's own allocators, untouched by anyone, are
+		 * named: "pymalloc" (the raw domain is malloc, MEM and OBJ are
+		 * pymalloc, whose free hands any block outside its arenas to the
+		 * raw domain), "pymalloc_debug" (the same under the debug hooks,
+		 * which add 3 words to every request: the default of Py_DEBUG
+		 * builds), "malloc" and "malloc_debug" (the hooks count every
+		 * block), "mimalloc" and "mimalloc_debug" (3.13: every block is
+		 * the wrappers' to count, malloc has none); NULL when another
+		 * allocator is in. */
+		name = py.allocator_name ? py.allocator_name() : NULL;
+		own = name && strcmp(name, "pymalloc") == 0;
 		py.get_allocator(PYMEM_DOMAIN_RAW, &raw);
 		for (d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
 			py.get_allocator(d, &cur);
-			if (cur.malloc == w_malloc)
+			if (cur.malloc == w_malloc || cur.malloc == w_malloc_own)
 				continue;     /* ours already (a fork's child) */
 			wraps[d].prev = cur;
-			wraps[d].limit = cur.malloc == raw.malloc && cur.ctx == raw.ctx ? 0 : PY_SMALL_REQUEST;
+			wraps[d].extra = name && strstr(name, "_debug") ? 3 * sizeof(size_t) : 0;
+			if ((name && strncmp(name, "malloc", 6) == 0) ||
+			    (cur.malloc == raw.malloc && cur.ctx == raw.ctx))
+				wraps[d].limit = 0;
+			else if (name && strncmp(name, "mimalloc", 8) == 0)
+				wraps[d].limit = SIZE_MAX;     /* it serves every size itself */
+			else
+				wraps[d].limit = PY_SMALL_REQUEST - wraps[d].extra;
+			wraps[d].own = own && wraps[d].limit;
 			mine.ctx = &wraps[d];
-			mine.malloc = w_malloc;
+			if (wraps[d].own)
+				pymalloc = cur;
+			mine.malloc = wraps[d].own ? w_malloc_own : w_malloc;
 			mine.calloc = w_calloc;
-			mine.realloc = w_realloc;
-			mine.free = w_free;
+			/* own: free stays pymalloc's (see "The wrappers") */
+			mine.realloc = wraps[d].own ? w_realloc_own : w_realloc;
+			mine.free = wraps[d].own ? cur.free : w_free;
 			py.set_allocator(d, &mine);
 		}
 		return;
@@ -287,7 +499,7 @@ static void swap_locked_gil(bool on)
 		py.get_allocator(d, &cur);
 		/* Someone stacked theirs on ours (tracemalloc started meanwhile):
 		 * ours stays below it, passing through while capture is off. */
-		if (cur.malloc == w_malloc && cur.ctx == &wraps[d])
+		if ((cur.malloc == w_malloc || cur.malloc == w_malloc_own) && cur.ctx == &wraps[d])
 			py.set_allocator(d, &wraps[d].prev);
 	}
 }
@@ -496,18 +708,18 @@ static size_t read_str(const char *o, char *buf, size_t len)
 
 	if (!o)
 		return 0;
-	state = *(const uint32_t *)(o + PY_STR_STATE);
-	n = (size_t)*(const int64_t *)(o + PY_STR_LENGTH);
-	if (!(state & (1u << 5)) || !(state & (1u << 7)))   /* not compact, or not ready */
-		return 0;
+	state = *(const uint32_t *)(o + lay.str_state);
+	n = (size_t)*(const int64_t *)(o + lay.str_length);
+	if (!(state & (1u << 5)) || (lay.str_ready_bit && !(state & (1u << 7))))
+		return 0;                                     /* not compact, or not ready */
 	kind = (state >> 2) & 7;
 	if (state & (1u << 6)) {                              /* compact ASCII */
 		if (n > len)
 			n = len;
-		memcpy(buf, o + PY_STR_ASCII_DATA, n);
+		memcpy(buf, o + lay.str_ascii_data, n);
 		return n;
 	}
-	data = o + PY_STR_COMPACT_DATA;
+	data = o + lay.str_compact_data;
 	for (i = 0; i < n; i++) {
 		uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
 			   : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
@@ -537,8 +749,8 @@ static size_t read_str(const char *o, char *buf, size_t len)
 static uint32_t pyframe_id(const char *code, int line)
 {
 	char name[256], file[512];
-	size_t nn = read_str(*(const char *const *)(code + PY_CODE_QUALNAME), name, sizeof name);
-	size_t fn = read_str(*(const char *const *)(code + PY_CODE_FILENAME), file, sizeof file);
+	size_t nn = read_str(*(const char *const *)(code + lay.co_qualname), name, sizeof name);
+	size_t fn = read_str(*(const char *const *)(code + lay.co_filename), file, sizeof file);
 	uint64_t h = hash_bytes(0xCBF29CE484222325ull, name, nn);
 	uint32_t id = 0, j;
 
@@ -590,7 +802,7 @@ struct pyf_ref {
 /* Read this thread's Python frames, newest first. */
 static unsigned read_frames(struct pyf_ref *out, unsigned max)
 {
-	const char *ts, *cf, *f;
+	const char *ts, *f;
 	unsigned n = 0;
 
 	if (!mw_python_frames || py.is_finalizing())
@@ -598,19 +810,28 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 	ts = py.this_tstate();
 	if (!ts)
 		return 0;
-	cf = *(const char *const *)(ts + PY_TSTATE_CFRAME);
-	if (!cf)
-		return 0;
-	for (f = *(const char *const *)(cf + PY_CFRAME_CURRENT); f && n < max;
-	     f = *(const char *const *)(f + PY_FRAME_PREVIOUS)) {
-		const char *code = *(const char *const *)(f + PY_FRAME_CODE);
-		const char *instr = *(const char *const *)(f + PY_FRAME_PREV_INSTR);
-		const char *first = code + PY_CODE_ADAPTIVE;
-		bool entry = *(const bool *)(f + PY_FRAME_IS_ENTRY);
-		int firsttr = *(const int *)(code + PY_CODE_FIRSTTRACEABLE);
+	f = *(const char *const *)(ts + lay.ts_frame);
+	if (lay.cframe && f)
+		f = *(const char *const *)(f + PY_CFRAME_CURRENT);
+	for (; f && n < max; f = *(const char *const *)(f + lay.f_previous)) {
+		const char *code, *instr, *first;
+		bool entry = lay.f_entry && *(const bool *)(f + lay.f_entry);
+		/* 3.13: each C call of the eval loop starts its frames with one
+		 * of its own (on the C stack), which runs no code */
+		if (lay.f_owner && *(const char *)(f + lay.f_owner) == PY313_OWNED_BY_CSTACK) {
+			if (n)
+				out[n - 1].entry = true;
+			continue;
+		}
+		code = *(const char *const *)(f + lay.f_code);
+		if (!code || (py.code_type && *(const void *const *)(code + PY_OB_TYPE) != py.code_type))
+			continue;
+		instr = *(const char *const *)(f + lay.f_instr);
+		first = code + lay.co_adaptive;
 		/* a frame still being set up has run nothing yet: not shown, but
 		 * its entry mark still ends its C call's frames */
-		if (instr < first + (ptrdiff_t)firsttr * 2) {
+		if (lay.co_firsttraceable &&
+		    instr < first + (ptrdiff_t)*(const int *)(code + lay.co_firsttraceable) * 2) {
 			if (entry && n)
 				out[n - 1].entry = true;
 			continue;

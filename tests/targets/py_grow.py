@@ -14,6 +14,10 @@
 #               statuses, then grows from grow_after_fork until the next line
 #   holdgil     at a line on stdin, holds the GIL for 4 s in one C call, says
 #               "released", then grows until the next line
+#   drop        at a line on stdin, grows ~50 MiB of small objects from
+#               grow_small_objects and says "grown"; at the next line drops
+#               them all and says "dropped N", N the change in
+#               sys.getallocatedblocks(); exits at the third line
 #   holdexit    at a line on stdin, holds the GIL for 3 s in one C call and
 #               exits at once (the interpreter finalizes while a thread that
 #               is not its own waits for the GIL)
@@ -115,6 +119,15 @@ elif mode == "holdgil":
     ctypes.PyDLL(None).sleep(4)
     print("released", flush=True)
     until_line(grow_small_objects, 500, 150)
+elif mode == "drop":
+    sys.stdin.readline()
+    blocks = sys.getallocatedblocks()
+    grow_small_objects(400000)
+    print("grown", flush=True)
+    sys.stdin.readline()
+    kept.clear()
+    print("dropped", sys.getallocatedblocks() - blocks, flush=True)
+    sys.stdin.readline()
 elif mode == "holdexit":
     sys.stdin.readline()
     print("holding", flush=True)
