@@ -6,6 +6,7 @@
 #define MEMWATCH_INJECT_INTERNAL_H
 
 #include "inject.h"
+#include "proc.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -88,14 +89,6 @@ struct module {
 	size_t nsyms;
 };
 
-struct proc_status {
-	char name[64];
-	char state;
-	int tgid, tracer;
-	unsigned uid[4], gid[4];
-	int seccomp;
-};
-
 void procmaps_free(struct maps *m);
 int procmaps_read(int pid, struct maps *m);
 const char *base_name(const char *path);
@@ -116,7 +109,6 @@ bool match_libpthread(const char *b);
 bool match_agent(const char *b);
 
 const char *unwind_blind_spot(int pid, const struct maps *m, bool *deleted);
-int read_status(const char *fn, struct proc_status *st);
 int read_small_file(const char *fn, char *buf, size_t n);
 bool have_cap_sys_ptrace(void);
 int yama_scope(void);

@@ -138,60 +138,164 @@ static struct status_fd *status_slot(struct proc_reader *r, int pid, size_t hint
 	return sf;
 }
 
-/* The number after "Key:" on the line at p, in KiB. */
-static uint64_t kib_after(const char *p)
+/* The number after "Key:" on the line at p (a figure in KiB, an id). */
+static uint64_t num_after(const char *p)
 {
 	while (*p == ' ' || *p == '\t')
 		p++;
 	return strtoull(p, NULL, 10);
 }
 
-/* Parse the status text into ps. */
-static void parse_status(char *buf, struct proc_stat *ps)
+/* Up to n numbers after "Key:" (Uid:, Gid:) into v. */
+static void nums_after(const char *p, unsigned *v, int n)
+{
+	char *end;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		unsigned long x = strtoul(p, &end, 10);
+		if (end == p)
+			return;
+		v[i] = (unsigned)x;
+		p = end;
+	}
+}
+
+/* The hexadecimal mask after "Key:" (SigCgt:, CapEff:). */
+static unsigned long long mask_after(const char *p)
+{
+	return strtoull(p, NULL, 16);
+}
+
+/* The last number of the line after "Key:" (NSpid: the pid in the innermost
+ * namespace comes last). */
+static int last_num_after(const char *p)
+{
+	const char *last = strrchr(p, '\t');
+	return (int)strtol(last ? last + 1 : p, NULL, 10);
+}
+
+/* Parse the text of a status file (see proc.h). The lines are read by their
+ * first letter: this is the watch's hot path, once per process per sample. */
+void proc_status_parse(char *buf, struct proc_status *st)
 {
 	char *line, *next;
 
+	memset(st, 0, sizeof *st);
+	st->seccomp = -1;
 	for (line = buf; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
 		switch (line[0]) {
+		case 'N':
+			if (strncmp(line, "Name:", 5) == 0)
+				sscanf(line + 5, " %63[^\n]", st->name);
+			else if (strncmp(line, "NSpid:", 6) == 0)
+				st->nspid = last_num_after(line + 6);
+			break;
 		case 'S':
 			if (strncmp(line, "State:", 6) == 0) {
 				const char *v = line + 6;
 				while (*v == ' ' || *v == '\t')
 					v++;
-				ps->zombie = *v == 'Z' || *v == 'X';
-				ps->state = *v;
+				st->state = *v;
+			} else if (strncmp(line, "SigCgt:", 7) == 0) {
+				st->sigcgt = mask_after(line + 7);
+			} else if (strncmp(line, "Seccomp:", 8) == 0) {
+				st->seccomp = (int)num_after(line + 8);
 			}
+			break;
+		case 'T':
+			if (strncmp(line, "Tgid:", 5) == 0)
+				st->tgid = (int)num_after(line + 5);
+			else if (strncmp(line, "TracerPid:", 10) == 0)
+				st->tracer = (int)num_after(line + 10);
 			break;
 		case 'P':
 			if (strncmp(line, "PPid:", 5) == 0)
-				ps->ppid = (int)kib_after(line + 5);
+				st->ppid = (int)num_after(line + 5);
+			break;
+		case 'U':
+			if (strncmp(line, "Uid:", 4) == 0) {
+				nums_after(line + 4, st->uid, 4);
+				st->has_uid = true;
+			}
+			break;
+		case 'G':
+			if (strncmp(line, "Gid:", 4) == 0)
+				nums_after(line + 4, st->gid, 4);
 			break;
 		case 'V':
 			if (strncmp(line, "VmRSS:", 6) == 0)
-				ps->s.rss = kib_after(line + 6);
+				st->vm_rss = num_after(line + 6);
 			else if (strncmp(line, "VmSize:", 7) == 0)
-				ps->s.vsz = kib_after(line + 7);
+				st->vm_size = num_after(line + 7);
 			else if (strncmp(line, "VmSwap:", 7) == 0)
-				ps->s.swap = kib_after(line + 7);
+				st->vm_swap = num_after(line + 7);
 			break;
 		case 'R':
 			if (strncmp(line, "RssAnon:", 8) == 0)
-				ps->s.anon = kib_after(line + 8);
+				st->rss_anon = num_after(line + 8);
 			else if (strncmp(line, "RssFile:", 8) == 0)
-				ps->s.file = kib_after(line + 8);
+				st->rss_file = num_after(line + 8);
 			else if (strncmp(line, "RssShmem:", 9) == 0)
-				ps->s.shmem = kib_after(line + 9);
+				st->rss_shmem = num_after(line + 9);
 			break;
 		case 'C':
+			if (strncmp(line, "CapEff:", 7) == 0)
+				st->capeff = mask_after(line + 7);
 			/* Cpus_allowed and what follows hold nothing we read */
-			if (strncmp(line, "Cpus_allowed", 12) == 0)
+			else if (strncmp(line, "Cpus_allowed", 12) == 0)
 				return;
 			break;
 		}
 	}
+}
+
+/* Read and parse a status file (see proc.h). */
+int proc_status_read(const char *path, struct proc_status *st)
+{
+	/* the Groups line of a member of many groups makes it long */
+	char buf[16384];
+	ssize_t n = 0, got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	memset(st, 0, sizeof *st);
+	st->seccomp = -1;
+	if (fd < 0)
+		return -errno;
+	do {
+		got = read(fd, buf + n, sizeof buf - 1 - (size_t)n);
+		if (got > 0)
+			n += got;
+	} while ((got > 0 && (size_t)n < sizeof buf - 1) || (got < 0 && errno == EINTR));
+	if (got < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	buf[n] = '\0';
+	proc_status_parse(buf, st);
+	return 0;
+}
+
+/* The figures of one sample from the status text into ps. */
+static void parse_status(char *buf, struct proc_stat *ps)
+{
+	struct proc_status st;
+
+	proc_status_parse(buf, &st);
+	ps->zombie = st.state == 'Z' || st.state == 'X';
+	ps->state = st.state;
+	ps->ppid = st.ppid;
+	ps->s.rss = st.vm_rss;
+	ps->s.vsz = st.vm_size;
+	ps->s.swap = st.vm_swap;
+	ps->s.anon = st.rss_anon;
+	ps->s.file = st.rss_file;
+	ps->s.shmem = st.rss_shmem;
 }
 
 /* The mount point of the cgroup v2 hierarchy (/sys/fs/cgroup, or
@@ -467,6 +571,7 @@ const char *proc_run_name(enum proc_run r)
 int proc_identify(int pid, struct proc_ident *id)
 {
 	char path[64], buf[4096];
+	struct proc_status st_status;
 	struct stat st;
 	ssize_t n, i;
 
@@ -480,27 +585,12 @@ int proc_identify(int pid, struct proc_ident *id)
 		return -ESRCH;
 	if (n < 0)
 		return (int)n;
+	proc_status_parse(buf, &st_status);
 	/* the real uid: the second field of "Uid:" is the effective one */
-	{
-		const char *u = strstr(buf, "\nUid:");
-		id->uid = u ? (uid_t)strtoul(u + 5, NULL, 10) : st.st_uid;
-	}
+	id->uid = st_status.has_uid ? (uid_t)st_status.uid[0] : st.st_uid;
 	id->other_user = geteuid() != 0 && id->uid != geteuid();
-	{
-		const char *g = strstr(buf, "\nTgid:");
-		id->tgid = g ? (int)strtol(g + 6, NULL, 10) : pid;
-		if (id->tgid <= 0)
-			id->tgid = pid;
-	}
-	{
-		const char *z = strstr(buf, "\nState:");
-		if (z) {
-			z += 7;
-			while (*z == ' ' || *z == '\t')
-				z++;
-			id->zombie = *z == 'Z' || *z == 'X';
-		}
-	}
+	id->tgid = st_status.tgid > 0 ? st_status.tgid : pid;
+	id->zombie = st_status.state == 'Z' || st_status.state == 'X';
 	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
 	n = read_small(path, buf, sizeof buf);
 	if (n > 0) {

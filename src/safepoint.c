@@ -133,7 +133,7 @@ static void cand_classify(int pid, struct cand *c)
 	c->cls = CAND_RUNNING;
 	c->why[0] = '\0';
 	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", pid, c->tid);
-	if (read_status(fn, &st) < 0) {
+	if (proc_status_read(fn, &st) < 0) {
 		c->cls = CAND_SKIP;
 		snprintf(c->why, sizeof c->why, "exited");
 		return;
