@@ -289,7 +289,7 @@ int outpath_resolve(const char *path, bool force, enum outpath_kind *kind, char 
 		/* both hold data that writing destroys */
 		if (!force) {
 			*cause = xasprintf("'%s' exists (use --force to overwrite)", path);
-			return -1;
+			return -EEXIST;
 		}
 		if (S_ISBLK(st.st_mode)) {
 			*kind = OUTPATH_DIRECT;

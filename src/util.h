@@ -78,8 +78,9 @@ enum outpath_kind {
 	OUTPATH_DIRECT,   /* a device, FIFO, socket: opened for writing as it is */
 };
 /* Decide for path; without force an existing regular file or block device is
- * refused (EEXIST wording). *real (caller frees) is the regular file to replace,
- * symbolic links resolved, else NULL. 0, or -1 with *cause (caller frees). */
+ * refused (-EEXIST). *real (caller frees) is the regular file to replace,
+ * symbolic links resolved, else NULL. 0, or -EEXIST or -1 with *cause (caller
+ * frees). */
 int outpath_resolve(const char *path, bool force, enum outpath_kind *kind, char **real,
 		    char **cause);
 /* The same decision made early, before work whose result would have nowhere to

@@ -272,24 +272,6 @@ static void note_stopped(struct runlog *log, double t, struct member *m, const s
 	capture_set_stopped(m->cap, run != PROC_RUNNING);
 }
 
-/* Why a watch ended: the reason of the "end" event and of the captures'. */
-enum watch_end {
-	WATCH_END_DURATION,      /* -d elapsed */
-	WATCH_END_SIGNAL,        /* SIGINT, SIGTERM, SIGHUP (run mode: 3 of them) */
-	WATCH_END_EXITED,        /* every process (run mode: the child) exited */
-	WATCH_END_ERROR,         /* /proc or the log could not be read or written */
-};
-
-static const char *watch_end_name(enum watch_end e)
-{
-	switch (e) {
-	case WATCH_END_DURATION: return "duration";
-	case WATCH_END_SIGNAL: return "signal";
-	case WATCH_END_EXITED: return "exited";
-	default: return "error";
-	}
-}
-
 /* One watch, from watch_begin to watch_release. */
 struct watch {
 	struct watch_opts *o;
@@ -313,7 +295,7 @@ struct watch {
 	struct status_line sl;
 	struct signals_saved sigs;    /* given back at the end */
 	unsigned sig_base;            /* stop_signal_count() at the start */
-	enum watch_end reason;
+	enum end_reason reason;
 	int status;                   /* the exit status so far */
 	bool lost_output;             /* a capture could not write its snapshots */
 	bool child_done;              /* run mode: the child is reaped ... */
@@ -362,8 +344,9 @@ static int watch_open_log(struct watch *w, const char *command_line)
 	w->log = runlog_create(w->outname, o->force, command_line, o->interval_ms, o->pss,
 			       &cause);
 	if (!w->log) {
+		bool exists = errno == EEXIST;
 		mw_error("%s", cause);
-		if (!o->output && !strstr(cause, "exists"))
+		if (!o->output && !exists)
 			mw_hint("the run log goes to the current directory by default; -o FILE puts it elsewhere");
 		free(cause);
 		return MW_EXIT_FAILURE;
@@ -483,7 +466,7 @@ static void member_gone(struct watch *w, struct member *m, double t)
 		runlog_event(w->log, t, m->pid, "exit", "status=%d", WEXITSTATUS(w->child_wstatus));
 	else
 		runlog_event(w->log, t, m->pid, "exit", NULL);
-	if (capture_end(m->cap, t, "exited", true) < 0)
+	if (capture_end(m->cap, t, END_EXITED, true) < 0)
 		w->lost_output = true;
 	capture_free(m->cap);
 	m->cap = NULL;
@@ -578,20 +561,20 @@ static bool watch_over(struct watch *w)
 		status_clear(&w->sl);
 		mw_error("cannot write '%s': %s", runlog_path(w->log), strerror(runlog_error(w->log)));
 		w->status = MW_EXIT_FAILURE;
-		w->reason = WATCH_END_ERROR;
+		w->reason = END_ERROR;
 		return true;
 	}
 	if (w->run_mode && w->child_done) {
-		w->reason = WATCH_END_EXITED;
+		w->reason = END_EXITED;
 		return true;
 	}
 	if (!w->run_mode && w->nm == 0) {
-		w->reason = WATCH_END_EXITED;
+		w->reason = END_EXITED;
 		w->status = MW_EXIT_GONE;
 		return true;
 	}
 	if (w->o->duration_ms && mono_ns() - w->start_ns >= w->o->duration_ms * 1000000u) {
-		w->reason = WATCH_END_DURATION;
+		w->reason = END_DURATION;
 		return true;
 	}
 	return false;
@@ -621,7 +604,7 @@ static bool watch_sample(struct watch *w)
 	if (e < 0) {
 		mw_error("cannot read /proc: %s", strerror(-e));
 		w->status = MW_EXIT_FAILURE;
-		w->reason = WATCH_END_ERROR;
+		w->reason = END_ERROR;
 		return false;
 	}
 	for (i = 0; i < w->nm; i++) {
@@ -682,7 +665,7 @@ static bool watch_forward_signal(struct watch *w)
 	mw_warn("pid %d does not exit after 3 signals: the watch ends, it goes on running",
 		w->o->run_child);
 	w->status = MW_EXIT_SIGNAL + sig;
-	w->reason = WATCH_END_SIGNAL;
+	w->reason = END_SIGNAL;
 	return false;
 }
 
@@ -703,7 +686,7 @@ static bool watch_wait(struct watch *w)
 		sigs_handled = stop_signal_count();
 		sig = stop_signal_pending();
 		w->status = MW_EXIT_SIGNAL + sig;
-		w->reason = WATCH_END_SIGNAL;
+		w->reason = END_SIGNAL;
 		runlog_event(w->log, watch_now(w), 0, "signal", "signal=%d", sig);
 		return false;
 	}
@@ -720,7 +703,7 @@ static void watch_end_run(struct watch *w)
 	if (w->child_done)
 		w->status = WIFSIGNALED(w->child_wstatus) ? MW_EXIT_SIGNAL + WTERMSIG(w->child_wstatus)
 							  : WEXITSTATUS(w->child_wstatus);
-	if (!w->child_done && w->reason == WATCH_END_DURATION) {
+	if (!w->child_done && w->reason == END_DURATION) {
 		/* the watch was asked to last this long, not the command: it is
 		 * left running as memwatch -p leaves its processes */
 		fprintf(stderr, "memwatch: pid %d is still running: the watch ended at --duration, "
@@ -748,7 +731,7 @@ static void watch_end(struct watch *w)
 	 * snapshots short */
 	sigs_handled = stop_signal_count();
 	for (i = 0; i < w->nm; i++) {
-		if (capture_end(w->m[i].cap, t, watch_end_name(w->reason), false) < 0)
+		if (capture_end(w->m[i].cap, t, w->reason, false) < 0)
 			w->lost_output = true;
 		capture_free(w->m[i].cap);
 		free(w->m[i].cmd);
@@ -756,7 +739,7 @@ static void watch_end(struct watch *w)
 	w->nm = 0;
 	/* after the last snapshots, which may have taken a while */
 	t = watch_now(w);
-	runlog_event(w->log, t, 0, "end", "reason=%s", watch_end_name(w->reason));
+	runlog_event(w->log, t, 0, "end", "reason=%s", end_reason_name(w->reason));
 	/* the watch is over: no process is reported any more */
 	if (w->o->metrics && metrics_write(w->o->metrics, NULL, 0, t, &cause) < 0) {
 		free(cause);
@@ -771,7 +754,7 @@ static void watch_end(struct watch *w)
 	    (w->status == MW_EXIT_OK || w->status == MW_EXIT_GONE))
 		w->status = MW_EXIT_FAILURE;
 	if (runlog_close(w->log, &cause) < 0) {
-		if (w->status != MW_EXIT_FAILURE || w->reason != WATCH_END_ERROR)
+		if (w->status != MW_EXIT_FAILURE || w->reason != END_ERROR)
 			mw_error("%s", cause);
 		free(cause);
 		if (w->status == MW_EXIT_OK || w->status == MW_EXIT_GONE)
