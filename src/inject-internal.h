@@ -49,8 +49,6 @@
 #define XSTATE_MAX (64 * 1024)
 #define AGENT_SONAME "libmemwatch-agent.so"
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- procmaps.c: the maps, ELF symbols and /proc */
 
 struct mapping {
@@ -194,7 +192,5 @@ int list_threads(int pid, struct cand **out);
 bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, char *why,
 		size_t whylen);
 bool regs_ok(const struct classifier *cl, const struct seized *s, char *why, size_t whylen);
-
-#endif /* __x86_64__ */
 
 #endif

@@ -34,8 +34,6 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- inject_agent */
 
 struct injector {
@@ -889,23 +887,3 @@ bool inject_agent_loaded(int pid)
 	procmaps_free(&m);
 	return found;
 }
-
-#else /* !__x86_64__ */
-
-int inject_agent(int pid, const char *agent_path, const char *options, unsigned deadline_ms,
-		 struct inject_result *res, char **cause, char **hint)
-{
-	(void)pid; (void)agent_path; (void)options; (void)deadline_ms;
-	memset(res, 0, sizeof *res);
-	*cause = xstrdup("attaching is implemented for x86-64 only");
-	*hint = NULL;
-	return -INJECT_EUNSUPPORTED;
-}
-
-bool inject_agent_loaded(int pid)
-{
-	(void)pid;
-	return false;
-}
-
-#endif

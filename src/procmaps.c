@@ -33,8 +33,6 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- maps */
 
 void procmaps_free(struct maps *m)
@@ -508,4 +506,3 @@ bool cgroup_frozen(int pid)
 	return frozen;
 }
 
-#endif /* __x86_64__ */

@@ -34,8 +34,6 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- ptrace */
 
 double ms_since(uint64_t t0)
@@ -524,4 +522,3 @@ bool undo_eintr(struct seized *s)
 	return false;
 }
 
-#endif /* __x86_64__ */

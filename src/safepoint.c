@@ -33,8 +33,6 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- threads */
 
 /* System calls after which a stop makes the call fail with EINTR (signal(7),
@@ -432,4 +430,3 @@ bool regs_ok(const struct classifier *cl, const struct seized *s, char *why, siz
 	return true;
 }
 
-#endif /* __x86_64__ */
