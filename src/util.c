@@ -570,9 +570,11 @@ int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
-/* The one record of the signals memwatch acts on (see util.h): the last one,
- * its origin, how many came, and whether a child exited. */
-static volatile sig_atomic_t sig_last, sig_code, sig_count, sig_forward, chld_seen;
+/* The one record of the signals memwatch acts on (see util.h): the last
+ * SIGINT or SIGTERM that asks to stop, a hang-up, the last of all and its
+ * origin, how many came, and whether a child exited. */
+static volatile sig_atomic_t sig_stop, sig_hup, sig_last, sig_code, sig_count, sig_forward,
+	chld_seen;
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -581,10 +583,13 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		chld_seen = 1;
 		return;
 	}
-	/* a watch told to stop by SIGINT or SIGTERM says so, even when the
-	 * terminal hangs up after it */
-	if (sig_forward || sig != SIGHUP || sig_last == 0)
-		sig_last = sig;
+	if (!sig_forward) {
+		if (sig == SIGHUP)
+			sig_hup = 1;
+		else
+			sig_stop = sig;
+	}
+	sig_last = sig;
 	sig_code = si ? si->si_code : 0;
 	sig_count++;
 }
@@ -653,7 +658,12 @@ void stop_signals_install(void)
 
 int stop_signal_pending(void)
 {
-	return sig_forward ? 0 : sig_last;
+	return sig_stop;
+}
+
+bool hangup_seen(void)
+{
+	return sig_hup != 0;
 }
 
 unsigned stop_signal_count(void)

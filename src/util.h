@@ -143,8 +143,13 @@ void signals_install(unsigned flags, struct signals_saved *saved);
 void signals_restore(const struct signals_saved *saved);
 /* signals_install(0, NULL): SIGINT and SIGTERM end the command. */
 void stop_signals_install(void);
-/* The signal that asked us to stop, or 0 (always 0 under SIGS_FORWARD). */
+/* The SIGINT or SIGTERM that asked us to stop, or 0 (always 0 under
+ * SIGS_FORWARD). */
 int stop_signal_pending(void);
+/* Whether a SIGHUP came (SIGS_HUP, not SIGS_FORWARD): it ends a watch, but
+ * does not cut short what stop_signal_pending() does (an injection, a
+ * gnuplot run). */
+bool hangup_seen(void);
 /* How many signals came: a second Ctrl-C is told from the first. */
 unsigned stop_signal_count(void);
 /* The last signal that came (0: none); *from_tty (may be NULL): the kernel

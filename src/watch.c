@@ -45,6 +45,15 @@ struct member {
  * whose callback has no argument: hence file scope). */
 static unsigned sigs_handled;
 
+/* The signal that asks the watch to stop, or 0: a hang-up (the terminal
+ * closed) ends it as cleanly as SIGTERM, the capture stopped and the log
+ * completed, instead of leaving the agent sampling in the target. */
+static int stop_requested(void)
+{
+	int sig = stop_signal_pending();
+	return sig ? sig : hangup_seen() ? SIGHUP : 0;
+}
+
 /* A signal came that the loop has not acted on yet. */
 static bool sig_unhandled(void)
 {
@@ -635,7 +644,7 @@ static bool sleep_until(const struct watch *w, uint64_t deadline_ns)
 	};
 	for (;;) {
 		if (w->run_mode ? child_exit_seen() || stop_signal_count() != sigs_handled
-				: stop_signal_pending() != 0)
+				: stop_requested() != 0)
 			return false;
 		int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		if (r == 0)
@@ -684,7 +693,7 @@ static bool watch_wait(struct watch *w)
 		next = end;
 	if (!sleep_until(w, next) && !w->run_mode) {
 		sigs_handled = stop_signal_count();
-		sig = stop_signal_pending();
+		sig = stop_requested();
 		w->status = MW_EXIT_SIGNAL + sig;
 		w->reason = END_SIGNAL;
 		runlog_event(w->log, watch_now(w), 0, "signal", "signal=%d", sig);
