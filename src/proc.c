@@ -138,120 +138,135 @@ static struct status_fd *status_slot(struct proc_reader *r, int pid, size_t hint
 	return sf;
 }
 
-/* The number after "Key:" on the line at p (a figure in KiB, an id). */
-static uint64_t num_after(const char *p)
+/* The decimal number at p (after blanks), and where it ends. No strtoull:
+ * this is the watch's hot path, a few dozen numbers per process per sample. */
+static const char *dec_at(const char *p, uint64_t *v)
 {
+	uint64_t n = 0;
+
 	while (*p == ' ' || *p == '\t')
 		p++;
-	return strtoull(p, NULL, 10);
+	while (*p >= '0' && *p <= '9')
+		n = n * 10 + (uint64_t)(*p++ - '0');
+	*v = n;
+	return p;
 }
 
-/* Up to n numbers after "Key:" (Uid:, Gid:) into v. */
-static void nums_after(const char *p, unsigned *v, int n)
+static uint64_t dec(const char *p)
 {
-	char *end;
-	int i;
+	uint64_t v;
+	dec_at(p, &v);
+	return v;
+}
 
-	for (i = 0; i < n; i++) {
-		unsigned long x = strtoul(p, &end, 10);
-		if (end == p)
-			return;
-		v[i] = (unsigned)x;
-		p = end;
+/* The hexadecimal mask at p (SigCgt:, CapEff:). */
+static unsigned long long hex(const char *p)
+{
+	unsigned long long n = 0;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	for (;; p++) {
+		if (*p >= '0' && *p <= '9')
+			n = n << 4 | (unsigned)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			n = n << 4 | (unsigned)(*p - 'a' + 10);
+		else
+			return n;
 	}
 }
 
-/* The hexadecimal mask after "Key:" (SigCgt:, CapEff:). */
-static unsigned long long mask_after(const char *p)
-{
-	return strtoull(p, NULL, 16);
-}
+/* Whether the line (len bytes) starts with key; an inline compare of a few
+ * bytes, never past the line. */
+#define KEY(k) (len >= sizeof k - 1 && memcmp(line, k, sizeof k - 1) == 0)
 
-/* The last number of the line after "Key:" (NSpid: the pid in the innermost
- * namespace comes last). */
-static int last_num_after(const char *p)
-{
-	const char *last = strrchr(p, '\t');
-	return (int)strtol(last ? last + 1 : p, NULL, 10);
-}
-
-/* Parse the text of a status file (see proc.h). The lines are read by their
- * first letter: this is the watch's hot path, once per process per sample. */
+/* Parse the text of a status file (see proc.h). The lines are told apart by
+ * their first letter: this is the watch's hot path, once per process per
+ * sample. */
 void proc_status_parse(char *buf, struct proc_status *st)
 {
 	char *line, *next;
+	uint64_t v;
 
 	memset(st, 0, sizeof *st);
 	st->seccomp = -1;
 	for (line = buf; line && *line; line = next) {
+		size_t len;
 		next = strchr(line, '\n');
-		if (next)
+		if (next) {
+			len = (size_t)(next - line);
 			*next++ = '\0';
+		} else {
+			len = strlen(line);
+		}
 		switch (line[0]) {
-		case 'N':
-			if (strncmp(line, "Name:", 5) == 0)
-				sscanf(line + 5, " %63[^\n]", st->name);
-			else if (strncmp(line, "NSpid:", 6) == 0)
-				st->nspid = last_num_after(line + 6);
-			break;
 		case 'S':
-			if (strncmp(line, "State:", 6) == 0) {
-				const char *v = line + 6;
-				while (*v == ' ' || *v == '\t')
-					v++;
-				st->state = *v;
-			} else if (strncmp(line, "SigCgt:", 7) == 0) {
-				st->sigcgt = mask_after(line + 7);
-			} else if (strncmp(line, "Seccomp:", 8) == 0) {
-				st->seccomp = (int)num_after(line + 8);
+			if (KEY("State:")) {
+				const char *p = line + 6;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				st->state = *p;
+			} else if (KEY("SigCgt:")) {
+				st->sigcgt = hex(line + 7);
+			} else if (KEY("Seccomp:")) {
+				st->seccomp = (int)dec(line + 8);
 			}
 			break;
 		case 'T':
-			if (strncmp(line, "Tgid:", 5) == 0)
-				st->tgid = (int)num_after(line + 5);
-			else if (strncmp(line, "TracerPid:", 10) == 0)
-				st->tracer = (int)num_after(line + 10);
+			if (KEY("Tgid:"))
+				st->tgid = (int)dec(line + 5);
+			else if (KEY("TracerPid:"))
+				st->tracer = (int)dec(line + 10);
 			break;
 		case 'P':
-			if (strncmp(line, "PPid:", 5) == 0)
-				st->ppid = (int)num_after(line + 5);
+			if (KEY("PPid:"))
+				st->ppid = (int)dec(line + 5);
 			break;
 		case 'U':
-			if (strncmp(line, "Uid:", 4) == 0) {
-				nums_after(line + 4, st->uid, 4);
+			if (KEY("Uid:")) {
+				const char *p = line + 4;
+				for (int i = 0; i < 4; i++) {
+					p = dec_at(p, &v);
+					st->uid[i] = (unsigned)v;
+				}
 				st->has_uid = true;
 			}
 			break;
-		case 'G':
-			if (strncmp(line, "Gid:", 4) == 0)
-				nums_after(line + 4, st->gid, 4);
+		case 'N':
+			/* the pid in the innermost namespace comes last */
+			if (KEY("NSpid:")) {
+				const char *last = strrchr(line, '\t');
+				st->nspid = (int)dec(last ? last + 1 : line + 6);
+			}
 			break;
 		case 'V':
-			if (strncmp(line, "VmRSS:", 6) == 0)
-				st->vm_rss = num_after(line + 6);
-			else if (strncmp(line, "VmSize:", 7) == 0)
-				st->vm_size = num_after(line + 7);
-			else if (strncmp(line, "VmSwap:", 7) == 0)
-				st->vm_swap = num_after(line + 7);
+			if (KEY("VmRSS:"))
+				st->vm_rss = dec(line + 6);
+			else if (KEY("VmSize:"))
+				st->vm_size = dec(line + 7);
+			else if (KEY("VmSwap:"))
+				st->vm_swap = dec(line + 7);
 			break;
 		case 'R':
-			if (strncmp(line, "RssAnon:", 8) == 0)
-				st->rss_anon = num_after(line + 8);
-			else if (strncmp(line, "RssFile:", 8) == 0)
-				st->rss_file = num_after(line + 8);
-			else if (strncmp(line, "RssShmem:", 9) == 0)
-				st->rss_shmem = num_after(line + 9);
+			if (KEY("RssAnon:"))
+				st->rss_anon = dec(line + 8);
+			else if (KEY("RssFile:"))
+				st->rss_file = dec(line + 8);
+			else if (KEY("RssShmem:"))
+				st->rss_shmem = dec(line + 9);
 			break;
 		case 'C':
-			if (strncmp(line, "CapEff:", 7) == 0)
-				st->capeff = mask_after(line + 7);
+			if (KEY("CapEff:"))
+				st->capeff = hex(line + 7);
 			/* Cpus_allowed and what follows hold nothing we read */
-			else if (strncmp(line, "Cpus_allowed", 12) == 0)
+			else if (KEY("Cpus_allowed"))
 				return;
 			break;
 		}
 	}
 }
+
+#undef KEY
 
 /* Read and parse a status file (see proc.h). */
 int proc_status_read(const char *path, struct proc_status *st)

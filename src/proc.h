@@ -13,14 +13,13 @@
 /* The fields of /proc/PID/status (or /proc/PID/task/TID/status) memwatch
  * reads, parsed in one place. Absent lines leave 0 (seccomp: -1). */
 struct proc_status {
-	char name[64];           /* Name: the command (comm) */
 	char state;              /* State: 'R', 'S', 'D', 'T' stopped, 't' traced, 'Z', 'X' */
 	int tgid;                /* Tgid: the process of a thread */
 	int ppid;                /* PPid */
 	int tracer;              /* TracerPid: 0 when not traced */
 	int nspid;               /* NSpid's last field: the pid in its own namespace */
 	bool has_uid;            /* a Uid: line was there */
-	unsigned uid[4], gid[4]; /* Uid:, Gid: real, effective, saved, file system */
+	unsigned uid[4];         /* Uid: real, effective, saved, file system */
 	int seccomp;             /* Seccomp: 0 off, 1 strict, 2 filter; -1 unknown */
 	unsigned long long sigcgt; /* SigCgt: the signals it catches, bit N-1 for N */
 	unsigned long long capeff; /* CapEff: its effective capabilities */
