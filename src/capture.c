@@ -30,6 +30,48 @@ enum capture_state {
 	ST_DONE,                 /* capture stopped */
 };
 
+/* Why a snapshot asked for is still owed. */
+enum owed {
+	OWED_NO_ANSWER,          /* the agent did not answer in time (also: not known) */
+	OWED_INTERRUPTED,        /* a signal cut the wait short */
+	OWED_GONE,               /* the process is gone */
+	OWED_STOPPED,            /* the process is stopped (SIGSTOP, job control) */
+	OWED_TRACED,             /* ... by a debugger */
+	OWED_FROZEN,             /* its cgroup is frozen */
+};
+
+/* The cause word of a "snapshot-failed" event. */
+static const char *owed_name(enum owed o)
+{
+	static const char *const names[] = {
+		[OWED_NO_ANSWER] = "no_answer", [OWED_INTERRUPTED] = "interrupted",
+		[OWED_GONE] = "gone", [OWED_STOPPED] = "stopped", [OWED_TRACED] = "traced",
+		[OWED_FROZEN] = "frozen",
+	};
+	return names[o];
+}
+
+/* Why, for people, after "no final snapshot: ". */
+static const char *owed_text(enum owed o)
+{
+	switch (o) {
+	case OWED_NO_ANSWER: return "the agent did not answer in time";
+	case OWED_INTERRUPTED: return "interrupted";
+	case OWED_GONE: return "the process is gone";
+	case OWED_TRACED:
+		return "the process is stopped by a debugger; capture stops when it runs again";
+	case OWED_FROZEN: return "the process is frozen; capture stops when it runs again";
+	default: return "the process is stopped; capture stops when it runs again";
+	}
+}
+
+/* Why a process that does not run cannot answer (run is not PROC_RUNNING). */
+static enum owed owed_of_run(enum proc_run run)
+{
+	return run == PROC_TRACED ? OWED_TRACED : run == PROC_FROZEN ? OWED_FROZEN
+	       : run == PROC_GONE ? OWED_GONE : OWED_STOPPED;
+}
+
 struct capture {
 	struct capture_opts o;
 	int pid;
@@ -53,7 +95,7 @@ struct capture {
 	double rx_t;             /*   sent then */
 	bool rx_final;           /*   the one at the end */
 	bool rx_late;            /*   its lateness was logged */
-	const char *rx_why;      /*   why it is owed: "stopped", "no_answer", ... */
+	enum owed rx_why;        /*   why it is owed */
 	double call_t;           /* the watch's time at this call, */
 	uint64_t call_ns;        /*   and the monotonic clock then */
 };
@@ -215,7 +257,7 @@ static void snapshot_in(struct capture *c, double t, unsigned char *buf, size_t 
 static int snapshot_wait(struct capture *c, int wait_ms)
 {
 	uint64_t end = mono_ns() + (uint64_t)wait_ms * 1000000u;
-	const char *why = NULL;
+	enum owed why;
 
 	for (;;) {
 		unsigned char *buf = NULL;
@@ -239,29 +281,29 @@ static int snapshot_wait(struct capture *c, int wait_ms)
 			return -1;
 		}
 		if (r == CONTROL_RX_INTERRUPTED) {
-			why = "interrupted";
+			why = OWED_INTERRUPTED;
 			break;
 		}
 		run = proc_run_state(c->pid);
 		if (run == PROC_GONE) {
-			c->rx_why = "gone";  /* the watch sees the exit at its next sample */
+			c->rx_why = OWED_GONE;  /* the watch sees the exit at its next sample */
 			return 0;
 		}
 		if (run != PROC_RUNNING) {
-			why = proc_run_name(run);
+			why = owed_of_run(run);
 			break;
 		}
 		if (mono_ns() >= end) {
-			why = "no_answer";
+			why = OWED_NO_ANSWER;
 			break;
 		}
 	}
 	c->rx_why = why;
 	/* an interrupted wait is taken up again at the end, where it is said */
-	if (!c->rx_late && (c->rx_final || strcmp(why, "interrupted") != 0)) {
+	if (!c->rx_late && (c->rx_final || why != OWED_INTERRUPTED)) {
 		c->rx_late = true;
 		runlog_event(c->log, capture_now(c), c->pid, "snapshot-failed",
-			     "cause=%s%s retry=%s", why, c->rx_final ? " final=1" : "",
+			     "cause=%s%s retry=%s", owed_name(why), c->rx_final ? " final=1" : "",
 			     c->rx_final ? "no" : "yes");
 	}
 	return 0;
@@ -535,7 +577,7 @@ static void print_report(struct capture *c)
 	fflush(stdout);
 }
 
-int capture_end(struct capture *c, double t, const char *reason, bool process_gone)
+int capture_end(struct capture *c, double t, enum end_reason reason, bool process_gone)
 {
 	char *cause = NULL;
 
@@ -543,7 +585,8 @@ int capture_end(struct capture *c, double t, const char *reason, bool process_go
 	c->call_ns = mono_ns();
 	if (c->state == ST_CAPTURING && !process_gone) {
 		enum proc_run run = proc_run_state(c->pid);
-		const char *why = NULL;
+		bool owed = false;
+		enum owed why = OWED_NO_ANSWER;
 
 		/* a snapshot still owed is received first, briefly */
 		if (c->rx.active && run == PROC_RUNNING)
@@ -551,20 +594,16 @@ int capture_end(struct capture *c, double t, const char *reason, bool process_go
 		if (c->state == ST_CAPTURING && (c->rx.active || run != PROC_RUNNING)) {
 			/* a stopped process is not waited for: it is someone else's to
 			 * continue */
-			why = run != PROC_RUNNING ? proc_run_name(run) : c->rx_why ? c->rx_why : "no_answer";
+			owed = true;
+			why = run != PROC_RUNNING ? owed_of_run(run) : c->rx_why;
 			runlog_event(c->log, capture_now(c), c->pid, "snapshot-failed",
-				     "cause=%s final=1 retry=no", why);
+				     "cause=%s final=1 retry=no", owed_name(why));
 		} else if (c->state == ST_CAPTURING && take_snapshot(c, t, true, FINAL_WAIT_MS) == 0) {
-			why = c->rx_why ? c->rx_why : "no_answer";
+			owed = true;
+			why = c->rx_why;
 		}
-		if (why)
-			mw_warn("pid %d: no final snapshot: %s", c->pid,
-				strcmp(why, "no_answer") == 0 ? "the agent did not answer in time" :
-				strcmp(why, "interrupted") == 0 ? "interrupted" :
-				strcmp(why, "gone") == 0 ? "the process is gone" :
-				strcmp(why, "traced") == 0 ? "the process is stopped by a debugger; capture stops when it runs again" :
-				strcmp(why, "frozen") == 0 ? "the process is frozen; capture stops when it runs again" :
-				"the process is stopped; capture stops when it runs again");
+		if (owed)
+			mw_warn("pid %d: no final snapshot: %s", c->pid, owed_text(why));
 		if (c->state == ST_CAPTURING) {
 			/* "stop" only on a connection in step, to a process that answers:
 			 * otherwise closing the connection stops capture once the agent runs */
@@ -573,7 +612,7 @@ int capture_end(struct capture *c, double t, const char *reason, bool process_go
 				free(cause);
 			}
 			runlog_event(c->log, capture_now(c), c->pid, "capture-stop", "reason=%s",
-				     reason);
+				     end_reason_name(reason));
 		}
 	}
 	control_snap_rx_release(&c->rx);
@@ -587,12 +626,22 @@ int capture_end(struct capture *c, double t, const char *reason, bool process_go
 	c->state = ST_DONE;
 	if (c->lost) {
 		/* a watch that ends on a failed log write has said its error */
-		if (strcmp(reason, "error") != 0)
+		if (reason != END_ERROR)
 			mw_error("pid %d: %u snapshot%s could not be written", c->pid, c->lost,
 				 c->lost == 1 ? "" : "s");
 		return -1;
 	}
 	return 0;
+}
+
+const char *end_reason_name(enum end_reason r)
+{
+	switch (r) {
+	case END_DURATION: return "duration";
+	case END_SIGNAL: return "signal";
+	case END_EXITED: return "exited";
+	default: return "error";
+	}
 }
 
 void capture_free(struct capture *c)

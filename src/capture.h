@@ -44,10 +44,19 @@ struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog
 void capture_set_stopped(struct capture *c, bool stopped);
 /* Feed one sample of this process (t: seconds since start). */
 void capture_sample(struct capture *c, double t, const struct mem_sample *s);
-/* The watch ends (reason: "duration", "signal", "exited"): a last snapshot when
- * the process is still there, stop capture, remove hooks, print the report.
- * Returns 0, or -1 when snapshots could not be written (said). */
-int capture_end(struct capture *c, double t, const char *reason, bool process_gone);
+/* Why the watch of a process ends. */
+enum end_reason {
+	END_DURATION,            /* --duration elapsed */
+	END_SIGNAL,              /* SIGINT, SIGTERM, SIGHUP */
+	END_EXITED,              /* the process (memwatch run: the command) exited */
+	END_ERROR,               /* the watch failed (/proc, the log); said already */
+};
+/* The word for it in run.log's "end" and "capture-stop" events. */
+const char *end_reason_name(enum end_reason r);
+/* The watch ends: a last snapshot when the process is still there, stop
+ * capture, remove hooks, print the report. Returns 0, or -1 when snapshots
+ * could not be written (said, unless reason is END_ERROR). */
+int capture_end(struct capture *c, double t, enum end_reason reason, bool process_gone);
 void capture_free(struct capture *c);
 /* The state of c in a word ("off", "idle", "capturing", "failed", "stopped")
  * and the snapshots it wrote, for the metrics. */

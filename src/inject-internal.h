@@ -6,6 +6,7 @@
 #define MEMWATCH_INJECT_INTERNAL_H
 
 #include "inject.h"
+#include "proc.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,8 +49,6 @@
 #define XSTATE_MAX (64 * 1024)
 #define AGENT_SONAME "libmemwatch-agent.so"
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- procmaps.c: the maps, ELF symbols and /proc */
 
 struct mapping {
@@ -88,14 +87,6 @@ struct module {
 	size_t nsyms;
 };
 
-struct proc_status {
-	char name[64];
-	char state;
-	int tgid, tracer;
-	unsigned uid[4], gid[4];
-	int seccomp;
-};
-
 void procmaps_free(struct maps *m);
 int procmaps_read(int pid, struct maps *m);
 const char *base_name(const char *path);
@@ -116,7 +107,6 @@ bool match_libpthread(const char *b);
 bool match_agent(const char *b);
 
 const char *unwind_blind_spot(int pid, const struct maps *m, bool *deleted);
-int read_status(const char *fn, struct proc_status *st);
 int read_small_file(const char *fn, char *buf, size_t n);
 bool have_cap_sys_ptrace(void);
 int yama_scope(void);
@@ -202,7 +192,5 @@ int list_threads(int pid, struct cand **out);
 bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, char *why,
 		size_t whylen);
 bool regs_ok(const struct classifier *cl, const struct seized *s, char *why, size_t whylen);
-
-#endif /* __x86_64__ */
 
 #endif

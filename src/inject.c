@@ -35,8 +35,6 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- inject_agent */
 
 struct injector {
@@ -87,7 +85,7 @@ static int still_ours(const struct injector *ij, int tid)
 	if (proc_start_time(ij->pid) != ij->start_time)
 		return -1;
 	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", ij->pid, tid);
-	if (read_status(fn, &st) < 0 || st.tgid != ij->pid)
+	if (proc_status_read(fn, &st) < 0 || st.tgid != ij->pid)
 		return 0;
 	return 1;
 }
@@ -112,7 +110,7 @@ static bool process_exists(int pid)
 	char fn[64];
 	struct proc_status st;
 	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
-	return read_status(fn, &st) == 0 && st.state != 'Z' && st.state != 'X';
+	return proc_status_read(fn, &st) == 0 && st.state != 'Z' && st.state != 'X';
 }
 
 /* Whether the program is written in Go: its goroutines run on small stacks
@@ -180,7 +178,7 @@ static int memwatch_tracing(int pid)
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		snprintf(fn, sizeof fn, "/proc/%d/task/%s/status", pid, de->d_name);
-		if (read_status(fn, &st) == 0 && st.tracer && is_memwatch(st.tracer))
+		if (proc_status_read(fn, &st) == 0 && st.tracer && is_memwatch(st.tracer))
 			found = st.tracer;
 	}
 	closedir(d);
@@ -207,7 +205,7 @@ static int explain_eperm(struct injector *ij, char **cause, char **hint)
 	char fn[64];
 
 	snprintf(fn, sizeof fn, "/proc/%d/status", ij->pid);
-	read_status(fn, &ij->st);
+	proc_status_read(fn, &ij->st);
 	if (ij->st.tracer)
 		return fail(INJECT_EPERM, cause, hint, "detach the debugger first, then retry",
 			    "already traced by pid %d", ij->st.tracer);
@@ -252,7 +250,7 @@ static int check_process(struct injector *ij, char **cause, char **hint)
 	int pid = ij->pid, r;
 
 	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
-	if (read_status(fn, &ij->st) < 0)
+	if (proc_status_read(fn, &ij->st) < 0)
 		return fail(INJECT_ENOPROC, cause, hint, NULL, "no such process");
 	if (ij->st.state == 'Z' || ij->st.state == 'X')
 		return fail(INJECT_ENOPROC, cause, hint, NULL, "the process has exited (zombie)");
@@ -900,23 +898,3 @@ bool inject_agent_loaded(int pid)
 	procmaps_free(&m);
 	return found;
 }
-
-#else /* !__x86_64__ */
-
-int inject_agent(int pid, const char *agent_path, const char *options, unsigned deadline_ms,
-		 struct inject_result *res, char **cause, char **hint)
-{
-	(void)pid; (void)agent_path; (void)options; (void)deadline_ms;
-	memset(res, 0, sizeof *res);
-	*cause = xstrdup("attaching is implemented for x86-64 only");
-	*hint = NULL;
-	return -INJECT_EUNSUPPORTED;
-}
-
-bool inject_agent_loaded(int pid)
-{
-	(void)pid;
-	return false;
-}
-
-#endif

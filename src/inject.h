@@ -19,7 +19,7 @@ struct inject_result {
 enum inject_error {
 	INJECT_ENOPROC = 1,      /* the process does not exist or exited meanwhile */
 	INJECT_EPERM,            /* ptrace refused: other uid, Yama, no CAP_SYS_PTRACE, already traced */
-	INJECT_EUNSUPPORTED,     /* static binary, no glibc dlopen, not x86_64 */
+	INJECT_EUNSUPPORTED,     /* static binary, no glibc dlopen */
 	INJECT_ENOSAFEPOINT,     /* no thread at a safe point before the deadline */
 	INJECT_EDLOPEN,          /* dlopen in the target failed (message from dlerror) */
 	INJECT_ESTART,           /* memwatch_agent_start failed or the agent did not come up */

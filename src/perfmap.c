@@ -1,6 +1,7 @@
 /* perfmap.c: names for JIT frames, from the runtime's perf map. */
 #include "config.h"
 #include "perfmap.h"
+#include "proc.h"
 #include "util.h"
 
 #include <inttypes.h>
@@ -99,26 +100,13 @@ const struct perfmap_entry *perfmap_find(const struct perfmap_entry *v, size_t n
  * /proc/PID/status), which names its perf map; pid itself when unknown. */
 static pid_t own_pid(pid_t pid)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	pid_t inner = pid;
-	FILE *f;
+	struct proc_status st;
+	char path[64];
 
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (proc_status_read(path, &st) < 0 || st.nspid <= 0)
 		return pid;
-	while (getline(&line, &cap, f) > 0) {
-		if (!strncmp(line, "NSpid:", 6)) {
-			char *last = strrchr(line, '\t');
-			if (last)
-				inner = (pid_t)strtol(last + 1, NULL, 10);
-			break;
-		}
-	}
-	free(line);
-	fclose(f);
-	return inner > 0 ? inner : pid;
+	return st.nspid;
 }
 
 static int cmp_u64(const void *a, const void *b)

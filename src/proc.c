@@ -138,60 +138,179 @@ static struct status_fd *status_slot(struct proc_reader *r, int pid, size_t hint
 	return sf;
 }
 
-/* The number after "Key:" on the line at p, in KiB. */
-static uint64_t kib_after(const char *p)
+/* The decimal number at p (after blanks), and where it ends. No strtoull:
+ * this is the watch's hot path, a few dozen numbers per process per sample. */
+static const char *dec_at(const char *p, uint64_t *v)
 {
+	uint64_t n = 0;
+
 	while (*p == ' ' || *p == '\t')
 		p++;
-	return strtoull(p, NULL, 10);
+	while (*p >= '0' && *p <= '9')
+		n = n * 10 + (uint64_t)(*p++ - '0');
+	*v = n;
+	return p;
 }
 
-/* Parse the status text into ps. */
-static void parse_status(char *buf, struct proc_stat *ps)
+static uint64_t dec(const char *p)
+{
+	uint64_t v;
+	dec_at(p, &v);
+	return v;
+}
+
+/* The hexadecimal mask at p (SigCgt:, CapEff:). */
+static unsigned long long hex(const char *p)
+{
+	unsigned long long n = 0;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	for (;; p++) {
+		if (*p >= '0' && *p <= '9')
+			n = n << 4 | (unsigned)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			n = n << 4 | (unsigned)(*p - 'a' + 10);
+		else
+			return n;
+	}
+}
+
+/* Whether the line (len bytes) starts with key; an inline compare of a few
+ * bytes, never past the line. */
+#define KEY(k) (len >= sizeof k - 1 && memcmp(line, k, sizeof k - 1) == 0)
+
+/* Parse the text of a status file (see proc.h). The lines are told apart by
+ * their first letter: this is the watch's hot path, once per process per
+ * sample. */
+void proc_status_parse(char *buf, struct proc_status *st)
 {
 	char *line, *next;
+	uint64_t v;
 
+	memset(st, 0, sizeof *st);
+	st->seccomp = -1;
 	for (line = buf; line && *line; line = next) {
+		size_t len;
 		next = strchr(line, '\n');
-		if (next)
+		if (next) {
+			len = (size_t)(next - line);
 			*next++ = '\0';
+		} else {
+			len = strlen(line);
+		}
 		switch (line[0]) {
 		case 'S':
-			if (strncmp(line, "State:", 6) == 0) {
-				const char *v = line + 6;
-				while (*v == ' ' || *v == '\t')
-					v++;
-				ps->zombie = *v == 'Z' || *v == 'X';
-				ps->state = *v;
+			if (KEY("State:")) {
+				const char *p = line + 6;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				st->state = *p;
+			} else if (KEY("SigCgt:")) {
+				st->sigcgt = hex(line + 7);
+			} else if (KEY("Seccomp:")) {
+				st->seccomp = (int)dec(line + 8);
 			}
 			break;
+		case 'T':
+			if (KEY("Tgid:"))
+				st->tgid = (int)dec(line + 5);
+			else if (KEY("TracerPid:"))
+				st->tracer = (int)dec(line + 10);
+			break;
 		case 'P':
-			if (strncmp(line, "PPid:", 5) == 0)
-				ps->ppid = (int)kib_after(line + 5);
+			if (KEY("PPid:"))
+				st->ppid = (int)dec(line + 5);
+			break;
+		case 'U':
+			if (KEY("Uid:")) {
+				const char *p = line + 4;
+				for (int i = 0; i < 4; i++) {
+					p = dec_at(p, &v);
+					st->uid[i] = (unsigned)v;
+				}
+				st->has_uid = true;
+			}
+			break;
+		case 'N':
+			/* the pid in the innermost namespace comes last */
+			if (KEY("NSpid:")) {
+				const char *last = strrchr(line, '\t');
+				st->nspid = (int)dec(last ? last + 1 : line + 6);
+			}
 			break;
 		case 'V':
-			if (strncmp(line, "VmRSS:", 6) == 0)
-				ps->s.rss = kib_after(line + 6);
-			else if (strncmp(line, "VmSize:", 7) == 0)
-				ps->s.vsz = kib_after(line + 7);
-			else if (strncmp(line, "VmSwap:", 7) == 0)
-				ps->s.swap = kib_after(line + 7);
+			if (KEY("VmRSS:"))
+				st->vm_rss = dec(line + 6);
+			else if (KEY("VmSize:"))
+				st->vm_size = dec(line + 7);
+			else if (KEY("VmSwap:"))
+				st->vm_swap = dec(line + 7);
 			break;
 		case 'R':
-			if (strncmp(line, "RssAnon:", 8) == 0)
-				ps->s.anon = kib_after(line + 8);
-			else if (strncmp(line, "RssFile:", 8) == 0)
-				ps->s.file = kib_after(line + 8);
-			else if (strncmp(line, "RssShmem:", 9) == 0)
-				ps->s.shmem = kib_after(line + 9);
+			if (KEY("RssAnon:"))
+				st->rss_anon = dec(line + 8);
+			else if (KEY("RssFile:"))
+				st->rss_file = dec(line + 8);
+			else if (KEY("RssShmem:"))
+				st->rss_shmem = dec(line + 9);
 			break;
 		case 'C':
+			if (KEY("CapEff:"))
+				st->capeff = hex(line + 7);
 			/* Cpus_allowed and what follows hold nothing we read */
-			if (strncmp(line, "Cpus_allowed", 12) == 0)
+			else if (KEY("Cpus_allowed"))
 				return;
 			break;
 		}
 	}
+}
+
+#undef KEY
+
+/* Read and parse a status file (see proc.h). */
+int proc_status_read(const char *path, struct proc_status *st)
+{
+	/* the Groups line of a member of many groups makes it long */
+	char buf[16384];
+	ssize_t n = 0, got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	memset(st, 0, sizeof *st);
+	st->seccomp = -1;
+	if (fd < 0)
+		return -errno;
+	do {
+		got = read(fd, buf + n, sizeof buf - 1 - (size_t)n);
+		if (got > 0)
+			n += got;
+	} while ((got > 0 && (size_t)n < sizeof buf - 1) || (got < 0 && errno == EINTR));
+	if (got < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	buf[n] = '\0';
+	proc_status_parse(buf, st);
+	return 0;
+}
+
+/* The figures of one sample from the status text into ps. */
+static void parse_status(char *buf, struct proc_stat *ps)
+{
+	struct proc_status st;
+
+	proc_status_parse(buf, &st);
+	ps->zombie = st.state == 'Z' || st.state == 'X';
+	ps->state = st.state;
+	ps->ppid = st.ppid;
+	ps->s.rss = st.vm_rss;
+	ps->s.vsz = st.vm_size;
+	ps->s.swap = st.vm_swap;
+	ps->s.anon = st.rss_anon;
+	ps->s.file = st.rss_file;
+	ps->s.shmem = st.rss_shmem;
 }
 
 /* The mount point of the cgroup v2 hierarchy (/sys/fs/cgroup, or
@@ -467,6 +586,7 @@ const char *proc_run_name(enum proc_run r)
 int proc_identify(int pid, struct proc_ident *id)
 {
 	char path[64], buf[4096];
+	struct proc_status st_status;
 	struct stat st;
 	ssize_t n, i;
 
@@ -480,27 +600,12 @@ int proc_identify(int pid, struct proc_ident *id)
 		return -ESRCH;
 	if (n < 0)
 		return (int)n;
+	proc_status_parse(buf, &st_status);
 	/* the real uid: the second field of "Uid:" is the effective one */
-	{
-		const char *u = strstr(buf, "\nUid:");
-		id->uid = u ? (uid_t)strtoul(u + 5, NULL, 10) : st.st_uid;
-	}
+	id->uid = st_status.has_uid ? (uid_t)st_status.uid[0] : st.st_uid;
 	id->other_user = geteuid() != 0 && id->uid != geteuid();
-	{
-		const char *g = strstr(buf, "\nTgid:");
-		id->tgid = g ? (int)strtol(g + 6, NULL, 10) : pid;
-		if (id->tgid <= 0)
-			id->tgid = pid;
-	}
-	{
-		const char *z = strstr(buf, "\nState:");
-		if (z) {
-			z += 7;
-			while (*z == ' ' || *z == '\t')
-				z++;
-			id->zombie = *z == 'Z' || *z == 'X';
-		}
-	}
+	id->tgid = st_status.tgid > 0 ? st_status.tgid : pid;
+	id->zombie = st_status.state == 'Z' || st_status.state == 'X';
 	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
 	n = read_small(path, buf, sizeof buf);
 	if (n > 0) {

@@ -5,9 +5,31 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "runlog.h"
+
+/* The fields of /proc/PID/status (or /proc/PID/task/TID/status) memwatch
+ * reads, parsed in one place. Absent lines leave 0 (seccomp: -1). */
+struct proc_status {
+	char state;              /* State: 'R', 'S', 'D', 'T' stopped, 't' traced, 'Z', 'X' */
+	int tgid;                /* Tgid: the process of a thread */
+	int ppid;                /* PPid */
+	int tracer;              /* TracerPid: 0 when not traced */
+	int nspid;               /* NSpid's last field: the pid in its own namespace */
+	bool has_uid;            /* a Uid: line was there */
+	unsigned uid[4];         /* Uid: real, effective, saved, file system */
+	int seccomp;             /* Seccomp: 0 off, 1 strict, 2 filter; -1 unknown */
+	unsigned long long sigcgt; /* SigCgt: the signals it catches, bit N-1 for N */
+	unsigned long long capeff; /* CapEff: its effective capabilities */
+	uint64_t vm_rss, vm_size, vm_swap;          /* KiB */
+	uint64_t rss_anon, rss_file, rss_shmem;     /* KiB */
+};
+/* Parse the text of a status file into *st; buf is changed (lines cut). */
+void proc_status_parse(char *buf, struct proc_status *st);
+/* Read and parse a status file. 0 or -errno (st is zeroed then). */
+int proc_status_read(const char *path, struct proc_status *st);
 
 /* The reader of a whole watch: each process's status file is held open, so one
  * sample costs one pread(2) per process and no allocation. */

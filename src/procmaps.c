@@ -33,8 +33,6 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- maps */
 
 void procmaps_free(struct maps *m)
@@ -448,36 +446,6 @@ const char *unwind_blind_spot(int pid, const struct maps *m, bool *deleted)
 
 /* ---------------------------------------------------------------- /proc */
 
-/* Parse /proc/PID/status (or a task's). Returns 0 or -errno. */
-int read_status(const char *fn, struct proc_status *st)
-{
-	char line[512];
-	FILE *f;
-
-	memset(st, 0, sizeof *st);
-	st->seccomp = -1;
-	if (!(f = fopen(fn, "re")))
-		return -errno;
-	while (fgets(line, sizeof line, f)) {
-		if (!strncmp(line, "Name:", 5))
-			sscanf(line + 5, " %63[^\n]", st->name);
-		else if (!strncmp(line, "State:", 6))
-			sscanf(line + 6, " %c", &st->state);
-		else if (!strncmp(line, "Tgid:", 5))
-			sscanf(line + 5, "%d", &st->tgid);
-		else if (!strncmp(line, "TracerPid:", 10))
-			sscanf(line + 10, "%d", &st->tracer);
-		else if (!strncmp(line, "Uid:", 4))
-			sscanf(line + 4, "%u %u %u %u", &st->uid[0], &st->uid[1], &st->uid[2], &st->uid[3]);
-		else if (!strncmp(line, "Gid:", 4))
-			sscanf(line + 4, "%u %u %u %u", &st->gid[0], &st->gid[1], &st->gid[2], &st->gid[3]);
-		else if (!strncmp(line, "Seccomp:", 8))
-			sscanf(line + 8, "%d", &st->seccomp);
-	}
-	fclose(f);
-	return 0;
-}
-
 int read_small_file(const char *fn, char *buf, size_t n)
 {
 	int fd = open(fn, O_RDONLY | O_CLOEXEC);
@@ -497,19 +465,11 @@ int read_small_file(const char *fn, char *buf, size_t n)
 /* Whether we hold CAP_SYS_PTRACE (bit 19 of CapEff). */
 bool have_cap_sys_ptrace(void)
 {
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "re");
-	bool cap = false;
+	struct proc_status st;
 
-	if (!f)
+	if (proc_status_read("/proc/self/status", &st) < 0)
 		return geteuid() == 0;
-	while (fgets(line, sizeof line, f)) {
-		unsigned long long v;
-		if (!strncmp(line, "CapEff:", 7) && sscanf(line + 7, "%llx", &v) == 1)
-			cap = (v >> 19) & 1;
-	}
-	fclose(f);
-	return cap;
+	return (st.capeff >> 19) & 1;
 }
 
 int yama_scope(void)
@@ -551,4 +511,3 @@ bool cgroup_frozen(int pid)
 	return frozen;
 }
 
-#endif /* __x86_64__ */

@@ -34,8 +34,6 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- ptrace */
 
 double ms_since(uint64_t t0)
@@ -388,23 +386,16 @@ void peek_string(int pid, int tid, uint64_t addr, char *buf, size_t n)
  * (not kill) and the program does not catch SIGSYS (SigCgt in its status). */
 static bool seccomp_trap_unhandled(int pid, int tid)
 {
+	struct proc_status st;
 	siginfo_t si;
-	char fn[64], line[256];
-	bool caught = false;
-	FILE *f;
+	char fn[64];
 
 	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) < 0 || si.si_code != SYS_SECCOMP)
 		return false;
 	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
-	if (!(f = fopen(fn, "re")))
+	if (proc_status_read(fn, &st) < 0)
 		return true;
-	while (fgets(line, sizeof line, f)) {
-		unsigned long long mask;
-		if (!strncmp(line, "SigCgt:", 7) && sscanf(line + 7, "%llx", &mask) == 1)
-			caught = (mask >> (SIGSYS - 1)) & 1;
-	}
-	fclose(f);
-	return !caught;
+	return !((st.sigcgt >> (SIGSYS - 1)) & 1);
 }
 
 /* Make the stopped thread call fn(arg0, arg1) where arg0 may be a string copied
@@ -531,4 +522,3 @@ bool undo_eintr(struct seized *s)
 	return false;
 }
 
-#endif /* __x86_64__ */

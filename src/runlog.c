@@ -98,8 +98,10 @@ struct runlog *runlog_create(const char *path, bool force, const char *command,
 		 * it is, a symbolic link leads to its file. */
 		enum outpath_kind kind;
 		char *real = NULL;
-		if (outpath_resolve(path, force, &kind, &real, cause) < 0) {
+		int r = outpath_resolve(path, force, &kind, &real, cause);
+		if (r < 0) {
 			free(log);
+			errno = r == -EEXIST ? EEXIST : EINVAL;
 			return NULL;
 		}
 		if (kind == OUTPATH_NEW)
@@ -110,11 +112,13 @@ struct runlog *runlog_create(const char *path, bool force, const char *command,
 			log->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 		free(real);
 		if (log->fd < 0) {
-			if (errno == EEXIST)
+			int e = errno;
+			if (e == EEXIST)
 				*cause = xasprintf("'%s' exists (use --force to overwrite)", path);
 			else
-				*cause = xasprintf("cannot create '%s': %s", path, strerror(errno));
+				*cause = xasprintf("cannot create '%s': %s", path, strerror(e));
 			free(log);
+			errno = e;
 			return NULL;
 		}
 		log->regular = kind != OUTPATH_DIRECT;

@@ -50,7 +50,8 @@ struct mem_sample {
 /* ---- writing ---- */
 struct runlog;
 /* Create path (refusing an existing file unless force); the header lines are
- * written at once. command is memwatch's own command line. NULL with *cause. */
+ * written at once. command is memwatch's own command line. NULL with *cause
+ * (caller frees) and errno: EEXIST when the file is there and force is not. */
 struct runlog *runlog_create(const char *path, bool force, const char *command,
 			     uint64_t interval_ms, bool pss, char **cause);
 /* "# <key>: <value>" metadata line. */

@@ -33,8 +33,6 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#if defined(__x86_64__)
-
 /* ---------------------------------------------------------------- threads */
 
 /* System calls after which a stop makes the call fail with EINTR (signal(7),
@@ -133,7 +131,7 @@ static void cand_classify(int pid, struct cand *c)
 	c->cls = CAND_RUNNING;
 	c->why[0] = '\0';
 	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", pid, c->tid);
-	if (read_status(fn, &st) < 0) {
+	if (proc_status_read(fn, &st) < 0) {
 		c->cls = CAND_SKIP;
 		snprintf(c->why, sizeof c->why, "exited");
 		return;
@@ -233,72 +231,25 @@ static enum frame_kind classify_ip(const struct classifier *cl, uint64_t ip, con
 	return FK_APP;
 }
 
-/* Unwind the stopped thread and decide whether it may call dlopen: it must not
- * hold any lock that the loader or malloc takes. Accepted: a thread blocked in
- * an allow-listed libc call made by the application, or running application
- * code; libc may appear under the application only as the bottom frames of a
- * thread or of main. Returns true, or false with *why. */
-/* Whether frames from..n-1 are fit to sit under the hijacked call: application
- * code, with libc only as the bottom frames of a thread or of main. */
-static bool app_tail_ok(const enum frame_kind *kinds, const struct fsym *const *syms, int from,
-			int n, char *why, size_t whylen)
+/* Unwind the stopped thread tid remotely into ips, syms and kinds (at most
+ * MAX_FRAMES, innermost first); *n frames. False, with why, when its stack
+ * cannot be walked to the bottom or holds a signal frame. */
+static bool unwind_thread(struct classifier *cl, int tid, uint64_t *ips, const struct fsym **syms,
+			  enum frame_kind *kinds, int *nframes, char *why, size_t whylen)
 {
-	for (int i = from; i < n; i++) {
-		if (kinds[i] == FK_APP)
-			continue;
-		if (kinds[i] == FK_LIBC && i >= n - 3 && (!syms[i] || (syms[i]->flags & SYM_BOTTOM)))
-			continue;
-		if (kinds[i] == FK_LDSO)
-			snprintf(why, whylen, "called from the dynamic loader (a constructor?)");
-		else if (kinds[i] == FK_LIBC && syms[i])
-			snprintf(why, whylen, "in a callback from %s", syms[i]->shown);
-		else {
-			/* internal helpers (msort...): name the exported caller below */
-			int k = i;
-			while (k < n && kinds[k] == FK_LIBC && !syms[k])
-				k++;
-			if (k < n && kinds[k] == FK_LIBC && syms[k])
-				snprintf(why, whylen, "in a callback from %s", syms[k]->shown);
-			else
-				snprintf(why, whylen, "in a callback from libc");
-		}
-		return false;
-	}
-	return true;
-}
-
-bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, char *why,
-		size_t whylen)
-{
-	uint64_t ips[MAX_FRAMES];
-	const struct fsym *syms[MAX_FRAMES];
-	enum frame_kind kinds[MAX_FRAMES];
-	int n = 0, r;
 	unw_cursor_t cur;
 	void *upt;
-	const struct fsym *top;
+	int n = 0, r;
 
-	*run_to = 0;
-	/* Refusals that need no unwinding (which costs a millisecond over ptrace) */
-	switch (classify_ip(cl, rip, &top)) {
-	case FK_AGENT:
-		snprintf(why, whylen, "inside the memwatch agent");
-		return false;
-	case FK_VDSO:
-		/* libunwind-ptrace cannot read the vDSO's unwind tables (it has no
-		 * file): the stack below could not be checked */
-		snprintf(why, whylen, "in the vDSO (clock_gettime...)");
-		return false;
-	default:
-		break;
-	}
 	if (!(upt = _UPT_create(tid))) {
 		snprintf(why, whylen, "cannot unwind");
+		*nframes = 0;
 		return false;
 	}
 	if ((r = unw_init_remote(&cur, cl->as, upt)) < 0) {
 		snprintf(why, whylen, "cannot unwind: %s", unw_strerror(r));
 		_UPT_destroy(upt);
+		*nframes = 0;
 		return false;
 	}
 	bool ok = true;
@@ -343,7 +294,68 @@ bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, 
 			fprintf(stderr, "inject:   #%d %#" PRIx64 " %s %s\n", k, ips[k], kn[kinds[k]],
 				syms[k] ? syms[k]->shown : "");
 	}
-	if (!ok)
+	*nframes = n;
+	return ok;
+}
+
+/* Whether frames from..n-1 are fit to sit under the hijacked call: application
+ * code, with libc only as the bottom frames of a thread or of main. */
+static bool app_tail_ok(const enum frame_kind *kinds, const struct fsym *const *syms, int from,
+			int n, char *why, size_t whylen)
+{
+	for (int i = from; i < n; i++) {
+		if (kinds[i] == FK_APP)
+			continue;
+		if (kinds[i] == FK_LIBC && i >= n - 3 && (!syms[i] || (syms[i]->flags & SYM_BOTTOM)))
+			continue;
+		if (kinds[i] == FK_LDSO)
+			snprintf(why, whylen, "called from the dynamic loader (a constructor?)");
+		else if (kinds[i] == FK_LIBC && syms[i])
+			snprintf(why, whylen, "in a callback from %s", syms[i]->shown);
+		else {
+			/* internal helpers (msort...): name the exported caller below */
+			int k = i;
+			while (k < n && kinds[k] == FK_LIBC && !syms[k])
+				k++;
+			if (k < n && kinds[k] == FK_LIBC && syms[k])
+				snprintf(why, whylen, "in a callback from %s", syms[k]->shown);
+			else
+				snprintf(why, whylen, "in a callback from libc");
+		}
+		return false;
+	}
+	return true;
+}
+
+/* Unwind the stopped thread and decide whether it may call dlopen: it must not
+ * hold any lock that the loader or malloc takes. Accepted: a thread blocked in
+ * an allow-listed libc call made by the application, or running application
+ * code; libc may appear under the application only as the bottom frames of a
+ * thread or of main. Returns true, or false with *why. */
+bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, char *why,
+		size_t whylen)
+{
+	uint64_t ips[MAX_FRAMES];
+	const struct fsym *syms[MAX_FRAMES];
+	enum frame_kind kinds[MAX_FRAMES];
+	int n = 0;
+	const struct fsym *top;
+
+	*run_to = 0;
+	/* Refusals that need no unwinding (which costs a millisecond over ptrace) */
+	switch (classify_ip(cl, rip, &top)) {
+	case FK_AGENT:
+		snprintf(why, whylen, "inside the memwatch agent");
+		return false;
+	case FK_VDSO:
+		/* libunwind-ptrace cannot read the vDSO's unwind tables (it has no
+		 * file): the stack below could not be checked */
+		snprintf(why, whylen, "in the vDSO (clock_gettime...)");
+		return false;
+	default:
+		break;
+	}
+	if (!unwind_thread(cl, tid, ips, syms, kinds, &n, why, whylen))
 		return false;
 	if (n == 0) {
 		snprintf(why, whylen, "no stack");
@@ -432,4 +444,3 @@ bool regs_ok(const struct classifier *cl, const struct seized *s, char *why, siz
 	return true;
 }
 
-#endif /* __x86_64__ */

@@ -259,7 +259,7 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 	optind = 1;
 	o->wait_ms = DEFAULT_WAIT_MS;
 	o->rate = 512 * 1024;
-	while ((c = getopt_long(argc, argv, "+p:o:fw:r:Eh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:o:fw:r:Eh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pid(optarg, &o->pid, &cause) < 0) {
@@ -302,16 +302,8 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 			      "  memwatch snap -p 1234 -w 1m -E        attach, sample a minute, embed symbols\n",
 			      stdout);
 			return MW_EXIT_OK;
-		case ':':
-			mw_error("snap: option '%s' needs an argument", argv[optind - 1]);
-			return MW_EXIT_USAGE;
 		default:
-			if (optopt)
-				mw_error("snap: unknown option '-%c'", optopt);
-			else
-				mw_error("snap: unknown option '%s'", argv[optind - 1]);
-			mw_hint("see 'memwatch snap --help'");
-			return MW_EXIT_USAGE;
+			return mw_option_error("snap", c, argv, optind, optopt);
 		}
 	}
 	if (optind < argc) {
@@ -326,19 +318,101 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 	return -1;
 }
 
+/* Hold the capture while the snapshot is taken, sampling for --wait first
+ * when it was off. One running already (another memwatch's) is joined at its
+ * rate and left running, since stop only drops this connection's hold. *st is
+ * the agent's status after it; *started: this connection holds a capture. 0
+ * or the exit status after printing why. */
+static int hold_capture(const struct snap_opts *o, int fd, struct control_status *st,
+			bool *started)
+{
+	struct control_started got = { 0 };
+	char *cause = NULL, b1[32], b2[32];
+	uint64_t wait_ms;
+	int r, sig;
+
+	*started = false;
+	if (control_status(fd, st, &cause) < 0 ||
+	    (o->wait_ms && control_start(fd, o->rate, 0, 0, &got, &cause) < 0))
+		goto failed;
+	*started = o->wait_ms != 0;
+	if (*started && got.joined && got.rate != o->rate)
+		control_warn_rate(o->pid, &got, o->rate);
+	/* a capture joined has sampled for a while already: only the rest of
+	 * --wait is waited when another memwatch runs it (another snap may have
+	 * started it a moment ago); one the agent runs on its own (preloaded with
+	 * capture=now) has sampled from the start: the snapshot is taken at once */
+	wait_ms = !*started ? 0 : !got.joined ? o->wait_ms :
+		  got.holder_pid <= 0 || got.age_ms >= o->wait_ms ? 0 : o->wait_ms - got.age_ms;
+	if (*started)
+		st->capturing = true;
+	if (!wait_ms)
+		return 0;
+	/* sample now, for a while, on this connection (closing it drops the
+	 * hold: the last one stops capture and removes the hooks) */
+	if (got.joined)
+		fprintf(stderr, "memwatch: pid %d: joined the capture running for %s; sampling "
+			"%s more\n", o->pid, fmt_seconds(b1, sizeof b1, (double)got.age_ms / 1000),
+			fmt_seconds(b2, sizeof b2, (double)wait_ms / 1000));
+	else
+		fprintf(stderr, "memwatch: pid %d: capture started now; sampling for %s: the "
+			"snapshot holds only what is allocated from now on\n", o->pid,
+			fmt_seconds(b2, sizeof b2, (double)o->wait_ms / 1000));
+	sig = wait_interruptible(wait_ms);
+	if (sig) {
+		mw_error("pid %d: interrupted: capture stopped, no snapshot written", o->pid);
+		return MW_EXIT_SIGNAL + sig;
+	}
+	if ((r = wait_running(o->pid)) != 0)
+		return r;
+	if (control_status(fd, st, &cause) < 0)
+		goto failed;
+	return 0;
+failed:
+	r = request_failed(cause);
+	free(cause);
+	return r;
+}
+
+/* What the snapshot written to path holds, on standard output. */
+static void print_summary(const struct snap_opts *o, const struct snapshot *s,
+			  const struct control_status *st, const char *path)
+{
+	uint64_t live = 0, samples = 0;
+	char b1[32], b2[32];
+	size_t i;
+
+	for (i = 0; i < s->nstacks; i++) {
+		live += s->stacks[i].live_bytes;
+		samples += s->stacks[i].live_samples;
+	}
+	live += s->dropped_bytes;
+	printf("%s\n", path);
+	if (!st->capturing) {
+		printf("pid %d: capture is off, so the snapshot holds no call stacks (RSS %s)\n", o->pid,
+		       fmt_bytes(b1, sizeof b1, (double)s->rss_bytes));
+		mw_warn("pid %d: the agent is loaded but not capturing: the snapshot is empty", o->pid);
+		mw_hint("without --wait 0, memwatch snap starts capture and samples for a while first");
+	} else {
+		printf("pid %d: %s live (estimated) in %zu stacks, %llu live samples, "
+		       "sample rate %s%s\n",
+		       o->pid, fmt_bytes(b1, sizeof b1, (double)live), s->nstacks,
+		       (unsigned long long)samples, fmt_bytes(b2, sizeof b2, (double)s->sample_rate),
+		       s->dropped_stacks ? " (some stacks dropped: over the stack limit)" : "");
+	}
+}
+
+/* memwatch snap: load or find the agent, hold a capture, fetch, enrich and
+ * write the snapshot. */
 int cmd_snap(int argc, char **argv)
 {
 	struct snap_opts o = { 0 };
 	struct control_status st;
-	struct control_started got = { 0 };
-	uint64_t wait_ms;
 	struct snapshot *s = NULL;
 	unsigned char *buf = NULL;
-	size_t len = 0, i;
+	size_t len = 0;
 	char *cause = NULL, *path = NULL;
-	char b1[32];
-	uint64_t live = 0, samples = 0;
-	int fd = -1, r, sig, ret = MW_EXIT_FAILURE;
+	int fd = -1, r, ret = MW_EXIT_FAILURE;
 	bool attached, started = false;
 
 	r = parse_args(argc, argv, &o);
@@ -367,54 +441,9 @@ int cmd_snap(int argc, char **argv)
 		free(path);
 		return -r;
 	}
-	if (control_status(fd, &st, &cause) < 0) {
-		ret = request_failed(cause);
+	if ((r = hold_capture(&o, fd, &st, &started)) != 0) {
+		ret = r;
 		goto out;
-	}
-	/* hold the capture while the snapshot is taken: one running already
-	 * (another memwatch's) is joined at its rate and left running, since stop
-	 * only drops this connection's hold */
-	if (o.wait_ms && control_start(fd, o.rate, 0, 0, &got, &cause) < 0) {
-		ret = request_failed(cause);
-		goto out;
-	}
-	started = o.wait_ms != 0;
-	if (started && got.joined && got.rate != o.rate)
-		control_warn_rate(o.pid, &got, o.rate);
-	/* a capture joined has sampled for a while already: only the rest of
-	 * --wait is waited when another memwatch runs it (another snap may have
-	 * started it a moment ago); one the agent runs on its own (preloaded with
-	 * capture=now) has sampled from the start: the snapshot is taken at once */
-	wait_ms = !started ? 0 : !got.joined ? o.wait_ms :
-		  got.holder_pid <= 0 || got.age_ms >= o.wait_ms ? 0 : o.wait_ms - got.age_ms;
-	if (started)
-		st.capturing = true;
-	if (wait_ms) {
-		/* sample now, for a while, on this connection (closing it drops
-		 * the hold: the last one stops capture and removes the hooks) */
-		char b2[32];
-		if (got.joined)
-			fprintf(stderr, "memwatch: pid %d: joined the capture running for %s; sampling "
-				"%s more\n", o.pid, fmt_seconds(b1, sizeof b1, (double)got.age_ms / 1000),
-				fmt_seconds(b2, sizeof b2, (double)wait_ms / 1000));
-		else
-			fprintf(stderr, "memwatch: pid %d: capture started now; sampling for %s: the "
-				"snapshot holds only what is allocated from now on\n", o.pid,
-				fmt_seconds(b2, sizeof b2, (double)o.wait_ms / 1000));
-		sig = wait_interruptible(wait_ms);
-		if (sig) {
-			mw_error("pid %d: interrupted: capture stopped, no snapshot written", o.pid);
-			ret = MW_EXIT_SIGNAL + sig;
-			goto out;
-		}
-		if ((r = wait_running(o.pid)) != 0) {
-			ret = r;
-			goto out;
-		}
-		if (control_status(fd, &st, &cause) < 0) {
-			ret = request_failed(cause);
-			goto out;
-		}
 	}
 	{
 		char note[160];
@@ -450,25 +479,7 @@ int cmd_snap(int argc, char **argv)
 		mw_error("%s", cause);
 		goto out;
 	}
-	for (i = 0; i < s->nstacks; i++) {
-		live += s->stacks[i].live_bytes;
-		samples += s->stacks[i].live_samples;
-	}
-	live += s->dropped_bytes;
-	printf("%s\n", path);
-	if (!st.capturing) {
-		printf("pid %d: capture is off, so the snapshot holds no call stacks (RSS %s)\n", o.pid,
-		       fmt_bytes(b1, sizeof b1, (double)s->rss_bytes));
-		mw_warn("pid %d: the agent is loaded but not capturing: the snapshot is empty", o.pid);
-		mw_hint("without --wait 0, memwatch snap starts capture and samples for a while first");
-	} else {
-		char b2[32];
-		printf("pid %d: %s live (estimated) in %zu stacks, %llu live samples, "
-		       "sample rate %s%s\n",
-		       o.pid, fmt_bytes(b1, sizeof b1, (double)live), s->nstacks,
-		       (unsigned long long)samples, fmt_bytes(b2, sizeof b2, (double)s->sample_rate),
-		       s->dropped_stacks ? " (some stacks dropped: over the stack limit)" : "");
-	}
+	print_summary(&o, s, &st, path);
 	ret = MW_EXIT_OK;
 out:
 	free(cause);

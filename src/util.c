@@ -289,7 +289,7 @@ int outpath_resolve(const char *path, bool force, enum outpath_kind *kind, char 
 		/* both hold data that writing destroys */
 		if (!force) {
 			*cause = xasprintf("'%s' exists (use --force to overwrite)", path);
-			return -1;
+			return -EEXIST;
 		}
 		if (S_ISBLK(st.st_mode)) {
 			*kind = OUTPATH_DIRECT;
@@ -570,30 +570,136 @@ int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
-static volatile sig_atomic_t stop_sig, stop_count;
+/* The one record of the signals memwatch acts on (see util.h): the last
+ * SIGINT or SIGTERM that asks to stop, a hang-up, the last of all and its
+ * origin, how many came, and whether a child exited. */
+static volatile sig_atomic_t sig_stop, sig_hup, sig_last, sig_code, sig_count, sig_forward,
+	chld_seen;
 
-static void on_stop(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	stop_sig = sig;
-	stop_count++;
+	(void)uc;
+	if (sig == SIGCHLD) {
+		chld_seen = 1;
+		return;
+	}
+	if (!sig_forward) {
+		if (sig == SIGHUP)
+			sig_hup = 1;
+		else
+			sig_stop = sig;
+	}
+	sig_last = sig;
+	sig_code = si ? si->si_code : 0;
+	sig_count++;
+}
+
+/* Install on_signal for sig, saving the old action in saved when given. */
+static void catch_signal(int sig, int flags, struct signals_saved *saved)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | flags;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, saved ? &saved->old[saved->n] : NULL);
+	if (saved)
+		saved->sig[saved->n++] = sig;
+}
+
+void signals_install(unsigned flags, struct signals_saved *saved)
+{
+	struct sigaction old;
+
+	if (saved)
+		saved->n = 0;
+	sig_forward = (flags & SIGS_FORWARD) != 0;
+	/* SIGINT and SIGTERM of a stop regime are never given back: memwatch
+	 * ends after it */
+	catch_signal(SIGINT, 0, flags & SIGS_FORWARD ? saved : NULL);
+	catch_signal(SIGTERM, 0, flags & SIGS_FORWARD ? saved : NULL);
+	if (flags & SIGS_CHLD) {
+		chld_seen = 0;
+		catch_signal(SIGCHLD, SA_NOCLDSTOP, saved);
+	}
+	/* nohup's ignored SIGHUP stays ignored */
+	if (flags & SIGS_HUP) {
+		sigaction(SIGHUP, NULL, &old);
+		if (old.sa_handler != SIG_IGN) {
+			catch_signal(SIGHUP, 0, saved);
+		} else if (saved) {
+			saved->old[saved->n] = old;
+			saved->sig[saved->n++] = SIGHUP;
+		}
+	}
+	if (flags & SIGS_NOPIPE) {
+		struct sigaction ign;
+		memset(&ign, 0, sizeof ign);
+		ign.sa_handler = SIG_IGN;
+		sigemptyset(&ign.sa_mask);
+		sigaction(SIGPIPE, &ign, saved ? &saved->old[saved->n] : NULL);
+		if (saved)
+			saved->sig[saved->n++] = SIGPIPE;
+	}
+}
+
+void signals_restore(const struct signals_saved *saved)
+{
+	unsigned i;
+	for (i = 0; i < saved->n; i++)
+		sigaction(saved->sig[i], &saved->old[i], NULL);
 }
 
 void stop_signals_install(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	signals_install(0, NULL);
 }
 
 int stop_signal_pending(void)
 {
-	return stop_sig;
+	return sig_stop;
+}
+
+bool hangup_seen(void)
+{
+	return sig_hup != 0;
 }
 
 unsigned stop_signal_count(void)
 {
-	return (unsigned)stop_count;
+	return (unsigned)sig_count;
+}
+
+int signal_last(bool *from_tty)
+{
+	if (from_tty)
+		*from_tty = sig_code == SI_KERNEL;
+	return sig_last;
+}
+
+bool child_exit_seen(void)
+{
+	return chld_seen != 0;
+}
+
+void child_exit_clear(void)
+{
+	chld_seen = 0;
+}
+
+/* The error for an option getopt_long refused (see util.h). */
+int mw_option_error(const char *cmd, int c, char **argv, int optind_now, int optopt_now)
+{
+	const char *pre = cmd ? cmd : "", *sep = cmd ? ": " : "";
+	const char *arg = argv[optind_now - 1];
+
+	if (c == ':')
+		mw_error("%s%soption '%s' needs an argument", pre, sep, arg);
+	else if (optopt_now > 0 && optopt_now < 256)
+		mw_error("%s%sunknown option '-%c'", pre, sep, optopt_now);
+	else
+		mw_error("%s%sunknown option '%s'", pre, sep, arg);
+	mw_hint("memwatch %s%s--help", pre, cmd ? " " : "");
+	return MW_EXIT_USAGE;
 }

@@ -3,6 +3,7 @@
 #ifndef MEMWATCH_UTIL_H
 #define MEMWATCH_UTIL_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,6 +29,15 @@ void mw_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print a hint line (the fix) under an error: "  hint: ...". */
 void mw_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The one usage error (and the hint "memwatch [CMD] --help") for an option
+ * getopt_long refused, called with what it returned (c: ':' a missing
+ * argument, with the option string starting with ':'; else an unknown
+ * option) and its optind and optopt. cmd: the command's name ("snap") put in
+ * front of the message, NULL for memwatch [watch] and run. Errors are
+ * "memwatch: CMD: ..." for the commands named by a word, "memwatch: ..." for
+ * the watch. Returns MW_EXIT_USAGE. */
+int mw_option_error(const char *cmd, int c, char **argv, int optind_now, int optopt_now);
 
 /* Allocation that cannot fail: aborts with a message when memory is exhausted. */
 void *xmalloc(size_t n);
@@ -68,8 +78,9 @@ enum outpath_kind {
 	OUTPATH_DIRECT,   /* a device, FIFO, socket: opened for writing as it is */
 };
 /* Decide for path; without force an existing regular file or block device is
- * refused (EEXIST wording). *real (caller frees) is the regular file to replace,
- * symbolic links resolved, else NULL. 0, or -1 with *cause (caller frees). */
+ * refused (-EEXIST). *real (caller frees) is the regular file to replace,
+ * symbolic links resolved, else NULL. 0, or -EEXIST or -1 with *cause (caller
+ * frees). */
 int outpath_resolve(const char *path, bool force, enum outpath_kind *kind, char **real,
 		    char **cause);
 /* The same decision made early, before work whose result would have nowhere to
@@ -107,12 +118,46 @@ int write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes. 0, -errno, or -EPIPE on early end of file. */
 int read_all(int fd, void *buf, size_t len);
 
-/* Signals that end a watch: installs handlers for SIGINT and SIGTERM that only
- * record the signal (no SA_RESTART, so sleeps wake). */
+/* The signals memwatch acts on. One handler records them all (the last one,
+ * its origin, a count) without SA_RESTART, so that sleeps wake; nothing else
+ * is done in the handler. */
+enum signals_flags {
+	SIGS_HUP = 1 << 0,      /* SIGHUP too, unless it is ignored (nohup) */
+	SIGS_FORWARD = 1 << 1,  /* memwatch run: SIGINT, SIGTERM (and SIGHUP) are
+				 * for the child, not a request to stop:
+				 * stop_signal_pending() stays 0 */
+	SIGS_CHLD = 1 << 2,     /* a child's exit is recorded (child_exit_seen) */
+	SIGS_NOPIPE = 1 << 3,   /* SIGPIPE ignored: a closed pipe is a write error */
+};
+/* The actions signals_install replaced, for signals_restore. */
+struct signals_saved {
+	unsigned n;
+	int sig[5];
+	struct sigaction old[5];
+};
+/* Install the handler for SIGINT and SIGTERM and, by flags, the others. The
+ * actions replaced go into *saved (may be NULL), except SIGINT's and SIGTERM's
+ * outside SIGS_FORWARD: a watch, snap or plot told to stop ends. */
+void signals_install(unsigned flags, struct signals_saved *saved);
+/* Give back the actions signals_install replaced. */
+void signals_restore(const struct signals_saved *saved);
+/* signals_install(0, NULL): SIGINT and SIGTERM end the command. */
 void stop_signals_install(void);
-/* The signal that asked us to stop, or 0. */
+/* The SIGINT or SIGTERM that asked us to stop, or 0 (always 0 under
+ * SIGS_FORWARD). */
 int stop_signal_pending(void);
-/* How many such signals came: a second Ctrl-C is told from the first. */
+/* Whether a SIGHUP came (SIGS_HUP, not SIGS_FORWARD): it ends a watch, but
+ * does not cut short what stop_signal_pending() does (an injection, a
+ * gnuplot run). */
+bool hangup_seen(void);
+/* How many signals came: a second Ctrl-C is told from the first. */
 unsigned stop_signal_count(void);
+/* The last signal that came (0: none); *from_tty (may be NULL): the kernel
+ * sent it, i.e. a key typed at the terminal, which the terminal's whole
+ * foreground process group got too. */
+int signal_last(bool *from_tty);
+/* Whether a child exited since child_exit_clear (SIGS_CHLD). */
+bool child_exit_seen(void);
+void child_exit_clear(void);
 
 #endif

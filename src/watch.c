@@ -24,294 +24,6 @@
 #include "agent/protocol.h"
 #include "metrics.h"
 
-const char watch_usage[] =
-	"  memwatch [watch] -p PID [options]\n"
-	"    Watch processes' memory every interval into a run log; when it grows, load\n"
-	"    the sampling agent and take heap snapshots.\n"
-	"  -p, --pid PID           123, /proc/123 or a list 1,2; repeatable\n"
-	"  -c, --children          each PID's whole tree, re-scanned every sample\n"
-	"  -i, --interval TIME     time between samples: 500ms, 1s, 2m (default 1s)\n"
-	"  -d, --duration TIME     stop after this long (default: when all exit)\n"
-	"  -o, --output FILE       run log (default memwatch-PID.log; -: stdout, no report)\n"
-	"  -f, --force             overwrite an existing run log and snapshots\n"
-	"      --pss               also PSS and USS (smaps_rollup: a walk of the page tables,\n"
-	"                          about 6-12 ms of CPU per GiB resident per sample)\n"
-	"  -q, --quiet             no live status line on the terminal\n"
-	"      --metrics FILE      the current figures in Prometheus text format, replaced\n"
-	"                          after every sample (node_exporter's textfile collector)\n"
-	"      --capture WHEN      load the agent: growth (default), now, never\n"
-	"  -t, --trigger RULE      growth that starts capture: +64MiB (default), +20%,\n"
-	"                          10MiB/min (slope over the last 30-60 s)\n"
-	"      --snap-every STEP   next snapshot after growth +32MiB (default) or time 5m\n"
-	"      --max-snaps N       at most N snapshots before the last one (default 10)\n"
-	"  -r, --sample-rate SIZE  mean bytes between sampled allocations (default 512KiB;\n"
-	"                          1 records every allocation; a capture another memwatch\n"
-	"                          runs already is shared at its rate)\n"
-	"      --max-depth N       frames kept per stack, 1 to 256 (default 64)\n"
-	"      --max-stacks N      distinct stacks kept (default: the agent's)\n"
-	"      --no-report         no growth report at the end\n"
-	"  -h, --help              this help\n"
-	"    The run log has one line per sample: time_s pid rss_kib anon_kib file_kib\n"
-	"    shmem_kib swap_kib vsz_kib pss_kib uss_kib, and '# event' lines.\n"
-	"    A stopped process (SIGSTOP, a debugger, a frozen cgroup) is still sampled,\n"
-	"    with 'stopped' and 'continued' events; snapshots due meanwhile are taken\n"
-	"    once it runs again. memwatch never continues it.\n";
-
-enum {
-	OPT_PSS = 256, OPT_CAPTURE, OPT_SNAP_EVERY, OPT_MAX_SNAPS, OPT_MAX_DEPTH,
-	OPT_MAX_STACKS, OPT_NO_REPORT, OPT_METRICS,
-};
-
-static const struct option long_options[] = {
-	{ "pid", required_argument, NULL, 'p' },
-	{ "children", no_argument, NULL, 'c' },
-	{ "interval", required_argument, NULL, 'i' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "force", no_argument, NULL, 'f' },
-	{ "pss", no_argument, NULL, OPT_PSS },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "capture", required_argument, NULL, OPT_CAPTURE },
-	{ "trigger", required_argument, NULL, 't' },
-	{ "snap-every", required_argument, NULL, OPT_SNAP_EVERY },
-	{ "max-snaps", required_argument, NULL, OPT_MAX_SNAPS },
-	{ "sample-rate", required_argument, NULL, 'r' },
-	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
-	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
-	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
-	{ "metrics", required_argument, NULL, OPT_METRICS },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-void watch_opts_init(struct watch_opts *o)
-{
-	memset(o, 0, sizeof *o);
-	o->interval_ms = 1000;
-	capture_opts_init(&o->capture);
-}
-
-void watch_opts_release(struct watch_opts *o)
-{
-	free(o->pids);
-	o->pids = NULL;
-	o->npids = 0;
-}
-
-/* Add the pids of one -p argument ("1,2", "/proc/3"). */
-static int add_pids(struct watch_opts *o, const char *arg)
-{
-	char *copy = xstrdup(arg), *save = NULL, *tok, *cause = NULL;
-	int pid;
-	size_t i;
-
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (parse_pid(tok, &pid, &cause) < 0) {
-			mw_error("%s", cause);
-			free(cause);
-			free(copy);
-			return MW_EXIT_USAGE;
-		}
-		for (i = 0; i < o->npids; i++)
-			if (o->pids[i] == pid)
-				break;
-		if (i < o->npids)
-			continue;
-		o->pids = xrealloc(o->pids, (o->npids + 1) * sizeof *o->pids);
-		o->pids[o->npids++] = pid;
-	}
-	free(copy);
-	if (o->npids == 0) {
-		mw_error("invalid pid '%s'", arg);
-		return MW_EXIT_USAGE;
-	}
-	return 0;
-}
-
-/* A count option: a whole number from min to max. */
-static int parse_count(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *v)
-{
-	char *end;
-	unsigned long long n;
-
-	errno = 0;
-	n = strtoull(arg, &end, 10);
-	if (!(arg[0] >= '0' && arg[0] <= '9') || *end || errno || n < min || n > max) {
-		mw_error("invalid %s '%s' (a whole number from %llu to %llu)", opt, arg,
-			 (unsigned long long)min, (unsigned long long)max);
-		return -1;
-	}
-	*v = n;
-	return 0;
-}
-
-/* Print a parser's cause as the one error line and give the usage status. */
-static int usage_error(char *cause, const char *opt)
-{
-	if (opt)
-		mw_error("%s: %s", opt, cause);
-	else
-		mw_error("%s", cause);
-	free(cause);
-	return MW_EXIT_USAGE;
-}
-
-/* The options of watch and run into o (see watch.h); errors are printed here. */
-int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int *argi)
-{
-	/* "+": in run mode the first non-option is the command, whose own options
-	 * must not be taken for ours */
-	const char *shortopts = run_mode ? "+:ci:d:o:fqt:r:h" : ":p:ci:d:o:fqt:r:h";
-	char *cause = NULL;
-	uint64_t v;
-	int c;
-
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (run_mode) {
-				mw_error("memwatch run starts its own process: -p is not accepted");
-				return MW_EXIT_USAGE;
-			}
-			if ((c = add_pids(o, optarg)) != 0)
-				return c;
-			break;
-		case 'c':
-			o->children = true;
-			break;
-		case 'i':
-			if (parse_duration_ms(optarg, &o->interval_ms, &cause) < 0)
-				return usage_error(cause, "--interval");
-			break;
-		case 'd':
-			if (parse_duration_ms(optarg, &o->duration_ms, &cause) < 0)
-				return usage_error(cause, "--duration");
-			break;
-		case 'o':
-			if (!*optarg) {
-				mw_error("empty output file name");
-				return MW_EXIT_USAGE;
-			}
-			o->output = optarg;
-			break;
-		case 'f':
-			o->force = true;
-			break;
-		case OPT_PSS:
-			o->pss = true;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case OPT_CAPTURE:
-			if (strcmp(optarg, "growth") == 0)
-				o->capture.mode = CAPTURE_GROWTH;
-			else if (strcmp(optarg, "now") == 0)
-				o->capture.mode = CAPTURE_NOW;
-			else if (strcmp(optarg, "never") == 0)
-				o->capture.mode = CAPTURE_NEVER;
-			else {
-				mw_error("invalid --capture '%s' (growth, now or never)", optarg);
-				return MW_EXIT_USAGE;
-			}
-			break;
-		case 't':
-			if (trigger_parse(optarg, &o->capture.trigger, &cause) < 0)
-				return usage_error(cause, NULL);
-			break;
-		case OPT_SNAP_EVERY:
-			if (snap_step_parse(optarg, &o->capture.snap_every, &cause) < 0)
-				return usage_error(cause, NULL);
-			break;
-		case OPT_MAX_SNAPS:
-			if (parse_count("--max-snaps", optarg, 0, 100000, &v) < 0)
-				return MW_EXIT_USAGE;
-			o->capture.max_snaps = (unsigned)v;
-			break;
-		case 'r':
-			if (parse_size(optarg, &o->capture.sample_rate, &cause) < 0)
-				return usage_error(cause, NULL);
-			if (o->capture.sample_rate == 0) {
-				mw_error("invalid sample rate '%s' (1 or more bytes)", optarg);
-				return MW_EXIT_USAGE;
-			}
-			break;
-		case OPT_MAX_DEPTH:
-			if (parse_count("--max-depth", optarg, 1, MEMWATCH_MAX_DEPTH, &v) < 0)
-				return MW_EXIT_USAGE;
-			o->capture.max_depth = (unsigned)v;
-			break;
-		case OPT_MAX_STACKS:
-			if (parse_count("--max-stacks", optarg, 1, UINT32_MAX, &v) < 0)
-				return MW_EXIT_USAGE;
-			o->capture.max_stacks = v;
-			break;
-		case OPT_NO_REPORT:
-			o->capture.report = false;
-			break;
-		case OPT_METRICS:
-			o->metrics = optarg;
-			break;
-		case 'h':
-			return WATCH_PARSE_HELP;
-		case ':':
-			mw_error("option '%s' needs an argument", argv[optind - 1]);
-			mw_hint("memwatch --help");
-			return MW_EXIT_USAGE;
-		default:
-			if (optopt && optopt < 256)
-				mw_error("unknown option '-%c'", optopt);
-			else
-				mw_error("unknown option '%s'", argv[optind - 1]);
-			mw_hint("memwatch --help");
-			return MW_EXIT_USAGE;
-		}
-	}
-	o->capture.force = o->force;
-	if (run_mode) {
-		*argi = optind;
-		return 0;
-	}
-	if (optind < argc) {
-		mw_error("unexpected argument '%s'", argv[optind]);
-		mw_hint("the pid is given with -p: memwatch -p %s", argv[optind]);
-		return MW_EXIT_USAGE;
-	}
-	if (o->npids == 0) {
-		mw_error("no process to watch: -p PID is missing");
-		mw_hint("memwatch -p PID, or memwatch run -- COMMAND (memwatch --help)");
-		return MW_EXIT_USAGE;
-	}
-	*argi = optind;
-	return 0;
-}
-
-/* The command line as one string for the log's metadata. */
-char *watch_command_line(const char *name, int argc, char **argv)
-{
-	size_t len = strlen(name) + 1;
-	char *s, *p;
-	int i;
-
-	for (i = 1; i < argc; i++)
-		len += strlen(argv[i]) + 3;
-	s = p = xmalloc(len);
-	p = stpcpy(p, name);
-	for (i = 1; i < argc; i++) {
-		bool quote = argv[i][0] == '\0' || strpbrk(argv[i], " \t\n'\"") != NULL;
-		*p++ = ' ';
-		if (quote)
-			*p++ = '\'';
-		p = stpcpy(p, argv[i]);
-		if (quote)
-			*p++ = '\'';
-	}
-	*p = '\0';
-	return s;
-}
-
 /* ---- the loop ---- */
 
 /* One watched process. */
@@ -328,54 +40,24 @@ struct member {
 	struct growth_window win; /* its recent RSS, for --metrics' growth rate */
 };
 
-/* Run mode: memwatch's own signals are recorded with their origin, and the
- * child's exit wakes the sleep. */
-static volatile sig_atomic_t run_sig_count, run_sig_last, run_sig_code, chld_seen;
-/* A hang-up (the terminal closed) ends a watch as cleanly as SIGTERM: the
- * capture is stopped and the log completed, instead of leaving the agent
- * sampling in the target. */
-static volatile sig_atomic_t hup_seen;
-/* The signals the loop has acted on, of all that came: one more means a wait
- * for an agent must end now (control_set_interrupt). */
+/* The signals the loop has acted on, of all that came (stop_signal_count):
+ * one more means a wait for an agent must end now (control_set_interrupt,
+ * whose callback has no argument: hence file scope). */
 static unsigned sigs_handled;
 
-static void on_hup(int sig)
-{
-	(void)sig;
-	hup_seen++;
-}
-
-/* The signal that asks the watch to stop, or 0. */
+/* The signal that asks the watch to stop, or 0: a hang-up (the terminal
+ * closed) ends it as cleanly as SIGTERM, the capture stopped and the log
+ * completed, instead of leaving the agent sampling in the target. */
 static int stop_requested(void)
 {
 	int sig = stop_signal_pending();
-	return sig ? sig : hup_seen ? SIGHUP : 0;
-}
-
-/* Every signal that came that asks the watch to stop or, in run mode, to act. */
-static unsigned sigs_seen(void)
-{
-	return stop_signal_count() + (unsigned)hup_seen + (unsigned)run_sig_count;
+	return sig ? sig : hangup_seen() ? SIGHUP : 0;
 }
 
 /* A signal came that the loop has not acted on yet. */
 static bool sig_unhandled(void)
 {
-	return sigs_seen() != sigs_handled;
-}
-
-static void on_run_signal(int sig, siginfo_t *si, void *uc)
-{
-	(void)uc;
-	run_sig_last = sig;
-	run_sig_code = si ? si->si_code : 0;
-	run_sig_count++;
-}
-
-static void on_chld(int sig)
-{
-	(void)sig;
-	chld_seen = 1;
+	return stop_signal_count() != sigs_handled;
 }
 
 /* The live status line on the terminal. */
@@ -577,26 +259,6 @@ static bool reap_child(int pid, bool block, int *wstatus, bool *kids)
 	return r == pid;
 }
 
-/* Sleep until the absolute monotonic deadline; false when woken early by a
- * signal that the loop must look at. */
-static bool sleep_until(uint64_t deadline_ns, bool run_mode, unsigned handled_sigs)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)(deadline_ns / 1000000000u),
-		.tv_nsec = (long)(deadline_ns % 1000000000u),
-	};
-	for (;;) {
-		if (stop_requested() ||
-		    (run_mode && (chld_seen || (unsigned)run_sig_count != handled_sigs)))
-			return false;
-		int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-		if (r == 0)
-			return true;
-		if (r != EINTR)
-			return true;
-	}
-}
-
 /* Write "stopped" when a process is seen stopped (SIGSTOP, job control), in
  * a frozen cgroup, or, in two samples in a row, in a tracing stop (a debugger;
  * a tracer such as strace stops it briefly at every system call), and
@@ -619,424 +281,535 @@ static void note_stopped(struct runlog *log, double t, struct member *m, const s
 	capture_set_stopped(m->cap, run != PROC_RUNNING);
 }
 
-/* The watch: check the processes, create the log, then sample on a fixed grid of
- * deadlines until the duration, a signal or the processes' exit (see watch.h). */
-int watch_loop(struct watch_opts *o, const char *command_line)
-{
-	const bool run_mode = o->run_child > 0;
-	const bool multi = o->children || o->npids > 1;
-	struct proc_ident *ids = NULL;
-	struct proc_reader *reader = NULL;
-	struct proc_tree *tree = NULL;
-	struct runlog *log = NULL;
-	struct member *m = NULL;
-	size_t nm = 0, capm = 0, i;
-	int *pids = NULL;
-	struct proc_stat *stats = NULL;
-	struct metrics_proc *mprocs = NULL;    /* --metrics: the live members' figures */
-	unsigned metrics_warned = 0;
-	size_t cap_arr = 0;
-	int *roots;
+/* One watch, from watch_begin to watch_release. */
+struct watch {
+	struct watch_opts *o;
+	bool run_mode;                /* memwatch run: o->run_child is ours */
+	bool multi;                   /* several processes: a total line too */
+	int *roots;                   /* o->pids (run mode: the child first) */
 	size_t nroots;
-	char *outname = NULL, *prefix = NULL, *cause = NULL;
-	struct status_line sl = { 0 };
-	struct sigaction sa_run, old_int, old_term, old_chld, old_hup, old_pipe;
-	const char *reason = NULL;
-	int status = MW_EXIT_OK, child_wstatus = 0;
-	bool lost_output = false;     /* a capture could not write its snapshots */
-	bool child_done = false;
-	bool child_kids = false;      /* memwatch run's command started programs */
-	unsigned handled_sigs = 0;
-	uint64_t start_ns, interval_ns = o->interval_ms * 1000000u, k = 0;
-	int e;
+	struct proc_ident *ids;       /* of the roots, read once */
+	struct proc_reader *reader;
+	struct proc_tree *tree;       /* -c */
+	struct runlog *log;
+	char *outname, *prefix;       /* the log's name, the snapshots' prefix */
+	struct member *m;             /* the processes watched now */
+	size_t nm, capm;
+	/* per sample, cap_arr long: the members' pids, figures, metrics */
+	int *pids;
+	struct proc_stat *stats;
+	struct metrics_proc *mprocs;
+	size_t cap_arr;
+	unsigned metrics_warned;
+	struct status_line sl;
+	struct signals_saved sigs;    /* given back at the end */
+	unsigned sig_base;            /* stop_signal_count() at the start */
+	enum end_reason reason;
+	int status;                   /* the exit status so far */
+	bool lost_output;             /* a capture could not write its snapshots */
+	bool child_done;              /* run mode: the child is reaped ... */
+	int child_wstatus;            /* ... with this status */
+	bool child_kids;              /* ... and had started programs */
+	uint64_t start_ns, interval_ns;
+};
 
+/* Seconds since the watch started. */
+static double watch_now(const struct watch *w)
+{
+	return (double)(mono_ns() - w->start_ns) / 1e9;
+}
+
+/* Room for n members in the per-sample arrays. */
+static void watch_reserve(struct watch *w, size_t n)
+{
+	if (n <= w->cap_arr)
+		return;
+	w->cap_arr = n * 2;
+	w->pids = xrealloc(w->pids, w->cap_arr * sizeof *w->pids);
+	w->stats = xrealloc(w->stats, w->cap_arr * sizeof *w->stats);
+	w->mprocs = xrealloc(w->mprocs, w->cap_arr * sizeof *w->mprocs);
+}
+
+/* A new member, its capture started; cmd is taken. */
+static void member_add(struct watch *w, int pid, bool root, bool pss_warned, char *cmd)
+{
+	if (w->nm == w->capm) {
+		w->capm = w->capm ? w->capm * 2 : 8;
+		w->m = xrealloc(w->m, w->capm * sizeof *w->m);
+	}
+	w->m[w->nm++] = (struct member){ .pid = pid, .root = root, .pss_warned = pss_warned,
+					 .cap = capture_new(&w->o->capture, pid, w->log),
+					 .cmd = cmd };
+}
+
+/* Create the run log (never replacing one unless -f) and write its metadata. */
+static int watch_open_log(struct watch *w, const char *command_line)
+{
+	struct watch_opts *o = w->o;
+	char *cause = NULL;
+	size_t i;
+
+	w->outname = o->output ? xstrdup(o->output) : default_output(o);
+	w->log = runlog_create(w->outname, o->force, command_line, o->interval_ms, o->pss,
+			       &cause);
+	if (!w->log) {
+		bool exists = errno == EEXIST;
+		mw_error("%s", cause);
+		if (!o->output && !exists)
+			mw_hint("the run log goes to the current directory by default; -o FILE puts it elsewhere");
+		free(cause);
+		return MW_EXIT_FAILURE;
+	}
+	w->prefix = snap_prefix(w->outname);
+	o->capture.snap_prefix = w->prefix;
+	/* the report is printed on standard output: it must not break into a log
+	 * written there */
+	if (strcmp(w->outname, "-") == 0)
+		o->capture.report = false;
+	o->capture.force = o->force;
+	for (i = 0; i < w->nroots; i++)
+		runlog_meta(w->log, "process", "%d %s", w->roots[i], w->ids[i].cmdline);
+	if (o->children)
+		runlog_meta(w->log, "children", "yes");
+	return 0;
+}
+
+/* Check the processes, open the reader and the log, take the signals, start
+ * every root's capture. 0, or the exit status after printing why; then
+ * watch_release is all that is left to do. */
+static int watch_begin(struct watch *w, struct watch_opts *o, const char *command_line)
+{
+	char *cause = NULL;
+	size_t i;
+	int r;
+
+	memset(w, 0, sizeof *w);
+	w->o = o;
+	w->run_mode = o->run_child > 0;
+	w->multi = o->children || o->npids > 1;
+	w->interval_ns = o->interval_ms * 1000000u;
 	/* run mode watches the child; it is a root like a -p pid */
-	if (run_mode) {
+	if (w->run_mode) {
 		o->pids = xrealloc(o->pids, (o->npids + 1) * sizeof *o->pids);
 		memmove(o->pids + 1, o->pids, o->npids * sizeof *o->pids);
 		o->pids[0] = o->run_child;
 		o->npids++;
 	}
-	roots = o->pids;
-	nroots = o->npids;
-	ids = xcalloc(nroots, sizeof *ids);
-	if ((status = check_pids(roots, nroots, ids, o->pss, o->run_child)) != 0)
-		goto out;
-	reader = proc_reader_new(o->pss, &cause);
-	if (!reader) {
+	w->roots = o->pids;
+	w->nroots = o->npids;
+	w->ids = xcalloc(w->nroots, sizeof *w->ids);
+	if ((r = check_pids(w->roots, w->nroots, w->ids, o->pss, o->run_child)) != 0)
+		return r;
+	w->reader = proc_reader_new(o->pss, &cause);
+	if (!w->reader) {
 		mw_error("%s", cause);
-		status = MW_EXIT_FAILURE;
-		goto out;
+		free(cause);
+		return MW_EXIT_FAILURE;
 	}
 	if (o->children)
-		tree = proc_tree_new();
+		w->tree = proc_tree_new();
+	if ((r = watch_open_log(w, command_line)) != 0)
+		return r;
 
-	outname = o->output ? xstrdup(o->output) : default_output(o);
-	log = runlog_create(outname, o->force, command_line, o->interval_ms, o->pss, &cause);
-	if (!log) {
-		mw_error("%s", cause);
-		if (!o->output && !strstr(cause, "exists"))
-			mw_hint("the run log goes to the current directory by default; -o FILE puts it elsewhere");
-		status = MW_EXIT_FAILURE;
-		goto out;
-	}
-	prefix = snap_prefix(outname);
-	o->capture.snap_prefix = prefix;
-	/* the report is printed on standard output: it must not break into a log
-	 * written there */
-	if (strcmp(outname, "-") == 0)
-		o->capture.report = false;
-	o->capture.force = o->force;
-	for (i = 0; i < nroots; i++)
-		runlog_meta(log, "process", "%d %s", roots[i], ids[i].cmdline);
-	if (o->children)
-		runlog_meta(log, "children", "yes");
+	/* run mode: SIGINT, SIGTERM and a hang-up are passed on to the command
+	 * (the terminal sent them to it too), and the child's exit wakes the
+	 * sleep; else they end the watch as cleanly as SIGTERM does, the capture
+	 * stopped and the log completed. A closed pipe on "-o -" is a write error
+	 * that ends the watch, not a death by SIGPIPE that would leave the capture
+	 * running. */
+	signals_install(SIGS_HUP | SIGS_NOPIPE | (w->run_mode ? SIGS_FORWARD | SIGS_CHLD : 0),
+			&w->sigs);
+	w->sig_base = sigs_handled = stop_signal_count();
+	w->sl.on = !o->quiet && isatty(STDERR_FILENO);
+	w->sl.plain = !getenv("TERM") || strcmp(getenv("TERM"), "dumb") == 0;
 
-	if (run_mode) {
-		memset(&sa_run, 0, sizeof sa_run);
-		sa_run.sa_sigaction = on_run_signal;
-		sa_run.sa_flags = SA_SIGINFO;
-		sigemptyset(&sa_run.sa_mask);
-		sigaction(SIGINT, &sa_run, &old_int);
-		sigaction(SIGTERM, &sa_run, &old_term);
-		sa_run.sa_handler = on_chld;
-		sa_run.sa_flags = SA_NOCLDSTOP;
-		sigaction(SIGCHLD, &sa_run, &old_chld);
-	} else {
-		stop_signals_install();
-	}
-	/* nohup's ignored SIGHUP stays ignored; in run mode a hang-up is handled
-	 * like SIGINT and SIGTERM (the terminal sent it to the command too) */
-	hup_seen = 0;
-	sigaction(SIGHUP, NULL, &old_hup);
-	if (old_hup.sa_handler != SIG_IGN) {
-		memset(&sa_run, 0, sizeof sa_run);
-		if (run_mode) {
-			sa_run.sa_sigaction = on_run_signal;
-			sa_run.sa_flags = SA_SIGINFO;
-		} else {
-			sa_run.sa_handler = on_hup;
-		}
-		sigemptyset(&sa_run.sa_mask);
-		sigaction(SIGHUP, &sa_run, NULL);
-	}
-	/* a closed pipe on "-o -" is a write error that ends the watch cleanly,
-	 * not a death by SIGPIPE that would leave the capture running */
-	memset(&sa_run, 0, sizeof sa_run);
-	sa_run.sa_handler = SIG_IGN;
-	sigemptyset(&sa_run.sa_mask);
-	sigaction(SIGPIPE, &sa_run, &old_pipe);
-	sl.on = !o->quiet && isatty(STDERR_FILENO);
-	sl.plain = !getenv("TERM") || strcmp(getenv("TERM"), "dumb") == 0;
-
-	sigs_handled = sigs_seen();
 	control_set_interrupt(sig_unhandled);
-	start_ns = mono_ns();
-	runlog_event(log, 0, 0, "start", NULL);
-	for (i = 0; i < nroots; i++) {
-		if (nm == capm) {
-			capm = capm ? capm * 2 : 8;
-			m = xrealloc(m, capm * sizeof *m);
-		}
-		/* another user's process was warned about already, PSS included */
-		m[nm++] = (struct member){ .pid = roots[i], .root = true,
-					   .pss_warned = ids[i].other_user,
-					   .cap = capture_new(&o->capture, roots[i], log),
-					   .cmd = xstrdup(ids[i].cmdline) };
-	}
+	w->start_ns = mono_ns();
+	runlog_event(w->log, 0, 0, "start", NULL);
+	/* another user's process was warned about already, PSS included */
+	for (i = 0; i < w->nroots; i++)
+		member_add(w, w->roots[i], true, w->ids[i].other_user, xstrdup(w->ids[i].cmdline));
+	return 0;
+}
 
+/* -c: new members of the trees: everything below any live member. */
+static void watch_scan_tree(struct watch *w, double t)
+{
+	const int *kids, *kppids;
+	size_t nk, i, j;
+
+	watch_reserve(w, w->nm);
+	for (i = 0, j = 0; i < w->nm; i++)
+		if (!w->m[i].gone)
+			w->pids[j++] = w->m[i].pid;
+	if (proc_tree_scan(w->tree, w->pids, j, &kids, &kppids, &nk) != 0)
+		return;
+	for (j = 0; j < nk; j++) {
+		struct proc_ident id;
+		char *v;
+		/* an exited member stays in its parent's list until reaped: it
+		 * must not join again */
+		if (proc_identify(kids[j], &id) < 0)
+			continue;
+		if (id.zombie) {
+			free(id.cmdline);
+			continue;
+		}
+		v = runlog_encode(id.cmdline);
+		runlog_event(w->log, t, kids[j], "process", "ppid=%d cmd=%s", kppids[j], v);
+		free(v);
+		member_add(w, kids[j], false, false, id.cmdline);
+	}
+}
+
+/* A member is gone: its exit (run mode: the child's status) and the end of its
+ * capture. */
+static void member_gone(struct watch *w, struct member *m, double t)
+{
+	bool is_child = w->run_mode && m->pid == w->o->run_child;
+
+	status_clear(&w->sl);
+	if (is_child && w->child_done && WIFSIGNALED(w->child_wstatus))
+		runlog_event(w->log, t, m->pid, "exit", "signal=%d", WTERMSIG(w->child_wstatus));
+	else if (is_child && w->child_done)
+		runlog_event(w->log, t, m->pid, "exit", "status=%d", WEXITSTATUS(w->child_wstatus));
+	else
+		runlog_event(w->log, t, m->pid, "exit", NULL);
+	if (capture_end(m->cap, t, END_EXITED, true) < 0)
+		w->lost_output = true;
+	capture_free(m->cap);
+	m->cap = NULL;
+	m->gone = true;
+}
+
+/* One member's sample: the log line, its capture, its metrics into *mp. False
+ * when it is gone. */
+static bool member_sample(struct watch *w, struct member *m, const struct proc_stat *ps,
+			  double t, struct metrics_proc *mp)
+{
+	bool is_child = w->run_mode && m->pid == w->o->run_child;
+
+	if (is_child && ps->found && ps->zombie && !w->child_done)
+		w->child_done = reap_child(w->o->run_child, true, &w->child_wstatus, &w->child_kids);
+	if (!ps->found || ps->zombie || (is_child && w->child_done)) {
+		member_gone(w, m, t);
+		return false;
+	}
+	if (ps->pss_denied && !m->pss_warned) {
+		status_clear(&w->sl);
+		mw_warn("pid %d: cannot read /proc/%d/smaps_rollup: PSS and USS are written as '-'",
+			m->pid, m->pid);
+		m->pss_warned = true;
+	}
+	note_stopped(w->log, t, m, ps);
+	runlog_sample(w->log, t, &ps->s);
+	capture_sample(m->cap, t, &ps->s);
+	if (w->o->metrics) {
+		growth_window_push(&m->win, t, (double)ps->s.rss * 1024);
+		mp->pid = m->pid;
+		mp->command = m->cmd;
+		mp->s = &ps->s;
+		mp->have_growth = growth_window_slope(&m->win, &mp->growth_bps);
+		mp->capture = capture_state_name(m->cap);
+		mp->snapshots = capture_snapshots(m->cap);
+	}
+	return true;
+}
+
+/* Add s to the total of the members; *pss false once one has no PSS. */
+static void total_add(struct mem_sample *total, bool *pss, const struct mem_sample *s)
+{
+	total->rss += s->rss;
+	total->anon += s->anon;
+	total->file += s->file;
+	total->shmem += s->shmem;
+	total->swap += s->swap;
+	total->vsz += s->vsz;
+	if (s->pss == RUNLOG_NONE) {
+		*pss = false;
+	} else {
+		total->pss += s->pss;
+		total->uss += s->uss;
+	}
+}
+
+/* --metrics after a sample of live processes; a failure is said once, the
+ * watch and its log go on. */
+static void watch_write_metrics(struct watch *w, size_t live, double t)
+{
+	char *cause = NULL;
+
+	if (metrics_write(w->o->metrics, w->mprocs, live, t, &cause) == 0)
+		return;
+	if (!w->metrics_warned++) {
+		status_clear(&w->sl);
+		mw_warn("--metrics: %s", cause);
+	}
+	free(cause);
+}
+
+/* Forget the members that are gone, keeping the order of the rest. */
+static void watch_drop_gone(struct watch *w)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < w->nm; i++) {
+		if (!w->m[i].gone)
+			w->m[j++] = w->m[i];
+		else
+			free(w->m[i].cmd);
+	}
+	w->nm = j;
+}
+
+/* Whether the watch ends after this sample: the log failed, the processes are
+ * gone, the duration is over. Sets the reason and status then. */
+static bool watch_over(struct watch *w)
+{
+	if (runlog_error(w->log)) {
+		status_clear(&w->sl);
+		mw_error("cannot write '%s': %s", runlog_path(w->log), strerror(runlog_error(w->log)));
+		w->status = MW_EXIT_FAILURE;
+		w->reason = END_ERROR;
+		return true;
+	}
+	if (w->run_mode && w->child_done) {
+		w->reason = END_EXITED;
+		return true;
+	}
+	if (!w->run_mode && w->nm == 0) {
+		w->reason = END_EXITED;
+		w->status = MW_EXIT_GONE;
+		return true;
+	}
+	if (w->o->duration_ms && mono_ns() - w->start_ns >= w->o->duration_ms * 1000000u) {
+		w->reason = END_DURATION;
+		return true;
+	}
+	return false;
+}
+
+/* One sample of every member (the tree re-scanned first with -c), their
+ * total, the metrics and the status line. False when the watch ends. */
+static bool watch_sample(struct watch *w)
+{
+	struct mem_sample total = { .pid = 0 };
+	bool total_pss = true;
+	size_t live = 0, i;
+	double t;
+	int e;
+
+	if (w->run_mode && !w->child_done &&
+	    reap_child(w->o->run_child, false, &w->child_wstatus, &w->child_kids))
+		w->child_done = true;
+	child_exit_clear();
+	t = watch_now(w);
+	if (w->o->children)
+		watch_scan_tree(w, t);
+	watch_reserve(w, w->nm);
+	for (i = 0; i < w->nm; i++)
+		w->pids[i] = w->m[i].pid;
+	e = proc_read(w->reader, w->pids, w->nm, w->stats);
+	if (e < 0) {
+		mw_error("cannot read /proc: %s", strerror(-e));
+		w->status = MW_EXIT_FAILURE;
+		w->reason = END_ERROR;
+		return false;
+	}
+	for (i = 0; i < w->nm; i++) {
+		if (!member_sample(w, &w->m[i], &w->stats[i], t, &w->mprocs[live]))
+			continue;
+		live++;
+		total_add(&total, &total_pss, &w->stats[i].s);
+	}
+	if (!total_pss || !w->o->pss)
+		total.pss = total.uss = RUNLOG_NONE;
+	if (w->multi && live > 0)
+		runlog_sample(w->log, t, &total);
+	if (w->o->metrics)
+		watch_write_metrics(w, live, t);
+	watch_drop_gone(w);
+	if (live > 0)
+		status_show(&w->sl, t, total.rss, live);
+	return !watch_over(w);
+}
+
+/* Sleep until the absolute monotonic deadline; false when woken early by a
+ * signal that the loop must look at (run mode: also the child's exit). */
+static bool sleep_until(const struct watch *w, uint64_t deadline_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(deadline_ns / 1000000000u),
+		.tv_nsec = (long)(deadline_ns % 1000000000u),
+	};
 	for (;;) {
-		double t;
-		struct mem_sample total = { .pid = 0 };
-		bool total_pss = true;
-		size_t live = 0;
-
-		if (run_mode && !child_done && reap_child(o->run_child, false, &child_wstatus, &child_kids))
-			child_done = true;
-		chld_seen = 0;
-		t = (double)(mono_ns() - start_ns) / 1e9;
-
-		/* new members of the trees: everything below any live member */
-		if (o->children) {
-			const int *kids, *kppids;
-			size_t nk, j;
-			for (i = 0, j = 0; i < nm; i++)
-				if (!m[i].gone) {
-					if (j == cap_arr) {
-						cap_arr = cap_arr ? cap_arr * 2 : 16;
-						pids = xrealloc(pids, cap_arr * sizeof *pids);
-						stats = xrealloc(stats, cap_arr * sizeof *stats);
-						mprocs = xrealloc(mprocs, cap_arr * sizeof *mprocs);
-					}
-					pids[j++] = m[i].pid;
-				}
-			if (proc_tree_scan(tree, pids, j, &kids, &kppids, &nk) == 0) {
-				for (j = 0; j < nk; j++) {
-					struct proc_ident id;
-					char *v;
-					/* an exited member stays in its parent's list until
-					 * reaped: it must not join again */
-					if (proc_identify(kids[j], &id) < 0)
-						continue;
-					if (id.zombie) {
-						free(id.cmdline);
-						continue;
-					}
-					v = runlog_encode(id.cmdline);
-					runlog_event(log, t, kids[j], "process", "ppid=%d cmd=%s", kppids[j], v);
-					free(v);
-					if (nm == capm) {
-						capm *= 2;
-						m = xrealloc(m, capm * sizeof *m);
-					}
-					m[nm++] = (struct member){ .pid = kids[j],
-						.cap = capture_new(&o->capture, kids[j], log),
-						.cmd = id.cmdline };
-				}
-			}
-		}
-
-		if (nm > cap_arr) {
-			cap_arr = nm * 2;
-			pids = xrealloc(pids, cap_arr * sizeof *pids);
-			stats = xrealloc(stats, cap_arr * sizeof *stats);
-			mprocs = xrealloc(mprocs, cap_arr * sizeof *mprocs);
-		}
-		for (i = 0; i < nm; i++)
-			pids[i] = m[i].pid;
-		e = proc_read(reader, pids, nm, stats);
-		if (e < 0) {
-			mw_error("cannot read /proc: %s", strerror(-e));
-			status = MW_EXIT_FAILURE;
-			reason = "error";
-			break;
-		}
-
-		for (i = 0; i < nm; i++) {
-			struct proc_stat *ps = &stats[i];
-			bool is_child = run_mode && m[i].pid == o->run_child;
-
-			if (is_child && ps->found && ps->zombie && !child_done)
-				child_done = reap_child(o->run_child, true, &child_wstatus, &child_kids);
-			if (!ps->found || ps->zombie || (is_child && child_done)) {
-				status_clear(&sl);
-				if (is_child && child_done && WIFSIGNALED(child_wstatus))
-					runlog_event(log, t, m[i].pid, "exit", "signal=%d",
-						     WTERMSIG(child_wstatus));
-				else if (is_child && child_done)
-					runlog_event(log, t, m[i].pid, "exit", "status=%d",
-						     WEXITSTATUS(child_wstatus));
-				else
-					runlog_event(log, t, m[i].pid, "exit", NULL);
-				if (capture_end(m[i].cap, t, "exited", true) < 0)
-					lost_output = true;
-				capture_free(m[i].cap);
-				m[i].cap = NULL;
-				m[i].gone = true;
-				continue;
-			}
-			if (ps->pss_denied && !m[i].pss_warned) {
-				status_clear(&sl);
-				mw_warn("pid %d: cannot read /proc/%d/smaps_rollup: PSS and USS are written as '-'",
-					m[i].pid, m[i].pid);
-				m[i].pss_warned = true;
-			}
-			note_stopped(log, t, &m[i], ps);
-			runlog_sample(log, t, &ps->s);
-			capture_sample(m[i].cap, t, &ps->s);
-			if (o->metrics) {
-				struct metrics_proc *mp = &mprocs[live];
-				growth_window_push(&m[i].win, t, (double)ps->s.rss * 1024);
-				mp->pid = m[i].pid;
-				mp->command = m[i].cmd;
-				mp->s = &ps->s;
-				mp->have_growth = growth_window_slope(&m[i].win, &mp->growth_bps);
-				mp->capture = capture_state_name(m[i].cap);
-				mp->snapshots = capture_snapshots(m[i].cap);
-			}
-			live++;
-			total.rss += ps->s.rss;
-			total.anon += ps->s.anon;
-			total.file += ps->s.file;
-			total.shmem += ps->s.shmem;
-			total.swap += ps->s.swap;
-			total.vsz += ps->s.vsz;
-			if (ps->s.pss == RUNLOG_NONE)
-				total_pss = false;
-			else {
-				total.pss += ps->s.pss;
-				total.uss += ps->s.uss;
-			}
-		}
-		if (!total_pss || !o->pss)
-			total.pss = total.uss = RUNLOG_NONE;
-		if (multi && live > 0)
-			runlog_sample(log, t, &total);
-
-		if (o->metrics && metrics_write(o->metrics, mprocs, live, t, &cause) < 0) {
-			/* said once; the watch and its log go on */
-			if (!metrics_warned++) {
-				status_clear(&sl);
-				mw_warn("--metrics: %s", cause);
-			}
-			free(cause);
-			cause = NULL;
-		}
-		/* forget the members that are gone, keep the order of the rest */
-		{
-			size_t j = 0;
-			for (i = 0; i < nm; i++) {
-				if (!m[i].gone)
-					m[j++] = m[i];
-				else
-					free(m[i].cmd);
-			}
-			nm = j;
-		}
-		if (live > 0)
-			status_show(&sl, t, total.rss, live);
-
-		if (runlog_error(log)) {
-			status_clear(&sl);
-			mw_error("cannot write '%s': %s", runlog_path(log), strerror(runlog_error(log)));
-			status = MW_EXIT_FAILURE;
-			reason = "error";
-			break;
-		}
-		if (run_mode && child_done) {
-			reason = "exited";
-			break;
-		}
-		if (!run_mode && nm == 0) {
-			reason = "exited";
-			status = MW_EXIT_GONE;
-			break;
-		}
-		if (o->duration_ms && mono_ns() - start_ns >= o->duration_ms * 1000000u) {
-			reason = "duration";
-			break;
-		}
-
-		/* the next deadline on the grid start + k * interval; missed ones skipped */
-		{
-			uint64_t now = mono_ns(), next;
-			k = (now - start_ns) / interval_ns + 1;
-			next = start_ns + k * interval_ns;
-			if (o->duration_ms && next > start_ns + o->duration_ms * 1000000u)
-				next = start_ns + o->duration_ms * 1000000u;
-			if (!sleep_until(next, run_mode, handled_sigs)) {
-				if (!run_mode) {
-					sigs_handled = sigs_seen();
-					int sig = stop_requested();
-					status = MW_EXIT_SIGNAL + sig;
-					reason = "signal";
-					t = (double)(mono_ns() - start_ns) / 1e9;
-					runlog_event(log, t, 0, "signal", "signal=%d", sig);
-					break;
-				}
-			}
-		}
-		if (run_mode && (unsigned)run_sig_count != handled_sigs) {
-			/* a signal typed at the terminal went to the child's process group
-			 * already; one sent to memwatch alone is passed on to the child */
-			int sig = run_sig_last;
-			bool from_tty = run_sig_code == SI_KERNEL;
-			handled_sigs = run_sig_count;
-			sigs_handled = sigs_seen();
-			if (!from_tty && !child_done)
-				kill(o->run_child, sig);
-			t = (double)(mono_ns() - start_ns) / 1e9;
-			runlog_event(log, t, 0, "signal", "signal=%d forwarded=%s", sig,
-				     from_tty ? "no" : "yes");
-			if (handled_sigs >= 3) {
-				/* the child does not end: stop waiting, leave it running */
-				status_clear(&sl);
-				mw_warn("pid %d does not exit after 3 signals: the watch ends, it goes on running",
-					o->run_child);
-				status = MW_EXIT_SIGNAL + sig;
-				reason = "signal";
-				break;
-			}
-		}
+		if (w->run_mode ? child_exit_seen() || stop_signal_count() != sigs_handled
+				: stop_requested() != 0)
+			return false;
+		int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		if (r == 0)
+			return true;
+		if (r != EINTR)
+			return true;
 	}
+}
 
-	{
-		double t = (double)(mono_ns() - start_ns) / 1e9;
-		status_clear(&sl);
-		/* the signal that ended the watch is acted on; another one cuts the
-		 * last snapshots short */
-		sigs_handled = sigs_seen();
-		for (i = 0; i < nm; i++) {
-			if (capture_end(m[i].cap, t, reason, false) < 0)
-				lost_output = true;
-			capture_free(m[i].cap);
-			free(m[i].cmd);
-		}
-		/* after the last snapshots, which may have taken a while */
-		t = (double)(mono_ns() - start_ns) / 1e9;
-		runlog_event(log, t, 0, "end", "reason=%s", reason);
-		/* the watch is over: no process is reported any more */
-		if (o->metrics && metrics_write(o->metrics, NULL, 0, t, &cause) < 0) {
-			free(cause);
-			cause = NULL;
-		}
-		control_set_interrupt(NULL);
+/* Run mode: a signal came. One typed at the terminal went to the child's
+ * process group already; one sent to memwatch alone is passed on to the
+ * child. False after the third: the child does not end, the watch does and
+ * leaves it running. */
+static bool watch_forward_signal(struct watch *w)
+{
+	bool from_tty;
+	int sig = signal_last(&from_tty);
+
+	sigs_handled = stop_signal_count();
+	if (!from_tty && !w->child_done)
+		kill(w->o->run_child, sig);
+	runlog_event(w->log, watch_now(w), 0, "signal", "signal=%d forwarded=%s", sig,
+		     from_tty ? "no" : "yes");
+	if (sigs_handled - w->sig_base < 3)
+		return true;
+	status_clear(&w->sl);
+	mw_warn("pid %d does not exit after 3 signals: the watch ends, it goes on running",
+		w->o->run_child);
+	w->status = MW_EXIT_SIGNAL + sig;
+	w->reason = END_SIGNAL;
+	return false;
+}
+
+/* Wait for the next deadline on the grid start + k * interval (missed ones
+ * skipped, the last one at the duration's end). False when a signal ends the
+ * watch. */
+static bool watch_wait(struct watch *w)
+{
+	uint64_t now = mono_ns(), next, k;
+	uint64_t end = w->start_ns + w->o->duration_ms * 1000000u;
+	int sig;
+
+	k = (now - w->start_ns) / w->interval_ns + 1;
+	next = w->start_ns + k * w->interval_ns;
+	if (w->o->duration_ms && next > end)
+		next = end;
+	if (!sleep_until(w, next) && !w->run_mode) {
+		sigs_handled = stop_signal_count();
+		sig = stop_requested();
+		w->status = MW_EXIT_SIGNAL + sig;
+		w->reason = END_SIGNAL;
+		runlog_event(w->log, watch_now(w), 0, "signal", "signal=%d", sig);
+		return false;
 	}
-	if (run_mode && child_done) {
-		status = WIFSIGNALED(child_wstatus) ? MW_EXIT_SIGNAL + WTERMSIG(child_wstatus)
-						    : WEXITSTATUS(child_wstatus);
-	}
-	if (run_mode && !child_done && strcmp(reason, "duration") == 0) {
+	if (w->run_mode && stop_signal_count() != sigs_handled)
+		return watch_forward_signal(w);
+	return true;
+}
+
+/* Run mode, at the end: the command's status, and what it left. */
+static void watch_end_run(struct watch *w)
+{
+	const struct watch_opts *o = w->o;
+
+	if (w->child_done)
+		w->status = WIFSIGNALED(w->child_wstatus) ? MW_EXIT_SIGNAL + WTERMSIG(w->child_wstatus)
+							  : WEXITSTATUS(w->child_wstatus);
+	if (!w->child_done && w->reason == END_DURATION) {
 		/* the watch was asked to last this long, not the command: it is
 		 * left running as memwatch -p leaves its processes */
 		fprintf(stderr, "memwatch: pid %d is still running: the watch ended at --duration, "
 			"the command goes on without it\n", o->run_child);
-		child_kids = had_children(o->run_child);
+		w->child_kids = had_children(o->run_child);
 	}
-	if (run_mode && child_kids && !o->children && o->capture.mode != CAPTURE_NEVER) {
+	if (w->child_kids && !o->children && o->capture.mode != CAPTURE_NEVER) {
 		/* e.g. sh -c 'a | b': the memory is in programs that were not sampled */
 		fprintf(stderr, "memwatch: pid %d started other programs, which were not watched\n",
 			o->run_child);
 		mw_hint("memwatch run --children watches the programs the command starts");
 	}
-	if (run_mode) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGCHLD, &old_chld, NULL);
+}
+
+/* End every capture (last snapshots), complete and close the log, give the
+ * signals back; the exit status is final after it. */
+static void watch_end(struct watch *w)
+{
+	char *cause = NULL;
+	double t = watch_now(w);
+	size_t i;
+
+	status_clear(&w->sl);
+	/* the signal that ended the watch is acted on; another one cuts the last
+	 * snapshots short */
+	sigs_handled = stop_signal_count();
+	for (i = 0; i < w->nm; i++) {
+		if (capture_end(w->m[i].cap, t, w->reason, false) < 0)
+			w->lost_output = true;
+		capture_free(w->m[i].cap);
+		free(w->m[i].cmd);
 	}
-	sigaction(SIGHUP, &old_hup, NULL);
-	sigaction(SIGPIPE, &old_pipe, NULL);
-	/* outside run mode, a watch whose snapshots were lost has failed */
-	if (lost_output && !run_mode && (status == MW_EXIT_OK || status == MW_EXIT_GONE))
-		status = MW_EXIT_FAILURE;
-	if (runlog_close(log, &cause) < 0) {
-		if (status != MW_EXIT_FAILURE || strcmp(reason, "error") != 0)
-			mw_error("%s", cause);
+	w->nm = 0;
+	/* after the last snapshots, which may have taken a while */
+	t = watch_now(w);
+	runlog_event(w->log, t, 0, "end", "reason=%s", end_reason_name(w->reason));
+	/* the watch is over: no process is reported any more */
+	if (w->o->metrics && metrics_write(w->o->metrics, NULL, 0, t, &cause) < 0) {
 		free(cause);
 		cause = NULL;
-		if (status == MW_EXIT_OK || status == MW_EXIT_GONE)
-			status = MW_EXIT_FAILURE;
 	}
-	log = NULL;
-out:
-	if (run_mode) {
-		/* give the pid list back as the caller made it */
+	control_set_interrupt(NULL);
+	if (w->run_mode)
+		watch_end_run(w);
+	signals_restore(&w->sigs);
+	/* outside run mode, a watch whose snapshots were lost has failed */
+	if (w->lost_output && !w->run_mode &&
+	    (w->status == MW_EXIT_OK || w->status == MW_EXIT_GONE))
+		w->status = MW_EXIT_FAILURE;
+	if (runlog_close(w->log, &cause) < 0) {
+		if (w->status != MW_EXIT_FAILURE || w->reason != END_ERROR)
+			mw_error("%s", cause);
+		free(cause);
+		if (w->status == MW_EXIT_OK || w->status == MW_EXIT_GONE)
+			w->status = MW_EXIT_FAILURE;
+	}
+	w->log = NULL;
+}
+
+/* Free what the watch holds and give the pid list back as the caller made it. */
+static void watch_release(struct watch *w)
+{
+	struct watch_opts *o = w->o;
+	size_t i;
+
+	if (w->run_mode) {
 		memmove(o->pids, o->pids + 1, (o->npids - 1) * sizeof *o->pids);
 		o->npids--;
 	}
 	o->capture.snap_prefix = NULL;
-	free(cause);
-	for (i = 0; ids && i < nroots; i++)
-		free(ids[i].cmdline);
-	free(ids);
-	free(m);
-	free(pids);
-	free(stats);
-	free(mprocs);
-	free(outname);
-	free(prefix);
-	proc_tree_free(tree);
-	proc_reader_free(reader);
+	for (i = 0; w->ids && i < w->nroots; i++)
+		free(w->ids[i].cmdline);
+	free(w->ids);
+	free(w->m);
+	free(w->pids);
+	free(w->stats);
+	free(w->mprocs);
+	free(w->outname);
+	free(w->prefix);
+	proc_tree_free(w->tree);
+	proc_reader_free(w->reader);
+}
+
+/* The watch: check the processes, create the log, then sample on a fixed grid of
+ * deadlines until the duration, a signal or the processes' exit (see watch.h). */
+int watch_loop(struct watch_opts *o, const char *command_line)
+{
+	struct watch w;
+	int status = watch_begin(&w, o, command_line);
+
+	if (status == 0) {
+		while (watch_sample(&w) && watch_wait(&w))
+			;
+		watch_end(&w);
+		status = w.status;
+	}
+	watch_release(&w);
 	return status;
 }
 

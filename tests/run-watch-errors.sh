@@ -47,6 +47,18 @@ run_mw 2 -p "$p" --frobnicate
 expect_err_line "unknown option '--frobnicate'"
 run_mw 2 -p
 expect_err_line "option '-p' needs an argument"
+expect_grep "^  hint: memwatch --help$" err
+# every command says it the same way, its name first (README: errors)
+run_mw 2 snap -p
+expect_err_line "snap: option '-p' needs an argument$"
+expect_grep "^memwatch: snap: option '-p' needs an argument$" err
+expect_grep "^  hint: memwatch snap --help$" err
+run_mw 2 snap --frobnicate
+expect_err_line "snap: unknown option '--frobnicate'$"
+expect_grep "^  hint: memwatch snap --help$" err
+run_mw 2 run --frobnicate -- true
+expect_err_line "unknown option '--frobnicate'$"
+expect_grep "^memwatch: unknown option '--frobnicate'$" err
 run_mw 2 -p 12ab
 expect_err_line "invalid pid '12ab'"
 run_mw 2 -i 1s

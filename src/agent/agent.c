@@ -1,6 +1,7 @@
 /* agent.c: the agent's entry points: the constructor (memwatch run preloads the
  * library), memwatch_agent_start (called by the injector, or by the constructor),
- * starting and stopping capture, and what happens at fork. */
+ * its option string, what happens at fork, and the snapshot at exit. The top of
+ * the agent: it uses every other file (see agent.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -13,10 +14,8 @@
 #include "protocol.h"
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool inited;
 static bool children_mode;
-static int last_epoch;
 
 /* Parse an unsigned number with an optional binary unit (K, M, G, with or
  * without "iB"/"B"). */
@@ -135,46 +134,6 @@ int mw_parse_options(const char *s, struct mw_options *o)
 	return 0;
 }
 
-/* A new capture epoch, never 0 (0 means off). */
-static int next_epoch(void)
-{
-	last_epoch = last_epoch >= INT32_MAX - 1 ? 1 : last_epoch + 1;
-	return last_epoch;
-}
-
-int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks)
-{
-	if (mw_fork_tainted)
-		return -1;
-	mw_tls.guard++;
-	pthread_mutex_lock(&capture_lock);
-	if (!__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE)) {
-		mw_heap_configure(rate, depth, max_stacks);
-		mw_heap_reset();
-		mw_capture_start_ns = mw_now_ns();
-		mw_hooks_install(true);
-		__atomic_store_n(&mw_hot.capturing, next_epoch(), __ATOMIC_RELEASE);
-		mw_python_capture_start();
-	}
-	pthread_mutex_unlock(&capture_lock);
-	mw_tls.guard--;
-	return 0;
-}
-
-void mw_capture_stop(bool remove_hooks)
-{
-	mw_tls.guard++;
-	pthread_mutex_lock(&capture_lock);
-	__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
-	mw_python_capture_stop();
-	mw_heap_reset();
-	mw_capture_start_ns = 0;
-	if (remove_hooks)
-		mw_hooks_remove();
-	pthread_mutex_unlock(&capture_lock);
-	mw_tls.guard--;
-}
-
 /* fork. The prepare handler takes the heap lock so that the child cannot inherit
  * it half-held (the capture and patch locks are not taken: their holder may be
  * waiting for the loader lock, which a fork from a constructor holds; the child
@@ -204,22 +163,14 @@ static void atfork_child(void)
 	bool was = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED) != 0;
 	char *why;
 
-	pthread_mutex_init(&capture_lock, NULL);
 	pthread_mutex_init(&start_lock, NULL);
 	mw_hooks_atfork_child();
 	mw_heap_atfork_child();
 	mw_python_atfork_child();
 	mw_server_atfork_child();
-	if (children_mode && was && !mw_fork_tainted) {
+	if (mw_capture_atfork_child(children_mode && was && !mw_fork_tainted) &&
+	    mw_server_start(&why) < 0)
 		__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
-		mw_heap_reset();
-		mw_capture_start_ns = mw_now_ns();
-		__atomic_store_n(&mw_hot.capturing, next_epoch(), __ATOMIC_RELEASE);
-		if (mw_server_start(&why) < 0)
-			__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
-	} else {
-		__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
-	}
 }
 
 /* The snapshot at exit (memwatch run): the file memwatch made, named by

@@ -1,6 +1,17 @@
 /* agent.h: what the parts of libmemwatch-agent.so share: the hot per-thread state,
  * the capture settings, the original allocator entry points, and the functions
- * each file offers the others. Nothing here is exported from the library. */
+ * each file offers the others, grouped by the file that defines them. Nothing
+ * here is exported from the library.
+ *
+ * The files use each other one way only, top to bottom:
+ *   agent.c    entry points (constructor, memwatch_agent_start), fork, exit
+ *   server.c   the control thread: requests, status, snapshots
+ *   capture.c  the capture state: start, stop, epochs
+ *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
+ *   python.c   CPython's allocator domains and frames            /  sources
+ *   heap.c     the sampler, stacks, the live-sample table, the shared state
+ * A file lower down never calls one higher up: heap.c learns what it needs
+ * from them through data they set (mw_self_lo/hi, mw_frames_merge). */
 #ifndef MEMWATCH_AGENT_H
 #define MEMWATCH_AGENT_H
 
@@ -8,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "protocol.h"
 
@@ -19,6 +31,10 @@
 #define MW_DEFAULT_DEPTH 64
 #define MW_MAX_DEPTH MEMWATCH_MAX_DEPTH
 #define MW_DEFAULT_MAX_STACKS 100000
+
+/* ================================================================ heap.c
+ * The sampler, interned stacks, the live-sample table, and the state every
+ * other file reads. It uses no other file of the agent. */
 
 /* The hot thread-local state, initial-exec so that touching it is one
  * %fs-relative access and never a call into the loader (which could allocate).
@@ -32,36 +48,6 @@ struct mw_tls {
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) MW_HIDDEN;
 
-/* The functions the hooks stand in for, in slot order. */
-enum mw_func {
-	F_MALLOC, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_FREE, F_POSIX_MEMALIGN,
-	F_ALIGNED_ALLOC, F_MEMALIGN, F_VALLOC, F_PVALLOC, F_DLOPEN,
-	F_MMAP, F_MMAP64, F_MUNMAP, F_MREMAP, F_BRK, F_SBRK, F_COUNT
-};
-
-/* The allocator's own entry points (what a patched slot pointed to), resolved
- * through the global scope so that a preloaded jemalloc or tcmalloc is respected. */
-struct __attribute__((aligned(64))) mw_orig {
-	void *(*malloc)(size_t);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
-	void (*free)(void *);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
-	void *(*dlopen)(const char *, int);
-	void *(*mmap)(void *, size_t, int, int, int, off_t);
-	void *(*mmap64)(void *, size_t, int, int, int, off_t);
-	int (*munmap)(void *, size_t);
-	void *(*mremap)(void *, size_t, size_t, int, ...);
-	int (*brk)(void *);
-	void *(*sbrk)(intptr_t);
-};
-extern struct mw_orig mw_orig MW_HIDDEN;
-
 /* What every hook reads, in a cache line of its own, apart from anything that
  * is written while capturing (the heap lock, counters), so that sampling on one
  * thread does not make the hooks of the others miss.
@@ -74,43 +60,14 @@ extern struct mw_hot mw_hot MW_HIDDEN;
 extern uint64_t mw_rate MW_HIDDEN;         /* R, mean bytes between samples; 1 = every allocation */
 extern unsigned mw_depth MW_HIDDEN;        /* frame limit */
 extern uint64_t mw_max_stacks MW_HIDDEN;
-extern uint64_t mw_capture_start_ns MW_HIDDEN;
+extern uint64_t mw_capture_start_ns MW_HIDDEN;  /* set by capture.c */
 
-/* Settings from the option string (memwatch_agent_start / MEMWATCH_AGENT_OPTIONS). */
-struct mw_options {
-	bool capture_now;
-	uint64_t rate;
-	unsigned depth;
-	uint64_t max_stacks;
-	bool children;         /* a forked child keeps sampling under its own socket */
-	int pid;               /* preload: start only in this process (0: any) */
-	int exit_fd;           /* memwatch run: write a last snapshot into this file at */
-	uint64_t exit_ino;     /*   exit, if it is still the file of this inode and */
-	int exit_pid;          /*   this is the process (-1/0: none) */
-};
-
-/* mem.c: storage that never goes through the hooked allocator. */
+/* Storage that never goes through the hooked allocator. */
 void *mw_map(size_t len) MW_HIDDEN;                 /* zeroed, page-rounded; NULL on failure */
 void mw_unmap(void *p, size_t len) MW_HIDDEN;
 
-/* hooks.c: GOT patching. */
-int mw_hooks_init(char **why) MW_HIDDEN;            /* resolve originals, find our own module */
-int mw_hooks_install(bool blocking) MW_HIDDEN;      /* patch every module; slots patched, or -1 if busy */
-int mw_hooks_refresh(bool blocking) MW_HIDDEN;      /* the same, only while installed (new modules) */
-void mw_hooks_remove(void) MW_HIDDEN;               /* restore every slot we changed */
-bool mw_hooks_installed(void) MW_HIDDEN;
-unsigned mw_hooks_slots(void) MW_HIDDEN;
-bool mw_modules_changed(void) MW_HIDDEN;            /* dlpi_adds moved since the last patch */
-void mw_hooks_atfork_prepare(void) MW_HIDDEN;
-void mw_hooks_atfork_parent(void) MW_HIDDEN;
-void mw_hooks_atfork_child(void) MW_HIDDEN;
-bool mw_in_agent(uintptr_t ip) MW_HIDDEN;           /* ip lies in the agent's own text */
-/* The mmap family's hooks keep a table of the sampled mappings (hooks.c). */
-/* Around mw_heap_reset: the table is emptied and no hook touches it meanwhile. */
-void mw_maps_reset_begin(void) MW_HIDDEN;
-void mw_maps_reset_end(void) MW_HIDDEN;
+uint64_t mw_now_ns(void) MW_HIDDEN;                  /* CLOCK_MONOTONIC */
 
-/* heap.c: sampler, stacks, live-sample table. */
 void *mw_sampled_alloc(void *p, size_t size) MW_HIDDEN;   /* slow path after a sample point */
 void mw_sampled_free(const void *p) MW_HIDDEN;            /* remove the record of p, if any */
 /* A mapping (or brk growth) of len bytes at p that crossed the countdown:
@@ -177,8 +134,73 @@ void mw_heap_figures(struct mw_heap_figures *f) MW_HIDDEN;
 /* Copy every stack into a malloc'd array (*out, caller frees). -1 on ENOMEM. */
 int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f) MW_HIDDEN;
 
-/* python.c: CPython 3.11's object allocator sampled, and the Python frames of
- * each sample merged into its native stack. */
+/* The agent's own executable segment(s), set by hooks.c at init: its frames
+ * are left out of recorded stacks (heap.c, python.c). */
+extern uintptr_t mw_self_lo MW_HIDDEN, mw_self_hi MW_HIDDEN;
+static inline bool mw_in_agent(uintptr_t ip)
+{
+	return ip >= mw_self_lo && ip < mw_self_hi;
+}
+/* Interpreter frames merged into a native stack at sample time, set by
+ * python.c: while mw_python_frames is true, a sample's stack (ips, n:
+ * innermost first) goes through mw_frames_merge into out (at most max), which
+ * returns the number of frames. */
+typedef unsigned mw_merge_fn(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max);
+extern bool mw_python_frames MW_HIDDEN;
+extern mw_merge_fn *mw_frames_merge MW_HIDDEN;
+
+/* ================================================================ hooks.c
+ * GOT patching and the hooks; uses heap.c. */
+
+/* The functions the hooks stand in for, in slot order. */
+enum mw_func {
+	F_MALLOC, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_FREE, F_POSIX_MEMALIGN,
+	F_ALIGNED_ALLOC, F_MEMALIGN, F_VALLOC, F_PVALLOC, F_DLOPEN,
+	F_MMAP, F_MMAP64, F_MUNMAP, F_MREMAP, F_BRK, F_SBRK, F_COUNT
+};
+
+/* The allocator's own entry points (what a patched slot pointed to), resolved
+ * through the global scope so that a preloaded jemalloc or tcmalloc is respected. */
+struct __attribute__((aligned(64))) mw_orig {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void (*free)(void *);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	void *(*dlopen)(const char *, int);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	void *(*mmap64)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*brk)(void *);
+	void *(*sbrk)(intptr_t);
+};
+extern struct mw_orig mw_orig MW_HIDDEN;
+
+int mw_hooks_init(char **why) MW_HIDDEN;            /* resolve originals, find our own module */
+int mw_hooks_install(bool blocking) MW_HIDDEN;      /* patch every module; slots patched, or -1 if busy */
+int mw_hooks_refresh(bool blocking) MW_HIDDEN;      /* the same, only while installed (new modules) */
+void mw_hooks_remove(void) MW_HIDDEN;               /* restore every slot we changed */
+bool mw_hooks_installed(void) MW_HIDDEN;
+unsigned mw_hooks_slots(void) MW_HIDDEN;
+bool mw_modules_changed(void) MW_HIDDEN;            /* dlpi_adds moved since the last patch */
+void mw_hooks_atfork_prepare(void) MW_HIDDEN;
+void mw_hooks_atfork_parent(void) MW_HIDDEN;
+void mw_hooks_atfork_child(void) MW_HIDDEN;
+/* The mmap family's hooks keep a table of the sampled mappings. Around
+ * mw_heap_reset (capture.c): the table is emptied and no hook touches it
+ * meanwhile. */
+void mw_maps_reset_begin(void) MW_HIDDEN;
+void mw_maps_reset_end(void) MW_HIDDEN;
+
+/* ================================================================ python.c
+ * CPython 3.11's object allocator sampled, and the Python frames of
+ * each sample merged into its native stack; uses heap.c. */
 enum mw_python_state {
 	MW_PY_NONE,          /* not a CPython process */
 	MW_PY_UNSUPPORTED,   /* a CPython the agent cannot read: native-only */
@@ -191,7 +213,6 @@ enum mw_python_state {
 #define MW_PYFRAME_TAG 0xFA00000000000000ull
 #define MW_PYFRAME_MASK 0xFF00000000000000ull
 struct snap_symframe;
-extern bool mw_python_frames MW_HIDDEN;
 void mw_python_capture_start(void) MW_HIDDEN;
 void mw_python_capture_stop(void) MW_HIDDEN;
 int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
@@ -209,17 +230,44 @@ void mw_python_atfork_prepare(void) MW_HIDDEN;
 void mw_python_atfork_parent(void) MW_HIDDEN;
 void mw_python_atfork_child(void) MW_HIDDEN;
 
-/* agent.c: starting and stopping capture (called by the control thread). */
-int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
-void mw_capture_stop(bool remove_hooks) MW_HIDDEN;
-int mw_parse_options(const char *s, struct mw_options *o) MW_HIDDEN;
-uint64_t mw_now_ns(void) MW_HIDDEN;
+/* ================================================================ capture.c
+ * The capture state; uses hooks.c, python.c and heap.c. */
 
-/* server.c: the control thread. */
+/* Start capture at these settings, unless it runs already: a new epoch, the
+ * tables emptied, the hooks installed. 0, or -1 in a child forked while
+ * the agent was inside libunwind or the loader (mw_fork_tainted). */
+int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
+/* Stop capture, empty the tables; remove_hooks: restore every slot too. */
+void mw_capture_stop(bool remove_hooks) MW_HIDDEN;
+/* In the child of a fork: capture off, or, with go_on, on again from scratch
+ * under a new epoch (memwatch run --children). Returns go_on. */
+bool mw_capture_atfork_child(bool go_on) MW_HIDDEN;
+
+/* ================================================================ server.c
+ * The control thread; uses capture.c, hooks.c, python.c and heap.c. */
+
 int mw_server_start(char **why) MW_HIDDEN;    /* socket bound and thread running, or -1 */
 void mw_server_atfork_child(void) MW_HIDDEN;  /* the thread is gone in the child */
 int mw_server_pid(void) MW_HIDDEN;            /* pid the running server belongs to, 0 if none */
 /* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */
 int mw_server_write_snapshot(int fd) MW_HIDDEN;
+
+/* ================================================================ agent.c
+ * The entry points; uses every file above. */
+
+/* Settings from the option string (memwatch_agent_start / MEMWATCH_AGENT_OPTIONS). */
+struct mw_options {
+	bool capture_now;
+	uint64_t rate;
+	unsigned depth;
+	uint64_t max_stacks;
+	bool children;         /* a forked child keeps sampling under its own socket */
+	int pid;               /* preload: start only in this process (0: any) */
+	int exit_fd;           /* memwatch run: write a last snapshot into this file at */
+	uint64_t exit_ino;     /*   exit, if it is still the file of this inode and */
+	int exit_pid;          /*   this is the process (-1/0: none) */
+};
+
+int mw_parse_options(const char *s, struct mw_options *o) MW_HIDDEN;
 
 #endif

@@ -27,6 +27,9 @@ static double inv_rate = 1.0 / MW_DEFAULT_RATE;   /* 1 / mw_rate, set with it */
 unsigned mw_depth = MW_DEFAULT_DEPTH;
 uint64_t mw_max_stacks = MW_DEFAULT_MAX_STACKS;
 uint64_t mw_capture_start_ns;
+uintptr_t mw_self_lo, mw_self_hi;
+bool mw_python_frames;
+mw_merge_fn *mw_frames_merge;
 
 /* Block-count weights are fractional (1 / p); they are kept in fixed point so
  * that adding and later subtracting the same sample is exact. */
@@ -863,7 +866,7 @@ static void record(void *p, size_t size, uint32_t kind)
 	uintptr_t merged[python ? cap : 1];
 	bool full = (unsigned)n == cap;
 	if (python) {
-		nf = mw_python_merge(frames, nf, merged, cap);
+		nf = mw_frames_merge(frames, nf, merged, cap);
 		frames = merged;
 		full = full || nf == cap;
 	}
@@ -1047,13 +1050,11 @@ void mw_snapshot_end(void)
 void mw_heap_reset(void)
 {
 	mw_tls.guard++;
-	mw_maps_reset_begin();
 	pthread_mutex_lock(&snap_lock);
 	lock_all();
 	reset_locked();
 	unlock_all();
 	pthread_mutex_unlock(&snap_lock);
-	mw_maps_reset_end();
 	mw_tls.guard--;
 }
 

@@ -662,7 +662,6 @@ static size_t nrecs, caprecs;
 static bool installed;
 static unsigned long long seen_adds, seen_subs;
 static uintptr_t self_base, ldso_base, vdso_addr;
-static uintptr_t self_lo, self_hi;      /* the agent's executable segment(s) */
 
 bool mw_hooks_installed(void)
 {
@@ -672,11 +671,6 @@ bool mw_hooks_installed(void)
 unsigned mw_hooks_slots(void)
 {
 	return (unsigned)nrecs;
-}
-
-bool mw_in_agent(uintptr_t ip)
-{
-	return ip >= self_lo && ip < self_hi;
 }
 
 struct self_find {
@@ -711,8 +705,8 @@ static int find_self_cb(struct dl_phdr_info *info, size_t sz, void *data)
 	if (!has)
 		return 0;
 	self_base = info->dlpi_addr;
-	self_lo = lo;
-	self_hi = hi;
+	mw_self_lo = lo;
+	mw_self_hi = hi;
 	f->found = true;
 	return 1;
 }
@@ -790,7 +784,7 @@ static bool skip_module(const struct modinfo *m)
 {
 	if (!m->dyn)
 		return true;
-	if (m->base == self_base && m->lo <= self_lo && self_lo < m->hi)
+	if (m->base == self_base && m->lo <= mw_self_lo && mw_self_lo < m->hi)
 		return true;
 	if (ldso_base && m->base == ldso_base)
 		return true;

@@ -112,9 +112,9 @@ static bool want_installed;     /* capture is on: the wrappers should be in */
 static int installed;           /* our wrappers are the domains' allocators */
 static int py_state;            /* enum mw_python_state, read by status */
 
-/* Whether samples read Python frames: CPython found and supported, and not
- * finalizing (checked again at each sample). */
-bool mw_python_frames MW_HIDDEN;
+/* mw_python_frames (defined by heap.c, which reads it at every sample): whether
+ * samples read Python frames: CPython found and supported, and not finalizing
+ * (checked again at each sample). */
 
 /* ------------------------------------------------------------------------- */
 /* The wrappers. Each domain's ctx points at its entry here, holding the
@@ -605,6 +605,7 @@ void mw_python_capture_start(void)
 		want_installed = true;
 		/* samples read Python frames at once; only pymalloc's small
 		 * objects wait for the swap */
+		mw_frames_merge = mw_python_merge;
 		mw_python_frames = interpreter_alive();
 		if (!installed)
 			py_state = MW_PY_WAITING;
