@@ -5,6 +5,7 @@
  * namespace holds the agent's abstract socket. */
 #include "config.h"
 #include "container.h"
+#include "proc.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -40,32 +41,13 @@ bool container_ns_differs(int pid, const char *kind)
 
 int container_inner_pid(int pid)
 {
-	char fn[64], buf[4096], *p, *end;
-	int inner = pid, fd;
-	ssize_t n;
+	char fn[64];
+	struct proc_status st;
 
 	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
-	if ((fd = open(fn, O_RDONLY | O_CLOEXEC)) < 0)
+	if (proc_status_read(fn, &st) < 0 || st.nspid <= 0)
 		return pid;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	if (!(p = strstr(buf, "\nNSpid:")))
-		return pid;
-	end = strchr(p + 1, '\n');
-	if (end)
-		*end = '\0';
-	/* the last field is the pid in the innermost namespace */
-	for (p += 7; *p;) {
-		char *e;
-		long v = strtol(p, &e, 10);
-		if (e == p)
-			break;
-		if (v > 0 && v <= INT_MAX)
-			inner = (int)v;
-		p = e;
-	}
-	return inner;
+	return st.nspid;
 }
 
 bool container_other_root(int pid)
@@ -452,24 +434,14 @@ static void *connect_in_ns(void *arg)
 /* The effective uid and gid of pid, as we see them. 0 or -1. */
 static int owner_of(int pid, uid_t *uid, gid_t *gid)
 {
-	char fn[64], buf[4096], *u, *g;
-	unsigned long r, e;
-	int fd;
-	ssize_t n;
+	char fn[64];
+	struct proc_status st;
 
 	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
-	if ((fd = open(fn, O_RDONLY | O_CLOEXEC)) < 0)
+	if (proc_status_read(fn, &st) < 0 || !st.has_uid)
 		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	if (!(u = strstr(buf, "\nUid:")) || !(g = strstr(buf, "\nGid:")) ||
-	    sscanf(u + 5, "%lu %lu", &r, &e) != 2)
-		return -1;
-	*uid = (uid_t)e;
-	if (sscanf(g + 5, "%lu %lu", &r, &e) != 2)
-		return -1;
-	*gid = (gid_t)e;
+	*uid = (uid_t)st.uid[1];
+	*gid = (gid_t)st.gid[1];
 	return 0;
 }
 

@@ -232,6 +232,15 @@ void proc_status_parse(char *buf, struct proc_status *st)
 				st->has_uid = true;
 			}
 			break;
+		case 'G':
+			if (KEY("Gid:")) {
+				const char *p = line + 4;
+				for (int i = 0; i < 4; i++) {
+					p = dec_at(p, &v);
+					st->gid[i] = (unsigned)v;
+				}
+			}
+			break;
 		case 'N':
 			/* the pid in the innermost namespace comes last */
 			if (KEY("NSpid:")) {

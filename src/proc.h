@@ -20,6 +20,7 @@ struct proc_status {
 	int nspid;               /* NSpid's last field: the pid in its own namespace */
 	bool has_uid;            /* a Uid: line was there */
 	unsigned uid[4];         /* Uid: real, effective, saved, file system */
+	unsigned gid[4];         /* Gid: the same four */
 	int seccomp;             /* Seccomp: 0 off, 1 strict, 2 filter; -1 unknown */
 	unsigned long long sigcgt; /* SigCgt: the signals it catches, bit N-1 for N */
 	unsigned long long capeff; /* CapEff: its effective capabilities */
