@@ -28,7 +28,8 @@ struct mw_tls {
 	uint64_t rng;      /* xorshift64* state; 0 = not seeded yet */
 	uint32_t epoch;    /* the capture that left was drawn for */
 	uint16_t guard;    /* > 0 while the agent itself runs on this thread */
-	uint16_t locked;   /* this thread holds (or is taking) the heap lock */
+	uint8_t locked;    /* this thread holds (or is taking) the heap lock */
+	uint8_t unw;       /* enum mw_unw_slot: may it use libunwind's frame cache */
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) MW_HIDDEN;
 

@@ -833,6 +833,83 @@ static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t
 }
 
 /* ------------------------------------------------------------------------- */
+/* Unwinding. libunwind's unw_backtrace keeps a frame cache per thread, 256 KiB
+ * that it writes in full the first time the thread unwinds and frees when the
+ * thread exits: a program with 2000 threads that each allocate a little paid
+ * 500 MB of RSS for it, even at the default rate. So only UNW_CACHED_THREADS
+ * threads alive at once (32 MiB of caches) unwind with it; any other thread
+ * walks with libunwind's cursor, which costs more per frame and no memory of
+ * its own. A thread gives its place back when it exits (a thread-specific key's
+ * destructor), and takes one as soon as one is free. */
+#define UNW_CACHED_THREADS 128
+enum mw_unw_slot {
+	UNW_NO_SLOT,         /* cursor walks; takes a place when one is free */
+	UNW_SLOT,            /* holds a place: unw_backtrace */
+	UNW_EXITING,         /* gave its place back at exit: never again */
+};
+static unsigned unw_slots_used __attribute__((aligned(64)));
+static pthread_key_t unw_slot_key;
+static bool unw_slot_key_ok;
+
+/* The thread exits (or its key is destroyed): its place is free again. */
+static void unw_slot_release(void *unused)
+{
+	(void)unused;
+	if (mw_tls.unw == UNW_SLOT)
+		__atomic_fetch_sub(&unw_slots_used, 1, __ATOMIC_RELAXED);
+	mw_tls.unw = UNW_EXITING;
+}
+
+/* Create the key once, from the control thread (capture start). */
+static void unw_slots_init(void)
+{
+	if (!unw_slot_key_ok && pthread_key_create(&unw_slot_key, unw_slot_release) == 0)
+		unw_slot_key_ok = true;
+}
+
+/* May this thread use unw_backtrace's cache? Takes a place if there is one.
+ * Without the key (pthread_key_create failed) places are never given back:
+ * the bound holds, only more threads walk the slow way. */
+static bool unw_slot(void)
+{
+	unsigned n;
+	if (likely(mw_tls.unw == UNW_SLOT))
+		return true;
+	if (mw_tls.unw == UNW_EXITING)
+		return false;
+	n = __atomic_load_n(&unw_slots_used, __ATOMIC_RELAXED);
+	do {
+		if (n >= UNW_CACHED_THREADS)
+			return false;
+	} while (!__atomic_compare_exchange_n(&unw_slots_used, &n, n + 1, true, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	mw_tls.unw = UNW_SLOT;
+	/* pthread_setspecific may allocate (keys past the first 32): the agent's
+	 * guard is up, so that goes to the allocator unsampled. */
+	if (unw_slot_key_ok)
+		pthread_setspecific(unw_slot_key, (void *)1);
+	return true;
+}
+
+/* The call stack with libunwind's cursor, innermost first (the same frames as
+ * unw_backtrace gives). */
+static __attribute__((noinline)) int walk_cursor(uintptr_t *ips, int cap)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	int n = 0;
+	if (unw_getcontext(&uc) < 0 || unw_init_local(&c, &uc) < 0)
+		return 0;
+	do {
+		unw_word_t ip;
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
+			break;
+		ips[n++] = (uintptr_t)ip;
+	} while (n < cap && unw_step(&c) > 0);
+	return n;
+}
+
+/* ------------------------------------------------------------------------- */
 /* The slow paths. */
 
 /* Unwind the allocating thread and record the block. */
@@ -850,7 +927,7 @@ static void record(void *p, size_t size, uint32_t kind)
 	int n;
 
 	mw_loader_enter();
-	n = unw_backtrace((void **)ips, (int)cap);
+	n = unw_slot() ? unw_backtrace((void **)ips, (int)cap) : walk_cursor(ips, (int)cap);
 	mw_loader_leave();
 	if (n < 0)
 		n = 0;
@@ -1062,6 +1139,7 @@ void mw_heap_reset(void)
 void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks)
 {
 	mw_tls.guard++;
+	unw_slots_init();
 	lock_all();
 	mw_rate = rate ? rate : 1;
 	inv_rate = 1.0 / (double)mw_rate;
@@ -1114,6 +1192,8 @@ void mw_heap_atfork_child(void)
 	mw_tls.locked = 0;
 	if (prepared_lock)
 		mw_tls.guard--;
+	/* The other threads are gone, and with them their places. */
+	unw_slots_used = mw_tls.unw == UNW_SLOT;
 	mw_reseed();
 }
 
