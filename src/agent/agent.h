@@ -19,6 +19,7 @@
 #define MW_DEFAULT_DEPTH 64
 #define MW_MAX_DEPTH MEMWATCH_MAX_DEPTH
 #define MW_DEFAULT_MAX_STACKS 100000
+#define MW_DEFAULT_UNWIND_THREADS 128   /* threads that may keep libunwind's frame cache */
 
 /* The hot thread-local state, initial-exec so that touching it is one
  * %fs-relative access and never a call into the loader (which could allocate).
@@ -81,6 +82,7 @@ struct mw_options {
 	uint64_t rate;
 	unsigned depth;
 	uint64_t max_stacks;
+	unsigned unwind_threads; /* threads alive at once that unwind with a frame cache */
 	bool children;         /* a forked child keeps sampling under its own socket */
 	int pid;               /* preload: start only in this process (0: any) */
 	int exit_fd;           /* memwatch run: write a last snapshot into this file at */
@@ -125,6 +127,7 @@ void mw_heap_reset(void) MW_HIDDEN;                      /* drop every record an
 void mw_snapshot_begin(void) MW_HIDDEN;
 void mw_snapshot_end(void) MW_HIDDEN;
 void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
+void mw_heap_unwind_threads(unsigned n) MW_HIDDEN;       /* see heap.c */
 void mw_heap_atfork_prepare(void) MW_HIDDEN;
 void mw_heap_atfork_parent(void) MW_HIDDEN;
 void mw_heap_atfork_child(void) MW_HIDDEN;

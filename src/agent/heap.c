@@ -836,18 +836,18 @@ static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t
 /* Unwinding. libunwind's unw_backtrace keeps a frame cache per thread, 256 KiB
  * that it writes in full the first time the thread unwinds and frees when the
  * thread exits: a program with 2000 threads that each allocate a little paid
- * 500 MB of RSS for it, even at the default rate. So only UNW_CACHED_THREADS
- * threads alive at once (32 MiB of caches) unwind with it; any other thread
+ * 500 MB of RSS for it, even at the default rate. So only unw_slots_max threads
+ * alive at once (128 by default: 32 MiB of caches) unwind with it; any other thread
  * walks with libunwind's cursor, which costs more per frame and no memory of
  * its own. A thread gives its place back when it exits (a thread-specific key's
  * destructor), and takes one as soon as one is free. */
-#define UNW_CACHED_THREADS 128
 enum mw_unw_slot {
 	UNW_NO_SLOT,         /* cursor walks; takes a place when one is free */
 	UNW_SLOT,            /* holds a place: unw_backtrace */
 	UNW_EXITING,         /* gave its place back at exit: never again */
 };
 static unsigned unw_slots_used __attribute__((aligned(64)));
+static unsigned unw_slots_max = MW_DEFAULT_UNWIND_THREADS;
 static pthread_key_t unw_slot_key;
 static bool unw_slot_key_ok;
 
@@ -879,7 +879,7 @@ static bool unw_slot(void)
 		return false;
 	n = __atomic_load_n(&unw_slots_used, __ATOMIC_RELAXED);
 	do {
-		if (n >= UNW_CACHED_THREADS)
+		if (n >= __atomic_load_n(&unw_slots_max, __ATOMIC_RELAXED))
 			return false;
 	} while (!__atomic_compare_exchange_n(&unw_slots_used, &n, n + 1, true, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
@@ -891,21 +891,36 @@ static bool unw_slot(void)
 	return true;
 }
 
+/* The unwind-threads option: at most n threads hold a place (those that hold
+ * one already keep it). */
+void mw_heap_unwind_threads(unsigned n)
+{
+	__atomic_store_n(&unw_slots_max, n, __ATOMIC_RELAXED);
+}
+
 /* The call stack with libunwind's cursor, innermost first (the same frames as
- * unw_backtrace gives). */
+ * unw_backtrace gives). Each step takes the lock of libunwind's global cache,
+ * a mutex that sleeps when contended, so the walks are taken one at a time
+ * under a lock of ours, which spins and yields instead; no other agent lock is
+ * held meanwhile (the loader lock's shared side is, so a fork never finds it
+ * taken). */
+static spin_t walk_lock __attribute__((aligned(64)));
+
 static __attribute__((noinline)) int walk_cursor(uintptr_t *ips, int cap)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
 	int n = 0;
-	if (unw_getcontext(&uc) < 0 || unw_init_local(&c, &uc) < 0)
-		return 0;
-	do {
-		unw_word_t ip;
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
-			break;
-		ips[n++] = (uintptr_t)ip;
-	} while (n < cap && unw_step(&c) > 0);
+	spin_lock(&walk_lock);
+	if (unw_getcontext(&uc) == 0 && unw_init_local(&c, &uc) == 0) {
+		do {
+			unw_word_t ip;
+			if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
+				break;
+			ips[n++] = (uintptr_t)ip;
+		} while (n < cap && unw_step(&c) > 0);
+	}
+	spin_unlock(&walk_lock);
 	return n;
 }
 
@@ -1194,6 +1209,7 @@ void mw_heap_atfork_child(void)
 		mw_tls.guard--;
 	/* The other threads are gone, and with them their places. */
 	unw_slots_used = mw_tls.unw == UNW_SLOT;
+	walk_lock = 0;
 	mw_reseed();
 }
 
