@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -848,6 +849,7 @@ enum mw_unw_slot {
 };
 static unsigned unw_slots_used __attribute__((aligned(64)));
 static unsigned unw_slots_max = MW_DEFAULT_UNWIND_THREADS;
+static unsigned ncpus = 1;            /* processors online, for walk_lock_take */
 static pthread_key_t unw_slot_key;
 static bool unw_slot_key_ok;
 
@@ -863,6 +865,8 @@ static void unw_slot_release(void *unused)
 /* Create the key once, from the control thread (capture start). */
 static void unw_slots_init(void)
 {
+	long c = sysconf(_SC_NPROCESSORS_ONLN);
+	ncpus = c > 0 ? (unsigned)c : 1;
 	if (!unw_slot_key_ok && pthread_key_create(&unw_slot_key, unw_slot_release) == 0)
 		unw_slot_key_ok = true;
 }
@@ -900,18 +904,60 @@ void mw_heap_unwind_threads(unsigned n)
 
 /* The call stack with libunwind's cursor, innermost first (the same frames as
  * unw_backtrace gives). Each step takes the lock of libunwind's global cache,
- * a mutex that sleeps when contended, so the walks are taken one at a time
- * under a lock of ours, which spins and yields instead; no other agent lock is
- * held meanwhile (the loader lock's shared side is, so a fork never finds it
- * taken). */
-static spin_t walk_lock __attribute__((aligned(64)));
+ * a mutex that sleeps when contended (and two sigprocmask calls), so the walks
+ * are taken one at a time under a lock of ours. While the waiters are few (at
+ * most 4 per processor) they take turns by spinning and yielding, never
+ * sleeping. Hundreds of them (2000 threads at rate 1) would yield to each
+ * other while the holder waits for a processor, so past that a waiter sleeps
+ * on a futex as a mutex does: state 2 says someone may sleep, and a thread
+ * that has begun to sleep takes the lock only as 2, so that its release wakes
+ * the next one. No other agent lock is held meanwhile (the loader lock's
+ * shared side is, so a fork never finds this one taken). */
+static int walk_lock __attribute__((aligned(64)));     /* 0 free, 1 held, 2 held, sleepers */
+static unsigned walk_waiters __attribute__((aligned(64)));
+
+static bool walk_lock_try(void)
+{
+	int v = 0;
+	return __atomic_compare_exchange_n(&walk_lock, &v, 1, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void walk_lock_take(void)
+{
+	unsigned n = 0;
+	if (walk_lock_try())
+		return;
+	__atomic_fetch_add(&walk_waiters, 1, __ATOMIC_RELAXED);
+	while (__atomic_load_n(&walk_waiters, __ATOMIC_RELAXED) <= 4 * ncpus) {
+		if (!__atomic_load_n(&walk_lock, __ATOMIC_RELAXED) && walk_lock_try())
+			goto out;
+		if (++n < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		} else {
+			sched_yield();
+		}
+	}
+	while (__atomic_exchange_n(&walk_lock, 2, __ATOMIC_ACQUIRE) != 0)
+		syscall(SYS_futex, &walk_lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+out:
+	__atomic_fetch_sub(&walk_waiters, 1, __ATOMIC_RELAXED);
+}
+
+static void walk_lock_release(void)
+{
+	if (__atomic_exchange_n(&walk_lock, 0, __ATOMIC_RELEASE) == 2)
+		syscall(SYS_futex, &walk_lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 static __attribute__((noinline)) int walk_cursor(uintptr_t *ips, int cap)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
 	int n = 0;
-	spin_lock(&walk_lock);
+	walk_lock_take();
 	if (unw_getcontext(&uc) == 0 && unw_init_local(&c, &uc) == 0) {
 		do {
 			unw_word_t ip;
@@ -920,7 +966,7 @@ static __attribute__((noinline)) int walk_cursor(uintptr_t *ips, int cap)
 			ips[n++] = (uintptr_t)ip;
 		} while (n < cap && unw_step(&c) > 0);
 	}
-	spin_unlock(&walk_lock);
+	walk_lock_release();
 	return n;
 }
 
@@ -1210,6 +1256,7 @@ void mw_heap_atfork_child(void)
 	/* The other threads are gone, and with them their places. */
 	unw_slots_used = mw_tls.unw == UNW_SLOT;
 	walk_lock = 0;
+	walk_waiters = 0;
 	mw_reseed();
 }
 
