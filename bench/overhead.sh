@@ -13,13 +13,15 @@
 # 50 ms, so a helper's last moments may be missed).
 #
 # Usage: bench/overhead.sh [-r REPEATS] [-n OPS] [-l LIVE] [-s small|uniform|churn]
-#                          [-t "1 2 4"] [-v VARIANTS] [-q] [-i] [BUILDDIR]
+#                          [-t "1 2 4"] [-v VARIANTS] [-H] [-q] [-i] [BUILDDIR]
 #   BUILDDIR holds bench/workload and .libs/libmemwatch-agent.so (default: .);
 #   make bench/workload builds the workload. The default workload is a churn
 #   of a ring of 256 blocks per thread, sizes 16 - 2000 B. -v: a subset of
-#   "plain idle default r64k r4k rate1 heaptrack" (plain always runs). -q: a
-#   quick sanity run. -i: also count the instructions of one thread with
-#   cachegrind, a figure that a busy machine does not disturb.
+#   "plain idle default r64k r4k rate1 heaptrack" (plain always runs). -H: the
+#   threads wait for each other before they exit, so that all are alive at the
+#   peak (many threads' memory: -H -t 2000 -n 2000 -l 16). -q: a quick sanity
+#   run. -i: also count the instructions of one thread with cachegrind, a
+#   figure that a busy machine does not disturb.
 set -u
 
 repeats=5
@@ -28,8 +30,9 @@ live=256
 sizes=churn
 threads="1 2 4"
 icount=no
+hold=
 variants="plain idle default r64k r4k rate1 heaptrack"
-while getopts r:n:l:s:t:v:qi opt; do
+while getopts r:n:l:s:t:v:Hqi opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) ops=$OPTARG ;;
@@ -39,7 +42,8 @@ while getopts r:n:l:s:t:v:qi opt; do
 	v) variants="plain $(echo "$OPTARG" | sed 's/\bplain\b//g')" ;;
 	q) repeats=3; ops=300000 ;;
 	i) icount=yes ;;
-	*) sed -n '2,21s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	H) hold=-H ;;
+	*) sed -n '2,25s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -96,7 +100,7 @@ helper_peak() {
 # run VARIANT THREADS: one run; appends "wall rss cpu sys user vcsw" to $tmp/VARIANT.THREADS
 run() {
 	local v=$1 t=$2 out=$tmp/out extra="0 0 0" opts= hp
-	set -- "$wl" -t "$t" -n "$ops" -l "$live" -s "$sizes"
+	set -- "$wl" -t "$t" -n "$ops" -l "$live" -s "$sizes" $hold
 	case $v in
 	idle) opts=capture=idle ;;
 	default) opts=capture=now ;;
