@@ -7,17 +7,21 @@
 # noisy machine hurts them alike), wall and CPU time with their ratios to the
 # plain run, system time as a share of user time, voluntary context switches
 # (a thread that sleeps, on a lock for instance, makes one) and peak RSS with
-# its ratio; heaptrack's peak counts its helper processes (the interpreter it
-# pipes into) besides the program.
+# its ratio; heaptrack's peak and its CPU time count its helper processes (the
+# interpreter it pipes into and the compressor) besides the program: the work
+# it moves out of the program is still work (their CPU time as last seen every
+# 50 ms, so a helper's last moments may be missed).
 #
 # Usage: bench/overhead.sh [-r REPEATS] [-n OPS] [-l LIVE] [-s small|uniform|churn]
-#                          [-t "1 2 4"] [-v VARIANTS] [-q] [-i] [BUILDDIR]
+#                          [-t "1 2 4"] [-v VARIANTS] [-H] [-q] [-i] [BUILDDIR]
 #   BUILDDIR holds bench/workload and .libs/libmemwatch-agent.so (default: .);
 #   make bench/workload builds the workload. The default workload is a churn
 #   of a ring of 256 blocks per thread, sizes 16 - 2000 B. -v: a subset of
-#   "plain idle default r64k r4k rate1 heaptrack" (plain always runs). -q: a
-#   quick sanity run. -i: also count the instructions of one thread with
-#   cachegrind, a figure that a busy machine does not disturb.
+#   "plain idle default r64k r4k rate1 heaptrack" (plain always runs). -H: the
+#   threads wait for each other before they exit, so that all are alive at the
+#   peak (many threads' memory: -H -t 2000 -n 2000 -l 16). -q: a quick sanity
+#   run. -i: also count the instructions of one thread with cachegrind, a
+#   figure that a busy machine does not disturb.
 set -u
 
 repeats=5
@@ -26,8 +30,9 @@ live=256
 sizes=churn
 threads="1 2 4"
 icount=no
+hold=
 variants="plain idle default r64k r4k rate1 heaptrack"
-while getopts r:n:l:s:t:v:qi opt; do
+while getopts r:n:l:s:t:v:Hqi opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) ops=$OPTARG ;;
@@ -37,7 +42,8 @@ while getopts r:n:l:s:t:v:qi opt; do
 	v) variants="plain $(echo "$OPTARG" | sed 's/\bplain\b//g')" ;;
 	q) repeats=3; ops=300000 ;;
 	i) icount=yes ;;
-	*) sed -n '2,21s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	H) hold=-H ;;
+	*) sed -n '2,25s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -54,30 +60,47 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# helper_peak PID: while PID runs, the peak RSS (KiB) of its descendants other
-# than the workload, summed over processes; printed when PID is gone.
+# helper_peak PID: while PID runs, the peak RSS (KiB) and the user and system
+# CPU time (s) of its descendants other than the workload, each summed over
+# processes; printed as "KIB USER SYS" when PID is gone.
 helper_peak() {
-	local top=$1 c g kids
+	local top=$1 c g t kids more
 	: >"$tmp/hwm"
 	while kill -0 "$top" 2>/dev/null; do
 		kids=$(pgrep -P "$top")
-		for c in $kids; do
-			kids="$kids $(pgrep -P "$c")"
+		more=$kids
+		while [ -n "$more" ]; do
+			c=$more
+			more=
+			for g in $c; do
+				more="$more $(pgrep -P "$g")"
+			done
+			more=$(echo $more)
+			kids="$kids $more"
 		done
 		for c in $kids; do
 			[ "$(cat "/proc/$c/comm" 2>/dev/null)" = workload ] && continue
 			g=$(awk '/^VmHWM:/ { print $2 }' "/proc/$c/status" 2>/dev/null)
-			[ -n "$g" ] && echo "$c $g" >>"$tmp/hwm"
+			# utime and stime: fields 14 and 15, counted after the ")" of comm
+			t=$(sed 's/.*) //' "/proc/$c/stat" 2>/dev/null | cut -d' ' -f12,13)
+			[ -n "$g" ] && [ -n "$t" ] && echo "$c $g $t" >>"$tmp/hwm"
 		done
 		sleep 0.05
 	done
-	awk '{ if ($2 > m[$1]) m[$1] = $2 } END { for (p in m) s += m[p]; print s + 0 }' "$tmp/hwm"
+	awk -v hz="$(getconf CLK_TCK)" '{
+		if ($2 > m[$1]) m[$1] = $2
+		if ($3 > u[$1]) u[$1] = $3
+		if ($4 > y[$1]) y[$1] = $4
+	} END {
+		for (p in m) { s += m[p]; us += u[p]; sy += y[p] }
+		printf "%d %.3f %.3f\n", s, us / hz, sy / hz
+	}' "$tmp/hwm"
 }
 
 # run VARIANT THREADS: one run; appends "wall rss cpu sys user vcsw" to $tmp/VARIANT.THREADS
 run() {
-	local v=$1 t=$2 out=$tmp/out extra=0 opts= hp
-	set -- "$wl" -t "$t" -n "$ops" -l "$live" -s "$sizes"
+	local v=$1 t=$2 out=$tmp/out extra="0 0 0" opts= hp
+	set -- "$wl" -t "$t" -n "$ops" -l "$live" -s "$sizes" $hold
 	case $v in
 	idle) opts=capture=idle ;;
 	default) opts=capture=now ;;
@@ -98,7 +121,10 @@ run() {
 	*) LD_PRELOAD=$agent MEMWATCH_AGENT_OPTIONS=$opts "$@" >"$out" 2>&1 ;;
 	esac
 	sed -n 's/.*wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\) .*maxrss_kib=\([0-9]*\).*user_s=\([0-9.]*\) sys_s=\([0-9.]*\) vcsw=\([0-9]*\).*/\1 \3 \2 \5 \4 \6/p' \
-		"$out" | awk -v x="$extra" '{ $2 += x; print }' >>"$tmp/$v.$t"
+		"$out" | awk -v x="$extra" '{
+			split(x, e, " ")
+			$2 += e[1]; $3 += e[2] + e[3]; $4 += e[3]; $5 += e[2]
+			print }' >>"$tmp/$v.$t"
 	grep -q wall_s= "$out" || { echo "overhead.sh: $v run failed:" >&2; cat "$out" >&2; }
 }
 

@@ -3,13 +3,16 @@
  * from 16 B to 64 KiB, write it), then report their own wall time and peak RSS
  * so that every way of running it (plain, under the agent, under heaptrack) is
  * measured the same way.
- * Usage: workload [-t THREADS] [-n OPS] [-l LIVE] [-s small|uniform|churn] [-w full|head]
+ * Usage: workload [-t THREADS] [-n OPS] [-l LIVE] [-s small|uniform|churn] [-w full|head] [-H]
+ *   -t  threads, 1 - 4096 (past 256 each gets a 256 KiB stack)
  *   -n  operations per thread (default 2000000)
  *   -l  live blocks per thread (default 4096)
  *   -s  size mix: "small" (default: 90% up to 256 B, 9% up to 4 KiB, 1% up to
  *       64 KiB, as in most programs), "uniform" (log-uniform 16 B - 64 KiB) or
  *       "churn" (uniform 16 - 2000 B)
  *   -w  write the whole block (default) or only its first and last bytes
+ *   -H  hold: each thread, its work done, waits until all are done, so that
+ *       all of them are alive at once (a thread pool) when the peak is taken
  * Prints: "wall_s=S cpu_s=C ops=N maxrss_kib=K checksum=X user_s=U sys_s=Y
  * vcsw=V ivcsw=I" (CPU time, user + system, is steadier than wall time on a
  * loaded machine; voluntary context switches count the times a thread slept). */
@@ -26,6 +29,8 @@ static long ops_per_thread = 2000000;
 static long live = 4096;
 static int uniform, churn;
 static int head_only;
+static int hold;
+static pthread_barrier_t all_done;
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -91,6 +96,8 @@ static void *worker(void *arg)
 	for (i = 0; i < live; i++)
 		free(slots[i]);
 	free(slots);
+	if (hold)
+		pthread_barrier_wait(&all_done);
 	return (void *)(uintptr_t)sum;
 }
 
@@ -105,12 +112,13 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int threads = 1, c, i;
-	pthread_t th[256];
+	static pthread_t th[4096];
+	pthread_attr_t attr;
 	struct timespec a, b;
 	struct rusage ru;
 	uint64_t sum = 0;
 
-	while ((c = getopt_long(argc, argv, "t:n:l:s:w:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:l:s:w:H", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': threads = atoi(optarg); break;
 		case 'n': ops_per_thread = atol(optarg); break;
@@ -120,18 +128,26 @@ int main(int argc, char **argv)
 			churn = strcmp(optarg, "churn") == 0;
 			break;
 		case 'w': head_only = strcmp(optarg, "head") == 0; break;
+		case 'H': hold = 1; break;
 		default:
 			fprintf(stderr, "usage: workload [-t THREADS] [-n OPS] [-l LIVE] "
-				"[-s small|uniform|churn] [-w full|head]\n");
+				"[-s small|uniform|churn] [-w full|head] [-H]\n");
 			return 2;
 		}
 	}
-	if (threads < 1 || threads > 256 || ops_per_thread < 1 || live < 1)
+	if (threads < 1 || threads > 4096 || ops_per_thread < 1 || live < 1)
 		return 2;
+	pthread_attr_init(&attr);
+	if (threads > 256)
+		pthread_attr_setstacksize(&attr, 256 * 1024);
+	if (hold)
+		pthread_barrier_init(&all_done, NULL, (unsigned)threads);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (i = 0; i < threads; i++)
-		if (pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i) != 0)
+		if (pthread_create(&th[i], &attr, worker, (void *)(uintptr_t)i) != 0) {
+			fprintf(stderr, "workload: cannot create thread %d\n", i + 1);
 			return 2;
+		}
 	for (i = 0; i < threads; i++) {
 		void *r;
 		pthread_join(th[i], &r);

@@ -59,8 +59,8 @@ static bool key_is(const char *k, size_t klen, const char *name)
 	return strlen(name) == klen && memcmp(k, name, klen) == 0;
 }
 
-/* Parse "capture=now|idle,rate=N,depth=N,max-stacks=N,children=0|1,pid=N".
- * depth=0 and max-stacks=0 mean the defaults. Unknown keys are ignored (a newer
+/* Parse "capture=now|idle,rate=N,depth=N,max-stacks=N,unwind-threads=N,
+ * children=0|1,pid=N". depth=0 and max-stacks=0 mean the defaults. Unknown keys are ignored (a newer
  * memwatch may pass more); bad values are refused. pid is read by the
  * constructor only. */
 int mw_parse_options(const char *s, struct mw_options *o)
@@ -69,6 +69,7 @@ int mw_parse_options(const char *s, struct mw_options *o)
 	o->rate = MW_DEFAULT_RATE;
 	o->depth = MW_DEFAULT_DEPTH;
 	o->max_stacks = MW_DEFAULT_MAX_STACKS;
+	o->unwind_threads = MW_DEFAULT_UNWIND_THREADS;
 	o->children = false;
 	o->pid = 0;
 	o->exit_fd = -1;
@@ -108,6 +109,10 @@ int mw_parse_options(const char *s, struct mw_options *o)
 			if (parse_num(v, vlen, &n) < 0)
 				return -1;
 			o->max_stacks = n ? n : MW_DEFAULT_MAX_STACKS;
+		} else if (key_is(s, klen, "unwind-threads")) {
+			if (parse_num(v, vlen, &n) < 0 || n > 1000000)
+				return -1;
+			o->unwind_threads = (unsigned)n;
 		} else if (key_is(s, klen, "children")) {
 			if (parse_num(v, vlen, &n) < 0 || n > 1)
 				return -1;
@@ -233,6 +238,7 @@ int memwatch_agent_start(const char *options)
 		exit_pid = o.exit_pid;
 	}
 	mw_heap_configure(o.rate, o.depth, o.max_stacks);
+	mw_heap_unwind_threads(o.unwind_threads);
 	mw_hooks_install(true);
 	if (o.capture_now)
 		mw_capture_start(o.rate, o.depth, o.max_stacks);

@@ -31,6 +31,7 @@
 #define MW_DEFAULT_DEPTH 64
 #define MW_MAX_DEPTH MEMWATCH_MAX_DEPTH
 #define MW_DEFAULT_MAX_STACKS 100000
+#define MW_DEFAULT_UNWIND_THREADS 128   /* threads that may keep libunwind's frame cache */
 
 /* ================================================================ heap.c
  * The sampler, interned stacks, the live-sample table, and the state every
@@ -44,7 +45,8 @@ struct mw_tls {
 	uint64_t rng;      /* xorshift64* state; 0 = not seeded yet */
 	uint32_t epoch;    /* the capture that left was drawn for */
 	uint16_t guard;    /* > 0 while the agent itself runs on this thread */
-	uint16_t locked;   /* this thread holds (or is taking) the heap lock */
+	uint8_t locked;    /* this thread holds (or is taking) the heap lock */
+	uint8_t unw;       /* enum mw_unw_slot: may it use libunwind's frame cache */
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) MW_HIDDEN;
 
@@ -85,6 +87,7 @@ void mw_heap_reset(void) MW_HIDDEN;                      /* drop every record an
 void mw_snapshot_begin(void) MW_HIDDEN;
 void mw_snapshot_end(void) MW_HIDDEN;
 void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
+void mw_heap_unwind_threads(unsigned n) MW_HIDDEN;       /* see heap.c */
 void mw_heap_atfork_prepare(void) MW_HIDDEN;
 void mw_heap_atfork_parent(void) MW_HIDDEN;
 void mw_heap_atfork_child(void) MW_HIDDEN;
@@ -261,6 +264,7 @@ struct mw_options {
 	uint64_t rate;
 	unsigned depth;
 	uint64_t max_stacks;
+	unsigned unwind_threads; /* threads alive at once that unwind with a frame cache */
 	bool children;         /* a forked child keeps sampling under its own socket */
 	int pid;               /* preload: start only in this process (0: any) */
 	int exit_fd;           /* memwatch run: write a last snapshot into this file at */
