@@ -409,11 +409,15 @@ uint64_t find_rt_sigreturn(int pid, const struct maps *m, const struct module *l
 			struct iovec l = { buf, len }, r = { (void *)a, len };
 			if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)len)
 				break;
-			for (size_t k = 0; k + sizeof code <= len && k < CHUNK; k++)
-				if (buf[k] == 0x48 && !memcmp(buf + k, code, sizeof code)) {
-					found = a + k;
-					count++;
-				}
+			/* chunks overlap by the code's length: a match at k < CHUNK
+			 * belongs to this chunk only */
+			unsigned char *p = buf, *hit;
+			while ((hit = memmem(p, len - (size_t)(p - buf), code, sizeof code)) &&
+			       hit - buf < CHUNK) {
+				found = a + (uint64_t)(hit - buf);
+				count++;
+				p = hit + 1;
+			}
 		}
 	}
 	free(buf);
