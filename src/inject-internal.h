@@ -136,7 +136,13 @@ struct seized {
 	bool xstate_is_fp;      /* fallback: only the legacy FP state could be saved */
 	uint64_t frame_sp;      /* our signal frame on its stack (frame_build), or 0 */
 	bool in_call;           /* its registers are set for our calls: the frame holds its state */
-	bool at_end;            /* stopped at the entry of rt_sigreturn on our frame */
+	bool at_end;            /* our call has returned (see end_by_signal) */
+	int end_sig;            /* the signal that marks the end of a call, or 0 */
+	bool end_by_signal;     /* the end is end_sig's delivery after rt_sigreturn (the
+				 * thread is back as it was), else the stop at the entry
+				 * of rt_sigreturn (PTRACE_SYSCALL) */
+	uint64_t sigblk;        /* its blocked signals */
+	uint64_t resume_rip;    /* where rt_sigreturn puts it back */
 	uint64_t t_interrupt;
 	double ran_ms;          /* time it ran free to a return address: not a pause */
 };

@@ -388,6 +388,12 @@ void release(int pid, struct seized *s, bool restore)
 				}
 				if (r == 1 && WIFSTOPPED(status)) {
 					int sig = WSTOPSIG(status), event = status >> 16;
+					if (event == 0 && s->end_by_signal && sig == s->end_sig) {
+						/* the end of our call: the thread is back as it was */
+						s->stopped = true;
+						s->at_end = true;
+						break;
+					}
 					if (event == 0 && sig != (SIGTRAP | 0x80) && !is_stop_signal(sig)) {
 						/* a signal on its way: let it through, keep waiting */
 						ptrace_req(PTRACE_CONT, s->tid, NULL, (void *)(long)sig);
@@ -409,9 +415,11 @@ void release(int pid, struct seized *s, bool restore)
 	}
 	if (restore && s->regs_saved && s->stopped) {
 		if (s->in_call) {
-			if (s->at_end)
+			if (s->at_end && !s->end_by_signal)
 				restore_at_end(s);
-			/* else: mid-call, the frame will restore it */
+			/* else: back by rt_sigreturn already (the end signal
+			 * is dropped by the detach), or mid-call: the frame
+			 * will restore it */
 		} else {
 			/* never made to call anything: its interrupt stop restarts
 			 * an interrupted system call by itself */
@@ -477,25 +485,61 @@ _Static_assert(offsetof(struct k_ucontext, uc_sigmask) == 296, "uc_sigmask at 29
  * the thread's alternate signal stack as it is. */
 #define SS_FLAGS_INVALID 0x4d570000
 
-/* The thread's blocked signals (SigBlk of its status), or -1. */
-static int read_sigblk(int pid, int tid, uint64_t *mask)
+/* The signal masks of the thread's status: pending for it and for its
+ * process, blocked, ignored, caught. */
+struct sigmasks {
+	uint64_t pnd, shdpnd, blk, ign, cgt;
+};
+
+/* Read them; 0, or -1 when SigBlk is not there. */
+static int read_sigmasks(int pid, int tid, struct sigmasks *sm)
 {
+	static const char *const names[] = { "SigPnd:", "ShdPnd:", "SigBlk:", "SigIgn:", "SigCgt:" };
 	char fn[96], line[256];
 	int found = -1;
 	FILE *f;
 
+	memset(sm, 0, sizeof *sm);
 	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", pid, tid);
 	if (!(f = fopen(fn, "re")))
 		return -1;
 	while (fgets(line, sizeof line, f)) {
-		unsigned long long m;
-		if (!strncmp(line, "SigBlk:", 7) && sscanf(line + 7, "%llx", &m) == 1) {
-			*mask = m;
-			found = 0;
+		uint64_t *dst[] = { &sm->pnd, &sm->shdpnd, &sm->blk, &sm->ign, &sm->cgt };
+		for (int i = 0; i < 5; i++) {
+			unsigned long long m;
+			if (!strncmp(line, names[i], 7) && sscanf(line + 7, "%llx", &m) == 1) {
+				*dst[i] = m;
+				if (i == 2)
+					found = 0;
+			}
 		}
 	}
 	fclose(f);
 	return found;
+}
+
+/* The signal that tells memwatch that a call has returned, or 0 (then the
+ * end is seen by PTRACE_SYSCALL at our rt_sigreturn). It is sent to the
+ * thread while blocked for the call; the frame's mask unblocks it, so it is
+ * delivered right after rt_sigreturn: a traced thread stops there, with its
+ * state back; an untraced one (memwatch died) discards it, since the
+ * program ignores it (SIG_IGN, or not caught with an ignoring default). It
+ * must not be blocked by the thread nor pending already. A thread stopped
+ * in a system call with a restart block (nanosleep, poll, a futex with a
+ * timeout) gets 0: rt_sigreturn would restart its call with the timeout
+ * starting over, while a restore at the rt_sigreturn stop keeps it. */
+static int end_signal(const struct seized *s, const struct sigmasks *sm)
+{
+	static const int cands[] = { SIGURG, SIGWINCH, SIGCHLD };
+
+	if ((long)s->regs.orig_rax >= 0 && (long)s->regs.rax == -ERESTART_RESTARTBLOCK)
+		return 0;
+	for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+		uint64_t bit = 1ULL << (cands[i] - 1);
+		if (!((sm->blk | sm->pnd | sm->shdpnd | sm->cgt) & bit))
+			return cands[i];
+	}
+	return 0;
 }
 
 /* Write, below the stopped thread's red zone, the strings of our calls and a
@@ -509,15 +553,19 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 		int n, uint64_t *addrs, char *msg, size_t msglen)
 {
 	uint64_t top = s->regs.rsp - RED_ZONE, sigblk, p;
+	struct sigmasks sm;
 	size_t slen = 0, xlen = 0, total;
 	struct k_rt_sigframe fr;
 	unsigned char *block;
 	int i;
 
-	if (read_sigblk(pid, s->tid, &sigblk) < 0) {
+	if (read_sigmasks(pid, s->tid, &sm) < 0) {
 		snprintf(msg, msglen, "cannot read the blocked signals of thread %d", s->tid);
 		return -1;
 	}
+	sigblk = sm.blk;
+	s->sigblk = sigblk;
+	s->end_sig = end_signal(s, &sm);
 	for (i = 0; i < n; i++)
 		slen += strlen(strs[i]) + 1;
 	p = (top - slen) & ~(uint64_t)63;
@@ -560,6 +608,7 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 	}
 	/* the frame */
 	struct user_regs_struct r = resume_regs(&s->regs, true);
+	s->resume_rip = r.rip;
 	memset(&fr, 0, sizeof fr);
 	fr.pretcode = rt_sigreturn_addr;
 	fr.uc.uc_flags = UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
@@ -615,8 +664,20 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t ar
 	}
 	s->in_call = true;
 	s->at_end = false;
-	if (ptrace_req(PTRACE_SYSCALL, s->tid, NULL, NULL) < 0) {
-		snprintf(msg, msglen, "PTRACE_SYSCALL: %s", strerror(errno));
+	/* the end signal: blocked for the call, sent, unblocked by the frame
+	 * (dying anywhere here is harmless: rt_sigreturn restores the mask) */
+	enum __ptrace_request resume = PTRACE_SYSCALL;
+	if (s->end_sig) {
+		uint64_t mask = s->sigblk | (1ULL << (s->end_sig - 1));
+		if (ptrace_req(PTRACE_SETSIGMASK, s->tid, (void *)sizeof mask, &mask) == 0) {
+			kill_point();
+			if (syscall(SYS_tgkill, pid, s->tid, s->end_sig) == 0)
+				resume = PTRACE_CONT;
+		}
+	}
+	s->end_by_signal = resume == PTRACE_CONT;
+	if (ptrace_req(resume, s->tid, NULL, NULL) < 0) {
+		snprintf(msg, msglen, "ptrace resume: %s", strerror(errno));
 		return errno == ESRCH ? CALL_GONE : CALL_ERROR;
 	}
 	s->stopped = false;
@@ -643,7 +704,19 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t ar
 		s->stopped = true;
 		int sig = WSTOPSIG(status), event = status >> 16;
 		int deliver = 0;
-		if (event == 0 && sig == (SIGTRAP | 0x80)) {
+		if (event == 0 && s->end_by_signal && sig == s->end_sig) {
+			/* ours if the thread is back where it was: rt_sigreturn ran */
+			struct user_regs_struct now_regs;
+			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &now_regs) < 0) {
+				s->seized = errno != ESRCH;
+				return CALL_GONE;
+			}
+			if (now_regs.rsp == s->regs.rsp && now_regs.rip == s->resume_rip) {
+				s->at_end = true;
+				return CALL_OK;
+			}
+			deliver = sig;
+		} else if (event == 0 && sig == (SIGTRAP | 0x80)) {
 			/* a system call stop: ours is the entry of rt_sigreturn on
 			 * our frame, any other one goes on */
 			struct user_regs_struct now_regs;
@@ -686,7 +759,7 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t ar
 		} else {
 			deliver = sig;
 		}
-		if (ptrace_req(PTRACE_SYSCALL, s->tid, NULL, (void *)(long)deliver) < 0) {
+		if (ptrace_req(resume, s->tid, NULL, (void *)(long)deliver) < 0) {
 			if (errno == ESRCH) {
 				s->seized = false;
 				return CALL_GONE;

@@ -6,8 +6,11 @@
 # borrowed thread (seize, interrupt, register writes, the write of the call
 # frame, every resume while the thread runs dlopen and the agent's start, the
 # restore and the detach); N is swept over every request a fresh attach makes,
-# on an idle target (its one thread sleeping in nanosleep) and a busy one (two
-# more threads in malloc/free, which may be let run before being borrowed).
+# on idle targets (their one thread sleeping in nanosleep, whose restart block
+# makes memwatch follow the calls' system calls to their rt_sigreturn; or
+# blocked in read(), where the end of a call is an ignored signal delivered
+# right after rt_sigreturn) and a busy one (two more threads in malloc/free,
+# which may be let run before being borrowed).
 # Each attach needs a fresh target (an agent already loaded is reused, not
 # injected again). The target (robust_target steady) checks itself: the
 # registers it holds across the sleep (rbx, r12-r15, ymm15), its signal mask
@@ -19,13 +22,15 @@ ptrace_allowed
 
 moments=0
 deaths=0
+tmpleft=0
 eintr=0
 trials=0
 
-# requests KIND THREADS: how many requests one attach to a fresh target makes.
+# requests KIND THREADS [read]: how many requests one attach to a fresh target
+# makes.
 requests() {
 	: >count.out
-	"$robust" steady "$2" >count.out &
+	"$robust" steady "$2" ${3:-} >count.out &
 	t=$!
 	started_pids="$started_pids $t"
 	wait_until "grep -q '^tick ' count.out" 20
@@ -61,10 +66,11 @@ check_target() {
 	rm -f r.log r.*.snap
 }
 
-# kill_at KIND THREADS N: a fresh target; memwatch dies before its Nth request.
+# kill_at KIND THREADS N [read]: a fresh target; memwatch dies before its Nth
+# request.
 kill_at() {
 	: >s.out
-	"$robust" steady "$2" >s.out &
+	"$robust" steady "$2" ${4:-} >s.out &
 	t=$!
 	started_pids="$started_pids $t"
 	wait_until "grep -q '^tick ' s.out" 20
@@ -88,15 +94,23 @@ kill_at() {
 
 requests idle 0
 nidle=$n
+requests idle-read 0 read
+nread=$n
 requests busy 2
 nbusy=$n
-echo "an attach makes $nidle requests on the idle target, $nbusy on the busy one"
+echo "an attach makes $nidle requests on the idle target, $nread on the one in read(), $nbusy on the busy one"
 [ "$nidle" -ge 20 ] || fail "too few requests counted on the idle target: $nidle"
+[ "$nread" -ge 8 ] || fail "too few requests counted on the target in read(): $nread"
 
-# every moment of the idle attach
+# every moment of the idle attaches
 i=1
 while [ "$i" -le "$nidle" ]; do
 	kill_at idle 0 "$i"
+	i=$((i + 1))
+done
+i=1
+while [ "$i" -le $((nread + 2)) ]; do
+	kill_at idle-read 0 "$i" read
 	i=$((i + 1))
 done
 # the busy attach: its count varies from run to run (how long the borrowed
@@ -125,10 +139,15 @@ for ms in 250 280 300 320 340 360 380 400 430 460 500 550; do
 	check_target "killed $ms ms into a 300 ms watch" "$t" s.out
 	kill -9 "$t"
 	wait "$t" 2>/dev/null
-	rm -f d.log d.*.snap
+	# a snapshot being written when SIGKILL came stays a temporary file
+	# (nothing can remove it); never a partial d.*.snap
+	snaps_complete "killed $ms ms into a watch" d.*.snap
+	left=$(find . -name 'd.*.tmp.*' | grep -c '')
+	tmpleft=$((tmpleft + left))
+	rm -f d.log d.*.snap d.*.tmp.*
 done
 
-echo "killsweep: $trials trials, memwatch killed at $moments moments, $deaths target deaths, $eintr early ends of a timed sleep"
+echo "killsweep: $trials trials, memwatch killed at $moments moments, $deaths target deaths, $eintr early ends of a timed sleep, $tmpleft snapshot temporaries left by a kill"
 [ "$moments" -ge 200 ] || fail "only $moments kill moments (want >= 200)"
 # an interrupted nanosleep restarts, also through the signal frame
 [ "$eintr" -eq 0 ] || fail "the borrowed thread's nanosleep returned EINTR $eintr times"

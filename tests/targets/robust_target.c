@@ -8,14 +8,16 @@
  *                               allocated from N distinct call stacks (a path of
  *                               calls chosen by the bits of i), print "ready",
  *                               then sleep
- *   steady BUSY_THREADS         the main thread sleeps 20 ms at a time in nanosleep
- *                               with values held in ymm15 (xmm15 without AVX),
- *                               rbx and r12-r15 across the system call, checks
- *                               them, its signal mask and its alternate signal
- *                               stack after each sleep and prints "tick N eintr
- *                               E"; BUSY_THREADS threads malloc, fill, check and
- *                               free blocks; any corruption prints "CORRUPT what"
- *                               and aborts (the kill-moment tests' target)
+ *   steady BUSY_THREADS [read]  the main thread sleeps 20 ms at a time in nanosleep
+ *                               (or, with "read", waits in read() for a byte that
+ *                               a helper thread writes every 20 ms) with values
+ *                               held in ymm15 (xmm15 without AVX), rbx and
+ *                               r12-r15 across the system call, checks them, its
+ *                               signal mask and its alternate signal stack after
+ *                               each wait and prints "tick N eintr E";
+ *                               BUSY_THREADS threads malloc, fill, check and free
+ *                               blocks; any corruption prints "CORRUPT what" and
+ *                               aborts (the kill-moment tests' target)
  * SECS 0 means until killed. Output is line-buffered so tests can read it live. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -175,10 +177,11 @@ static void corrupt(const char *what)
 	abort();
 }
 
-/* One nanosleep system call with known values in ymm15 (or xmm15), rbx and
- * r12-r15, which the kernel keeps across it: whatever borrows this thread
- * meanwhile must give them back. Returns the system call's result. */
-static long sleep_checked(const struct timespec *ts, int avx)
+/* One system call (nanosleep(a1, a2) or read(a1, a2, a3)) with known values
+ * in ymm15 (or xmm15), rbx and r12-r15, which the kernel keeps across it:
+ * whatever borrows this thread meanwhile must give them back. Returns the
+ * system call's result. */
+static long syscall_checked(long nr, long a1, long a2, long a3, int avx)
 {
 	static const unsigned char pat[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
 					       17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32 };
@@ -188,7 +191,7 @@ static long sleep_checked(const struct timespec *ts, int avx)
 	register uint64_t r13 __asm__("r13") = 0x1313131313131313ull;
 	register uint64_t r14 __asm__("r14") = 0x1414141414141414ull;
 	register uint64_t r15 __asm__("r15") = 0x1515151515151515ull;
-	long ret = 35;          /* SYS_nanosleep */
+	long ret = nr;
 
 	memset(out, 0, sizeof out);
 	if (avx)
@@ -197,14 +200,14 @@ static long sleep_checked(const struct timespec *ts, int avx)
 				 "vmovdqu %%ymm15, (%[out])\n\t"
 				 "vzeroupper"
 				 : "+a"(ret), "+r"(rbx), "+r"(r12), "+r"(r13), "+r"(r14), "+r"(r15)
-				 : "D"(ts), "S"(0), [in] "r"(pat), [out] "r"(out)
+				 : "D"(a1), "S"(a2), "d"(a3), [in] "r"(pat), [out] "r"(out)
 				 : "rcx", "r11", "memory", "xmm15");
 	else
 		__asm__ volatile("movdqu (%[in]), %%xmm15\n\t"
 				 "syscall\n\t"
 				 "movdqu %%xmm15, (%[out])"
 				 : "+a"(ret), "+r"(rbx), "+r"(r12), "+r"(r13), "+r"(r14), "+r"(r15)
-				 : "D"(ts), "S"(0), [in] "r"(pat), [out] "r"(out)
+				 : "D"(a1), "S"(a2), "d"(a3), [in] "r"(pat), [out] "r"(out)
 				 : "rcx", "r11", "memory", "xmm15");
 	if (rbx != 0x1111111111111111ull || r12 != 0x1212121212121212ull ||
 	    r13 != 0x1313131313131313ull || r14 != 0x1414141414141414ull ||
@@ -243,9 +246,25 @@ static void *busy_thread(void *arg)
 	return NULL;
 }
 
-/* steady mode: see the top of the file. */
-static int steady(int threads)
+static int feed_fd;
+
+/* The helper of steady read mode: a byte every 20 ms. */
+static void *feeder(void *arg)
 {
+	(void)arg;
+	for (;;) {
+		usleep(20000);
+		if (write(feed_fd, "t", 1) != 1)
+			corrupt("feeder write");
+	}
+	return NULL;
+}
+
+/* steady mode: see the top of the file. */
+static int steady(int threads, int by_read)
+{
+	int pfd[2] = { -1, -1 };
+	char byte;
 	static char altstack[64 * 1024];
 	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0 }, now;
 	sigset_t mask, cur;
@@ -265,12 +284,21 @@ static int steady(int threads)
 		if (pthread_create(&t, NULL, busy_thread, (void *)(uintptr_t)(i + 1)) != 0)
 			return 1;
 	}
+	if (by_read) {
+		pthread_t t;
+		if (pipe(pfd) < 0)
+			return 1;
+		feed_fd = pfd[1];
+		if (pthread_create(&t, NULL, feeder, NULL) != 0)
+			return 1;
+	}
 	for (unsigned long n = 0;; n++) {
-		long r = sleep_checked(&ts, avx);
+		long r = by_read ? syscall_checked(0, pfd[0], (long)&byte, 1, avx)
+				 : syscall_checked(35, (long)&ts, 0, 0, avx);
 		if (r == -4)
-			eintr++;        /* EINTR: a timed sleep may end early, as after a signal */
-		else if (r != 0)
-			corrupt("nanosleep result");
+			eintr++;        /* EINTR: the call ended early, as after a signal */
+		else if (r != (by_read ? 1 : 0))
+			corrupt("system call result");
 		if (sigaltstack(NULL, &now) < 0 || now.ss_sp != altstack || now.ss_size != sizeof altstack ||
 		    (now.ss_flags & SS_DISABLE))
 			corrupt("alternate signal stack");
@@ -291,9 +319,9 @@ int main(int argc, char **argv)
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "stacks") == 0)
 		return stacks((unsigned)strtoul(argv[2], NULL, 10), atof(argv[3]),
 			      argc == 5 ? atof(argv[4]) : 0);
-	if (argc == 3 && strcmp(argv[1], "steady") == 0)
-		return steady(atoi(argv[2]));
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "steady") == 0)
+		return steady(atoi(argv[2]), argc == 4 && strcmp(argv[3], "read") == 0);
 	fprintf(stderr, "usage: robust_target churn SECS LEAK_KIB_PER_S | zombie SECS [CHILD_SECS] | "
-		"stacks N SECS [DELAY] | steady BUSY_THREADS\n");
+		"stacks N SECS [DELAY] | steady BUSY_THREADS [read]\n");
 	return 2;
 }
