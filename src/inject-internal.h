@@ -33,10 +33,6 @@
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
 
-/* The injected calls return here: below vm.mmap_min_addr, so it is never
- * mapped, and canonical, so "ret" itself succeeds and the fetch faults with
- * rip == MAGIC_RETURN, which identifies completion without writing any code. */
-#define MAGIC_RETURN 0x4d57UL
 #define RED_ZONE 128
 /* Stack the injected calls may use below the red zone; dlopen needs a few KiB. */
 #define STACK_NEEDED (64 * 1024)
@@ -105,6 +101,9 @@ bool match_ldso(const char *b);
 bool match_libdl(const char *b);
 bool match_libpthread(const char *b);
 bool match_agent(const char *b);
+uint64_t find_rt_sigreturn(int pid, const struct maps *m, const struct module *libc);
+int dlerror_read(int pid, const struct maps *m, const struct module *libc, uint64_t fs_base,
+		 char *out, size_t outlen);
 
 const char *unwind_blind_spot(int pid, const struct maps *m, bool *deleted);
 int read_small_file(const char *fn, char *buf, size_t n);
@@ -125,8 +124,15 @@ struct seized {
 	unsigned char *xstate;
 	size_t xstate_len;
 	bool xstate_is_fp;      /* fallback: only the legacy FP state could be saved */
-	bool dr_armed;          /* our hardware breakpoint is in DR0/DR7 */
-	long saved_dr0, saved_dr7;
+	uint64_t frame_sp;      /* our signal frame on its stack (frame_build), or 0 */
+	bool in_call;           /* its registers are set for our calls: the frame holds its state */
+	bool at_end;            /* our call has returned (see end_by_signal) */
+	int end_sig;            /* the signal that marks the end of a call, or 0 */
+	bool end_by_signal;     /* the end is end_sig's delivery after rt_sigreturn (the
+				 * thread is back as it was), else the stop at the entry
+				 * of rt_sigreturn (PTRACE_SYSCALL) */
+	uint64_t sigblk;        /* its blocked signals */
+	uint64_t resume_rip;    /* where rt_sigreturn puts it back */
 	uint64_t t_interrupt;
 	double ran_ms;          /* time it ran free to a return address: not a pause */
 };
@@ -155,11 +161,13 @@ int seize_and_stop(struct seized *s, int *err);
 void release(int pid, struct seized *s, bool restore);
 int save_regs(struct seized *s, int *err);
 int save_xstate(struct seized *s, int *err);
-int run_to_return(struct seized *s, uint64_t addr, unsigned timeout_ms);
-void peek_string(int pid, int tid, uint64_t addr, char *buf, size_t n);
-enum call_result remote_call(int pid, struct seized *s, uint64_t fn, const char *str,
-			     uint64_t arg1, uint64_t *ret, unsigned timeout_ms, char *msg,
-			     size_t msglen);
+int run_briefly(struct seized *s, unsigned run_us);
+int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const char *const *strs,
+		int n, uint64_t *addrs, char *msg, size_t msglen);
+enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t arg0, uint64_t arg1,
+			     unsigned timeout_ms, char *msg, size_t msglen);
+long ptrace_req(enum __ptrace_request req, int tid, void *addr, void *data);
+long ptrace_requests(void);
 bool undo_eintr(struct seized *s);
 
 /* ---------------------------------------------------------------- safepoint.c: which thread may be used, and when */

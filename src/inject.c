@@ -44,7 +44,8 @@ struct injector {
 	struct container_agent placed;  /* the agent as the process loads it (a copy in a container) */
 	struct stat agent_st;
 	struct proc_status st;
-	uint64_t dlopen_addr, dlerror_addr;
+	uint64_t dlopen_addr;
+	uint64_t rt_sigreturn_addr; /* libc's __restore_rt: our calls return into it */
 	bool dlopen_is_private;     /* __libc_dlopen_mode */
 	uint64_t start_off;         /* memwatch_agent_start in the agent file, relative to its bias */
 	struct module loaded;       /* the agent already mapped (already_loaded) */
@@ -52,6 +53,9 @@ struct injector {
 	unsigned long long start_time;  /* of the process: tells a reused pid apart */
 	int busy_by;                /* INJECT_EBUSY: the memwatch that is attaching */
 };
+
+/* What the start function's result slot holds until it stores its result. */
+#define START_PENDING "mwsp"
 
 /* Internal to this file: another memwatch is attaching to the process. */
 #define INJECT_EBUSY 100
@@ -359,8 +363,9 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 	return 0;
 }
 
-/* Where dlopen (and dlerror) are: libc's (glibc >= 2.34), libdl's, or libc's
- * private __libc_dlopen_mode. 0 or -kind. */
+/* Where dlopen is: libc's (glibc >= 2.34), libdl's, or libc's private
+ * __libc_dlopen_mode; and libc's __restore_rt, which our calls return into.
+ * 0 or -kind. */
 static int find_dlopen(struct injector *ij, char **cause, char **hint)
 {
 	const struct fsym *f;
@@ -368,20 +373,15 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 
 	if ((f = module_find(&ij->cl.libc, "dlopen"))) {
 		ij->dlopen_addr = ij->cl.libc.bias + f->lo;
-		if ((f = module_find(&ij->cl.libc, "dlerror")))
-			ij->dlerror_addr = ij->cl.libc.bias + f->lo;
 	} else {
 		/* glibc < 2.34: libdl's dlopen if the program uses it, else libc's
-		 * private entry point (no dlerror then) */
+		 * private entry point */
 		struct module dl;
 		r = module_from_maps(pid, &ij->cl.maps, match_libdl, 0, 0, true, NULL, &dl, cause);
 		if (r < 0)
 			return -INJECT_EINTERNAL;
-		if (r > 0 && (f = module_find(&dl, "dlopen"))) {
+		if (r > 0 && (f = module_find(&dl, "dlopen")))
 			ij->dlopen_addr = dl.bias + f->lo;
-			if ((f = module_find(&dl, "dlerror")))
-				ij->dlerror_addr = dl.bias + f->lo;
-		}
 		if (r > 0)
 			module_free(&dl);
 		if (!ij->dlopen_addr && (f = module_find(&ij->cl.libc, "__libc_dlopen_mode"))) {
@@ -392,6 +392,10 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 			return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 				    "no dlopen in the process's libc (%s)", ij->cl.libc.path);
 	}
+	if (!(ij->rt_sigreturn_addr = find_rt_sigreturn(pid, &ij->cl.maps, &ij->cl.libc)))
+		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
+			    "no signal return code (__restore_rt) found in the process's libc (%s)",
+			    ij->cl.libc.path);
 	return 0;
 }
 
@@ -468,45 +472,37 @@ static int prepare(struct injector *ij, const char *agent_path, char **cause, ch
 	return find_agent(ij, agent_path, cause, hint);
 }
 
-/* With the chosen thread stopped and its registers saved: dlopen the agent
- * (unless loaded), then call its start function. Returns 0 or -kind; *timed_out
- * when a call never returned (registers must then not be restored). */
+/* With the chosen thread stopped and its registers saved: write the signal
+ * frame our calls return through, dlopen the agent (unless loaded), then call
+ * its start function. Neither return value survives rt_sigreturn: the agent
+ * is looked for in the memory map, dlopen's error in the thread's dlerror
+ * state. Returns 0 or -kind; *no_restore when the thread was left in a call
+ * (it puts itself back when the call returns). */
 static int do_calls(struct injector *ij, struct seized *s, struct inject_result *res, bool *no_restore,
 		    char **cause, char **hint)
 {
 	char msg[256] = "";
-	uint64_t ret = 0, start_addr;
+	uint64_t start_addr, addrs[3];
+	/* the third: where the start function stores its result (a sentinel
+	 * until then, and for an agent that does not store it) */
+	const char *strs[3] = { ij->placed.path ? ij->placed.path : ij->agent_abs, ij->options,
+				START_PENDING };
 	enum call_result cr;
 	int pid = ij->pid;
 
 	*no_restore = false;
+	if (frame_build(pid, s, ij->rt_sigreturn_addr, strs, 3, addrs, msg, sizeof msg) < 0)
+		return fail(INJECT_EINTERNAL, cause, hint, NULL, "%s", msg);
 	if (ij->loaded.path) {
 		start_addr = ij->loaded.bias + ij->start_off;
 		res->already_loaded = true;
 	} else {
 		uint64_t flags = RTLD_NOW | (ij->dlopen_is_private ? RTLD_DLOPEN_FLAG : 0);
-		cr = remote_call(pid, s, ij->dlopen_addr, ij->placed.path, flags, &ret, CALL_TIMEOUT_MS,
-				 msg, sizeof msg);
+		cr = remote_call(pid, s, ij->dlopen_addr, addrs[0], flags, CALL_TIMEOUT_MS, msg, sizeof msg);
 		/* mapped (or refused): a copy in a container is not needed any more */
 		container_agent_remove(&ij->placed);
 		if (cr != CALL_OK)
 			goto call_failed;
-		if (ret == 0) {
-			char err[512] = "";
-			if (ij->dlerror_addr) {
-				uint64_t p = 0;
-				cr = remote_call(pid, s, ij->dlerror_addr, NULL, 0, &p, CALL_TIMEOUT_MS, msg,
-						 sizeof msg);
-				if (cr != CALL_OK)
-					goto call_failed;
-				if (p)
-					peek_string(pid, s->tid, p, err, sizeof err);
-			}
-			return fail(INJECT_EDLOPEN, cause, hint,
-				    ij->st.seccomp == 2 ? "the process runs under a seccomp filter, which may forbid loading code" : NULL,
-				    "dlopen of the agent failed in the process: %s",
-				    err[0] ? err : (msg[0] ? msg : "no reason given"));
-		}
 		/* find where it went */
 		struct maps m;
 		struct module mod;
@@ -518,25 +514,30 @@ static int do_calls(struct injector *ij, struct seized *s, struct inject_result 
 		if (r == 0 && ij->placed.copied)   /* a copy in its container, by name */
 			r = module_from_maps(pid, &m, match_agent, 0, 0, false, NULL, &mod, &c2);
 		procmaps_free(&m);
+		free(c2);
 		if (r <= 0) {
-			r = fail(INJECT_EINTERNAL, cause, hint, NULL,
-				 "dlopen succeeded but the agent is not in the memory map%s%s",
-				 c2 ? ": " : "", c2 ? c2 : "");
-			free(c2);
-			return r;
+			char err[512] = "";
+			dlerror_read(pid, &ij->cl.maps, &ij->cl.libc, s->regs.fs_base, err, sizeof err);
+			return fail(INJECT_EDLOPEN, cause, hint,
+				    ij->st.seccomp == 2 ? "the process runs under a seccomp filter, which may forbid loading code" : NULL,
+				    "dlopen of the agent failed in the process: %s",
+				    err[0] ? err : (msg[0] ? msg : "no reason given"));
 		}
 		start_addr = mod.bias + ij->start_off;
 		module_free(&mod);
 	}
 	uint64_t t_start = mono_ns();
-	cr = remote_call(pid, s, start_addr, ij->options, 0, &ret, CALL_TIMEOUT_MS, msg, sizeof msg);
+	cr = remote_call(pid, s, start_addr, addrs[1], addrs[2], CALL_TIMEOUT_MS, msg, sizeof msg);
 	if (cr != CALL_OK)
 		goto call_failed;
 	if (getenv("MEMWATCH_INJECT_DEBUG"))
 		fprintf(stderr, "inject: %s took %.2f ms\n", MEMWATCH_AGENT_START_SYMBOL, ms_since(t_start));
-	if ((int)ret != 0)
+	int32_t started;
+	struct iovec l = { &started, 4 }, r = { (void *)addrs[2], 4 };
+	if (process_vm_readv(pid, &l, 1, &r, 1, 0) == 4 && memcmp(&started, START_PENDING, 4) &&
+	    started != 0)
 		return fail(INJECT_ESTART, cause, hint, NULL, "%s(\"%s\") returned %d in the process",
-			    MEMWATCH_AGENT_START_SYMBOL, ij->options, (int)ret);
+			    MEMWATCH_AGENT_START_SYMBOL, ij->options, started);
 	return 0;
 
 call_failed:
@@ -555,11 +556,11 @@ call_failed:
 	case CALL_TIMEOUT:
 		*no_restore = true;
 		return fail(INJECT_EINTERNAL, cause, hint,
-			    "the thread was left running the call; its process may need a restart",
-			    "a call in thread %d did not return within %u ms (left as is: rolling back would corrupt it)",
+			    "memwatch let go of it: the thread resumes where it was when the call returns",
+			    "a call in thread %d did not return within %u ms",
 			    s->tid, CALL_TIMEOUT_MS);
 	default:
-		/* nothing ran: the saved registers are still valid */
+		/* nothing ran, or the previous call ended: release restores it */
 		return fail(INJECT_EINTERNAL, cause, hint, NULL, "%s", msg);
 	}
 }
@@ -685,28 +686,37 @@ static enum try_result try_thread(struct injector *ij, struct cand *c, unsigned 
 	 * The first round prefers threads that need no run, whose pause
 	 * is shorter. */
 	if (!ok && run_to && round > 0 &&
-	    (!fixed || ptrace(PTRACE_SETREGS, s.tid, NULL, &s.regs) == 0)) {
-		uint64_t t_run = mono_ns(), target = run_to;
-		int rr = run_to_return(&s, target, RUN_TO_RETURN_MS);
-		s.ran_ms = ms_since(t_run);
+	    (!fixed || ptrace_req(PTRACE_SETREGS, s.tid, NULL, &s.regs) == 0)) {
+		uint64_t t_run = mono_ns();
+		int rr = STOP_OK, tries = 0;
 		fixed = false;
-		if (rr == STOP_OK) {
+		while (!ok && run_to && rr == STOP_OK && ms_since(t_run) < RUN_TO_RETURN_MS) {
+			if (fixed && ptrace_req(PTRACE_SETREGS, s.tid, NULL, &s.regs) < 0)
+				break;
+			rr = run_briefly(&s, (unsigned)rand_between(50, 400));
+			tries++;
+			fixed = false;
+			if (rr != STOP_OK)
+				break;
+			fixed = undo_eintr(&s);
+			run_to = 0;
 			ok = regs_ok(&ij->cl, &s, why, sizeof why) &&
 			     safe_point(&ij->cl, s.tid, s.regs.rip, &run_to, why, sizeof why);
-		} else if (rr == STOP_TIMEOUT) {
+		}
+		s.ran_ms = ms_since(t_run);
+		if (!ok && run_to && rr == STOP_OK) {
 			snprintf(why, sizeof why, "did not return to the application within %d ms",
 				 RUN_TO_RETURN_MS);
-			fixed = s.stopped && undo_eintr(&s);
+		} else if (rr == STOP_TIMEOUT) {
+			snprintf(why, sizeof why, "did not stop again within %d ms", STOP_TIMEOUT_MS);
 		} else if (rr == STOP_GROUP) {
 			release(pid, &s, false);
 			*ret = fail_stopped(pid, cause, hint);
 			return TRY_DONE;
 		}
 		if (debug)
-			fprintf(stderr, "inject: tid %d ran to %#llx in %.2f ms: %s%s\n", s.tid,
-				(unsigned long long)target, s.ran_ms,
-				rr != STOP_OK ? "not reached, " : "",
-				ok ? "accepted" : why);
+			fprintf(stderr, "inject: tid %d ran %d times in %.2f ms: %s\n", s.tid, tries,
+				s.ran_ms, ok ? "accepted" : why);
 	}
 	if (!ok) {
 		snprintf(c->why, sizeof c->why, "%s", why);
@@ -880,6 +890,8 @@ busy:
 out:
 	if (ret == 0 || res->total_ms == 0)
 		res->total_ms = ms_since(t0);
+	if (debug)
+		fprintf(stderr, "inject: %ld ptrace requests\n", ptrace_requests());
 	free(cands);
 	free(seen);
 	injector_clear(&ij);

@@ -385,6 +385,141 @@ int module_from_maps(int pid, const struct maps *m, bool (*pred)(const char *),
 	return 1;
 }
 
+/* The address of libc's __restore_rt in the process: "mov $15,%rax;
+ * syscall" (rt_sigreturn), where glibc's signal frames return to. It is not
+ * a dynamic symbol, so it is found by its code, in libc's executable
+ * mappings as the process has them; it must be there exactly once. 0 when
+ * not found. */
+uint64_t find_rt_sigreturn(int pid, const struct maps *m, const struct module *libc)
+{
+	static const unsigned char code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	enum { CHUNK = 256 * 1024 };
+	unsigned char *buf = xmalloc(CHUNK + sizeof code);
+	uint64_t found = 0;
+	int count = 0;
+
+	for (size_t i = 0; i < m->n && count < 2; i++) {
+		const struct mapping *mp = &m->v[i];
+		if (mp->perms[2] != 'x' || mp->inode != libc->inode || strcmp(mp->path, libc->path))
+			continue;
+		for (uint64_t a = mp->lo; a < mp->hi && count < 2; a += CHUNK) {
+			size_t len = mp->hi - a < CHUNK + sizeof code ? (size_t)(mp->hi - a) : CHUNK + sizeof code;
+			struct iovec l = { buf, len }, r = { (void *)a, len };
+			if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)len)
+				break;
+			/* chunks overlap by the code's length: a match at k < CHUNK
+			 * belongs to this chunk only */
+			unsigned char *p = buf, *hit;
+			while ((hit = memmem(p, len - (size_t)(p - buf), code, sizeof code)) &&
+			       hit - buf < CHUNK) {
+				found = a + (uint64_t)(hit - buf);
+				count++;
+				p = hit + 1;
+			}
+		}
+	}
+	free(buf);
+	return count == 1 ? found : 0;
+}
+
+/* Read len bytes of the process at addr. 0 or -1. */
+static int peek_mem(int pid, uint64_t addr, void *out, size_t len)
+{
+	struct iovec l = { out, len }, r = { (void *)addr, len };
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+/* The message dlerror() would give in thread tid (whose fs base is fs_base)
+ * after a failed dlopen, read from glibc's own record of it (glibc >= 2.34:
+ * the thread's __libc_dlerror_result, reached through the TPOFF64 slot of
+ * libc's GOT; struct dl_action_result: errcode, objname, errstring). The
+ * injected calls' return values do not survive the signal frame they return
+ * through, so dlerror() itself cannot be used. 0, or -1 when unknown. */
+int dlerror_read(int pid, const struct maps *m, const struct module *libc, uint64_t fs_base,
+		 char *out, size_t outlen)
+{
+	const struct mapping *zero = NULL;
+	uint64_t tls_value = 0, got = 0;
+	size_t sym_index = 0;
+	bool have_sym = false, have_got = false;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	int fd;
+
+	for (size_t i = 0; i < m->n && !zero; i++)
+		if (m->v[i].off == 0 && m->v[i].inode == libc->inode && !strcmp(m->v[i].path, libc->path))
+			zero = &m->v[i];
+	if (!zero || (fd = open_mapped(pid, zero)) < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	if (!(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
+		close(fd);
+		return -1;
+	}
+	while ((scn = elf_nextscn(elf, scn)) && !have_sym) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t k = 0; sh.sh_entsize && k < sh.sh_size / sh.sh_entsize; k++) {
+			GElf_Sym sym;
+			const char *name;
+			if (gelf_getsym(d, (int)k, &sym) && GELF_ST_TYPE(sym.st_info) == STT_TLS &&
+			    (name = elf_strptr(elf, sh.sh_link, sym.st_name)) &&
+			    !strcmp(name, "__libc_dlerror_result")) {
+				tls_value = sym.st_value;
+				sym_index = k;
+				have_sym = true;
+				break;
+			}
+		}
+	}
+	scn = NULL;
+	while (have_sym && !have_got && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t k = 0; sh.sh_entsize && k < sh.sh_size / sh.sh_entsize; k++) {
+			GElf_Rela ra;
+			if (!gelf_getrela(d, (int)k, &ra) || GELF_R_TYPE(ra.r_info) != R_X86_64_TPOFF64)
+				continue;
+			if (GELF_R_SYM(ra.r_info) == sym_index ||
+			    (GELF_R_SYM(ra.r_info) == 0 && (uint64_t)ra.r_addend == tls_value)) {
+				got = ra.r_offset;
+				have_got = true;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	if (!have_got)
+		return -1;
+
+	int64_t tpoff;
+	uint64_t result;
+	struct { int32_t errcode; char source; bool returned; char pad[2]; uint64_t objname, errstring; } r;
+	char objname[256] = "", errstring[256] = "";
+	if (peek_mem(pid, libc->bias + got, &tpoff, 8) < 0 ||
+	    peek_mem(pid, fs_base + (uint64_t)tpoff, &result, 8) < 0 || result < 4096 ||
+	    peek_mem(pid, result, &r, sizeof r) < 0 || !r.errstring)
+		return -1;
+	struct iovec l = { errstring, sizeof errstring - 1 }, rv = { (void *)r.errstring, sizeof errstring - 1 };
+	if (process_vm_readv(pid, &l, 1, &rv, 1, 0) <= 0)
+		return -1;
+	errstring[sizeof errstring - 1] = '\0';
+	if (r.objname) {
+		struct iovec l2 = { objname, sizeof objname - 1 }, r2 = { (void *)r.objname, sizeof objname - 1 };
+		if (process_vm_readv(pid, &l2, 1, &r2, 1, 0) <= 0)
+			objname[0] = '\0';
+		objname[sizeof objname - 1] = '\0';
+	}
+	snprintf(out, outlen, "%s%s%s%s%s", objname, objname[0] ? ": " : "", errstring,
+		 r.errcode ? ": " : "", r.errcode ? strerror(r.errcode) : "");
+	return 0;
+}
+
 bool match_libc(const char *b) { return is_libc_name(b); }
 bool match_ldso(const char *b) { return is_ldso_name(b); }
 bool match_libdl(const char *b) { return !strcmp(b, "libdl.so.2") || !strncmp(b, "libdl-2.", 8); }

@@ -1,7 +1,8 @@
 /* ptrace.c: ptrace primitives of the injector: seizing one thread and
  * bringing it to a stop, saving and restoring its registers, letting it go
- * exactly as it was, running it to a return address, and making it call a
- * function (remote_call). */
+ * exactly as it was, letting it run a moment, and making it call a function
+ * (remote_call) that returns through a signal frame on its own stack, so that
+ * the thread ends up exactly as it was even when memwatch dies meanwhile. */
 #include "config.h"
 #include "inject-internal.h"
 #include "util.h"
@@ -47,6 +48,39 @@ void nap_us(unsigned us)
 	nanosleep(&ts, NULL);
 }
 
+/* MEMWATCH_TEST_KILL_AT=N (tests only, see HACKING.md): memwatch kills
+ * itself with SIGKILL just before its Nth request that changes or resumes a
+ * traced thread, to show that the target survives a tracer dying there;
+ * N:stop stops itself with SIGSTOP there instead. */
+static long kill_at = -1, nrequests;
+static int kill_sig = SIGKILL;
+
+/* Count one request; die (or stop) here when the test asks for it. */
+static void kill_point(void)
+{
+	if (kill_at < 0) {
+		const char *e = getenv("MEMWATCH_TEST_KILL_AT");
+		char *end = NULL;
+		kill_at = e ? strtol(e, &end, 10) : 0;
+		if (kill_at > 0 && end && !strcmp(end, ":stop"))
+			kill_sig = SIGSTOP;
+	}
+	if (++nrequests == kill_at)
+		kill(getpid(), kill_sig);
+}
+
+long ptrace_requests(void)
+{
+	return nrequests;
+}
+
+/* Every ptrace request of the injector goes through here. */
+long ptrace_req(enum __ptrace_request req, int tid, void *addr, void *data)
+{
+	kill_point();
+	return ptrace(req, tid, addr, data);
+}
+
 /* Wait for a state change of tid for up to timeout_ms. Returns 1 with *status,
  * 0 on timeout, -errno on error (-ECHILD: not our tracee any more). Polls so
  * that a timeout needs no signal and no thread. */
@@ -89,13 +123,13 @@ int seize_and_stop(struct seized *s, int *err)
 	int status, r;
 
 	*err = 0;
-	if (ptrace(PTRACE_SEIZE, s->tid, NULL, NULL) < 0) {
+	if (ptrace_req(PTRACE_SEIZE, s->tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD) < 0) {
 		*err = errno;
 		return STOP_ERROR;
 	}
 	s->seized = true;
 	s->t_interrupt = mono_ns();
-	if (ptrace(PTRACE_INTERRUPT, s->tid, NULL, NULL) < 0) {
+	if (ptrace_req(PTRACE_INTERRUPT, s->tid, NULL, NULL) < 0) {
 		*err = errno;
 		return errno == ESRCH ? STOP_GONE : STOP_ERROR;
 	}
@@ -122,7 +156,7 @@ int seize_and_stop(struct seized *s, int *err)
 			return STOP_GROUP;
 		}
 		if (event != 0) {
-			ptrace(PTRACE_CONT, s->tid, NULL, NULL);
+			ptrace_req(PTRACE_CONT, s->tid, NULL, NULL);
 			continue;
 		}
 		/* A signal-delivery-stop before our interrupt was reported. Nothing
@@ -136,85 +170,11 @@ int seize_and_stop(struct seized *s, int *err)
 			return STOP_FAULT;
 		}
 		s->stopped = false;
-		if (ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)sig) < 0) {
+		if (ptrace_req(PTRACE_CONT, s->tid, NULL, (void *)(long)sig) < 0) {
 			*err = errno;
 			return errno == ESRCH ? STOP_GONE : STOP_ERROR;
 		}
 	}
-}
-
-#define DR_OFFSET(i) (offsetof(struct user, u_debugreg) + (i) * sizeof(long))
-
-/* Put the thread's debug registers back as they were (the thread is stopped). */
-static void disarm(struct seized *s)
-{
-	if (!s->dr_armed || !s->stopped)
-		return;
-	ptrace(PTRACE_POKEUSER, s->tid, (void *)DR_OFFSET(7), (void *)s->saved_dr7);
-	ptrace(PTRACE_POKEUSER, s->tid, (void *)DR_OFFSET(0), (void *)s->saved_dr0);
-	s->dr_armed = false;
-}
-
-/* Let go of a thread: give back registers if asked, then detach re-delivering
- * what it was about to receive. Safe to call in any state. */
-void release(int pid, struct seized *s, bool restore)
-{
-	if (!s->seized)
-		goto out;
-	if (!s->stopped) {
-		/* a running tracee cannot be detached: stop it first */
-		int status;
-		if (ptrace(PTRACE_INTERRUPT, s->tid, NULL, NULL) == 0) {
-			for (int i = 0; i < 20; i++) {
-				int r = wait_tid(s->tid, &status, 100);
-				if (r < 0 || (r == 1 && (WIFEXITED(status) || WIFSIGNALED(status)))) {
-					s->seized = false;
-					goto out;
-				}
-				if (r == 1 && WIFSTOPPED(status)) {
-					int sig = WSTOPSIG(status);
-					struct user_regs_struct now;
-					if ((status >> 16) == 0 && sig == SIGSEGV &&
-					    ptrace(PTRACE_GETREGS, s->tid, NULL, &now) == 0 &&
-					    now.rip == MAGIC_RETURN) {
-						/* a late return from our call: now it can be undone */
-						s->stopped = true;
-						restore = true;
-						break;
-					}
-					if ((status >> 16) == 0 && !is_stop_signal(sig)) {
-						/* a signal on its way: let it through, keep waiting */
-						ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)sig);
-						continue;
-					}
-					if ((status >> 16) == 0)
-						s->pending_sig = sig;   /* a stop signal: detach delivers it */
-					s->stopped = true;
-					break;
-				}
-			}
-		}
-	}
-	disarm(s);
-	if (restore && s->regs_saved && s->stopped) {
-		if (s->xstate) {
-			if (s->xstate_is_fp) {
-				ptrace(PTRACE_SETFPREGS, s->tid, NULL, s->xstate);
-			} else {
-				struct iovec iov = { s->xstate, s->xstate_len };
-				ptrace(PTRACE_SETREGSET, s->tid, (void *)NT_X86_XSTATE, &iov);
-			}
-		}
-		ptrace(PTRACE_SETREGS, s->tid, NULL, &s->regs);
-	}
-	ptrace(PTRACE_DETACH, s->tid, NULL, (void *)(long)s->pending_sig);
-	s->seized = false;
-	if (s->pending_stop)
-		kill(pid, s->pending_stop);
-out:
-	free(s->xstate);
-	s->xstate = NULL;
-	s->stopped = false;
 }
 
 /* Save the general registers of the stopped thread (enough to vet it). */
@@ -248,54 +208,28 @@ int save_xstate(struct seized *s, int *err)
 	return 0;
 }
 
-/* Let a thread that was stopped inside libc or the loader run until it returns
- * into the application at addr (a return address on its stack): there every
- * function above has returned and released its locks. The thread runs alone
- * to that point under a hardware execution breakpoint, which lives in its own
- * debug registers: no code is written and no other thread can hit it. Returns
- * STOP_OK with the thread stopped at addr (s->regs refreshed), or STOP_TIMEOUT
- * (stopped again elsewhere), STOP_GROUP, STOP_GONE or STOP_ERROR. */
-int run_to_return(struct seized *s, uint64_t addr, unsigned timeout_ms)
+/* Let a thread that was stopped inside libc run on its own for about run_us
+ * and stop it again wherever it is then (s->regs refreshed): a thread of a
+ * busy process caught in malloc is soon back in the application. Nothing is
+ * armed in the thread meanwhile (no breakpoint, no single-step), so memwatch
+ * dying leaves it running as if it had never been stopped. Returns STOP_OK,
+ * STOP_TIMEOUT (it did not stop again), STOP_GROUP, STOP_GONE or STOP_ERROR. */
+int run_briefly(struct seized *s, unsigned run_us)
 {
 	int status, r;
 
-	errno = 0;
-	long dr7 = ptrace(PTRACE_PEEKUSER, s->tid, (void *)DR_OFFSET(7), NULL);
-	if (errno || (dr7 & 0xff))
-		return STOP_ERROR;      /* debug registers in use (a debugger's watchpoint) */
-	long dr0 = ptrace(PTRACE_PEEKUSER, s->tid, (void *)DR_OFFSET(0), NULL);
-	if (errno)
-		return STOP_ERROR;
-	s->saved_dr0 = dr0;
-	s->saved_dr7 = dr7;
-	/* DR0 = addr; DR7: L0 enabled, break on execution (R/W0 = 00, LEN0 = 00) */
-	if (ptrace(PTRACE_POKEUSER, s->tid, (void *)DR_OFFSET(0), (void *)addr) < 0)
-		return STOP_ERROR;
-	s->dr_armed = true;
-	if (ptrace(PTRACE_POKEUSER, s->tid, (void *)DR_OFFSET(7), (void *)(dr7 | 1)) < 0 ||
-	    ptrace(PTRACE_CONT, s->tid, NULL, NULL) < 0) {
-		disarm(s);
+	if (ptrace_req(PTRACE_CONT, s->tid, NULL, NULL) < 0)
 		return errno == ESRCH ? STOP_GONE : STOP_ERROR;
-	}
 	s->stopped = false;
-	uint64_t end = mono_ns() + (uint64_t)timeout_ms * 1000000u;
-	bool interrupted = false;
+	nap_us(run_us);
+	if (ptrace_req(PTRACE_INTERRUPT, s->tid, NULL, NULL) < 0)
+		return errno == ESRCH ? STOP_GONE : STOP_ERROR;
 	for (;;) {
-		uint64_t now = mono_ns();
-		unsigned left = now >= end ? 0 : (unsigned)((end - now) / 1000000u) + 1;
-		r = wait_tid(s->tid, &status, interrupted ? STOP_TIMEOUT_MS : left);
-		if (r == 0 && !interrupted) {
-			/* still not back: stop it wherever it is */
-			if (ptrace(PTRACE_INTERRUPT, s->tid, NULL, NULL) < 0)
-				return STOP_ERROR;
-			interrupted = true;
-			continue;
-		}
+		r = wait_tid(s->tid, &status, STOP_TIMEOUT_MS);
 		if (r == 0)
 			return STOP_TIMEOUT;    /* not even stopped: release() retries */
 		if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
 			s->seized = false;
-			s->dr_armed = false;
 			return STOP_GONE;
 		}
 		if (!WIFSTOPPED(status))
@@ -303,27 +237,17 @@ int run_to_return(struct seized *s, uint64_t addr, unsigned timeout_ms)
 		int sig = WSTOPSIG(status), event = status >> 16;
 		s->stopped = true;
 		if (event == PTRACE_EVENT_STOP) {
-			disarm(s);
 			if (is_stop_signal(sig))
 				return STOP_GROUP;
 			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &s->regs) < 0)
 				return STOP_ERROR;
-			return STOP_TIMEOUT;
+			return STOP_OK;
 		}
-		if (event == 0 && sig == SIGTRAP) {
-			struct user_regs_struct now_regs;
-			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &now_regs) == 0 && now_regs.rip == addr) {
-				/* there; the SIGTRAP is never delivered (resumed with 0) */
-				disarm(s);
-				s->regs = now_regs;
-				return STOP_OK;
-			}
-		}
-		/* any other signal goes to the program as it would have */
-		if (ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)(event ? 0 : sig)) < 0) {
+		/* a signal goes to the program as it would have; the interrupt
+		 * is still to come */
+		if (ptrace_req(PTRACE_CONT, s->tid, NULL, (void *)(long)(event ? 0 : sig)) < 0) {
 			if (errno == ESRCH) {
 				s->seized = false;
-				s->dr_armed = false;
 				return STOP_GONE;
 			}
 		}
@@ -331,12 +255,12 @@ int run_to_return(struct seized *s, uint64_t addr, unsigned timeout_ms)
 	}
 }
 
-/* ---------------------------------------------------------------- remote calls */
 
 /* Copy len bytes into the target at addr. */
 static int poke(int pid, int tid, uint64_t addr, const void *buf, size_t len)
 {
 	struct iovec l = { (void *)buf, len }, r = { (void *)addr, len };
+	kill_point();
 	if (process_vm_writev(pid, &l, 1, &r, 1, 0) == (ssize_t)len)
 		return 0;
 	/* fall back to word writes (process_vm_writev may be filtered) */
@@ -351,35 +275,10 @@ static int poke(int pid, int tid, uint64_t addr, const void *buf, size_t len)
 				return -errno;
 		}
 		memcpy(&w, p + i, k);
-		if (ptrace(PTRACE_POKEDATA, tid, (void *)(addr + i), (void *)w) < 0)
+		if (ptrace_req(PTRACE_POKEDATA, tid, (void *)(addr + i), (void *)w) < 0)
 			return -errno;
 	}
 	return 0;
-}
-
-/* Read a NUL-terminated string of at most n-1 bytes from the target. */
-void peek_string(int pid, int tid, uint64_t addr, char *buf, size_t n)
-{
-	struct iovec l = { buf, n - 1 }, r = { (void *)addr, n - 1 };
-	ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
-
-	if (got <= 0) {
-		size_t i;
-		for (i = 0; i + sizeof(long) <= n - 1; i += sizeof(long)) {
-			errno = 0;
-			long w = ptrace(PTRACE_PEEKDATA, tid, (void *)(addr + i), NULL);
-			if (errno)
-				break;
-			memcpy(buf + i, &w, sizeof w);
-			if (memchr(&w, 0, sizeof w))
-				break;
-		}
-		got = (ssize_t)i + (ssize_t)sizeof(long);
-		if (got > (ssize_t)n - 1)
-			got = (ssize_t)n - 1;
-	}
-	buf[got > 0 ? got : 0] = '\0';
-	buf[n - 1] = '\0';
 }
 
 /* Whether the SIGSYS the thread is stopped with comes from a seccomp filter
@@ -398,47 +297,378 @@ static bool seccomp_trap_unhandled(int pid, int tid)
 	return !((st.sigcgt >> (SIGSYS - 1)) & 1);
 }
 
-/* Make the stopped thread call fn(arg0, arg1) where arg0 may be a string copied
- * onto its stack (str != NULL). The frame goes below the red zone, 16-byte
- * aligned as at any call; the return address is MAGIC_RETURN. Signals arriving
- * meanwhile are delivered (their handlers run on top of our frame), stop
- * signals are held. *ret gets rax. */
-enum call_result remote_call(int pid, struct seized *s, uint64_t fn, const char *str,
-			     uint64_t arg1, uint64_t *ret, unsigned timeout_ms, char *msg,
-			     size_t msglen)
+/* The registers the thread resumes with after the stop it was seized in: a
+ * system call the stop interrupted is restarted as the kernel would restart
+ * it when no handler runs (rip back over the syscall instruction). For the
+ * signal frame (sigreturn) a restart block cannot be kept (rt_sigreturn
+ * resets it, restart_syscall would then fail with EINTR): such a call
+ * (nanosleep, poll or a futex wait with a relative timeout) is issued again
+ * with its original arguments, its timeout starting over, which the program
+ * cannot tell from a late wake-up. orig_rax is -1: nothing restarts twice. */
+static struct user_regs_struct resume_regs(const struct user_regs_struct *r, bool for_sigreturn)
 {
-	struct user_regs_struct r = s->regs;
-	size_t slen = str ? strlen(str) + 1 : 0;
-	uint64_t top = s->regs.rsp - RED_ZONE;
-	uint64_t straddr = (top - slen) & ~(uint64_t)15;
-	uint64_t sp = straddr - 8;
-	size_t blen = (size_t)(top - sp);
-	unsigned char *block = xcalloc(1, blen);
-	uint64_t magic = MAGIC_RETURN;
-	int status, w;
+	struct user_regs_struct n = *r;
 
-	memcpy(block, &magic, 8);
-	if (str)
-		memcpy(block + 8, str, slen);
-	if (poke(pid, s->tid, sp, block, blen) < 0) {
+	if ((long)r->orig_rax >= 0) {
+		switch (-(long)r->rax) {
+		case ERESTARTSYS:
+		case ERESTARTNOINTR:
+		case ERESTARTNOHAND:
+			n.rax = r->orig_rax;
+			n.rip -= 2;
+			break;
+		case ERESTART_RESTARTBLOCK:
+			if (for_sigreturn) {
+				n.rax = r->orig_rax;
+				n.rip -= 2;
+			} else {
+				n.rax = SYS_restart_syscall;
+				n.rip -= 2;
+			}
+			break;
+		}
+	}
+	n.orig_rax = (uint64_t)-1;
+	return n;
+}
+
+/* Whether the thread is stopped at the entry of the rt_sigreturn system call
+ * of our frame: a call we made has returned. */
+static bool at_our_sigreturn(const struct seized *s, const struct user_regs_struct *now)
+{
+	return s->frame_sp && now->orig_rax == SYS_rt_sigreturn && now->rsp == s->frame_sp + 8;
+}
+
+/* Give the thread stopped at the entry of our rt_sigreturn its state back
+ * directly (its extended state, then its registers with the system call
+ * skipped), which keeps a restart block that rt_sigreturn would lose. Dying
+ * in between is harmless: before the registers are set the thread still
+ * runs rt_sigreturn on our frame. */
+static void restore_at_end(struct seized *s)
+{
+	if (s->xstate) {
+		if (s->xstate_is_fp) {
+			ptrace_req(PTRACE_SETFPREGS, s->tid, NULL, s->xstate);
+		} else {
+			struct iovec iov = { s->xstate, s->xstate_len };
+			ptrace_req(PTRACE_SETREGSET, s->tid, (void *)NT_X86_XSTATE, &iov);
+		}
+	}
+	struct user_regs_struct r = resume_regs(&s->regs, false);
+	if (ptrace_req(PTRACE_SETREGS, s->tid, NULL, &r) == 0)
+		s->in_call = false;
+}
+
+/* Let go of a thread: give back registers if asked, then detach re-delivering
+ * what it was about to receive. Safe to call in any state. A thread left in
+ * one of our calls (it did not return in time) is not rolled back: it
+ * finishes the call and rt_sigreturn puts it back as it was. */
+void release(int pid, struct seized *s, bool restore)
+{
+	if (!s->seized)
+		goto out;
+	if (!s->stopped) {
+		/* a running tracee cannot be detached: stop it first */
+		int status;
+		if (ptrace_req(PTRACE_INTERRUPT, s->tid, NULL, NULL) == 0) {
+			for (int i = 0; i < 20; i++) {
+				int r = wait_tid(s->tid, &status, 100);
+				if (r < 0 || (r == 1 && (WIFEXITED(status) || WIFSIGNALED(status)))) {
+					s->seized = false;
+					goto out;
+				}
+				if (r == 1 && WIFSTOPPED(status)) {
+					int sig = WSTOPSIG(status), event = status >> 16;
+					if (event == 0 && s->end_by_signal && sig == s->end_sig) {
+						/* the end of our call: the thread is back as it was */
+						s->stopped = true;
+						s->at_end = true;
+						break;
+					}
+					if (event == 0 && sig != (SIGTRAP | 0x80) && !is_stop_signal(sig)) {
+						/* a signal on its way: let it through, keep waiting */
+						ptrace_req(PTRACE_CONT, s->tid, NULL, (void *)(long)sig);
+						continue;
+					}
+					if (event == 0 && is_stop_signal(sig))
+						s->pending_sig = sig;   /* a stop signal: detach delivers it */
+					s->stopped = true;
+					s->at_end = false;
+					if (sig == (SIGTRAP | 0x80)) {
+						struct user_regs_struct now;
+						s->at_end = ptrace(PTRACE_GETREGS, s->tid, NULL, &now) == 0 &&
+							    at_our_sigreturn(s, &now);
+					}
+					break;
+				}
+			}
+		}
+	}
+	if (restore && s->regs_saved && s->stopped) {
+		if (s->in_call) {
+			if (s->at_end && !s->end_by_signal)
+				restore_at_end(s);
+			/* else: back by rt_sigreturn already (the end signal
+			 * is dropped by the detach), or mid-call: the frame
+			 * will restore it */
+		} else {
+			/* never made to call anything: its interrupt stop restarts
+			 * an interrupted system call by itself */
+			ptrace_req(PTRACE_SETREGS, s->tid, NULL, &s->regs);
+		}
+	}
+	ptrace_req(PTRACE_DETACH, s->tid, NULL, (void *)(long)s->pending_sig);
+	s->seized = false;
+	if (s->pending_stop)
+		kill(pid, s->pending_stop);
+out:
+	free(s->xstate);
+	s->xstate = NULL;
+	s->stopped = false;
+}
+
+
+/* The x86-64 signal frame that rt_sigreturn reads, as the kernel lays it out
+ * (arch/x86/include/asm/sigframe.h: struct rt_sigframe; uapi
+ * asm/sigcontext.h: struct sigcontext; asm/ucontext.h). Spelt out here
+ * because glibc's ucontext_t is a different, larger structure. */
+struct k_sigcontext {
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+	uint16_t cs, gs, fs, ss;
+	uint64_t err, trapno, oldmask, cr2;
+	uint64_t fpstate;               /* the xsave area, 64-byte aligned */
+	uint64_t reserved1[8];
+};
+
+struct k_ucontext {
+	uint64_t uc_flags;
+	uint64_t uc_link;
+	struct {
+		uint64_t ss_sp;
+		int32_t ss_flags, pad;
+		uint64_t ss_size;
+	} uc_stack;
+	struct k_sigcontext uc_mcontext;
+	uint64_t uc_sigmask;
+};
+
+struct k_rt_sigframe {
+	uint64_t pretcode;              /* the return address of our call */
+	struct k_ucontext uc;
+	unsigned char info[128];        /* siginfo: not read by rt_sigreturn */
+};
+
+_Static_assert(sizeof(struct k_sigcontext) == 256, "struct sigcontext is 256 bytes");
+_Static_assert(offsetof(struct k_ucontext, uc_mcontext) == 40, "uc_mcontext at 40");
+_Static_assert(offsetof(struct k_ucontext, uc_sigmask) == 296, "uc_sigmask at 296");
+
+#define UC_FP_XSTATE 0x1
+#define UC_SIGCONTEXT_SS 0x2
+#define UC_STRICT_RESTORE_SS 0x4
+#define FP_XSTATE_MAGIC1 0x46505853U
+#define FP_XSTATE_MAGIC2 0x46505845U
+#define FXSAVE_SIZE 512
+#define SW_RESERVED_OFF 464             /* struct _fpx_sw_bytes in the fxsave area */
+#define XSTATE_HEADER_OFF 512
+/* Not a valid ss_flags value: do_sigaltstack() rejects it before changing
+ * anything, and restore_altstack() ignores the error, so rt_sigreturn leaves
+ * the thread's alternate signal stack as it is. */
+#define SS_FLAGS_INVALID 0x4d570000
+
+/* The signal masks of the thread's status: pending for it and for its
+ * process, blocked, ignored, caught. */
+struct sigmasks {
+	uint64_t pnd, shdpnd, blk, ign, cgt;
+};
+
+/* Read them; 0, or -1 when SigBlk is not there. */
+static int read_sigmasks(int pid, int tid, struct sigmasks *sm)
+{
+	static const char *const names[] = { "SigPnd:", "ShdPnd:", "SigBlk:", "SigIgn:", "SigCgt:" };
+	char fn[96], line[256];
+	int found = -1;
+	FILE *f;
+
+	memset(sm, 0, sizeof *sm);
+	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", pid, tid);
+	if (!(f = fopen(fn, "re")))
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		uint64_t *dst[] = { &sm->pnd, &sm->shdpnd, &sm->blk, &sm->ign, &sm->cgt };
+		for (int i = 0; i < 5; i++) {
+			unsigned long long m;
+			if (!strncmp(line, names[i], 7) && sscanf(line + 7, "%llx", &m) == 1) {
+				*dst[i] = m;
+				if (i == 2)
+					found = 0;
+			}
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The signal that tells memwatch that a call has returned, or 0 (then the
+ * end is seen by PTRACE_SYSCALL at our rt_sigreturn). It is sent to the
+ * thread while blocked for the call; the frame's mask unblocks it, so it is
+ * delivered right after rt_sigreturn: a traced thread stops there, with its
+ * state back; an untraced one (memwatch died) discards it, since the
+ * program ignores it (SIG_IGN, or not caught with an ignoring default). It
+ * must not be blocked by the thread nor pending already. A thread stopped
+ * in a system call with a restart block (nanosleep, poll, a futex with a
+ * timeout) gets 0: rt_sigreturn would restart its call with the timeout
+ * starting over, while a restore at the rt_sigreturn stop keeps it. */
+static int end_signal(const struct seized *s, const struct sigmasks *sm)
+{
+	static const int cands[] = { SIGURG, SIGWINCH, SIGCHLD };
+
+	if ((long)s->regs.orig_rax >= 0 && (long)s->regs.rax == -ERESTART_RESTARTBLOCK)
+		return 0;
+	for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+		uint64_t bit = 1ULL << (cands[i] - 1);
+		if (!((sm->blk | sm->pnd | sm->shdpnd | sm->cgt) & bit))
+			return cands[i];
+	}
+	return 0;
+}
+
+/* Write, below the stopped thread's red zone, the strings of our calls and a
+ * complete signal frame holding the thread's state as it would resume
+ * (registers, blocked signals, extended state): every call returns into
+ * rt_sigreturn_addr (libc's __restore_rt), whose rt_sigreturn puts the thread
+ * back exactly as it was, whether memwatch is still there or not. Needs
+ * s->regs and s->xstate saved. strs[i] (n of them) get their addresses in
+ * addrs[i]. 0, or -1 with msg. */
+int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const char *const *strs,
+		int n, uint64_t *addrs, char *msg, size_t msglen)
+{
+	uint64_t top = s->regs.rsp - RED_ZONE, sigblk, p;
+	struct sigmasks sm;
+	size_t slen = 0, xlen = 0, total;
+	struct k_rt_sigframe fr;
+	unsigned char *block;
+	int i;
+
+	if (read_sigmasks(pid, s->tid, &sm) < 0) {
+		snprintf(msg, msglen, "cannot read the blocked signals of thread %d", s->tid);
+		return -1;
+	}
+	sigblk = sm.blk;
+	s->sigblk = sigblk;
+	s->end_sig = end_signal(s, &sm);
+	for (i = 0; i < n; i++)
+		slen += strlen(strs[i]) + 1;
+	p = (top - slen) & ~(uint64_t)63;
+	uint64_t str_at = p;
+	if (s->xstate)
+		xlen = s->xstate_len + 4;       /* + FP_XSTATE_MAGIC2 */
+	uint64_t xaddr = (p - xlen) & ~(uint64_t)63;
+	/* the call's entry rsp (= &pretcode) must be 8 mod 16, as after a call */
+	uint64_t fsp = ((xaddr - sizeof fr) & ~(uint64_t)15) - 8;
+	total = (size_t)(top - fsp);
+	block = xcalloc(1, total);
+
+	/* the strings */
+	for (i = 0, p = str_at; i < n; i++) {
+		size_t l = strlen(strs[i]) + 1;
+		memcpy(block + (p - fsp), strs[i], l);
+		addrs[i] = p;
+		p += l;
+	}
+	/* the extended state, in the layout the kernel's signal frames use */
+	if (s->xstate) {
+		unsigned char *x = block + (xaddr - fsp);
+		memcpy(x, s->xstate, s->xstate_len);
+		if (!s->xstate_is_fp && s->xstate_len >= XSTATE_HEADER_OFF + 64) {
+			uint32_t magic1 = FP_XSTATE_MAGIC1, magic2 = FP_XSTATE_MAGIC2;
+			uint32_t ext = (uint32_t)s->xstate_len + 4, size = (uint32_t)s->xstate_len;
+			uint64_t features;
+			memcpy(&features, x + XSTATE_HEADER_OFF, 8);
+			features |= 3;                  /* x87 and SSE always */
+			memset(x + SW_RESERVED_OFF, 0, FXSAVE_SIZE - SW_RESERVED_OFF);
+			memcpy(x + SW_RESERVED_OFF, &magic1, 4);
+			memcpy(x + SW_RESERVED_OFF + 4, &ext, 4);
+			memcpy(x + SW_RESERVED_OFF + 8, &features, 8);
+			memcpy(x + SW_RESERVED_OFF + 16, &size, 4);
+			memcpy(x + s->xstate_len, &magic2, 4);
+		} else {
+			/* only the legacy area: the kernel restores it alone */
+			memset(x + SW_RESERVED_OFF, 0, FXSAVE_SIZE - SW_RESERVED_OFF);
+		}
+	}
+	/* the frame */
+	struct user_regs_struct r = resume_regs(&s->regs, true);
+	s->resume_rip = r.rip;
+	memset(&fr, 0, sizeof fr);
+	fr.pretcode = rt_sigreturn_addr;
+	fr.uc.uc_flags = UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
+	fr.uc.uc_stack.ss_flags = SS_FLAGS_INVALID;
+	fr.uc.uc_sigmask = sigblk;
+	struct k_sigcontext *sc = &fr.uc.uc_mcontext;
+	sc->r8 = r.r8; sc->r9 = r.r9; sc->r10 = r.r10; sc->r11 = r.r11;
+	sc->r12 = r.r12; sc->r13 = r.r13; sc->r14 = r.r14; sc->r15 = r.r15;
+	sc->rdi = r.rdi; sc->rsi = r.rsi; sc->rbp = r.rbp; sc->rbx = r.rbx;
+	sc->rdx = r.rdx; sc->rax = r.rax; sc->rcx = r.rcx; sc->rsp = r.rsp;
+	sc->rip = r.rip; sc->eflags = r.eflags;
+	sc->cs = (uint16_t)r.cs;
+	sc->ss = (uint16_t)r.ss;
+	sc->fpstate = s->xstate ? xaddr : 0;
+	memcpy(block, &fr, sizeof fr);
+
+	if (poke(pid, s->tid, fsp, block, total) < 0) {
 		snprintf(msg, msglen, "cannot write the call frame: %s", strerror(errno));
 		free(block);
-		return CALL_ERROR;
+		return -1;
 	}
 	free(block);
-	r.rsp = sp;
+	s->frame_sp = fsp;
+	return 0;
+}
+
+/* Make the thread, stopped at its seizure or at the end of a previous call,
+ * call fn(arg0, arg1) on the frame of frame_build. The return value is lost
+ * to rt_sigreturn: the caller learns what it needs another way. The end is
+ * seen without any breakpoint: the thread runs under PTRACE_SYSCALL and
+ * stops at the entry of our rt_sigreturn, where the next call or the
+ * restore is made; a tracer gone meanwhile leaves nothing behind, and the
+ * thread finishes the call and rt_sigreturn on its own. Signals arriving
+ * meanwhile are delivered (their handlers run on top of our frame), stop
+ * signals are held. */
+enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t arg0, uint64_t arg1,
+			     unsigned timeout_ms, char *msg, size_t msglen)
+{
+	struct user_regs_struct r = s->regs;
+	int status, w;
+
+	r.rsp = s->frame_sp;
 	r.rip = fn;
-	r.rdi = str ? straddr : 0;
+	r.rdi = arg0;
 	r.rsi = arg1;
 	r.rax = 0;
 	r.eflags &= ~(1ULL << 10);          /* DF, as the ABI wants at any call */
-	r.orig_rax = (uint64_t)-1;          /* no syscall restart into our call */
-	if (ptrace(PTRACE_SETREGS, s->tid, NULL, &r) < 0) {
+	r.orig_rax = (uint64_t)-1;          /* no syscall restart into our call (nor the
+					     * rt_sigreturn we may be stopped at) */
+	if (ptrace_req(PTRACE_SETREGS, s->tid, NULL, &r) < 0) {
 		snprintf(msg, msglen, "PTRACE_SETREGS: %s", strerror(errno));
 		return CALL_ERROR;
 	}
-	if (ptrace(PTRACE_CONT, s->tid, NULL, NULL) < 0) {
-		snprintf(msg, msglen, "PTRACE_CONT: %s", strerror(errno));
+	s->in_call = true;
+	s->at_end = false;
+	/* the end signal: blocked for the call, sent, unblocked by the frame
+	 * (dying anywhere here is harmless: rt_sigreturn restores the mask) */
+	enum __ptrace_request resume = PTRACE_SYSCALL;
+	if (s->end_sig) {
+		uint64_t mask = s->sigblk | (1ULL << (s->end_sig - 1));
+		if (ptrace_req(PTRACE_SETSIGMASK, s->tid, (void *)sizeof mask, &mask) == 0) {
+			kill_point();
+			if (syscall(SYS_tgkill, pid, s->tid, s->end_sig) == 0)
+				resume = PTRACE_CONT;
+		}
+	}
+	s->end_by_signal = resume == PTRACE_CONT;
+	if (ptrace_req(resume, s->tid, NULL, NULL) < 0) {
+		snprintf(msg, msglen, "ptrace resume: %s", strerror(errno));
 		return errno == ESRCH ? CALL_GONE : CALL_ERROR;
 	}
 	s->stopped = false;
@@ -465,7 +695,31 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, const char 
 		s->stopped = true;
 		int sig = WSTOPSIG(status), event = status >> 16;
 		int deliver = 0;
-		if (event == PTRACE_EVENT_STOP) {
+		if (event == 0 && s->end_by_signal && sig == s->end_sig) {
+			/* ours if the thread is back where it was: rt_sigreturn ran */
+			struct user_regs_struct now_regs;
+			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &now_regs) < 0) {
+				s->seized = errno != ESRCH;
+				return CALL_GONE;
+			}
+			if (now_regs.rsp == s->regs.rsp && now_regs.rip == s->resume_rip) {
+				s->at_end = true;
+				return CALL_OK;
+			}
+			deliver = sig;
+		} else if (event == 0 && sig == (SIGTRAP | 0x80)) {
+			/* a system call stop: ours is the entry of rt_sigreturn on
+			 * our frame, any other one goes on */
+			struct user_regs_struct now_regs;
+			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &now_regs) < 0) {
+				s->seized = errno != ESRCH;
+				return CALL_GONE;
+			}
+			if (at_our_sigreturn(s, &now_regs)) {
+				s->at_end = true;
+				return CALL_OK;
+			}
+		} else if (event == PTRACE_EVENT_STOP) {
 			/* a job-control stop of the process: finish our call first, stop after */
 			if (is_stop_signal(sig))
 				s->pending_stop = sig;
@@ -476,10 +730,6 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, const char 
 			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &now_regs) < 0) {
 				s->seized = errno != ESRCH;
 				return CALL_GONE;
-			}
-			if (now_regs.rip == MAGIC_RETURN) {
-				*ret = now_regs.rax;
-				return CALL_OK;
 			}
 			snprintf(msg, msglen, "segmentation fault at %#llx during the call",
 				 (unsigned long long)now_regs.rip);
@@ -492,7 +742,7 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, const char 
 			struct user_regs_struct now_regs;
 			if (ptrace(PTRACE_GETREGS, s->tid, NULL, &now_regs) == 0) {
 				now_regs.rax = (uint64_t)-EPERM;
-				ptrace(PTRACE_SETREGS, s->tid, NULL, &now_regs);
+				ptrace_req(PTRACE_SETREGS, s->tid, NULL, &now_regs);
 			}
 			snprintf(msg, msglen, "a seccomp filter blocked a system call");
 		} else if (is_stop_signal(sig)) {
@@ -500,7 +750,7 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, const char 
 		} else {
 			deliver = sig;
 		}
-		if (ptrace(PTRACE_CONT, s->tid, NULL, (void *)(long)deliver) < 0) {
+		if (ptrace_req(resume, s->tid, NULL, (void *)(long)deliver) < 0) {
 			if (errno == ESRCH) {
 				s->seized = false;
 				return CALL_GONE;
@@ -509,6 +759,7 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, const char 
 		s->stopped = false;
 	}
 }
+
 
 /* A syscall interrupted by our stop that returned EINTR (timed sockets,
  * epoll_wait...) is made to restart instead, so the application never sees

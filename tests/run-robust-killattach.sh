@@ -2,18 +2,22 @@
 # run-robust-killattach.sh: memwatch stopped at moments spread over its start
 # and the attach (2 to 60 ms after it starts: before, during and just after the
 # ptrace work and the agent's start): by SIGTERM, which it must hold until the
-# borrowed thread is restored, and by SIGKILL once the attach is over (a SIGKILL
-# while the borrowed thread runs the injected dlopen call cannot be caught: the
-# kernel lets the thread go on into the call's trapping return address, which
-# kills the target; memwatch(1) says so). The target must be left neither
-# stopped nor traced nor crashed, keep its throughput, and a new watch must
-# attach (or reuse the agent) and capture.
+# borrowed thread is restored, and by SIGKILL, which it cannot catch (the
+# borrowed thread then finishes the injected call on its own and returns
+# through the signal frame on its stack, which puts it back as it was; the
+# deterministic sweep over every moment is run-robust-killsweep.sh), and by
+# SIGKILL once the attach is over. The target must be left neither stopped nor
+# traced nor crashed, keep its throughput, and a new watch must attach (or
+# reuse the agent) and capture.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
 ptrace_allowed
 
 reused=0
-for ms in 002 006 010 015 020 030 040 060; do
+for sig_ms in TERM:002 KILL:003 TERM:006 KILL:008 TERM:010 KILL:012 TERM:015 KILL:018 \
+	TERM:020 KILL:025 TERM:030 KILL:035 TERM:040 KILL:050 TERM:060 KILL:070; do
+	sig=${sig_ms%:*}
+	ms=${sig_ms#*:}
 	: >"c$ms.out"
 	"$robust" churn 0 1024 >"c$ms.out" &
 	t=$!
@@ -23,9 +27,9 @@ for ms in 002 006 010 015 020 030 040 060; do
 	mw=$!
 	started_pids="$started_pids $mw"
 	sleep "0.$ms"
-	kill -TERM "$mw"
+	kill -"$sig" "$mw"
 	wait "$mw" 2>/dev/null
-	target_free "killed after $ms ms" "$t" "c$ms.out"
+	target_free "SIG$sig after $ms ms" "$t" "c$ms.out"
 	run_mw 0 -p "$t" -i 100ms -d 1s -q --capture now -o "r$ms.log"
 	expect_grep "^# event [0-9.]+ $t attach .*reused=[01]" "r$ms.log"
 	expect_grep "^# event [0-9.]+ $t snapshot path=r$ms\.$t\.[0-9]+-final\.snap .*final=1" "r$ms.log"
@@ -35,7 +39,7 @@ for ms in 002 006 010 015 020 030 040 060; do
 	kill -9 "$t"
 	wait "$t" 2>/dev/null
 done
-echo "the agent was found loaded $reused times in 8"
+echo "the agent was found loaded $reused times in 16"
 
 # SIGKILL right after the attach: the agent is in, capture started; the agent
 # sees its owner gone and stops, and the next watch reuses it

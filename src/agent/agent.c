@@ -209,8 +209,20 @@ __attribute__((destructor)) static void agent_dtor(void)
 /* The one exported entry point: install the hooks, start the control thread,
  * and start capture when the options say capture=now. Short, so that the
  * injector's hijacked thread is released quickly. */
-__attribute__((visibility("default"))) int memwatch_agent_start(const char *options);
-int memwatch_agent_start(const char *options)
+static int agent_start(const char *options);
+
+/* The entry point (see protocol.h): *result, when given, gets the outcome
+ * for an injector that cannot see the return value. */
+__attribute__((visibility("default"))) int memwatch_agent_start(const char *options, int *result);
+int memwatch_agent_start(const char *options, int *result)
+{
+	int r = agent_start(options);
+	if (result)
+		*result = r;
+	return r;
+}
+
+static int agent_start(const char *options)
 {
 	struct mw_options o;
 	char *why = NULL;
@@ -264,5 +276,5 @@ __attribute__((constructor)) static void agent_ctor(void)
 		return;
 	if (o.pid && o.pid != getpid() && !o.children)
 		return;
-	memwatch_agent_start(env);
+	memwatch_agent_start(env, NULL);
 }

@@ -47,9 +47,12 @@
 #define MEMWATCH_AGENT_ENV "MEMWATCH_AGENT_OPTIONS"
 
 /* Exported by libmemwatch-agent.so: install hooks if not yet installed, start the
- * control thread, start capture if the options say so. Returns 0, or -1. Safe to
- * call twice (the second call changes nothing and returns 0). Short: it spawns
- * the control thread and returns. */
+ * control thread, start capture if the options say so. Returns 0, or -1, and
+ * stores the same in *result when result is not NULL (the injector's calls
+ * return through a signal frame, which does not keep the return value). Safe
+ * to call twice (the second call changes nothing and returns 0). Short: it
+ * spawns the control thread and returns.
+ *   int memwatch_agent_start(const char *options, int *result); */
 #define MEMWATCH_AGENT_START_SYMBOL "memwatch_agent_start"
 
 #endif

@@ -18,9 +18,20 @@ __attribute__((constructor)) static void probe_init(void)
 	loads++;
 }
 
-/* Record the call; short and lock-free like the real start function. */
-int memwatch_agent_start(const char *options);
-int memwatch_agent_start(const char *options)
+static int start(const char *options);
+
+/* Record the call; short and lock-free like the real start function. The
+ * outcome also goes to *result, as the real one does it. */
+int memwatch_agent_start(const char *options, int *result);
+int memwatch_agent_start(const char *options, int *result)
+{
+	int r = start(options);
+	if (result)
+		*result = r;
+	return r;
+}
+
+static int start(const char *options)
 {
 	const char *m = strstr(options, "marker=");
 	char path[512], line[640];

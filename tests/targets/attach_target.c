@@ -99,12 +99,16 @@ static void *placed(void *arg)
 		while (!stop_flag)
 			usleep(10000);
 	} else if (!strcmp(place, "memset")) {
-		/* nearly always inside libc's memset, which returns within ms */
-		size_t n = 16 << 20;
+		/* mostly inside libc's memset, with a little application
+		 * work (a checksum) in between */
+		size_t n = 256 << 10;
 		unsigned char *buf = malloc(n);
 		for (unsigned i = 0; buf && !stop_flag; i++) {
+			unsigned sum = 0;
 			memset(buf, (int)(i & 0xff), n);
-			if (buf[n / 3] != (unsigned char)(i & 0xff))
+			for (size_t k = 0; k < n; k += 64)
+				sum += ((volatile unsigned char *)buf)[k];
+			if (sum != (unsigned)(i & 0xff) * (unsigned)(n / 64))
 				corrupt_seen++;
 		}
 		free(buf);

@@ -1,0 +1,155 @@
+#!/bin/sh
+# run-robust-killsweep.sh: memwatch dies by SIGKILL at every moment of the
+# attach and at moments spread over the detach; the target survives each one,
+# intact. The attach moments are deterministic: MEMWATCH_TEST_KILL_AT=N makes
+# memwatch kill itself just before its Nth request that changes or resumes the
+# borrowed thread (seize, interrupt, register writes, the write of the call
+# frame, every resume while the thread runs dlopen and the agent's start, the
+# restore and the detach); N is swept over every request a fresh attach makes,
+# on idle targets (their one thread sleeping in nanosleep, whose restart block
+# makes memwatch follow the calls' system calls to their rt_sigreturn; or
+# blocked in read(), where the end of a call is an ignored signal delivered
+# right after rt_sigreturn) and a busy one (two more threads in malloc/free,
+# which may be let run before being borrowed).
+# Each attach needs a fresh target (an agent already loaded is reused, not
+# injected again). The target (robust_target steady) checks itself: the
+# registers it holds across the sleep (rbx, r12-r15, ymm15), its signal mask
+# and alternate signal stack, its heap blocks; it must be neither traced nor
+# stopped, keep ticking, and a new watch must attach and capture.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/robust-lib.sh"
+ptrace_allowed
+
+moments=0
+deaths=0
+tmpleft=0
+eintr=0
+trials=0
+
+# requests KIND THREADS [read]: how many requests one attach to a fresh target
+# makes.
+requests() {
+	: >count.out
+	"$robust" steady "$2" ${3:-} >count.out &
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "grep -q '^tick ' count.out" 20
+	MEMWATCH_INJECT_DEBUG=1 "$MEMWATCH" -p "$t" -i 100ms -d 200ms -q --capture now -o count.log \
+		>/dev/null 2>count.err
+	st=$?
+	[ "$st" -eq 0 ] || { fail "$1: a plain attach failed with status $st"; sed 's/^/  | /' count.err >&2; }
+	n=$(sed -n 's/^inject: \([0-9]*\) ptrace requests$/\1/p' count.err | tail -n 1)
+	kill -9 "$t"
+	wait "$t" 2>/dev/null
+	rm -f count.*
+	[ -n "$n" ] || { fail "$1: no count of requests: MEMWATCH_INJECT_DEBUG said nothing"; n=0; }
+}
+
+# check_target WHAT PID OUT: the target is alive, free, not corrupted, ticking;
+# a new watch attaches and captures. Counts deaths.
+check_target() {
+	local before=$fails
+	if ! kill -0 "$2" 2>/dev/null || grep -q '^CORRUPT' "$3"; then
+		deaths=$((deaths + 1))
+		fail "$1: the target died: $(grep '^CORRUPT' "$3")"
+		return 0
+	fi
+	target_free "$1" "$2" "$3"
+	if [ "$fails" -ne "$before" ]; then
+		deaths=$((deaths + 1))
+		return 0
+	fi
+	run_mw 0 -p "$2" -i 100ms -d 300ms -q --capture now -f -o r.log
+	expect_grep "^# event [0-9.]+ $2 attach " r.log
+	expect_grep "^# event [0-9.]+ $2 snapshot path=.*final=1" r.log
+	grep -q '^CORRUPT' "$3" && { deaths=$((deaths + 1)); fail "$1: corrupted after the new watch"; }
+	rm -f r.log r.*.snap
+}
+
+# kill_at KIND THREADS N [read]: a fresh target; memwatch dies before its Nth
+# request.
+kill_at() {
+	: >s.out
+	"$robust" steady "$2" ${4:-} >s.out &
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "grep -q '^tick ' s.out" 20
+	MEMWATCH_TEST_KILL_AT=$3 "$MEMWATCH" -p "$t" -i 100ms -d 200ms -q --capture now -f -o k.log \
+		>/dev/null 2>k.err
+	st=$?
+	trials=$((trials + 1))
+	if [ "$st" -eq 137 ]; then
+		moments=$((moments + 1))
+	elif [ "$st" -ne 0 ]; then
+		fail "$1 N=$3: memwatch exited with status $st"
+		sed 's/^/  | /' k.err >&2
+	fi
+	check_target "$1 killed before request $3" "$t" s.out
+	e=$(sed -n 's/^tick [0-9]* eintr \([0-9]*\)$/\1/p' s.out | tail -n 1)
+	eintr=$((eintr + ${e:-0}))
+	kill -9 "$t"
+	wait "$t" 2>/dev/null
+	rm -f k.log k.*.snap
+}
+
+requests idle 0
+nidle=$n
+requests idle-read 0 read
+nread=$n
+requests busy 2
+nbusy=$n
+echo "an attach makes $nidle requests on the idle target, $nread on the one in read(), $nbusy on the busy one"
+[ "$nidle" -ge 20 ] || fail "too few requests counted on the idle target: $nidle"
+[ "$nread" -ge 8 ] || fail "too few requests counted on the target in read(): $nread"
+
+# every moment of the idle attaches
+i=1
+while [ "$i" -le "$nidle" ]; do
+	kill_at idle 0 "$i"
+	i=$((i + 1))
+done
+i=1
+while [ "$i" -le $((nread + 2)) ]; do
+	kill_at idle-read 0 "$i" read
+	i=$((i + 1))
+done
+# the busy attach: its count varies from run to run (how long the borrowed
+# thread is let run); every third moment, and a margin past the count
+i=1
+while [ "$i" -le $((nbusy + 20)) ]; do
+	kill_at busy 2 "$i"
+	i=$((i + 3))
+done
+
+# the detach: capture stop, final snapshot, agent stop (no ptrace there): killed
+# at moments spread over the end of a 300 ms watch
+for ms in 250 280 300 320 340 360 380 400 430 460 500 550; do
+	: >s.out
+	"$robust" steady 2 >s.out &
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "grep -q '^tick ' s.out" 20
+	"$MEMWATCH" -p "$t" -i 50ms -d 300ms -q --capture now -f -o d.log >/dev/null 2>&1 &
+	mw=$!
+	started_pids="$started_pids $mw"
+	sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
+	kill -KILL "$mw" 2>/dev/null && moments=$((moments + 1))
+	wait "$mw" 2>/dev/null
+	trials=$((trials + 1))
+	check_target "killed $ms ms into a 300 ms watch" "$t" s.out
+	kill -9 "$t"
+	wait "$t" 2>/dev/null
+	# a snapshot being written when SIGKILL came stays a temporary file
+	# (nothing can remove it); never a partial d.*.snap
+	snaps_complete "killed $ms ms into a watch" d.*.snap
+	left=$(find . -name 'd.*.tmp.*' | grep -c '')
+	tmpleft=$((tmpleft + left))
+	rm -f d.log d.*.snap d.*.tmp.*
+done
+
+echo "killsweep: $trials trials, memwatch killed at $moments moments, $deaths target deaths, $eintr early ends of a timed sleep, $tmpleft snapshot temporaries left by a kill"
+[ "$moments" -ge 200 ] || fail "only $moments kill moments (want >= 200)"
+# an interrupted nanosleep restarts, also through the signal frame
+[ "$eintr" -eq 0 ] || fail "the borrowed thread's nanosleep returned EINTR $eintr times"
+no_temp_files "killsweep"
+finish
