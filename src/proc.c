@@ -208,6 +208,15 @@ void proc_status_parse(char *buf, struct proc_status *st)
 				st->state = *p;
 			} else if (KEY("SigCgt:")) {
 				st->sigcgt = hex(line + 7);
+			} else if (KEY("SigBlk:")) {
+				st->sigblk = hex(line + 7);
+				st->has_sigblk = true;
+			} else if (KEY("SigIgn:")) {
+				st->sigign = hex(line + 7);
+			} else if (KEY("SigPnd:")) {
+				st->sigpnd = hex(line + 7);
+			} else if (KEY("ShdPnd:")) {
+				st->shdpnd = hex(line + 7);
 			} else if (KEY("Seccomp:")) {
 				st->seccomp = (int)dec(line + 8);
 			}

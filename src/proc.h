@@ -23,6 +23,8 @@ struct proc_status {
 	unsigned gid[4];         /* Gid: the same four */
 	int seccomp;             /* Seccomp: 0 off, 1 strict, 2 filter; -1 unknown */
 	unsigned long long sigcgt; /* SigCgt: the signals it catches, bit N-1 for N */
+	unsigned long long sigpnd, shdpnd, sigblk, sigign; /* pending (thread, process), blocked, ignored */
+	bool has_sigblk;         /* a SigBlk: line was there */
 	unsigned long long capeff; /* CapEff: its effective capabilities */
 	uint64_t vm_rss, vm_size, vm_swap;          /* KiB */
 	uint64_t rss_anon, rss_file, rss_shmem;     /* KiB */

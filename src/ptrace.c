@@ -485,28 +485,19 @@ struct sigmasks {
 /* Read them; 0, or -1 when SigBlk is not there. */
 static int read_sigmasks(int pid, int tid, struct sigmasks *sm)
 {
-	static const char *const names[] = { "SigPnd:", "ShdPnd:", "SigBlk:", "SigIgn:", "SigCgt:" };
-	char fn[96], line[256];
-	int found = -1;
-	FILE *f;
+	struct proc_status st;
+	char fn[96];
 
 	memset(sm, 0, sizeof *sm);
 	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", pid, tid);
-	if (!(f = fopen(fn, "re")))
+	if (proc_status_read(fn, &st) < 0 || !st.has_sigblk)
 		return -1;
-	while (fgets(line, sizeof line, f)) {
-		uint64_t *dst[] = { &sm->pnd, &sm->shdpnd, &sm->blk, &sm->ign, &sm->cgt };
-		for (int i = 0; i < 5; i++) {
-			unsigned long long m;
-			if (!strncmp(line, names[i], 7) && sscanf(line + 7, "%llx", &m) == 1) {
-				*dst[i] = m;
-				if (i == 2)
-					found = 0;
-			}
-		}
-	}
-	fclose(f);
-	return found;
+	sm->pnd = st.sigpnd;
+	sm->shdpnd = st.shdpnd;
+	sm->blk = st.sigblk;
+	sm->ign = st.sigign;
+	sm->cgt = st.sigcgt;
+	return 0;
 }
 
 /* The signal that tells memwatch that a call has returned, or 0 (then the
