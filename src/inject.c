@@ -392,7 +392,9 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 			return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 				    "no dlopen in the process's libc (%s)", ij->cl.libc.path);
 	}
-	if (!(ij->rt_sigreturn_addr = find_rt_sigreturn(pid, &ij->cl.maps, &ij->cl.libc)))
+	if (!(ij->rt_sigreturn_addr = find_rt_sigreturn(pid, &ij->cl.maps, &ij->cl.libc)) && errno == EPERM)
+		return explain_eperm(ij, cause, hint);
+	if (!ij->rt_sigreturn_addr)
 		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 			    "no signal return code (__restore_rt) found in the process's libc (%s)",
 			    ij->cl.libc.path);

@@ -389,7 +389,7 @@ int module_from_maps(int pid, const struct maps *m, bool (*pred)(const char *),
  * syscall" (rt_sigreturn), where glibc's signal frames return to. It is not
  * a dynamic symbol, so it is found by its code, in libc's executable
  * mappings as the process has them; it must be there exactly once. 0 when
- * not found. */
+ * not found, with errno EPERM when its memory may not be read. */
 uint64_t find_rt_sigreturn(int pid, const struct maps *m, const struct module *libc)
 {
 	static const unsigned char code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
@@ -405,8 +405,13 @@ uint64_t find_rt_sigreturn(int pid, const struct maps *m, const struct module *l
 		for (uint64_t a = mp->lo; a < mp->hi && count < 2; a += CHUNK) {
 			size_t len = mp->hi - a < CHUNK + sizeof code ? (size_t)(mp->hi - a) : CHUNK + sizeof code;
 			struct iovec l = { buf, len }, r = { (void *)a, len };
-			if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)len)
+			if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
+				if (errno == EPERM) {
+					free(buf);
+					return 0;     /* errno: not ours to read */
+				}
 				break;
+			}
 			/* chunks overlap by the code's length: a match at k < CHUNK
 			 * belongs to this chunk only */
 			unsigned char *p = buf, *hit;
@@ -419,6 +424,7 @@ uint64_t find_rt_sigreturn(int pid, const struct maps *m, const struct module *l
 		}
 	}
 	free(buf);
+	errno = ENOENT;
 	return count == 1 ? found : 0;
 }
 
