@@ -5,14 +5,13 @@
 #include "commands.h"
 #include "plot.h"
 #include "runlog.h"
+#include "subproc.h"
 #include "util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -797,210 +796,29 @@ static char *slurp(const char *path, char **cause)
 	return buf;
 }
 
-/* A growing byte buffer for what gnuplot writes. */
-struct buf {
-	char *p;
-	size_t len, cap;
-};
-
-/* Read what is there on fd into b; 0 at end of file, 1 for more, -errno. */
-static int buf_read(struct buf *b, int fd)
+/* In gnuplot's child, before exec: a named file makes gnuplot report errors
+ * with their line number, where /dev/stdin can be named. */
+static void stdin_by_name(void *arg)
 {
-	ssize_t n;
-
-	if (b->cap - b->len < 65536) {
-		b->cap = b->cap ? b->cap * 2 : 131072;
-		b->p = xrealloc(b->p, b->cap + 1);
-	}
-	n = read(fd, b->p + b->len, b->cap - b->len);
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN ? 1 : -errno;
-	if (n == 0)
-		return 0;
-	b->len += (size_t)n;
-	b->p[b->len] = '\0';
-	return 1;
+	char **argv = arg;
+	if (access("/dev/stdin", R_OK) != 0)
+		argv[1] = NULL;
 }
 
-/* How the gnuplot run ended. */
-struct gp_run {
-	int exec_errno;           /* exec failed with this errno (0: it ran) */
-	int status;               /* wait status */
-	int stop_signal;          /* memwatch was asked to stop while it ran */
-	struct buf out, err;
-};
-
-/* Move fd to a number of at least 3, so that dup2 onto 0..2 cannot clobber it. */
-static int fd_above_stdio(int fd)
+/* Run gnuplot prog with input on its standard input (see subproc_run). */
+static int run_gnuplot(const char *prog, const char *input, size_t inlen, struct subproc_run *run)
 {
-	return fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
-}
+	char *argv[3] = { (char *)prog, (char *)"/dev/stdin", NULL };
+	struct subproc sp = { .argv = argv, .before_exec = stdin_by_name, .arg = argv };
 
-/* Run prog with input on its standard input; collect its standard output and
- * error. Signals are blocked across fork and memwatch's handlers reset in the
- * child before they are unblocked, so that none of ours runs there; a failed
- * exec is reported through a close-on-exec pipe and the child _exits.
- * 0, or -errno (set up). */
-static int run_gnuplot(const char *prog, const char *input, size_t inlen, struct gp_run *run)
-{
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ex[2] = { -1, -1 };
-	sigset_t all, old;
-	struct sigaction ign, oldpipe;
-	size_t off = 0;
-	pid_t pid;
-	int rc = 0, e;
-	ssize_t n;
-
-	memset(run, 0, sizeof *run);
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
-	    pipe2(err, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = fork();
-	if (pid == 0) {
-		/* the child: default signal handling, the pipes on 0, 1, 2, exec */
-		char *argv[3];
-		int a = fd_above_stdio(in[0]), b = fd_above_stdio(out[1]), c = fd_above_stdio(err[1]);
-		int sig;
-		struct sigaction dfl;
-
-		/* memwatch's handlers must not run here between unblocking and
-		 * exec; dispositions that are ignored (nohup) stay as they are */
-		memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		for (sig = 1; sig < NSIG; sig++) {
-			struct sigaction cur;
-			if (sigaction(sig, NULL, &cur) == 0 && cur.sa_handler != SIG_DFL &&
-			    cur.sa_handler != SIG_IGN)
-				sigaction(sig, &dfl, NULL);
-		}
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		if (a < 0 || b < 0 || c < 0 || dup2(a, 0) < 0 || dup2(b, 1) < 0 || dup2(c, 2) < 0) {
-			e = errno;
-			(void)!write(ex[1], &e, sizeof e);
-			_exit(127);
-		}
-		argv[0] = (char *)prog;
-		/* a named file makes gnuplot report errors with their line number */
-		argv[1] = access("/dev/stdin", R_OK) == 0 ? (char *)"/dev/stdin" : NULL;
-		argv[2] = NULL;
-		execvp(prog, argv);
-		e = errno;
-		(void)!write(ex[1], &e, sizeof e);
-		_exit(127);
-	}
-	e = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (pid < 0) {
-		rc = -e;
-		goto out;
-	}
-	close(in[0]);
-	close(out[1]);
-	close(err[1]);
-	close(ex[1]);
-	in[0] = out[1] = err[1] = ex[1] = -1;
-
-	/* did the exec work? the pipe closes on exec, or brings the errno */
-	do
-		n = read(ex[0], &e, sizeof e);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof e) {
-		run->exec_errno = e;
-		while (waitpid(pid, &run->status, 0) < 0 && errno == EINTR)
-			;
-		goto out;
-	}
-
-	/* feed the program and collect both outputs at once, so that neither side
-	 * can fill a pipe and wait for the other; a gnuplot that dies early must
-	 * give EPIPE, not kill memwatch with SIGPIPE */
-	memset(&ign, 0, sizeof ign);
-	ign.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &ign, &oldpipe);
-	fcntl(in[1], F_SETFL, O_NONBLOCK);
-	if (inlen == 0) {
-		close(in[1]);
-		in[1] = -1;
-	}
-	while (out[0] >= 0 || err[0] >= 0) {
-		struct pollfd pf[3];
-		int np = 0, iw = -1, io = -1, ie = -1;
-
-		if (stop_signal_pending()) {
-			run->stop_signal = stop_signal_pending();
-			kill(pid, SIGTERM);
-			break;
-		}
-		if (in[1] >= 0) {
-			iw = np;
-			pf[np++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
-		}
-		if (out[0] >= 0) {
-			io = np;
-			pf[np++] = (struct pollfd){ .fd = out[0], .events = POLLIN };
-		}
-		if (err[0] >= 0) {
-			ie = np;
-			pf[np++] = (struct pollfd){ .fd = err[0], .events = POLLIN };
-		}
-		if (poll(pf, (nfds_t)np, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			kill(pid, SIGTERM);
-			break;
-		}
-		if (iw >= 0 && pf[iw].revents) {
-			n = write(in[1], input + off, inlen - off < 65536 ? inlen - off : 65536);
-			if (n > 0)
-				off += (size_t)n;
-			/* a gnuplot that stopped reading (it failed) ends the feed */
-			if ((n < 0 && errno != EINTR && errno != EAGAIN) || off == inlen ||
-			    (pf[iw].revents & (POLLERR | POLLHUP))) {
-				close(in[1]);
-				in[1] = -1;
-			}
-		}
-		if (io >= 0 && pf[io].revents) {
-			int r = buf_read(&run->out, out[0]);
-			if (r <= 0) {
-				close(out[0]);
-				out[0] = -1;
-			}
-		}
-		if (ie >= 0 && pf[ie].revents) {
-			int r = buf_read(&run->err, err[0]);
-			if (r <= 0) {
-				close(err[0]);
-				err[0] = -1;
-			}
-		}
-	}
-	while (waitpid(pid, &run->status, 0) < 0) {
-		if (errno != EINTR)
-			break;
-	}
-	/* a Ctrl-C reaches gnuplot too: its end is then ours, not its failure */
-	if (stop_signal_pending())
-		run->stop_signal = stop_signal_pending();
-	sigaction(SIGPIPE, &oldpipe, NULL);
-out:
-	for (int *fd = (int[]){ in[0], in[1], out[0], out[1], err[0], err[1], ex[0], ex[1] },
-		 *end = fd + 8; fd < end; fd++)
-		if (*fd >= 0)
-			close(*fd);
-	return rc;
+	return subproc_run(&sp, input, inlen, run);
 }
 
 /* The line of gnuplot's complaints that says what went wrong: the first with
  * "line N:" (its position) that is not a warning, else the first warning, else
  * the first line that is not blank. A line number inside the script is given
  * back as the script's own line. Caller frees; NULL when gnuplot said nothing. */
-static char *first_error(const struct buf *err, size_t script_line, const char *script_path)
+static char *first_error(const struct subproc_buf *err, size_t script_line, const char *script_path)
 {
 	const char *p = err->p, *end = err->p ? err->p + err->len : NULL;
 	char *warning = NULL, *plain = NULL;
@@ -1108,7 +926,7 @@ static int make_program(const struct plot_opts *o, const struct runlog_data *d, 
 /* Run the program through gnuplot; the image is in run->out then. 0, or an
  * exit status with *cause set (caller frees). */
 static int render(const struct plot_opts *o, const char *prog, size_t proglen, size_t script_line,
-		  const char *script_path, struct gp_run *run, char **cause)
+		  const char *script_path, struct subproc_run *run, char **cause)
 {
 	char *msg;
 	int ret;
@@ -1163,7 +981,7 @@ int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned 
 	const char *env = getenv("MEMWATCH_GNUPLOT");
 	char *prog = NULL, *script_path = NULL;
 	size_t proglen = 0, script_line = 0;
-	struct gp_run run;
+	struct subproc_run run;
 	int ret;
 
 	memset(&run, 0, sizeof run);
@@ -1196,7 +1014,7 @@ int cmd_plot(int argc, char **argv)
 	char *cause = NULL, *script_path = NULL, *prog = NULL;
 	const char *hint = NULL;
 	size_t proglen = 0, script_line = 0;
-	struct gp_run run;
+	struct subproc_run run;
 	int ret;
 
 	memset(&run, 0, sizeof run);
