@@ -7,6 +7,7 @@
  * pprof never looks the addresses up again in binaries that may have changed. */
 #include "config.h"
 #include "pprof.h"
+#include "hashmap.h"
 #include "profile.pb-c.h"
 #include "util.h"
 
@@ -55,22 +56,18 @@ struct builder {
 
 	char **strs;                  /* the string table (copies) */
 	size_t nstrs, astrs;
-	uint32_t *strslot;            /* open addressing: string index + 1 */
-	size_t nstrslot;
+	struct hashmap strindex;      /* uint32_t string indexes */
 
 	struct ploc *locs;
 	size_t nlocs, alocs;
-	uint64_t *lockey_a, *lockey_b;/* open addressing over (gmod, offset) */
-	uint32_t *locslot;            /* location index + 1 */
-	size_t nlocslot;
+	struct hashmap locindex;      /* struct lockey */
 
 	struct pline *lines;
 	size_t nlines, alines;
 
 	struct pfunc *funcs;
 	size_t nfuncs, afuncs;
-	uint32_t *funcslot;           /* function index + 1 */
-	size_t nfuncslot;
+	struct hashmap funcindex;     /* uint32_t function indexes */
 
 	struct pmod *mods;            /* per global module */
 	size_t nmods;
@@ -78,89 +75,64 @@ struct builder {
 	size_t nmappings;
 };
 
-/* 64-bit mixing for hash tables. */
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
+/* What the indexes of strings and functions are asked: is this entry key? */
+struct query {
+	const struct builder *b;
+	const void *key;
+};
 
-static uint64_t hash_str(const char *s)
+static bool str_eq(const void *entry, const void *key)
 {
-	uint64_t h = UINT64_C(1469598103934665603);
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(1099511628211);
-	}
-	return mix(h);
+	const struct query *q = key;
+	return strcmp(q->b->strs[*(const uint32_t *)entry], q->key) == 0;
 }
 
 /* The string table index of s (NULL: ""), added if new. */
 static int64_t str_index(struct builder *b, const char *s)
 {
-	size_t i, mask;
+	struct query q = { b, s };
+	uint32_t *e;
+	bool added;
 
 	if (!s || !*s)
 		return 0;
-	if ((b->nstrs + 1) * 2 > b->nstrslot) {
-		size_t sz = b->nstrslot ? b->nstrslot * 2 : 4096, j;
-		free(b->strslot);
-		b->strslot = xcalloc(sz, sizeof *b->strslot);
-		b->nstrslot = sz;
-		for (j = 1; j < b->nstrs; j++) {
-			for (i = hash_str(b->strs[j]) & (sz - 1); b->strslot[i]; i = (i + 1) & (sz - 1))
-				;
-			b->strslot[i] = (uint32_t)j + 1;
-		}
-	}
-	mask = b->nstrslot - 1;
-	for (i = hash_str(s) & mask; b->strslot[i]; i = (i + 1) & mask)
-		if (strcmp(b->strs[b->strslot[i] - 1], s) == 0)
-			return b->strslot[i] - 1;
+	e = hashmap_put(&b->strindex, hash_str(s), str_eq, &q, &added);
+	if (!added)
+		return *e;
 	if (b->nstrs == b->astrs) {
 		b->astrs *= 2;
 		b->strs = xrealloc(b->strs, b->astrs * sizeof *b->strs);
 	}
 	b->strs[b->nstrs] = xstrdup(s);
-	b->strslot[i] = (uint32_t)++b->nstrs;
-	return (int64_t)b->nstrs - 1;
+	*e = (uint32_t)b->nstrs++;
+	return *e;
+}
+
+static bool func_eq(const void *entry, const void *key)
+{
+	const struct query *q = key;
+	const struct pfunc *a = &q->b->funcs[*(const uint32_t *)entry], *f = q->key;
+	return a->name == f->name && a->file == f->file;
 }
 
 /* The id of the function (name, file), added if new. */
 static uint64_t func_id(struct builder *b, const char *name, const char *file)
 {
-	int64_t n = str_index(b, name), f = str_index(b, file);
-	size_t i, mask;
+	struct pfunc key = { str_index(b, name), str_index(b, file) };
+	struct query q = { b, &key };
+	uint32_t *e;
+	bool added;
 
-	if ((b->nfuncs + 1) * 2 > b->nfuncslot) {
-		size_t sz = b->nfuncslot ? b->nfuncslot * 2 : 1024, j;
-		free(b->funcslot);
-		b->funcslot = xcalloc(sz, sizeof *b->funcslot);
-		b->nfuncslot = sz;
-		for (j = 0; j < b->nfuncs; j++) {
-			uint64_t h = mix((uint64_t)b->funcs[j].name * 31 + (uint64_t)b->funcs[j].file);
-			for (i = h & (sz - 1); b->funcslot[i]; i = (i + 1) & (sz - 1))
-				;
-			b->funcslot[i] = (uint32_t)j + 1;
-		}
-	}
-	mask = b->nfuncslot - 1;
-	for (i = mix((uint64_t)n * 31 + (uint64_t)f) & mask; b->funcslot[i]; i = (i + 1) & mask) {
-		const struct pfunc *p = &b->funcs[b->funcslot[i] - 1];
-		if (p->name == n && p->file == f)
-			return b->funcslot[i];
-	}
+	e = hashmap_put(&b->funcindex, hash_mix64((uint64_t)key.name * 31 + (uint64_t)key.file),
+			func_eq, &q, &added);
+	if (!added)
+		return (uint64_t)*e + 1;
 	if (b->nfuncs == b->afuncs) {
 		b->afuncs = b->afuncs ? b->afuncs * 2 : 256;
 		b->funcs = xrealloc(b->funcs, b->afuncs * sizeof *b->funcs);
 	}
-	b->funcs[b->nfuncs].name = n;
-	b->funcs[b->nfuncs].file = f;
-	b->funcslot[i] = (uint32_t)++b->nfuncs;
+	b->funcs[b->nfuncs] = key;
+	*e = (uint32_t)b->nfuncs++;
 	return b->nfuncs;
 }
 
@@ -198,41 +170,36 @@ static void loc_lines(struct builder *b, struct ploc *l)
 	l->nlines = b->nlines - l->first_line;
 }
 
+/* An entry of the index of locations. */
+struct lockey {
+	uint32_t gmod;
+	uint32_t loc;                 /* location index */
+	uint64_t offset;
+};
+
+static bool loc_eq(const void *entry, const void *key)
+{
+	const struct lockey *a = entry, *k = key;
+	return a->gmod == k->gmod && a->offset == k->offset;
+}
+
 /* The id of the location of a frame, added (and symbolized) if new. */
 static uint64_t loc_id(struct builder *b, uint32_t gmod, uint64_t offset)
 {
-	size_t i, mask;
+	struct lockey key = { gmod, 0, offset }, *e;
 	struct ploc *l;
+	bool added;
 
-	if ((b->nlocs + 1) * 2 > b->nlocslot) {
-		size_t sz = b->nlocslot ? b->nlocslot * 2 : 4096, j;
-		free(b->locslot);
-		free(b->lockey_a);
-		free(b->lockey_b);
-		b->locslot = xcalloc(sz, sizeof *b->locslot);
-		b->lockey_a = xmalloc(sz * sizeof *b->lockey_a);
-		b->lockey_b = xmalloc(sz * sizeof *b->lockey_b);
-		b->nlocslot = sz;
-		for (j = 0; j < b->nlocs; j++) {
-			uint64_t h = mix(b->locs[j].offset ^ ((uint64_t)b->locs[j].gmod << 40));
-			for (i = h & (sz - 1); b->locslot[i]; i = (i + 1) & (sz - 1))
-				;
-			b->locslot[i] = (uint32_t)j + 1;
-			b->lockey_a[i] = b->locs[j].gmod;
-			b->lockey_b[i] = b->locs[j].offset;
-		}
-	}
-	mask = b->nlocslot - 1;
-	for (i = mix(offset ^ ((uint64_t)gmod << 40)) & mask; b->locslot[i]; i = (i + 1) & mask)
-		if (b->lockey_a[i] == gmod && b->lockey_b[i] == offset)
-			return b->locslot[i];
+	e = hashmap_put(&b->locindex, hash_mix64(offset ^ ((uint64_t)gmod << 40)), loc_eq, &key,
+			&added);
+	if (!added)
+		return (uint64_t)e->loc + 1;
+	*e = key;
+	e->loc = (uint32_t)b->nlocs;
 	if (b->nlocs == b->alocs) {
 		b->alocs = b->alocs ? b->alocs * 2 : 1024;
 		b->locs = xrealloc(b->locs, b->alocs * sizeof *b->locs);
 	}
-	b->locslot[i] = (uint32_t)b->nlocs + 1;
-	b->lockey_a[i] = gmod;
-	b->lockey_b[i] = offset;
 	l = &b->locs[b->nlocs++];
 	l->gmod = gmod;
 	l->offset = offset;
@@ -280,14 +247,12 @@ static void builder_free(struct builder *b)
 	for (i = 0; i < b->nstrs; i++)
 		free(b->strs[i]);
 	free(b->strs);
-	free(b->strslot);
+	hashmap_release(&b->strindex);
 	free(b->locs);
-	free(b->lockey_a);
-	free(b->lockey_b);
-	free(b->locslot);
+	hashmap_release(&b->locindex);
 	free(b->lines);
 	free(b->funcs);
-	free(b->funcslot);
+	hashmap_release(&b->funcindex);
 	free(b->mods);
 	free(b->mapping_gmod);
 }
@@ -378,6 +343,9 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 	uint8_t *buf;
 	int rc;
 
+	hashmap_init(&b.strindex, sizeof(uint32_t));
+	hashmap_init(&b.funcindex, sizeof(uint32_t));
+	hashmap_init(&b.locindex, sizeof(struct lockey));
 	b.astrs = 256;
 	b.strs = xmalloc(b.astrs * sizeof *b.strs);
 	b.strs[b.nstrs++] = xstrdup("");   /* string_table[0] is always "" */

@@ -6,6 +6,7 @@
 #ifndef MEMWATCH_REPORT_INTERNAL_H
 #define MEMWATCH_REPORT_INTERNAL_H
 
+#include "hashmap.h"
 #include "report.h"
 #include "snapshot.h"
 #include "symbolize.h"
@@ -63,8 +64,7 @@ struct report {
 	int nin;
 	struct row *rows;
 	size_t nrows, arows;
-	size_t *table;                /* open addressing: row index + 1, 0 empty */
-	size_t ntable;
+	struct hashmap index;         /* of rows: entries are row indexes */
 	char *kbuf;                   /* key being built */
 	size_t klen, kcap;
 };

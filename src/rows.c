@@ -6,6 +6,7 @@
  * by raw addresses, so snapshots of two runs of the same binaries diff cleanly
  * whatever their address layouts. */
 #include "config.h"
+#include "hashmap.h"
 #include "report-internal.h"
 #include "util.h"
 
@@ -16,16 +17,6 @@
 
 /* --------------------------------------------------------------------------- */
 /* Rows, keyed by stack, function or line. */
-
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = UINT64_C(1469598103934665603);
-	while (n--) {
-		h ^= (unsigned char)*p++;
-		h *= UINT64_C(1099511628211);
-	}
-	return h ^ (h >> 29);
-}
 
 static void key_reset(struct report *r)
 {
@@ -99,34 +90,36 @@ static bool row_matches(const struct report *r, const struct row *w, const struc
 	return true;
 }
 
+/* What the index of rows is asked: is this candidate that row? */
+struct row_query {
+	const struct report *r;
+	const struct cand *c;
+};
+
+static bool row_eq(const void *entry, const void *key)
+{
+	const struct row_query *q = key;
+	return row_matches(q->r, &q->r->rows[*(const size_t *)entry], q->c);
+}
+
 /* The row of candidate c, created if new. */
 static struct row *row_get(struct report *r, const struct cand *c, bool keyed, bool truncated)
 {
-	size_t i, mask;
+	struct row_query q = { r, c };
 	struct row *w;
+	size_t *idx;
+	bool added;
 
-	if ((r->nrows + 1) * 2 > r->ntable) {
-		size_t sz = r->ntable ? r->ntable * 2 : 1024, j;
-		free(r->table);
-		r->table = xcalloc(sz, sizeof *r->table);
-		r->ntable = sz;
-		for (j = 0; j < r->nrows; j++) {
-			for (i = r->rows[j].hash & (sz - 1); r->table[i]; i = (i + 1) & (sz - 1))
-				;
-			r->table[i] = j + 1;
-		}
-	}
-	mask = r->ntable - 1;
-	for (i = c->hash & mask; r->table[i]; i = (i + 1) & mask) {
-		w = &r->rows[r->table[i] - 1];
-		if (row_matches(r, w, c))
-			return w;
-	}
+	if (!r->index.esize)
+		hashmap_init(&r->index, sizeof(size_t));
+	idx = hashmap_put(&r->index, c->hash, row_eq, &q, &added);
+	if (!added)
+		return &r->rows[*idx];
 	if (r->nrows == r->arows) {
 		r->arows = r->arows ? r->arows * 2 : 256;
 		r->rows = xrealloc(r->rows, r->arows * sizeof *r->rows);
 	}
-	r->table[i] = r->nrows + 1;
+	*idx = r->nrows;
 	w = &r->rows[r->nrows];
 	memset(w, 0, sizeof *w);
 	w->seq = (uint32_t)r->nrows++;
@@ -670,6 +663,6 @@ void rows_free(struct report *r)
 	for (size_t i = 0; i < r->nrows; i++)
 		free(r->rows[i].key);
 	free(r->rows);
-	free(r->table);
+	hashmap_release(&r->index);
 	free(r->kbuf);
 }

@@ -1,0 +1,51 @@
+/* hashmap.h: the CLI's one hash table, open addressing with linear probing:
+ * entries of one fixed size are kept in the table itself, each beside its
+ * 64-bit hash, so that a probe compares hashes and calls the caller's eq only
+ * on a match; the table doubles when it is half full. And the hash functions
+ * its users share. */
+#ifndef MEMWATCH_HASHMAP_H
+#define MEMWATCH_HASHMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hashmap {
+	unsigned char *slots;         /* each: the hash (0: empty), then the entry */
+	size_t stride;                /* bytes per slot */
+	size_t mask;                  /* slots - 1; 0 before the first entry */
+	size_t n;                     /* entries */
+	size_t esize;                 /* bytes per entry */
+};
+
+/* Does entry (in the table) hold key (as the caller's lookup gives it)? */
+typedef bool hashmap_eq(const void *entry, const void *key);
+
+/* An empty map of entries of esize bytes. */
+void hashmap_init(struct hashmap *m, size_t esize);
+
+/* Free the table (what its entries point to is the caller's to free first,
+ * with hashmap_next); m is empty again. */
+void hashmap_release(struct hashmap *m);
+
+/* The entry of hash that eq says holds key, or NULL. */
+void *hashmap_find(const struct hashmap *m, uint64_t hash, hashmap_eq *eq, const void *key);
+
+/* The entry of hash that eq says holds key; if there is none, a new one, all
+ * zeros, for the caller to fill (*added set). Pointers into the map stay good
+ * until the next hashmap_put. */
+void *hashmap_put(struct hashmap *m, uint64_t hash, hashmap_eq *eq, const void *key, bool *added);
+
+/* The entries in table order: the first after prev (NULL: the first), or NULL
+ * at the end. */
+void *hashmap_next(const struct hashmap *m, const void *prev);
+
+/* splitmix64's finalizer: a good spread for numbers (offsets, ids). */
+uint64_t hash_mix64(uint64_t x);
+/* The bytes of s, and n bytes at p, hashed by FNV-1a's steps; the start value
+ * is FNV's offset basis with its last digit lost, as the first copies of this
+ * code had it: the flame graphs' colours derive from it, so it stays. */
+uint64_t hash_str(const char *s);
+uint64_t hash_bytes(const void *p, size_t n);
+
+#endif
