@@ -323,148 +323,184 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 	return -1;
 }
 
-int cmd_snap(int argc, char **argv)
-{
-	struct snap_opts o = { 0 };
+/* One memwatch snap at work. */
+struct snap_run {
+	struct snap_opts o;
+	char *path;                   /* where the snapshot goes */
+	int fd;                       /* the control connection */
 	struct control_status st;
-	struct control_started got = { 0 };
-	uint64_t wait_ms;
-	struct snapshot *s = NULL;
-	unsigned char *buf = NULL;
-	size_t len = 0, i;
-	char *cause = NULL, *path = NULL;
-	char b1[32];
-	uint64_t live = 0, samples = 0;
-	int fd = -1, r, sig, ret = MW_EXIT_FAILURE;
-	bool attached, started = false;
+	struct control_started got;
+	bool started;                 /* this connection holds a capture */
+};
 
-	r = parse_args(argc, argv, &o);
-	if (r >= 0)
-		return r;
-	if (pid_is_kernel_thread(o.pid)) {
-		mw_error("pid %d is a kernel thread: it has no heap to snapshot", o.pid);
-		return MW_EXIT_NOPROC;
-	}
-	/* refuse an existing file before sampling for a while, not after */
-	path = o.output ? xstrdup(o.output) : default_name(o.pid);
-	if (outfile_check(path, o.force, &cause) < 0) {
-		mw_error("%s", cause);
+/* Hold the capture while the snapshot is taken: one running already (another
+ * memwatch's) is joined at its rate and left running, since stop only drops
+ * this connection's hold. Returns how long to sample (ms), or -1 with *ret
+ * set (said). */
+static int64_t hold_capture(struct snap_run *sr, int *ret)
+{
+	char *cause = NULL;
+
+	if (control_status(sr->fd, &sr->st, &cause) < 0 ||
+	    (sr->o.wait_ms && control_start(sr->fd, sr->o.rate, 0, 0, &sr->got, &cause) < 0)) {
+		*ret = request_failed(cause);
 		free(cause);
-		free(path);
-		return MW_EXIT_FAILURE;
+		return -1;
 	}
-	stop_signals_install();
-	/* neither loading an agent nor asking one can be done in a stopped process */
-	if ((r = wait_running(o.pid)) != 0) {
-		free(path);
-		return r;
-	}
-	r = ensure_agent(o.pid, o.wait_ms > 0, &fd, &attached);
-	if (r < 0) {
-		free(path);
-		return -r;
-	}
-	if (control_status(fd, &st, &cause) < 0) {
-		ret = request_failed(cause);
-		goto out;
-	}
-	/* hold the capture while the snapshot is taken: one running already
-	 * (another memwatch's) is joined at its rate and left running, since stop
-	 * only drops this connection's hold */
-	if (o.wait_ms && control_start(fd, o.rate, 0, 0, &got, &cause) < 0) {
-		ret = request_failed(cause);
-		goto out;
-	}
-	started = o.wait_ms != 0;
-	if (started && got.joined && got.rate != o.rate)
-		control_warn_rate(o.pid, &got, o.rate);
+	sr->started = sr->o.wait_ms != 0;
+	if (!sr->started)
+		return 0;
+	sr->st.capturing = true;
+	if (sr->got.joined && sr->got.rate != sr->o.rate)
+		control_warn_rate(sr->o.pid, &sr->got, sr->o.rate);
 	/* a capture joined has sampled for a while already: only the rest of
 	 * --wait is waited when another memwatch runs it (another snap may have
 	 * started it a moment ago); one the agent runs on its own (preloaded with
 	 * capture=now) has sampled from the start: the snapshot is taken at once */
-	wait_ms = !started ? 0 : !got.joined ? o.wait_ms :
-		  got.holder_pid <= 0 || got.age_ms >= o.wait_ms ? 0 : o.wait_ms - got.age_ms;
-	if (started)
-		st.capturing = true;
-	if (wait_ms) {
-		/* sample now, for a while, on this connection (closing it drops
-		 * the hold: the last one stops capture and removes the hooks) */
-		char b2[32];
-		if (got.joined)
-			fprintf(stderr, "memwatch: pid %d: joined the capture running for %s; sampling "
-				"%s more\n", o.pid, fmt_seconds(b1, sizeof b1, (double)got.age_ms / 1000),
-				fmt_seconds(b2, sizeof b2, (double)wait_ms / 1000));
-		else
-			fprintf(stderr, "memwatch: pid %d: capture started now; sampling for %s: the "
-				"snapshot holds only what is allocated from now on\n", o.pid,
-				fmt_seconds(b2, sizeof b2, (double)o.wait_ms / 1000));
-		sig = wait_interruptible(wait_ms);
-		if (sig) {
-			mw_error("pid %d: interrupted: capture stopped, no snapshot written", o.pid);
-			ret = MW_EXIT_SIGNAL + sig;
-			goto out;
-		}
-		if ((r = wait_running(o.pid)) != 0) {
-			ret = r;
-			goto out;
-		}
-		if (control_status(fd, &st, &cause) < 0) {
-			ret = request_failed(cause);
-			goto out;
-		}
+	if (!sr->got.joined)
+		return (int64_t)sr->o.wait_ms;
+	return sr->got.holder_pid <= 0 || sr->got.age_ms >= sr->o.wait_ms
+		       ? 0 : (int64_t)(sr->o.wait_ms - sr->got.age_ms);
+}
+
+/* Sample now, for wait_ms, on this connection (closing it drops the hold: the
+ * last one stops capture and removes the hooks). 0, or an exit status (said). */
+static int sample_for(struct snap_run *sr, uint64_t wait_ms)
+{
+	char b1[32], b2[32], *cause = NULL;
+	int sig, r;
+
+	if (sr->got.joined)
+		fprintf(stderr, "memwatch: pid %d: joined the capture running for %s; sampling "
+			"%s more\n", sr->o.pid, fmt_seconds(b1, sizeof b1, (double)sr->got.age_ms / 1000),
+			fmt_seconds(b2, sizeof b2, (double)wait_ms / 1000));
+	else
+		fprintf(stderr, "memwatch: pid %d: capture started now; sampling for %s: the "
+			"snapshot holds only what is allocated from now on\n", sr->o.pid,
+			fmt_seconds(b2, sizeof b2, (double)sr->o.wait_ms / 1000));
+	sig = wait_interruptible(wait_ms);
+	if (sig) {
+		mw_error("pid %d: interrupted: capture stopped, no snapshot written", sr->o.pid);
+		return MW_EXIT_SIGNAL + sig;
 	}
-	{
-		char note[160];
-		if (control_python_note(&st, note, sizeof note))
-			fprintf(stderr, "memwatch: pid %d: %s\n", o.pid, note);
+	if ((r = wait_running(sr->o.pid)) != 0)
+		return r;
+	if (control_status(sr->fd, &sr->st, &cause) < 0) {
+		r = request_failed(cause);
+		free(cause);
+		return r;
 	}
-	if ((r = fetch_snapshot(o.pid, fd, &buf, &len)) != 0) {
-		ret = r;
-		goto out;
-	}
-	if (started && control_stop(fd, &cause) < 0) {
-		mw_warn("pid %d: stopping capture: %s", o.pid, cause);
+	return 0;
+}
+
+/* Fetch the snapshot, let the capture go, and write the file (where the RSS
+ * is, by mapping, and the names of JIT frames added). 0, or an exit status
+ * (said); *out: the snapshot (caller frees). */
+static int fetch_and_write(struct snap_run *sr, struct snapshot **out)
+{
+	unsigned char *buf = NULL;
+	char *cause = NULL, note[160];
+	size_t len = 0;
+	int r;
+
+	if (control_python_note(&sr->st, note, sizeof note))
+		fprintf(stderr, "memwatch: pid %d: %s\n", sr->o.pid, note);
+	if ((r = fetch_snapshot(sr->o.pid, sr->fd, &buf, &len)) != 0)
+		return r;
+	if (sr->started && control_stop(sr->fd, &cause) < 0) {
+		mw_warn("pid %d: stopping capture: %s", sr->o.pid, cause);
 		free(cause);
 		cause = NULL;
 	}
-	s = snapshot_decode(buf, len, &cause);
-	if (!s) {
-		mw_error("pid %d: the agent sent an invalid snapshot: %s", o.pid, cause);
-		goto out;
+	*out = snapshot_decode(buf, len, &cause);
+	free(buf);
+	if (!*out) {
+		mw_error("pid %d: the agent sent an invalid snapshot: %s", sr->o.pid, cause);
+		free(cause);
+		return MW_EXIT_FAILURE;
 	}
-	/* where the RSS is, by mapping, and the names of JIT frames */
-	maps_enrich_snapshot(s, o.pid);
-	if ((o.embed && symbolize_embed(s, NULL, 0, &cause) < 0) ||
-	    snapshot_write(s, path, o.force, &cause) < 0) {
+	maps_enrich_snapshot(*out, sr->o.pid);
+	if ((sr->o.embed && symbolize_embed(*out, NULL, 0, &cause) < 0) ||
+	    snapshot_write(*out, sr->path, sr->o.force, &cause) < 0) {
 		mw_error("%s", cause);
-		goto out;
+		free(cause);
+		return MW_EXIT_FAILURE;
 	}
-	for (i = 0; i < s->nstacks; i++) {
+	return 0;
+}
+
+/* What the snapshot at path holds, in one line on stdout (under its path). */
+static void print_summary(const struct snap_run *sr, const struct snapshot *s)
+{
+	uint64_t live = s->dropped_bytes, samples = 0;
+	char b1[32], b2[32];
+
+	for (size_t i = 0; i < s->nstacks; i++) {
 		live += s->stacks[i].live_bytes;
 		samples += s->stacks[i].live_samples;
 	}
-	live += s->dropped_bytes;
-	printf("%s\n", path);
-	if (!st.capturing) {
-		printf("pid %d: capture is off, so the snapshot holds no call stacks (RSS %s)\n", o.pid,
-		       fmt_bytes(b1, sizeof b1, (double)s->rss_bytes));
-		mw_warn("pid %d: the agent is loaded but not capturing: the snapshot is empty", o.pid);
+	printf("%s\n", sr->path);
+	if (!sr->st.capturing) {
+		printf("pid %d: capture is off, so the snapshot holds no call stacks (RSS %s)\n",
+		       sr->o.pid, fmt_bytes(b1, sizeof b1, (double)s->rss_bytes));
+		mw_warn("pid %d: the agent is loaded but not capturing: the snapshot is empty", sr->o.pid);
 		mw_hint("without --wait 0, memwatch snap starts capture and samples for a while first");
 	} else {
-		char b2[32];
 		printf("pid %d: %s live (estimated) in %zu stacks, %llu live samples, "
 		       "sample rate %s%s\n",
-		       o.pid, fmt_bytes(b1, sizeof b1, (double)live), s->nstacks,
+		       sr->o.pid, fmt_bytes(b1, sizeof b1, (double)live), s->nstacks,
 		       (unsigned long long)samples, fmt_bytes(b2, sizeof b2, (double)s->sample_rate),
 		       s->dropped_stacks ? " (some stacks dropped: over the stack limit)" : "");
 	}
-	ret = MW_EXIT_OK;
+}
+
+int cmd_snap(int argc, char **argv)
+{
+	struct snap_run sr = { .fd = -1 };
+	struct snapshot *s = NULL;
+	char *cause = NULL;
+	int64_t wait_ms;
+	int r, ret = MW_EXIT_FAILURE;
+	bool attached;
+
+	r = parse_args(argc, argv, &sr.o);
+	if (r >= 0)
+		return r;
+	if (pid_is_kernel_thread(sr.o.pid)) {
+		mw_error("pid %d is a kernel thread: it has no heap to snapshot", sr.o.pid);
+		return MW_EXIT_NOPROC;
+	}
+	/* refuse an existing file before sampling for a while, not after */
+	sr.path = sr.o.output ? xstrdup(sr.o.output) : default_name(sr.o.pid);
+	if (outfile_check(sr.path, sr.o.force, &cause) < 0) {
+		mw_error("%s", cause);
+		free(cause);
+		free(sr.path);
+		return MW_EXIT_FAILURE;
+	}
+	stop_signals_install();
+	/* neither loading an agent nor asking one can be done in a stopped process */
+	if ((r = wait_running(sr.o.pid)) != 0) {
+		free(sr.path);
+		return r;
+	}
+	r = ensure_agent(sr.o.pid, sr.o.wait_ms > 0, &sr.fd, &attached);
+	if (r < 0) {
+		free(sr.path);
+		return -r;
+	}
+	wait_ms = hold_capture(&sr, &ret);
+	if (wait_ms < 0)
+		goto out;
+	if (wait_ms > 0 && (ret = sample_for(&sr, (uint64_t)wait_ms)) != 0)
+		goto out;
+	ret = fetch_and_write(&sr, &s);
+	if (ret == 0)
+		print_summary(&sr, s);
 out:
-	free(cause);
-	free(path);
-	free(buf);
+	free(sr.path);
 	snapshot_free(s);
-	if (fd >= 0)
-		close(fd);
+	if (sr.fd >= 0)
+		close(sr.fd);
 	return ret;
 }
