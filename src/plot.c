@@ -1006,6 +1006,47 @@ int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned 
 	return ret;
 }
 
+/* --------------------------------------------------------------------------- */
+/* What the commands that make one file of a run log share (plot, report). */
+
+struct runlog_data *cmd_runlog_read(const char *cmd, const char *log)
+{
+	char *cause = NULL;
+	struct runlog_data *d = runlog_read(log, &cause);
+
+	if (!d) {
+		mw_error("%s: %s", cmd, cause);
+		free(cause);
+	}
+	return d;
+}
+
+struct outfile *cmd_output_open(const char *cmd, const char *output, bool force)
+{
+	char *cause = NULL;
+	struct outfile *of;
+
+	stop_signals_install();
+	of = outfile_open(output ? output : "-", force, &cause);
+	if (!of) {
+		mw_error("%s: %s", cmd, cause);
+		free(cause);
+	}
+	return of;
+}
+
+int cmd_output_commit(const char *cmd, struct outfile *of)
+{
+	char *cause = NULL;
+
+	if (outfile_commit(of, &cause) < 0) {
+		mw_error("%s: %s", cmd, cause);
+		free(cause);
+		return MW_EXIT_FAILURE;
+	}
+	return MW_EXIT_OK;
+}
+
 int cmd_plot(int argc, char **argv)
 {
 	struct plot_opts o;
@@ -1027,9 +1068,8 @@ int cmd_plot(int argc, char **argv)
 			 o.format == FMT_SVG ? "n SVG" : " PNG", o.format == FMT_SVG ? "svg" : "png");
 		return MW_EXIT_USAGE;
 	}
-	d = runlog_read(o.log, &cause);
+	d = cmd_runlog_read("plot", o.log);
 	if (!d) {
-		mw_error("plot: %s", cause);
 		ret = MW_EXIT_BADFILE;
 		goto out;
 	}
@@ -1050,10 +1090,8 @@ int cmd_plot(int argc, char **argv)
 	 * once; nothing is written into it before gnuplot has succeeded. From
 	 * here on SIGINT and SIGTERM are only noted, so that the temporary file is
 	 * removed and gnuplot stopped before memwatch ends. */
-	stop_signals_install();
-	of = outfile_open(o.output ? o.output : "-", o.force, &cause);
+	of = cmd_output_open("plot", o.output, o.force);
 	if (!of) {
-		mw_error("plot: %s", cause);
 		ret = MW_EXIT_FAILURE;
 		goto out;
 	}
@@ -1073,14 +1111,8 @@ int cmd_plot(int argc, char **argv)
 	}
 	fwrite(run.out.p, 1, run.out.len, outfile_stream(of));
 commit:
-	ret = outfile_commit(of, &cause);
+	ret = cmd_output_commit("plot", of);
 	of = NULL;
-	if (ret < 0) {
-		mw_error("plot: %s", cause);
-		ret = MW_EXIT_FAILURE;
-		goto out;
-	}
-	ret = MW_EXIT_OK;
 out:
 	outfile_abort(of);
 	free(cause);
