@@ -75,4 +75,4 @@ static int folded_write(FILE *f, struct report *r)
 	return 0;
 }
 
-const struct report_writer report_folded_writer = { "folded", folded_write, true };
+const struct report_writer report_folded_writer = { "folded", folded_write, folded_write, true };

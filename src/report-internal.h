@@ -87,12 +87,14 @@ struct expanded {
 	size_t n, head;
 };
 
-/* An output format: write the report r (r->nin 1: show, 2: diff) to f.
- * Returns 0, or -1 once the error is said. A new format is a new file with one
- * of these, and a line in report.c's table of formats. */
+/* An output format: show writes the report of one snapshot (r->nin 1) to f,
+ * diff that of two; each returns 0, or -1 once the error is said. A new
+ * format is a new file with one of these, and a line in report.c's table of
+ * formats. */
 struct report_writer {
 	const char *name;             /* as --format names it */
-	int (*write)(FILE *f, struct report *r);
+	int (*show)(FILE *f, struct report *r);
+	int (*diff)(FILE *f, struct report *r);
 	bool whole;                   /* every row unless --top is given: the whole picture */
 };
 

@@ -141,7 +141,7 @@ const char *by_name(enum report_by by)
 }
 
 /* memwatch show as JSON. */
-static void json_show(FILE *f, struct report *r)
+static int json_show(FILE *f, struct report *r)
 {
 	struct row **v;
 	size_t n, i;
@@ -169,6 +169,7 @@ static void json_show(FILE *f, struct report *r)
 	}
 	fputs("\n ]\n}\n", f);
 	free(v);
+	return 0;
 }
 
 /* The ROW objects of a diff. */
@@ -195,7 +196,7 @@ static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 }
 
 /* memwatch diff as JSON. */
-static void json_diff(FILE *f, struct report *r)
+static int json_diff(FILE *f, struct report *r)
 {
 	struct row **grown, **shrunk;
 	size_t ng, ns;
@@ -221,16 +222,7 @@ static void json_diff(FILE *f, struct report *r)
 	fputs("\n ]\n}\n", f);
 	free(grown);
 	free(shrunk);
-}
-
-
-static int json_write(FILE *f, struct report *r)
-{
-	if (r->nin == 2)
-		json_diff(f, r);
-	else
-		json_show(f, r);
 	return 0;
 }
 
-const struct report_writer report_json_writer = { "json", json_write, false };
+const struct report_writer report_json_writer = { "json", json_show, json_diff, false };

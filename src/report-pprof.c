@@ -73,4 +73,4 @@ static int pprof_out(FILE *f, struct report *r)
 }
 
 
-const struct report_writer report_pprof_writer = { "pprof", pprof_out, true };
+const struct report_writer report_pprof_writer = { "pprof", pprof_out, pprof_out, true };

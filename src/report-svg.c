@@ -89,4 +89,4 @@ static int svg_write(FILE *f, struct report *r)
 	return 0;
 }
 
-const struct report_writer report_svg_writer = { "svg", svg_write, true };
+const struct report_writer report_svg_writer = { "svg", svg_write, svg_write, true };

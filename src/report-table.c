@@ -133,14 +133,20 @@ const char *fmt_signed(char *buf, size_t n, int64_t v)
 	return buf;
 }
 
+/* How long the capture had run when s was taken, in seconds (0: unknown). */
+static double capture_seconds(const struct snapshot *s)
+{
+	return s->capture_start_ns && s->time_ns > s->capture_start_ns
+		       ? (double)(s->time_ns - s->capture_start_ns) / 1e9
+		       : 0;
+}
+
 /* The header lines that describe one snapshot. */
 static void print_snapshot_header(FILE *f, const struct input *in, const char *label)
 {
 	const struct snapshot *s = in->s;
 	char b1[64], b2[64], b3[32];
-	double cap = s->capture_start_ns && s->time_ns > s->capture_start_ns
-			     ? (double)(s->time_ns - s->capture_start_ns) / 1e9
-			     : 0;
+	double cap = capture_seconds(s);
 
 	fprintf(f, "%-10s %s\n", label, in->path);
 	fprintf(f, "  process  pid %" PRId32 ", %s\n", s->pid, s->exe && *s->exe ? s->exe : "?");
@@ -169,9 +175,7 @@ static void print_snapshot_line(FILE *f, const struct input *in, const char *lab
 {
 	const struct snapshot *s = in->s;
 	char b1[64], b2[64], b3[32];
-	double cap = s->capture_start_ns && s->time_ns > s->capture_start_ns
-			     ? (double)(s->time_ns - s->capture_start_ns) / 1e9
-			     : 0;
+	double cap = capture_seconds(s);
 
 	fprintf(f, "%-8s %s: pid %" PRId32 " %s, %s after %s of capture, %s", label, in->path,
 		s->pid, s->exe && *s->exe ? base_name(s->exe) : "?",
@@ -321,7 +325,7 @@ static void print_regions(FILE *f, const struct snapshot *s)
 }
 
 /* memwatch show as a table: the snapshot, the memory, the largest stacks. */
-static void table_show(FILE *f, struct report *r)
+static int table_show(FILE *f, struct report *r)
 {
 	const struct input *in = &r->in[0];
 	struct row **v;
@@ -365,6 +369,7 @@ static void table_show(FILE *f, struct report *r)
 	}
 	print_weak_note(f, v, n);
 	free(v);
+	return 0;
 }
 
 /* One section of the diff table (grown or shrunk rows). */
@@ -468,7 +473,7 @@ static void print_explained(FILE *f, const struct report *r)
 
 /* memwatch diff as a table: both snapshots, the change, then what grew and
  * what shrank. */
-static void table_diff(FILE *f, struct report *r)
+static int table_diff(FILE *f, struct report *r)
 {
 	const struct input *a = &r->in[0], *b = &r->in[1];
 	size_t ng, ns, i, counts[5] = { 0 };
@@ -549,17 +554,8 @@ rows:
 	}
 	free(grown);
 	free(shrunk);
-}
-
-
-/* The table of a diff (two inputs) or of one snapshot. */
-static int table_write(FILE *f, struct report *r)
-{
-	if (r->nin == 2)
-		table_diff(f, r);
-	else
-		table_show(f, r);
 	return 0;
 }
 
-const struct report_writer report_table_writer = { "table", table_write, false };
+
+const struct report_writer report_table_writer = { "table", table_show, table_diff, false };

@@ -14,28 +14,34 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The options diff and show share, in their --help. */
+#define USAGE_FORMAT_OPTIONS \
+	"    -b, --by KIND          rows per stack (default), function or line\n" \
+	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n" \
+	"    -F, --format FMT       table (default), folded (flame graphs), json, svg (a flame\n" \
+	"                           graph that opens in a browser), or pprof (a gzipped\n" \
+	"                           profile.proto for go tool pprof; needs -o or a\n" \
+	"                           redirection: it is not written to a terminal)\n" \
+	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n" \
+	"    -o, --output FILE      write the report to FILE (a regular file is replaced\n" \
+	"                           atomically, a device or FIFO written as it is)\n"
+#define USAGE_FRAME_OPTIONS \
+	"        --hide REGEX       frames whose function matches are not the user's code\n" \
+	"        --focus REGEX      only stacks with a frame whose function or file matches\n" \
+	"        --kind KIND        malloc (heap blocks), mmap (the program's own anonymous\n" \
+	"                           mappings) or all (default); mmap rows say [mmap]\n" \
+	"        --all-frames       head rows with the innermost frame, not the user's own,\n" \
+	"                           and show a Python interpreter's own frames\n" \
+	"        --full-names       C++ names with their template arguments in tables\n"
+
 const char diff_usage[] =
 	"  memwatch diff [options] BEFORE.snap AFTER.snap\n"
 	"    what grew between two snapshots (of one run, or of two runs of the same\n"
 	"    binaries), by call stack, largest growth first\n"
 	"    -n, --top N            rows of growth and of shrinkage shown (default 10; 0: all)\n"
 	"    -m, --min-bytes SIZE   leave out rows whose change is smaller than SIZE\n"
-	"    -b, --by KIND          rows per stack (default), function or line\n"
-	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
-	"    -F, --format FMT       table (default), folded (flame graphs), json, svg (a flame\n"
-	"                           graph that opens in a browser), or pprof (a gzipped\n"
-	"                           profile.proto for go tool pprof; needs -o or a\n"
-	"                           redirection: it is not written to a terminal)\n"
-	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
-	"    -o, --output FILE      write the report to FILE (a regular file is replaced\n"
-	"                           atomically, a device or FIFO written as it is)\n"
-	"        --hide REGEX       frames whose function matches are not the user's code\n"
-	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
-	"        --kind KIND        malloc (heap blocks), mmap (the program's own anonymous\n"
-	"                           mappings) or all (default); mmap rows say [mmap]\n"
-	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
-	"                           and show a Python interpreter's own frames\n"
-	"        --full-names       C++ names with their template arguments in tables\n"
+	USAGE_FORMAT_OPTIONS
+	USAGE_FRAME_OPTIONS
 	"        --details          every figure of both snapshots above the rows\n"
 	"    -h, --help             this help\n";
 
@@ -45,24 +51,10 @@ const char show_usage[] =
 	"    allocator's view of the process memory\n"
 	"    -n, --top N            rows shown (default 10; 0: all)\n"
 	"    -m, --min-bytes SIZE   leave out rows smaller than SIZE\n"
-	"    -b, --by KIND          rows per stack (default), function or line\n"
-	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n"
-	"    -F, --format FMT       table (default), folded (flame graphs), json, svg (a flame\n"
-	"                           graph that opens in a browser), or pprof (a gzipped\n"
-	"                           profile.proto for go tool pprof; needs -o or a\n"
-	"                           redirection: it is not written to a terminal)\n"
-	"    -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
-	"    -o, --output FILE      write the report to FILE (a regular file is replaced\n"
-	"                           atomically, a device or FIFO written as it is)\n"
+	USAGE_FORMAT_OPTIONS
 	"    -E, --embed-symbols FILE  also write a copy of the snapshot with the symbols of\n"
 	"                           its frames embedded, to report where its binaries are not\n"
-	"        --hide REGEX       frames whose function matches are not the user's code\n"
-	"        --focus REGEX      only stacks with a frame whose function or file matches\n"
-	"        --kind KIND        malloc (heap blocks), mmap (the program's own anonymous\n"
-	"                           mappings) or all (default); mmap rows say [mmap]\n"
-	"        --all-frames       head rows with the innermost frame, not the user's own,\n"
-	"                           and show a Python interpreter's own frames\n"
-	"        --full-names       C++ names with their template arguments in tables\n"
+	USAGE_FRAME_OPTIONS
 	"        --details          every figure of the snapshot above the rows\n"
 	"    -h, --help             this help\n";
 
@@ -378,6 +370,12 @@ static int embed_copy(const struct report_options *o, struct snapshot *s)
 	return rc;
 }
 
+/* The report of r in format w to f. 0, or -1 once said. */
+static int write_report(const struct report_writer *w, FILE *f, struct report *r)
+{
+	return r->nin == 2 ? w->diff(f, r) : w->show(f, r);
+}
+
 /* Can debuginfod show a progress line (see symbolize.c)? */
 static bool progress_possible(void)
 {
@@ -435,7 +433,7 @@ int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs
 	if (st != MW_EXIT_OK)
 		return st;
 	if (table)
-		report_table_writer.write(table, &r);
+		write_report(&report_table_writer, table, &r);
 	if (svg) {
 		o.top = 0;
 		report_svg(svg, &r, true);
@@ -454,13 +452,13 @@ static int write_to(struct outfile *out, struct report *r)
 	FILE *f = outfile_stream(out);
 
 	if (!progress_possible())
-		return writers[r->o->format]->write(f, r);
+		return write_report(writers[r->o->format], f, r);
 	f = open_memstream(&text, &textlen);
 	if (!f) {
 		mw_error("open_memstream: %s", strerror(errno));
 		return -1;
 	}
-	if (writers[r->o->format]->write(f, r) < 0) {
+	if (write_report(writers[r->o->format], f, r) < 0) {
 		fclose(f);
 		free(text);
 		return -1;

@@ -506,24 +506,25 @@ int cmp_live(const void *pa, const void *pb)
 	return cmp_seq(a, b);
 }
 
-int cmp_growth_desc(const void *pa, const void *pb)
+/* Weak rows last, then by growth (sign 1: largest first; -1: the most
+ * negative first), then in creation order. */
+static int cmp_growth(const struct row *a, const struct row *b, int sign)
 {
-	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
 	if (cmp_weak(a, b))
 		return cmp_weak(a, b);
 	if (a->growth != b->growth)
-		return a->growth > b->growth ? -1 : 1;
+		return (a->growth > b->growth ? -1 : 1) * sign;
 	return cmp_seq(a, b);
+}
+
+int cmp_growth_desc(const void *pa, const void *pb)
+{
+	return cmp_growth(*(const struct row *const *)pa, *(const struct row *const *)pb, 1);
 }
 
 int cmp_growth_asc(const void *pa, const void *pb)
 {
-	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
-	if (cmp_weak(a, b))
-		return cmp_weak(a, b);
-	if (a->growth != b->growth)
-		return a->growth < b->growth ? -1 : 1;
-	return cmp_seq(a, b);
+	return cmp_growth(*(const struct row *const *)pa, *(const struct row *const *)pb, -1);
 }
 
 /* Rows passing pred, sorted by cmp, at most limit (0: all). Caller frees. */
