@@ -41,9 +41,7 @@ struct flame {
 	struct node *nodes;
 	size_t nnodes, anodes;
 	struct hashmap children;        /* struct child: the children of indexed nodes */
-	char **strs;                    /* interned strings */
-	size_t nstrs, astrs;
-	struct hashmap strindex;        /* uint32_t string ids */
+	struct strtab strs;             /* labels */
 };
 
 /* An entry of the index of children: the child labelled label of parent. */
@@ -62,38 +60,10 @@ static bool child_eq(const void *entry, const void *key)
 	return a->parent == k->parent && a->label == k->label;
 }
 
-/* What the index of strings is asked. */
-struct str_query {
-	const struct flame *fl;
-	const char *s;
-};
-
-static bool str_eq(const void *entry, const void *key)
-{
-	const struct str_query *q = key;
-	return strcmp(q->fl->strs[*(const uint32_t *)entry], q->s) == 0;
-}
-
 /* The id of string s, interned on first sight. */
 static uint32_t intern(struct flame *fl, const char *s)
 {
-	struct str_query q = { fl, s };
-	uint32_t *e;
-	bool added;
-
-	if (!s)
-		return NONE;
-	/* the hash kept beside the entry spares most string compares */
-	e = hashmap_put(&fl->strindex, hash_str(s), str_eq, &q, &added);
-	if (!added)
-		return *e;
-	if (fl->nstrs == fl->astrs) {
-		fl->astrs = fl->astrs ? fl->astrs * 2 : 256;
-		fl->strs = xrealloc(fl->strs, fl->astrs * sizeof *fl->strs);
-	}
-	fl->strs[fl->nstrs] = xstrdup(s);
-	*e = (uint32_t)fl->nstrs;
-	return (uint32_t)fl->nstrs++;
+	return s ? strtab_id(&fl->strs, s) : NONE;
 }
 
 static uint32_t node_new(struct flame *fl, uint32_t parent, uint32_t label)
@@ -167,7 +137,7 @@ static uint32_t child_get(struct flame *fl, uint32_t parent, uint32_t label)
 
 static const char *str(const struct flame *fl, uint32_t id)
 {
-	return id == NONE ? NULL : fl->strs[id];
+	return id == NONE ? NULL : fl->strs.s[id];
 }
 
 struct flame *flame_new(bool diff)
@@ -175,7 +145,7 @@ struct flame *flame_new(bool diff)
 	struct flame *fl = xcalloc(1, sizeof *fl);
 	fl->diff = diff;
 	hashmap_init(&fl->children, sizeof(struct child));
-	hashmap_init(&fl->strindex, sizeof(uint32_t));
+	strtab_init(&fl->strs);
 	node_new(fl, NONE, intern(fl, "all"));
 	return fl;
 }
@@ -227,10 +197,7 @@ void flame_free(struct flame *fl)
 {
 	if (!fl)
 		return;
-	for (size_t i = 0; i < fl->nstrs; i++)
-		free(fl->strs[i]);
-	free(fl->strs);
-	hashmap_release(&fl->strindex);
+	strtab_release(&fl->strs);
 	hashmap_release(&fl->children);
 	free(fl->nodes);
 	free(fl);
@@ -289,7 +256,7 @@ static int cmp_child(const void *a, const void *b)
 {
 	const struct node *x = &sort_fl->nodes[*(const uint32_t *)a];
 	const struct node *y = &sort_fl->nodes[*(const uint32_t *)b];
-	return strcmp(sort_fl->strs[x->label], sort_fl->strs[y->label]);
+	return strcmp(sort_fl->strs.s[x->label], sort_fl->strs.s[y->label]);
 }
 
 /* A node's fill colour. A graph of one snapshot: greens and blues by a hash of
@@ -308,7 +275,7 @@ static void node_color(const struct flame *fl, const struct node *n, char *buf, 
 		else
 			snprintf(buf, len, "rgb(215,215,215)");
 	} else {
-		uint64_t h = hash_str(fl->strs[n->label]);
+		uint64_t h = hash_str(fl->strs.s[n->label]);
 		h ^= h >> 31;
 		double v1 = (double)(h & 0xff) / 255, v2 = (double)((h >> 8) & 0xff) / 255;
 		snprintf(buf, len, "rgb(%d,%d,%d)", (int)(40 * v2), (int)(170 + 70 * v1),

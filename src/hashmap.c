@@ -107,6 +107,51 @@ void *hashmap_next(const struct hashmap *m, const void *prev)
 	return NULL;
 }
 
+void strtab_init(struct strtab *t)
+{
+	memset(t, 0, sizeof *t);
+	hashmap_init(&t->index, sizeof(uint32_t));
+}
+
+/* What the index of a strtab is asked. */
+struct str_query {
+	const struct strtab *t;
+	const char *s;
+};
+
+static bool str_eq(const void *entry, const void *key)
+{
+	const struct str_query *q = key;
+	return strcmp(q->t->s[*(const uint32_t *)entry], q->s) == 0;
+}
+
+uint32_t strtab_id(struct strtab *t, const char *s)
+{
+	struct str_query q = { t, s };
+	uint32_t *e;
+	bool added;
+
+	e = hashmap_put(&t->index, hash_str(s), str_eq, &q, &added);
+	if (!added)
+		return *e;
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 256;
+		t->s = xrealloc(t->s, t->cap * sizeof *t->s);
+	}
+	t->s[t->n] = xstrdup(s);
+	*e = (uint32_t)t->n;
+	return (uint32_t)t->n++;
+}
+
+void strtab_release(struct strtab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->s[i]);
+	free(t->s);
+	hashmap_release(&t->index);
+	strtab_init(t);
+}
+
 uint64_t hash_mix64(uint64_t x)
 {
 	x ^= x >> 30;

@@ -40,6 +40,20 @@ void *hashmap_put(struct hashmap *m, uint64_t hash, hashmap_eq *eq, const void *
  * at the end. */
 void *hashmap_next(const struct hashmap *m, const void *prev);
 
+/* A table of strings, each kept once (a copy), numbered in order of first
+ * sight. */
+struct strtab {
+	char **s;                     /* by id */
+	size_t n, cap;
+	struct hashmap index;         /* uint32_t ids */
+};
+
+void strtab_init(struct strtab *t);
+/* The id of s, a copy added if new. */
+uint32_t strtab_id(struct strtab *t, const char *s);
+/* Free the strings and the table; t is empty again. */
+void strtab_release(struct strtab *t);
+
 /* splitmix64's finalizer: a good spread for numbers (offsets, ids). */
 uint64_t hash_mix64(uint64_t x);
 /* The bytes of s, and n bytes at p, hashed by FNV-1a's steps; the start value

@@ -54,9 +54,7 @@ struct pmod {
 struct builder {
 	struct symbolizer *z;
 
-	char **strs;                  /* the string table (copies) */
-	size_t nstrs, astrs;
-	struct hashmap strindex;      /* uint32_t string indexes */
+	struct strtab strs;           /* the string table */
 
 	struct ploc *locs;
 	size_t nlocs, alocs;
@@ -75,37 +73,16 @@ struct builder {
 	size_t nmappings;
 };
 
-/* What the indexes of strings and functions are asked: is this entry key? */
+/* What the index of functions is asked: is this entry key? */
 struct query {
 	const struct builder *b;
 	const void *key;
 };
 
-static bool str_eq(const void *entry, const void *key)
-{
-	const struct query *q = key;
-	return strcmp(q->b->strs[*(const uint32_t *)entry], q->key) == 0;
-}
-
 /* The string table index of s (NULL: ""), added if new. */
 static int64_t str_index(struct builder *b, const char *s)
 {
-	struct query q = { b, s };
-	uint32_t *e;
-	bool added;
-
-	if (!s || !*s)
-		return 0;
-	e = hashmap_put(&b->strindex, hash_str(s), str_eq, &q, &added);
-	if (!added)
-		return *e;
-	if (b->nstrs == b->astrs) {
-		b->astrs *= 2;
-		b->strs = xrealloc(b->strs, b->astrs * sizeof *b->strs);
-	}
-	b->strs[b->nstrs] = xstrdup(s);
-	*e = (uint32_t)b->nstrs++;
-	return *e;
+	return s && *s ? strtab_id(&b->strs, s) : 0;
 }
 
 static bool func_eq(const void *entry, const void *key)
@@ -243,11 +220,7 @@ static void modules_place(struct builder *b, const struct pprof_source *src)
 
 static void builder_free(struct builder *b)
 {
-	size_t i;
-	for (i = 0; i < b->nstrs; i++)
-		free(b->strs[i]);
-	free(b->strs);
-	hashmap_release(&b->strindex);
+	strtab_release(&b->strs);
 	free(b->locs);
 	hashmap_release(&b->locindex);
 	free(b->lines);
@@ -368,12 +341,10 @@ static void builder_init(struct builder *b, struct symbolizer *z, const struct p
 
 	memset(b, 0, sizeof *b);
 	b->z = z;
-	hashmap_init(&b->strindex, sizeof(uint32_t));
+	strtab_init(&b->strs);
 	hashmap_init(&b->funcindex, sizeof(uint32_t));
 	hashmap_init(&b->locindex, sizeof(struct lockey));
-	b->astrs = 256;
-	b->strs = xmalloc(b->astrs * sizeof *b->strs);
-	b->strs[b->nstrs++] = xstrdup("");   /* string_table[0] is always "" */
+	strtab_id(&b->strs, "");   /* string_table[0] is always "" */
 	modules_place(b, src);
 	for (size_t i = 0; i < PPROF_NVALUES; i++) {
 		perftools__profiles__value_type__init(&m->vt[i]);
@@ -532,8 +503,8 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 	prof.function = m.funcp;
 	prof.n_mapping = b.nmappings;
 	prof.mapping = m.mapp;
-	prof.n_string_table = b.nstrs;
-	prof.string_table = b.strs;
+	prof.n_string_table = b.strs.n;
+	prof.string_table = b.strs.s;
 
 	len = perftools__profiles__profile__get_packed_size(&prof);
 	buf = xmalloc(len ? len : 1);

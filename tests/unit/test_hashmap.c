@@ -1,10 +1,12 @@
 /* test_hashmap.c: unit tests for the CLI's hash table: entries found again
- * across growth, colliding and zero hashes, iteration, release. */
+ * across growth, colliding and zero hashes, iteration, release; the string
+ * table built on it; the hash functions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -93,6 +95,31 @@ static void test_iterate(void **state)
 	hashmap_release(&m);
 }
 
+/* A strtab numbers strings in order of first sight and keeps one copy. */
+static void test_strtab(void **state)
+{
+	struct strtab t;
+	char buf[16];
+	(void)state;
+
+	strtab_init(&t);
+	assert_int_equal(strtab_id(&t, ""), 0);
+	assert_int_equal(strtab_id(&t, "malloc"), 1);
+	assert_int_equal(strtab_id(&t, "free"), 2);
+	strcpy(buf, "malloc");
+	assert_int_equal(strtab_id(&t, buf), 1);
+	assert_true(t.s[1] != buf);
+	assert_string_equal(t.s[2], "free");
+	for (int i = 0; i < 5000; i++) {
+		snprintf(buf, sizeof buf, "s%d", i);
+		assert_int_equal(strtab_id(&t, buf), (uint32_t)i + 3);
+	}
+	assert_int_equal(strtab_id(&t, "s4999"), 5002);
+	assert_int_equal(t.n, 5003);
+	strtab_release(&t);
+	assert_int_equal(t.n, 0);
+}
+
 /* The string hash: FNV-1a's steps from memwatch's own start value (see
  * hashmap.h), which the flame graphs' colours come from and so must not
  * change; the same for a string and its bytes. */
@@ -112,6 +139,7 @@ int main(void)
 		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_collisions),
 		cmocka_unit_test(test_iterate),
+		cmocka_unit_test(test_strtab),
 		cmocka_unit_test(test_hashes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
