@@ -348,14 +348,14 @@ int cmd_report(int argc, char **argv)
 		ret = MW_EXIT_USAGE;
 		goto out;
 	}
-	d = cmd_runlog_read("report", o.log);
+	d = cmdfile_read_log("report", o.log);
 	if (!d) {
 		ret = MW_EXIT_BADFILE;
 		goto out;
 	}
 	/* SIGINT and SIGTERM are only noted from here: gnuplot is stopped and the
 	 * temporary file removed before memwatch ends */
-	of = cmd_output_open("report", o.output, o.force);
+	of = cmdfile_open("report", o.output, o.force);
 	if (!of) {
 		ret = MW_EXIT_FAILURE;
 		goto out;
@@ -401,7 +401,7 @@ int cmd_report(int argc, char **argv)
 	fputs("<h2>events</h2>\n", f);
 	events_table(f, d);
 	fputs("</body>\n</html>\n", f);
-	ret = cmd_output_commit("report", of);
+	ret = cmdfile_commit("report", of);
 	of = NULL;
 out:
 	outfile_abort(of);

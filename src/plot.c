@@ -1009,7 +1009,7 @@ int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned 
 /* --------------------------------------------------------------------------- */
 /* What the commands that make one file of a run log share (plot, report). */
 
-struct runlog_data *cmd_runlog_read(const char *cmd, const char *log)
+struct runlog_data *cmdfile_read_log(const char *cmd, const char *log)
 {
 	char *cause = NULL;
 	struct runlog_data *d = runlog_read(log, &cause);
@@ -1021,7 +1021,7 @@ struct runlog_data *cmd_runlog_read(const char *cmd, const char *log)
 	return d;
 }
 
-struct outfile *cmd_output_open(const char *cmd, const char *output, bool force)
+struct outfile *cmdfile_open(const char *cmd, const char *output, bool force)
 {
 	char *cause = NULL;
 	struct outfile *of;
@@ -1035,7 +1035,7 @@ struct outfile *cmd_output_open(const char *cmd, const char *output, bool force)
 	return of;
 }
 
-int cmd_output_commit(const char *cmd, struct outfile *of)
+int cmdfile_commit(const char *cmd, struct outfile *of)
 {
 	char *cause = NULL;
 
@@ -1068,7 +1068,7 @@ int cmd_plot(int argc, char **argv)
 			 o.format == FMT_SVG ? "n SVG" : " PNG", o.format == FMT_SVG ? "svg" : "png");
 		return MW_EXIT_USAGE;
 	}
-	d = cmd_runlog_read("plot", o.log);
+	d = cmdfile_read_log("plot", o.log);
 	if (!d) {
 		ret = MW_EXIT_BADFILE;
 		goto out;
@@ -1090,7 +1090,7 @@ int cmd_plot(int argc, char **argv)
 	 * once; nothing is written into it before gnuplot has succeeded. From
 	 * here on SIGINT and SIGTERM are only noted, so that the temporary file is
 	 * removed and gnuplot stopped before memwatch ends. */
-	of = cmd_output_open("plot", o.output, o.force);
+	of = cmdfile_open("plot", o.output, o.force);
 	if (!of) {
 		ret = MW_EXIT_FAILURE;
 		goto out;
@@ -1111,7 +1111,7 @@ int cmd_plot(int argc, char **argv)
 	}
 	fwrite(run.out.p, 1, run.out.len, outfile_stream(of));
 commit:
-	ret = cmd_output_commit("plot", of);
+	ret = cmdfile_commit("plot", of);
 	of = NULL;
 out:
 	outfile_abort(of);

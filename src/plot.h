@@ -23,15 +23,15 @@ int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned 
 
 /* The run log at path, read (caller frees with runlog_data_free); NULL once
  * "memwatch: CMD: why" is said. */
-struct runlog_data *cmd_runlog_read(const char *cmd, const char *log);
+struct runlog_data *cmdfile_read_log(const char *cmd, const char *log);
 
 /* Open output (NULL or "-": standard output) as outfile_open does, after
  * stop_signals_install: from here SIGINT and SIGTERM are only noted, so that
  * the temporary file is removed and a child stopped before memwatch ends.
  * NULL once said. */
-struct outfile *cmd_output_open(const char *cmd, const char *output, bool force);
+struct outfile *cmdfile_open(const char *cmd, const char *output, bool force);
 
 /* outfile_commit of, said on failure. MW_EXIT_OK or MW_EXIT_FAILURE. */
-int cmd_output_commit(const char *cmd, struct outfile *of);
+int cmdfile_commit(const char *cmd, struct outfile *of);
 
 #endif
