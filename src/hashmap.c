@@ -8,18 +8,6 @@
 
 #define FIRST_SLOTS 1024
 
-/* The hash as stored: 0 marks an empty slot. */
-static uint64_t stored(uint64_t hash)
-{
-	return hash ? hash : 1;
-}
-
-/* The first slot to probe for h: FNV's low bits are mixed with its high ones. */
-static size_t home(const struct hashmap *m, uint64_t h)
-{
-	return (size_t)(h ^ (h >> 29)) & m->mask;
-}
-
 static uint64_t *slot_at(const struct hashmap *m, size_t i)
 {
 	return (uint64_t *)(void *)(m->slots + i * m->stride);
@@ -38,8 +26,7 @@ void hashmap_release(struct hashmap *m)
 	hashmap_init(m, m->esize);
 }
 
-/* Double the table (or make the first), moving every entry. */
-static void grow(struct hashmap *m)
+void hashmap_grow_(struct hashmap *m)
 {
 	size_t nold = m->slots ? m->mask + 1 : 0, nnew = nold ? nold * 2 : FIRST_SLOTS;
 	unsigned char *old = m->slots;
@@ -51,48 +38,11 @@ static void grow(struct hashmap *m)
 		size_t i;
 		if (!*s)
 			continue;
-		for (i = home(m, *s); *slot_at(m, i); i = (i + 1) & m->mask)
+		for (i = hashmap_home_(m, *s); *slot_at(m, i); i = (i + 1) & m->mask)
 			;
 		memcpy(slot_at(m, i), s, m->stride);
 	}
 	free(old);
-}
-
-/* The slot of (hash, key): the entry's, or the empty one where it belongs. */
-static uint64_t *probe(const struct hashmap *m, uint64_t h, hashmap_eq *eq, const void *key)
-{
-	uint64_t *s;
-	size_t i;
-
-	for (i = home(m, h); *(s = slot_at(m, i)); i = (i + 1) & m->mask)
-		if (*s == h && eq(s + 1, key))
-			break;
-	return s;
-}
-
-void *hashmap_find(const struct hashmap *m, uint64_t hash, hashmap_eq *eq, const void *key)
-{
-	uint64_t *s;
-
-	if (!m->slots)
-		return NULL;
-	s = probe(m, stored(hash), eq, key);
-	return *s ? s + 1 : NULL;
-}
-
-void *hashmap_put(struct hashmap *m, uint64_t hash, hashmap_eq *eq, const void *key, bool *added)
-{
-	uint64_t h = stored(hash), *s;
-
-	if (!m->slots || (m->n + 1) * 2 > m->mask + 1)
-		grow(m);
-	s = probe(m, h, eq, key);
-	*added = !*s;
-	if (*added) {
-		*s = h;
-		m->n++;
-	}
-	return s + 1;
 }
 
 void *hashmap_next(const struct hashmap *m, const void *prev)
@@ -150,31 +100,4 @@ void strtab_release(struct strtab *t)
 	free(t->s);
 	hashmap_release(&t->index);
 	strtab_init(t);
-}
-
-uint64_t hash_mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= UINT64_C(0xbf58476d1ce4e5b9);
-	x ^= x >> 27;
-	x *= UINT64_C(0x94d049bb133111eb);
-	x ^= x >> 31;
-	return x;
-}
-
-uint64_t hash_bytes(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	uint64_t h = UINT64_C(1469598103934665603);
-
-	while (n--) {
-		h ^= *b++;
-		h *= UINT64_C(1099511628211);
-	}
-	return h;
-}
-
-uint64_t hash_str(const char *s)
-{
-	return hash_bytes(s, strlen(s));
 }

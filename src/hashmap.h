@@ -29,12 +29,14 @@ void hashmap_init(struct hashmap *m, size_t esize);
 void hashmap_release(struct hashmap *m);
 
 /* The entry of hash that eq says holds key, or NULL. */
-void *hashmap_find(const struct hashmap *m, uint64_t hash, hashmap_eq *eq, const void *key);
+static inline void *hashmap_find(const struct hashmap *m, uint64_t hash, hashmap_eq *eq,
+				 const void *key);
 
 /* The entry of hash that eq says holds key; if there is none, a new one, all
  * zeros, for the caller to fill (*added set). Pointers into the map stay good
  * until the next hashmap_put. */
-void *hashmap_put(struct hashmap *m, uint64_t hash, hashmap_eq *eq, const void *key, bool *added);
+static inline void *hashmap_put(struct hashmap *m, uint64_t hash, hashmap_eq *eq,
+				const void *key, bool *added);
 
 /* The entries in table order: the first after prev (NULL: the first), or NULL
  * at the end. */
@@ -55,11 +57,98 @@ uint32_t strtab_id(struct strtab *t, const char *s);
 void strtab_release(struct strtab *t);
 
 /* splitmix64's finalizer: a good spread for numbers (offsets, ids). */
-uint64_t hash_mix64(uint64_t x);
+static inline uint64_t hash_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= UINT64_C(0xbf58476d1ce4e5b9);
+	x ^= x >> 27;
+	x *= UINT64_C(0x94d049bb133111eb);
+	x ^= x >> 31;
+	return x;
+}
+
 /* The bytes of s, and n bytes at p, hashed by FNV-1a's steps; the start value
  * is FNV's offset basis with its last digit lost, as the first copies of this
  * code had it: the flame graphs' colours derive from it, so it stays. */
-uint64_t hash_str(const char *s);
-uint64_t hash_bytes(const void *p, size_t n);
+#define HASH_FNV_START UINT64_C(1469598103934665603)
+#define HASH_FNV_PRIME UINT64_C(1099511628211)
+
+static inline uint64_t hash_str(const char *s)
+{
+	uint64_t h = HASH_FNV_START;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * HASH_FNV_PRIME;
+	return h;
+}
+
+static inline uint64_t hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = HASH_FNV_START;
+	while (n--)
+		h = (h ^ *b++) * HASH_FNV_PRIME;
+	return h;
+}
+
+/* The rest is the inside of the table, in the header so that a lookup and
+ * its caller's eq are compiled into the caller (they run once a frame). */
+
+/* Double the table (or make the first), moving every entry. */
+void hashmap_grow_(struct hashmap *m);
+
+/* The hash as stored: 0 marks an empty slot. */
+static inline uint64_t hashmap_stored_(uint64_t hash)
+{
+	return hash ? hash : 1;
+}
+
+/* The first slot probed for h: its high bits mixed into its low ones (FNV's
+ * low bits alone spread poorly). */
+static inline size_t hashmap_home_(const struct hashmap *m, uint64_t h)
+{
+	return (size_t)(h ^ (h >> 29)) & m->mask;
+}
+
+/* The slot of (stored hash h, key): the entry's, or the empty one where it
+ * belongs. */
+static inline uint64_t *hashmap_probe_(const struct hashmap *m, uint64_t h, hashmap_eq *eq,
+				       const void *key)
+{
+	size_t i = hashmap_home_(m, h);
+	uint64_t *s;
+
+	for (;; i = (i + 1) & m->mask) {
+		s = (uint64_t *)(void *)(m->slots + i * m->stride);
+		if (!*s || (*s == h && eq(s + 1, key)))
+			return s;
+	}
+}
+
+static inline void *hashmap_find(const struct hashmap *m, uint64_t hash, hashmap_eq *eq,
+				 const void *key)
+{
+	uint64_t *s;
+
+	if (!m->slots)
+		return NULL;
+	s = hashmap_probe_(m, hashmap_stored_(hash), eq, key);
+	return *s ? s + 1 : NULL;
+}
+
+static inline void *hashmap_put(struct hashmap *m, uint64_t hash, hashmap_eq *eq,
+				const void *key, bool *added)
+{
+	uint64_t h = hashmap_stored_(hash), *s;
+
+	if (!m->slots || (m->n + 1) * 2 > m->mask + 1)
+		hashmap_grow_(m);
+	s = hashmap_probe_(m, h, eq, key);
+	*added = !*s;
+	if (*added) {
+		*s = h;
+		m->n++;
+	}
+	return s + 1;
+}
 
 #endif
