@@ -1,10 +1,9 @@
 /* report-pprof.c: --format pprof, the rows as a pprof profile (encoded by
  * pprof.c). */
 #include "config.h"
+#include "pprof.h"
 #include "report-internal.h"
 #include "util.h"
-
-#include "pprof.h"
 
 #include <stdlib.h>
 

@@ -1,9 +1,8 @@
 /* report-svg.c: --format svg, the rows as a flame graph (drawn by flame.c). */
 #include "config.h"
+#include "flame.h"
 #include "report-internal.h"
 #include "util.h"
-
-#include "flame.h"
 
 #include <inttypes.h>
 #include <stdio.h>
