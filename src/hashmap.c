@@ -8,16 +8,17 @@
 
 #define FIRST_SLOTS 1024
 
-static uint64_t *slot_at(const struct hashmap *m, size_t i)
+static uint32_t *slot_at(const struct hashmap *m, size_t i)
 {
-	return (uint64_t *)(void *)(m->slots + i * m->stride);
+	return (uint32_t *)(void *)(m->slots + i * m->stride);
 }
 
 void hashmap_init(struct hashmap *m, size_t esize)
 {
 	memset(m, 0, sizeof *m);
 	m->esize = esize;
-	m->stride = sizeof(uint64_t) + (esize + 7) / 8 * 8;
+	m->eoff = esize % 8 == 0 ? 8 : 4;
+	m->stride = (m->eoff + esize + m->eoff - 1) / m->eoff * m->eoff;
 }
 
 void hashmap_release(struct hashmap *m)
@@ -34,11 +35,11 @@ void hashmap_grow_(struct hashmap *m)
 	m->slots = xcalloc(nnew, m->stride);
 	m->mask = nnew - 1;
 	for (size_t j = 0; j < nold; j++) {
-		const uint64_t *s = (const uint64_t *)(const void *)(old + j * m->stride);
+		const uint32_t *s = (const uint32_t *)(const void *)(old + j * m->stride);
 		size_t i;
 		if (!*s)
 			continue;
-		for (i = hashmap_home_(m, *s); *slot_at(m, i); i = (i + 1) & m->mask)
+		for (i = *s & m->mask; *slot_at(m, i); i = (i + 1) & m->mask)
 			;
 		memcpy(slot_at(m, i), s, m->stride);
 	}
@@ -47,13 +48,12 @@ void hashmap_grow_(struct hashmap *m)
 
 void *hashmap_next(const struct hashmap *m, const void *prev)
 {
-	size_t i = prev ? (size_t)((const unsigned char *)prev - sizeof(uint64_t) - m->slots) /
-				  m->stride + 1
+	size_t i = prev ? (size_t)((const unsigned char *)prev - m->eoff - m->slots) / m->stride + 1
 			: 0;
 
 	for (; m->slots && i <= m->mask; i++)
 		if (*slot_at(m, i))
-			return slot_at(m, i) + 1;
+			return (unsigned char *)slot_at(m, i) + m->eoff;
 	return NULL;
 }
 

@@ -1,7 +1,7 @@
 /* hashmap.h: the CLI's one hash table, open addressing with linear probing:
- * entries of one fixed size are kept in the table itself, each beside its
- * 64-bit hash, so that a probe compares hashes and calls the caller's eq only
- * on a match; the table doubles when it is half full. And the hash functions
+ * entries of one fixed size are kept in the table itself, each beside 32
+ * bits of its hash, so that a probe compares hashes and calls the caller's eq
+ * only on a match; the table doubles when it is half full. And the hash functions
  * its users share. */
 #ifndef MEMWATCH_HASHMAP_H
 #define MEMWATCH_HASHMAP_H
@@ -11,8 +11,11 @@
 #include <stdint.h>
 
 struct hashmap {
-	unsigned char *slots;         /* each: the hash (0: empty), then the entry */
+	unsigned char *slots;         /* each: 32 bits of the hash (0: empty), then
+				       * the entry, at eoff */
 	size_t stride;                /* bytes per slot */
+	size_t eoff;                  /* 4, or 8 for entries of 8-byte multiples
+				       * (they may hold 64-bit members) */
 	size_t mask;                  /* slots - 1; 0 before the first entry */
 	size_t n;                     /* entries */
 	size_t esize;                 /* bytes per entry */
@@ -96,30 +99,25 @@ static inline uint64_t hash_bytes(const void *p, size_t n)
 /* Double the table (or make the first), moving every entry. */
 void hashmap_grow_(struct hashmap *m);
 
-/* The hash as stored: 0 marks an empty slot. */
-static inline uint64_t hashmap_stored_(uint64_t hash)
+/* The hash as stored, 32 bits (the high ones folded into the low ones, for
+ * FNV's low bits alone spread poorly); 0 marks an empty slot. */
+static inline uint32_t hashmap_stored_(uint64_t hash)
 {
-	return hash ? hash : 1;
-}
-
-/* The first slot probed for h: its high bits mixed into its low ones (FNV's
- * low bits alone spread poorly). */
-static inline size_t hashmap_home_(const struct hashmap *m, uint64_t h)
-{
-	return (size_t)(h ^ (h >> 29)) & m->mask;
+	uint32_t h = (uint32_t)(hash ^ (hash >> 32));
+	return h ? h : 1;
 }
 
 /* The slot of (stored hash h, key): the entry's, or the empty one where it
  * belongs. */
-static inline uint64_t *hashmap_probe_(const struct hashmap *m, uint64_t h, hashmap_eq *eq,
+static inline uint32_t *hashmap_probe_(const struct hashmap *m, uint32_t h, hashmap_eq *eq,
 				       const void *key)
 {
-	size_t i = hashmap_home_(m, h);
-	uint64_t *s;
+	size_t i = h & m->mask;
+	uint32_t *s;
 
 	for (;; i = (i + 1) & m->mask) {
-		s = (uint64_t *)(void *)(m->slots + i * m->stride);
-		if (!*s || (*s == h && eq(s + 1, key)))
+		s = (uint32_t *)(void *)(m->slots + i * m->stride);
+		if (!*s || (*s == h && eq((unsigned char *)s + m->eoff, key)))
 			return s;
 	}
 }
@@ -127,18 +125,18 @@ static inline uint64_t *hashmap_probe_(const struct hashmap *m, uint64_t h, hash
 static inline void *hashmap_find(const struct hashmap *m, uint64_t hash, hashmap_eq *eq,
 				 const void *key)
 {
-	uint64_t *s;
+	uint32_t *s;
 
 	if (!m->slots)
 		return NULL;
 	s = hashmap_probe_(m, hashmap_stored_(hash), eq, key);
-	return *s ? s + 1 : NULL;
+	return *s ? (unsigned char *)s + m->eoff : NULL;
 }
 
 static inline void *hashmap_put(struct hashmap *m, uint64_t hash, hashmap_eq *eq,
 				const void *key, bool *added)
 {
-	uint64_t h = hashmap_stored_(hash), *s;
+	uint32_t h = hashmap_stored_(hash), *s;
 
 	if (!m->slots || (m->n + 1) * 2 > m->mask + 1)
 		hashmap_grow_(m);
@@ -148,7 +146,7 @@ static inline void *hashmap_put(struct hashmap *m, uint64_t hash, hashmap_eq *eq
 		*s = h;
 		m->n++;
 	}
-	return s + 1;
+	return (unsigned char *)s + m->eoff;
 }
 
 #endif

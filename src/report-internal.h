@@ -64,7 +64,7 @@ struct report {
 	int nin;
 	struct row *rows;
 	size_t nrows, arows;
-	struct hashmap index;         /* of rows: entries are row indexes */
+	struct hashmap index;         /* of rows: uint32_t row indexes */
 	char *kbuf;                   /* key being built */
 	size_t klen, kcap;
 };

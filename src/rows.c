@@ -99,7 +99,7 @@ struct row_query {
 static bool row_eq(const void *entry, const void *key)
 {
 	const struct row_query *q = key;
-	return row_matches(q->r, &q->r->rows[*(const size_t *)entry], q->c);
+	return row_matches(q->r, &q->r->rows[*(const uint32_t *)entry], q->c);
 }
 
 /* The row of candidate c, created if new. */
@@ -107,11 +107,11 @@ static struct row *row_get(struct report *r, const struct cand *c, bool keyed, b
 {
 	struct row_query q = { r, c };
 	struct row *w;
-	size_t *idx;
+	uint32_t *idx;
 	bool added;
 
 	if (!r->index.esize)
-		hashmap_init(&r->index, sizeof(size_t));
+		hashmap_init(&r->index, sizeof(uint32_t));
 	idx = hashmap_put(&r->index, c->hash, row_eq, &q, &added);
 	if (!added)
 		return &r->rows[*idx];
@@ -119,7 +119,7 @@ static struct row *row_get(struct report *r, const struct cand *c, bool keyed, b
 		r->arows = r->arows ? r->arows * 2 : 256;
 		r->rows = xrealloc(r->rows, r->arows * sizeof *r->rows);
 	}
-	*idx = r->nrows;
+	*idx = (uint32_t)r->nrows;
 	w = &r->rows[r->nrows];
 	memset(w, 0, sizeof *w);
 	w->seq = (uint32_t)r->nrows++;

@@ -102,9 +102,9 @@ struct cucache {
 /* A cache slot: (module, offset) to an index into locs. */
 struct slot {
 	uint32_t gmod;
-	uint32_t used;           /* 0: made by slot_find, not filled yet */
+	uint32_t loc;            /* index into locs + 1; 0: made by slot_find, not
+				  * filled yet */
 	uint64_t offset;
-	uint32_t loc;
 };
 
 /* A (module, offset) as the caches are asked it. */
@@ -330,7 +330,7 @@ static bool slot_eq(const void *entry, const void *key)
 	return s->gmod == p->gmod && s->offset == p->offset;
 }
 
-/* The cache slot of (g, off): found, or a new one (used 0) for cache_put. */
+/* The cache slot of (g, off): found, or a new one (loc 0) for cache_put. */
 static struct slot *slot_find(struct symbolizer *z, uint32_t g, uint64_t off)
 {
 	struct place p = { g, off };
@@ -355,10 +355,9 @@ static const struct sym_loc *cache_put(struct symbolizer *z, struct slot *s, uin
 		z->locs[z->nlocs].frames = frames;
 		z->locs[z->nlocs].nframes = n;
 	}
-	s->used = 1;
 	s->gmod = g;
 	s->offset = off;
-	s->loc = (uint32_t)z->nlocs;
+	s->loc = (uint32_t)z->nlocs + 1;
 	return &z->locs[z->nlocs++];
 }
 
@@ -419,7 +418,7 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
 		uint32_t g = y->module < s->nmodules ? map[y->module] : SYM_NO_MODULE;
 
 		sl = slot_find(z, g, y->offset);
-		if (sl->used)
+		if (sl->loc)
 			continue;
 		f = xcalloc(y->nframes ? y->nframes : 1, sizeof *f);
 		for (j = 0; j < y->nframes; j++) {
@@ -850,8 +849,8 @@ const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uin
 {
 	struct slot *sl = slot_find(z, gmod, offset);
 
-	if (sl->used)
-		return &z->locs[sl->loc];
+	if (sl->loc)
+		return &z->locs[sl->loc - 1];
 	if (!z->reported)
 		start_dwfl(z);
 	if (gmod < z->nmods && !z->mods[gmod].reported)
