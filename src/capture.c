@@ -14,11 +14,11 @@
 
 #include "capture.h"
 #include "maps.h"
-#include "commands.h"
 #include "container.h"
 #include "control.h"
 #include "inject.h"
 #include "proc.h"
+#include "report.h"
 #include "snapshot.h"
 #include "symbolize.h"
 #include "util.h"
@@ -525,24 +525,30 @@ void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 	}
 }
 
+/* The report of memwatch show (one path) or diff (two), top rows, on
+ * standard output. */
+static void print_snap_report(int top, char *a, char *b)
+{
+	char *paths[2] = { a, b };
+	struct report_options o;
+
+	report_options_init(&o);
+	o.top = (unsigned long)top;
+	o.top_set = true;
+	fflush(stdout);
+	report_write(&o, paths, b ? 2 : 1);
+	report_options_release(&o);
+	fflush(stdout);
+}
+
 /* Print what grew between the first and the last snapshot, with the report of
  * memwatch diff (or show, when there is only one). */
 static void print_report(struct capture *c)
 {
-	char *argv[8];
-	int argc = 0;
-
 	if (c->o.report && c->exit_snap) {
 		fflush(stdout);
 		printf("\nmemwatch: pid %d: never freed at exit (%s):\n", c->pid, c->exit_snap);
-		argv[argc++] = "show";
-		argv[argc++] = "--top";
-		argv[argc++] = "10";
-		argv[argc++] = c->exit_snap;
-		argv[argc] = NULL;
-		fflush(stdout);
-		cmd_show(argc, argv);
-		fflush(stdout);
+		print_snap_report(10, c->exit_snap, NULL);
 		return;
 	}
 	if (!c->o.report || !c->last_snap)
@@ -551,14 +557,7 @@ static void print_report(struct capture *c)
 	printf("\nmemwatch: pid %d: %u snapshot%s; ", c->pid, c->nsnaps, c->nsnaps == 1 ? "" : "s");
 	if (c->first_snap && strcmp(c->first_snap, c->last_snap) != 0) {
 		printf("growth between %s and %s:\n", c->first_snap, c->last_snap);
-		argv[argc++] = "diff";
-		argv[argc++] = "--top";
-		argv[argc++] = "5";
-		argv[argc++] = c->first_snap;
-		argv[argc++] = c->last_snap;
-		argv[argc] = NULL;
-		fflush(stdout);
-		cmd_diff(argc, argv);
+		print_snap_report(5, c->first_snap, c->last_snap);
 	} else {
 		/* one snapshot: nothing to measure growth from (--capture now takes
 		 * no reference snapshot; growth capture ended before a second) */
@@ -566,15 +565,8 @@ static void print_report(struct capture *c)
 		       "memory still live,\n grown or not; take a second snapshot, or capture on growth, "
 		       "for a diff):\n",
 		       c->last_snap);
-		argv[argc++] = "show";
-		argv[argc++] = "--top";
-		argv[argc++] = "5";
-		argv[argc++] = c->last_snap;
-		argv[argc] = NULL;
-		fflush(stdout);
-		cmd_show(argc, argv);
+		print_snap_report(5, c->last_snap, NULL);
 	}
-	fflush(stdout);
 }
 
 int capture_end(struct capture *c, double t, enum end_reason reason, bool process_gone)

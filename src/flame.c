@@ -6,6 +6,7 @@
  * to be read without network access. */
 #include "config.h"
 #include "flame.h"
+#include "hashmap.h"
 #include "util.h"
 
 #include <inttypes.h>
@@ -39,65 +40,30 @@ struct flame {
 	bool diff;
 	struct node *nodes;
 	size_t nnodes, anodes;
-	struct slot { uint32_t parent, label, node; } *ntab;   /* -> node index + 1 */
-	size_t nntab, nindexed;
-	char **strs;                    /* interned strings */
-	size_t nstrs, astrs;
-	struct sslot { uint32_t hash, id; } *stab;   /* string hash -> id + 1 */
-	size_t nstab;
+	struct hashmap children;        /* struct child: the children of indexed nodes */
+	struct strtab strs;             /* labels */
 };
 
-static uint64_t hash_str(const char *s)
+/* An entry of the index of children: the child labelled label of parent. */
+struct child {
+	uint32_t parent, label, node;
+};
+
+static uint64_t child_hash(uint32_t parent, uint32_t label)
 {
-	uint64_t h = UINT64_C(1469598103934665603);
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= UINT64_C(1099511628211);
-	}
-	return h ^ (h >> 31);
+	return hash_mix64((uint64_t)parent << 32 | label);
 }
 
-static uint64_t hash_pair(uint32_t a, uint32_t b)
+static bool child_eq(const void *entry, const void *key)
 {
-	uint64_t h = ((uint64_t)a << 32 | b) * UINT64_C(0x9e3779b97f4a7c15);
-	return h ^ (h >> 29);
+	const struct child *a = entry, *k = key;
+	return a->parent == k->parent && a->label == k->label;
 }
 
 /* The id of string s, interned on first sight. */
 static uint32_t intern(struct flame *fl, const char *s)
 {
-	size_t i, mask;
-	uint64_t h;
-
-	if (!s)
-		return NONE;
-	if ((fl->nstrs + 1) * 2 > fl->nstab) {
-		size_t sz = fl->nstab ? fl->nstab * 2 : 1024;
-		struct sslot *old = fl->stab;
-		fl->stab = xcalloc(sz, sizeof *fl->stab);
-		for (size_t j = 0; j < fl->nstab; j++) {
-			if (!old[j].id)
-				continue;
-			for (i = old[j].hash & (sz - 1); fl->stab[i].id; i = (i + 1) & (sz - 1))
-				;
-			fl->stab[i] = old[j];
-		}
-		free(old);
-		fl->nstab = sz;
-	}
-	/* the hash kept in the slot spares most string compares */
-	h = hash_str(s);
-	mask = fl->nstab - 1;
-	for (i = h & mask; fl->stab[i].id; i = (i + 1) & mask)
-		if (fl->stab[i].hash == (uint32_t)h && strcmp(fl->strs[fl->stab[i].id - 1], s) == 0)
-			return fl->stab[i].id - 1;
-	if (fl->nstrs == fl->astrs) {
-		fl->astrs = fl->astrs ? fl->astrs * 2 : 256;
-		fl->strs = xrealloc(fl->strs, fl->astrs * sizeof *fl->strs);
-	}
-	fl->strs[fl->nstrs] = xstrdup(s);
-	fl->stab[i] = (struct sslot){ (uint32_t)h, (uint32_t)fl->nstrs + 1 };
-	return (uint32_t)fl->nstrs++;
+	return s ? strtab_id(&fl->strs, s) : NONE;
 }
 
 static uint32_t node_new(struct flame *fl, uint32_t parent, uint32_t label)
@@ -120,40 +86,21 @@ static uint32_t node_new(struct flame *fl, uint32_t parent, uint32_t label)
 	return (uint32_t)fl->nnodes++;
 }
 
-/* Enter node, child of parent labelled label, in the table (there is room). */
-static void slot_put(struct flame *fl, uint32_t parent, uint32_t label, uint32_t node)
+/* Enter node, child of parent labelled label, in the index. */
+static void child_put(struct flame *fl, uint32_t parent, uint32_t label, uint32_t node)
 {
-	size_t i, mask = fl->nntab - 1;
-	for (i = hash_pair(parent, label) & mask; fl->ntab[i].node; i = (i + 1) & mask)
-		;
-	fl->ntab[i] = (struct slot){ parent, label, node + 1 };
+	struct child key = { parent, label, node };
+	bool added;
+
+	*(struct child *)hashmap_put(&fl->children, child_hash(parent, label), child_eq, &key,
+				     &added) = key;
 }
 
-/* Make room in the table for need more entries. */
-static void table_grow(struct flame *fl, size_t need)
-{
-	size_t sz = fl->nntab ? fl->nntab : 4096, j, nold = fl->nntab;
-	struct slot *old = fl->ntab;
-
-	if ((fl->nindexed + need) * 2 <= fl->nntab)
-		return;
-	while ((fl->nindexed + need) * 2 > sz)
-		sz *= 2;
-	fl->ntab = xcalloc(sz, sizeof *fl->ntab);
-	fl->nntab = sz;
-	for (j = 0; j < nold; j++)
-		if (old[j].node)
-			slot_put(fl, old[j].parent, old[j].label, old[j].node - 1);
-	free(old);
-}
-
-/* Put the children of p in the table. */
+/* Put the children of p in the index. */
 static void index_children(struct flame *fl, uint32_t p)
 {
-	table_grow(fl, fl->nodes[p].nkids);
 	for (uint32_t c = fl->nodes[p].child; c != NONE; c = fl->nodes[c].next)
-		slot_put(fl, p, fl->nodes[c].label, c);
-	fl->nindexed += fl->nodes[p].nkids;
+		child_put(fl, p, fl->nodes[c].label, c);
 	fl->nodes[p].indexed = true;
 }
 
@@ -163,7 +110,8 @@ static void index_children(struct flame *fl, uint32_t p)
  * hash table once there are more. */
 static uint32_t child_get(struct flame *fl, uint32_t parent, uint32_t label)
 {
-	size_t i, mask;
+	struct child key = { parent, label, 0 }, *e;
+	bool added;
 	uint32_t k;
 
 	if (!fl->nodes[parent].indexed) {
@@ -175,28 +123,29 @@ static uint32_t child_get(struct flame *fl, uint32_t parent, uint32_t label)
 			index_children(fl, parent);
 		return k;
 	}
-	/* the slots hold the key: a probe does not touch the nodes */
-	table_grow(fl, 1);
-	mask = fl->nntab - 1;
-	for (i = hash_pair(parent, label) & mask; fl->ntab[i].node; i = (i + 1) & mask)
-		if (fl->ntab[i].parent == parent && fl->ntab[i].label == label)
-			return fl->ntab[i].node - 1;
+	/* the index holds the key: a probe does not touch the nodes */
+	e = hashmap_put(&fl->children, child_hash(parent, label), child_eq, &key, &added);
+	if (!added)
+		return e->node;
+	*e = key;
+	/* node_new does not touch the index: e is still good */
 	k = node_new(fl, parent, label);
+	e->node = k;
 	fl->nodes[parent].nkids++;
-	fl->ntab[i] = (struct slot){ parent, label, k + 1 };
-	fl->nindexed++;
 	return k;
 }
 
 static const char *str(const struct flame *fl, uint32_t id)
 {
-	return id == NONE ? NULL : fl->strs[id];
+	return id == NONE ? NULL : fl->strs.s[id];
 }
 
 struct flame *flame_new(bool diff)
 {
 	struct flame *fl = xcalloc(1, sizeof *fl);
 	fl->diff = diff;
+	hashmap_init(&fl->children, sizeof(struct child));
+	strtab_init(&fl->strs);
 	node_new(fl, NONE, intern(fl, "all"));
 	return fl;
 }
@@ -248,11 +197,8 @@ void flame_free(struct flame *fl)
 {
 	if (!fl)
 		return;
-	for (size_t i = 0; i < fl->nstrs; i++)
-		free(fl->strs[i]);
-	free(fl->strs);
-	free(fl->stab);
-	free(fl->ntab);
+	strtab_release(&fl->strs);
+	hashmap_release(&fl->children);
 	free(fl->nodes);
 	free(fl);
 }
@@ -310,7 +256,7 @@ static int cmp_child(const void *a, const void *b)
 {
 	const struct node *x = &sort_fl->nodes[*(const uint32_t *)a];
 	const struct node *y = &sort_fl->nodes[*(const uint32_t *)b];
-	return strcmp(sort_fl->strs[x->label], sort_fl->strs[y->label]);
+	return strcmp(sort_fl->strs.s[x->label], sort_fl->strs.s[y->label]);
 }
 
 /* A node's fill colour. A graph of one snapshot: greens and blues by a hash of
@@ -329,7 +275,8 @@ static void node_color(const struct flame *fl, const struct node *n, char *buf, 
 		else
 			snprintf(buf, len, "rgb(215,215,215)");
 	} else {
-		uint64_t h = hash_str(fl->strs[n->label]);
+		uint64_t h = hash_str(fl->strs.s[n->label]);
+		h ^= h >> 31;
 		double v1 = (double)(h & 0xff) / 255, v2 = (double)((h >> 8) & 0xff) / 255;
 		snprintf(buf, len, "rgb(%d,%d,%d)", (int)(40 * v2), (int)(170 + 70 * v1),
 			 (int)(90 + 120 * v2));

@@ -348,18 +348,15 @@ int cmd_report(int argc, char **argv)
 		ret = MW_EXIT_USAGE;
 		goto out;
 	}
-	d = runlog_read(o.log, &cause);
+	d = cmdfile_read_log("report", o.log);
 	if (!d) {
-		mw_error("report: %s", cause);
 		ret = MW_EXIT_BADFILE;
 		goto out;
 	}
 	/* SIGINT and SIGTERM are only noted from here: gnuplot is stopped and the
 	 * temporary file removed before memwatch ends */
-	stop_signals_install();
-	of = outfile_open(o.output ? o.output : "-", o.force, &cause);
+	of = cmdfile_open("report", o.output, o.force);
 	if (!of) {
-		mw_error("report: %s", cause);
 		ret = MW_EXIT_FAILURE;
 		goto out;
 	}
@@ -404,16 +401,8 @@ int cmd_report(int argc, char **argv)
 	fputs("<h2>events</h2>\n", f);
 	events_table(f, d);
 	fputs("</body>\n</html>\n", f);
-	free(cause);
-	cause = NULL;
-	ret = outfile_commit(of, &cause);
+	ret = cmdfile_commit("report", of);
 	of = NULL;
-	if (ret < 0) {
-		mw_error("report: %s", cause);
-		ret = MW_EXIT_FAILURE;
-		goto out;
-	}
-	ret = MW_EXIT_OK;
 out:
 	outfile_abort(of);
 	for (size_t i = 0; i < nsnaps; i++) {

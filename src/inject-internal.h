@@ -85,7 +85,6 @@ struct module {
 
 void procmaps_free(struct maps *m);
 int procmaps_read(int pid, struct maps *m);
-const char *base_name(const char *path);
 bool is_ldso_name(const char *b);
 void module_free(struct module *mod);
 int elf_read_syms(int fd, const char *what, bool syms, const char *only_name,

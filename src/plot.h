@@ -8,6 +8,8 @@
 
 #include "runlog.h"
 
+struct outfile;
+
 /* Draw the run log d (read from the file log) through gnuplot ($MEMWATCH_GNUPLOT,
  * else the default), as memwatch plot does: SVG, or PNG; width x height pixels.
  * The image goes to *img (caller frees), its size to *len. Returns 0, or an
@@ -16,5 +18,20 @@
  * force: the status is then 128 + the signal, without a cause. */
 int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned width,
 	       unsigned height, char **img, size_t *len, char **cause, const char **hint);
+
+/* What the commands that make one file of a run log share (plot, report). */
+
+/* The run log at path, read (caller frees with runlog_data_free); NULL once
+ * "memwatch: CMD: why" is said. */
+struct runlog_data *cmdfile_read_log(const char *cmd, const char *log);
+
+/* Open output (NULL or "-": standard output) as outfile_open does, after
+ * stop_signals_install: from here SIGINT and SIGTERM are only noted, so that
+ * the temporary file is removed and a child stopped before memwatch ends.
+ * NULL once said. */
+struct outfile *cmdfile_open(const char *cmd, const char *output, bool force);
+
+/* outfile_commit of, said on failure. MW_EXIT_OK or MW_EXIT_FAILURE. */
+int cmdfile_commit(const char *cmd, struct outfile *of);
 
 #endif

@@ -7,6 +7,7 @@
  * pprof never looks the addresses up again in binaries that may have changed. */
 #include "config.h"
 #include "pprof.h"
+#include "hashmap.h"
 #include "profile.pb-c.h"
 #include "util.h"
 
@@ -54,24 +55,18 @@ struct pmod {
 struct builder {
 	struct symbolizer *z;
 
-	char **strs;                  /* the string table (copies) */
-	size_t nstrs, astrs;
-	uint32_t *strslot;            /* open addressing: string index + 1 */
-	size_t nstrslot;
+	struct strtab strs;           /* the string table */
 
 	struct ploc *locs;
 	size_t nlocs, alocs;
-	uint64_t *lockey_a, *lockey_b;/* open addressing over (gmod, offset) */
-	uint32_t *locslot;            /* location index + 1 */
-	size_t nlocslot;
+	struct hashmap locindex;      /* struct lockey */
 
 	struct pline *lines;
 	size_t nlines, alines;
 
 	struct pfunc *funcs;
 	size_t nfuncs, afuncs;
-	uint32_t *funcslot;           /* function index + 1 */
-	size_t nfuncslot;
+	struct hashmap funcindex;     /* uint32_t function indexes */
 
 	struct pmod *mods;            /* per global module */
 	size_t nmods;
@@ -79,89 +74,43 @@ struct builder {
 	size_t nmappings;
 };
 
-/* 64-bit mixing for hash tables. */
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = UINT64_C(1469598103934665603);
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(1099511628211);
-	}
-	return mix(h);
-}
+/* What the index of functions is asked: is this entry key? */
+struct query {
+	const struct builder *b;
+	const void *key;
+};
 
 /* The string table index of s (NULL: ""), added if new. */
 static int64_t str_index(struct builder *b, const char *s)
 {
-	size_t i, mask;
+	return s && *s ? strtab_id(&b->strs, s) : 0;
+}
 
-	if (!s || !*s)
-		return 0;
-	if ((b->nstrs + 1) * 2 > b->nstrslot) {
-		size_t sz = b->nstrslot ? b->nstrslot * 2 : 4096, j;
-		free(b->strslot);
-		b->strslot = xcalloc(sz, sizeof *b->strslot);
-		b->nstrslot = sz;
-		for (j = 1; j < b->nstrs; j++) {
-			for (i = hash_str(b->strs[j]) & (sz - 1); b->strslot[i]; i = (i + 1) & (sz - 1))
-				;
-			b->strslot[i] = (uint32_t)j + 1;
-		}
-	}
-	mask = b->nstrslot - 1;
-	for (i = hash_str(s) & mask; b->strslot[i]; i = (i + 1) & mask)
-		if (strcmp(b->strs[b->strslot[i] - 1], s) == 0)
-			return b->strslot[i] - 1;
-	if (b->nstrs == b->astrs) {
-		b->astrs *= 2;
-		b->strs = xrealloc(b->strs, b->astrs * sizeof *b->strs);
-	}
-	b->strs[b->nstrs] = xstrdup(s);
-	b->strslot[i] = (uint32_t)++b->nstrs;
-	return (int64_t)b->nstrs - 1;
+static bool func_eq(const void *entry, const void *key)
+{
+	const struct query *q = key;
+	const struct pfunc *a = &q->b->funcs[*(const uint32_t *)entry], *f = q->key;
+	return a->name == f->name && a->file == f->file;
 }
 
 /* The id of the function (name, file), added if new. */
 static uint64_t func_id(struct builder *b, const char *name, const char *file)
 {
-	int64_t n = str_index(b, name), f = str_index(b, file);
-	size_t i, mask;
+	struct pfunc key = { str_index(b, name), str_index(b, file) };
+	struct query q = { b, &key };
+	uint32_t *e;
+	bool added;
 
-	if ((b->nfuncs + 1) * 2 > b->nfuncslot) {
-		size_t sz = b->nfuncslot ? b->nfuncslot * 2 : 1024, j;
-		free(b->funcslot);
-		b->funcslot = xcalloc(sz, sizeof *b->funcslot);
-		b->nfuncslot = sz;
-		for (j = 0; j < b->nfuncs; j++) {
-			uint64_t h = mix((uint64_t)b->funcs[j].name * 31 + (uint64_t)b->funcs[j].file);
-			for (i = h & (sz - 1); b->funcslot[i]; i = (i + 1) & (sz - 1))
-				;
-			b->funcslot[i] = (uint32_t)j + 1;
-		}
-	}
-	mask = b->nfuncslot - 1;
-	for (i = mix((uint64_t)n * 31 + (uint64_t)f) & mask; b->funcslot[i]; i = (i + 1) & mask) {
-		const struct pfunc *p = &b->funcs[b->funcslot[i] - 1];
-		if (p->name == n && p->file == f)
-			return b->funcslot[i];
-	}
+	e = hashmap_put(&b->funcindex, hash_mix64((uint64_t)key.name * 31 + (uint64_t)key.file),
+			func_eq, &q, &added);
+	if (!added)
+		return (uint64_t)*e + 1;
 	if (b->nfuncs == b->afuncs) {
 		b->afuncs = b->afuncs ? b->afuncs * 2 : 256;
 		b->funcs = xrealloc(b->funcs, b->afuncs * sizeof *b->funcs);
 	}
-	b->funcs[b->nfuncs].name = n;
-	b->funcs[b->nfuncs].file = f;
-	b->funcslot[i] = (uint32_t)++b->nfuncs;
+	b->funcs[b->nfuncs] = key;
+	*e = (uint32_t)b->nfuncs++;
 	return b->nfuncs;
 }
 
@@ -199,41 +148,36 @@ static void loc_lines(struct builder *b, struct ploc *l)
 	l->nlines = b->nlines - l->first_line;
 }
 
+/* An entry of the index of locations. */
+struct lockey {
+	uint32_t gmod;
+	uint32_t loc;                 /* location index */
+	uint64_t offset;
+};
+
+static bool loc_eq(const void *entry, const void *key)
+{
+	const struct lockey *a = entry, *k = key;
+	return a->gmod == k->gmod && a->offset == k->offset;
+}
+
 /* The id of the location of a frame, added (and symbolized) if new. */
 static uint64_t loc_id(struct builder *b, uint32_t gmod, uint64_t offset)
 {
-	size_t i, mask;
+	struct lockey key = { gmod, 0, offset }, *e;
 	struct ploc *l;
+	bool added;
 
-	if ((b->nlocs + 1) * 2 > b->nlocslot) {
-		size_t sz = b->nlocslot ? b->nlocslot * 2 : 4096, j;
-		free(b->locslot);
-		free(b->lockey_a);
-		free(b->lockey_b);
-		b->locslot = xcalloc(sz, sizeof *b->locslot);
-		b->lockey_a = xmalloc(sz * sizeof *b->lockey_a);
-		b->lockey_b = xmalloc(sz * sizeof *b->lockey_b);
-		b->nlocslot = sz;
-		for (j = 0; j < b->nlocs; j++) {
-			uint64_t h = mix(b->locs[j].offset ^ ((uint64_t)b->locs[j].gmod << 40));
-			for (i = h & (sz - 1); b->locslot[i]; i = (i + 1) & (sz - 1))
-				;
-			b->locslot[i] = (uint32_t)j + 1;
-			b->lockey_a[i] = b->locs[j].gmod;
-			b->lockey_b[i] = b->locs[j].offset;
-		}
-	}
-	mask = b->nlocslot - 1;
-	for (i = mix(offset ^ ((uint64_t)gmod << 40)) & mask; b->locslot[i]; i = (i + 1) & mask)
-		if (b->lockey_a[i] == gmod && b->lockey_b[i] == offset)
-			return b->locslot[i];
+	e = hashmap_put(&b->locindex, hash_mix64(offset ^ ((uint64_t)gmod << 40)), loc_eq, &key,
+			&added);
+	if (!added)
+		return (uint64_t)e->loc + 1;
+	*e = key;
+	e->loc = (uint32_t)b->nlocs;
 	if (b->nlocs == b->alocs) {
 		b->alocs = b->alocs ? b->alocs * 2 : 1024;
 		b->locs = xrealloc(b->locs, b->alocs * sizeof *b->locs);
 	}
-	b->locslot[i] = (uint32_t)b->nlocs + 1;
-	b->lockey_a[i] = gmod;
-	b->lockey_b[i] = offset;
 	l = &b->locs[b->nlocs++];
 	l->gmod = gmod;
 	l->offset = offset;
@@ -277,18 +221,12 @@ static void modules_place(struct builder *b, const struct pprof_source *src)
 
 static void builder_free(struct builder *b)
 {
-	size_t i;
-	for (i = 0; i < b->nstrs; i++)
-		free(b->strs[i]);
-	free(b->strs);
-	free(b->strslot);
+	strtab_release(&b->strs);
 	free(b->locs);
-	free(b->lockey_a);
-	free(b->lockey_b);
-	free(b->locslot);
+	hashmap_release(&b->locindex);
 	free(b->lines);
 	free(b->funcs);
-	free(b->funcslot);
+	hashmap_release(&b->funcindex);
 	free(b->mods);
 	free(b->mapping_gmod);
 }
@@ -356,179 +294,239 @@ static size_t comments(struct builder *b, const struct pprof_source *src, int64_
 	return n;
 }
 
-int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
-		const struct pprof_sample *v, size_t n, char **cause)
+/* The protobuf messages of a profile, in arrays, with the pointer arrays
+ * protobuf-c wants. */
+struct messages {
+	ValueType vt[PPROF_NVALUES], *vtp[PPROF_NVALUES], period_type;
+	Sample *samples, **samplep;
+	Label *labels, **labelp;
+	uint64_t *ids;
+	int64_t *values;
+	Location *locs, **locp;
+	Line *lines, **linep;
+	Function *funcs, **funcp;
+	Mapping *maps, **mapp;
+	int64_t comment[3];
+};
+
+static void messages_free(struct messages *m)
+{
+	free(m->ids);
+	free(m->values);
+	free(m->samples);
+	free(m->samplep);
+	free(m->labels);
+	free(m->labelp);
+	free(m->lines);
+	free(m->linep);
+	free(m->locs);
+	free(m->locp);
+	free(m->maps);
+	free(m->mapp);
+	free(m->funcs);
+	free(m->funcp);
+}
+
+/* An array of n (at least one) elements of size sz. */
+static void *array(size_t n, size_t sz)
+{
+	return xmalloc((n ? n : 1) * sz);
+}
+
+/* The builder, with string_table[0] "", the sample types and where each
+ * module was. */
+static void builder_init(struct builder *b, struct symbolizer *z, const struct pprof_source *src,
+			 struct messages *m)
 {
 	static const char *const types[PPROF_NVALUES][2] = {
 		{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
 		{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
 	};
-	const struct snapshot *first = src->s[0], *last = src->s[src->nin == 2 ? 1 : 0];
-	struct builder b = { .z = z };
-	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-	ValueType vt[PPROF_NVALUES], period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-	ValueType *vtp[PPROF_NVALUES];
-	Sample *samples = NULL, **samplep = NULL;
-	Label *labels = NULL, **labelp = NULL;
-	Location *locs = NULL, **locp = NULL;
-	Line *lines = NULL, **linep = NULL;
-	Function *funcs = NULL, **funcp = NULL;
-	Mapping *maps = NULL, **mapp = NULL;
-	uint64_t *ids = NULL;
-	int64_t *values = NULL, comment[3];
-	size_t i, j, nids = 0, len;
-	uint8_t *buf;
-	int rc;
 
-	b.astrs = 256;
-	b.strs = xmalloc(b.astrs * sizeof *b.strs);
-	b.strs[b.nstrs++] = xstrdup("");   /* string_table[0] is always "" */
-	modules_place(&b, src);
-	for (i = 0; i < PPROF_NVALUES; i++) {
-		perftools__profiles__value_type__init(&vt[i]);
-		vt[i].type = str_index(&b, types[i][0]);
-		vt[i].unit = str_index(&b, types[i][1]);
-		vtp[i] = &vt[i];
+	memset(b, 0, sizeof *b);
+	b->z = z;
+	strtab_init(&b->strs);
+	hashmap_init(&b->funcindex, sizeof(uint32_t));
+	hashmap_init(&b->locindex, sizeof(struct lockey));
+	strtab_id(&b->strs, "");   /* string_table[0] is always "" */
+	modules_place(b, src);
+	for (size_t i = 0; i < PPROF_NVALUES; i++) {
+		perftools__profiles__value_type__init(&m->vt[i]);
+		m->vt[i].type = str_index(b, types[i][0]);
+		m->vt[i].unit = str_index(b, types[i][1]);
+		m->vtp[i] = &m->vt[i];
 	}
+}
 
-	/* samples, and the locations and functions they name */
+/* The samples, and the locations and functions they name. */
+static void put_samples(struct builder *b, const struct pprof_sample *v, size_t n,
+			struct messages *m)
+{
+	size_t i, j, nids = 0;
+
 	for (i = 0; i < n; i++)
 		nids += v[i].nframes;
-	ids = xmalloc((nids ? nids : 1) * sizeof *ids);
-	values = xmalloc((n ? n : 1) * PPROF_NVALUES * sizeof *values);
-	samples = xmalloc((n ? n : 1) * sizeof *samples);
-	samplep = xmalloc((n ? n : 1) * sizeof *samplep);
-	labels = xmalloc((n ? n : 1) * sizeof *labels);
-	labelp = xmalloc((n ? n : 1) * sizeof *labelp);
+	m->ids = array(nids, sizeof *m->ids);
+	m->values = array(n, PPROF_NVALUES * sizeof *m->values);
+	m->samples = array(n, sizeof *m->samples);
+	m->labels = array(n, sizeof *m->labels);
+	m->labelp = array(n, sizeof *m->labelp);
+	m->samplep = array(n, sizeof *m->samplep);
 	nids = 0;
 	for (i = 0; i < n; i++) {
-		Sample *s = &samples[i];
+		Sample *s = &m->samples[i];
 		perftools__profiles__sample__init(s);
-		s->location_id = ids + nids;
+		s->location_id = m->ids + nids;
 		for (j = 0; j < v[i].nframes; j++) {
 			const struct snap_frame *fr = &v[i].frames[j];
 			uint32_t g = fr->module < v[i].nmodules ? v[i].map[fr->module] : SYM_NO_MODULE;
-			ids[nids++] = loc_id(&b, g, fr->offset);
+			m->ids[nids++] = loc_id(b, g, fr->offset);
 		}
 		s->n_location_id = v[i].nframes;
-		memcpy(values + i * PPROF_NVALUES, v[i].value, sizeof v[i].value);
-		s->value = values + i * PPROF_NVALUES;
+		memcpy(m->values + i * PPROF_NVALUES, v[i].value, sizeof v[i].value);
+		s->value = m->values + i * PPROF_NVALUES;
 		s->n_value = PPROF_NVALUES;
 		if (v[i].kind) {
 			/* what memory it is, as Go's profiles label theirs */
-			perftools__profiles__label__init(&labels[i]);
-			labels[i].key = str_index(&b, "kind");
-			labels[i].str = str_index(&b, v[i].kind);
-			labelp[i] = &labels[i];
-			s->label = &labelp[i];
+			perftools__profiles__label__init(&m->labels[i]);
+			m->labels[i].key = str_index(b, "kind");
+			m->labels[i].str = str_index(b, v[i].kind);
+			m->labelp[i] = &m->labels[i];
+			s->label = &m->labelp[i];
 			s->n_label = 1;
 		}
-		samplep[i] = s;
+		m->samplep[i] = s;
 	}
+}
 
-	/* locations, their lines */
-	lines = xmalloc((b.nlines ? b.nlines : 1) * sizeof *lines);
-	linep = xmalloc((b.nlines ? b.nlines : 1) * sizeof *linep);
-	for (i = 0; i < b.nlines; i++) {
-		perftools__profiles__line__init(&lines[i]);
-		lines[i].function_id = b.lines[i].function_id;
-		lines[i].line = b.lines[i].line;
-		linep[i] = &lines[i];
+/* The locations, and their lines. */
+static void put_locations(const struct builder *b, struct messages *m)
+{
+	size_t i;
+
+	m->lines = array(b->nlines, sizeof *m->lines);
+	m->linep = array(b->nlines, sizeof *m->linep);
+	for (i = 0; i < b->nlines; i++) {
+		perftools__profiles__line__init(&m->lines[i]);
+		m->lines[i].function_id = b->lines[i].function_id;
+		m->lines[i].line = b->lines[i].line;
+		m->linep[i] = &m->lines[i];
 	}
-	locs = xmalloc((b.nlocs ? b.nlocs : 1) * sizeof *locs);
-	locp = xmalloc((b.nlocs ? b.nlocs : 1) * sizeof *locp);
-	for (i = 0; i < b.nlocs; i++) {
-		const struct ploc *l = &b.locs[i];
-		perftools__profiles__location__init(&locs[i]);
-		locs[i].id = i + 1;
-		if (l->gmod != SYM_NO_MODULE && l->gmod < b.nmods) {
-			locs[i].mapping_id = b.mods[l->gmod].id;
-			locs[i].address = b.mods[l->gmod].bias + l->offset;
+	m->locs = array(b->nlocs, sizeof *m->locs);
+	m->locp = array(b->nlocs, sizeof *m->locp);
+	for (i = 0; i < b->nlocs; i++) {
+		const struct ploc *l = &b->locs[i];
+		Location *x = &m->locs[i];
+		perftools__profiles__location__init(x);
+		x->id = i + 1;
+		if (l->gmod != SYM_NO_MODULE && l->gmod < b->nmods) {
+			x->mapping_id = b->mods[l->gmod].id;
+			x->address = b->mods[l->gmod].bias + l->offset;
 		} else {
-			locs[i].address = l->offset;   /* the address itself */
+			x->address = l->offset;   /* the address itself */
 		}
-		locs[i].n_line = l->nlines;
-		locs[i].line = linep + l->first_line;
-		locp[i] = &locs[i];
+		x->n_line = l->nlines;
+		x->line = m->linep + l->first_line;
+		m->locp[i] = x;
 	}
+}
 
-	/* mappings: where each module was, its file and build-id; symbolized */
-	maps = xmalloc((b.nmappings ? b.nmappings : 1) * sizeof *maps);
-	mapp = xmalloc((b.nmappings ? b.nmappings : 1) * sizeof *mapp);
-	for (i = 0; i < b.nmappings; i++) {
-		uint32_t g = b.mapping_gmod[i];
-		const struct pmod *m = &b.mods[g];
-		perftools__profiles__mapping__init(&maps[i]);
-		maps[i].id = i + 1;
-		maps[i].memory_start = m->lo;
-		maps[i].memory_limit = m->hi;
-		maps[i].file_offset = 0;   /* the first PT_LOAD segment is at offset 0 */
-		maps[i].filename = str_index(&b, symbolizer_module_path(z, g));
-		maps[i].build_id = str_index(&b, symbolizer_module_build_id(z, g));
-		maps[i].has_functions = true;
-		maps[i].has_filenames = true;
-		maps[i].has_line_numbers = true;
-		maps[i].has_inline_frames = true;
-		mapp[i] = &maps[i];
+/* The mappings: where each module was, its file and build-id; symbolized. */
+static void put_mappings(struct builder *b, struct messages *m)
+{
+	m->maps = array(b->nmappings, sizeof *m->maps);
+	m->mapp = array(b->nmappings, sizeof *m->mapp);
+	for (size_t i = 0; i < b->nmappings; i++) {
+		uint32_t g = b->mapping_gmod[i];
+		const struct pmod *pm = &b->mods[g];
+		Mapping *x = &m->maps[i];
+		perftools__profiles__mapping__init(x);
+		x->id = i + 1;
+		x->memory_start = pm->lo;
+		x->memory_limit = pm->hi;
+		x->file_offset = 0;   /* the first PT_LOAD segment is at offset 0 */
+		x->filename = str_index(b, symbolizer_module_path(b->z, g));
+		x->build_id = str_index(b, symbolizer_module_build_id(b->z, g));
+		x->has_functions = true;
+		x->has_filenames = true;
+		x->has_line_numbers = true;
+		x->has_inline_frames = true;
+		m->mapp[i] = x;
 	}
+}
 
-	/* functions: the last strings */
-	funcs = xmalloc((b.nfuncs ? b.nfuncs : 1) * sizeof *funcs);
-	funcp = xmalloc((b.nfuncs ? b.nfuncs : 1) * sizeof *funcp);
-	for (i = 0; i < b.nfuncs; i++) {
-		perftools__profiles__function__init(&funcs[i]);
-		funcs[i].id = i + 1;
-		funcs[i].name = b.funcs[i].name;
-		funcs[i].system_name = b.funcs[i].name;
-		funcs[i].filename = b.funcs[i].file;
-		funcp[i] = &funcs[i];
+/* The functions: their strings are the last. */
+static void put_functions(const struct builder *b, struct messages *m)
+{
+	m->funcs = array(b->nfuncs, sizeof *m->funcs);
+	m->funcp = array(b->nfuncs, sizeof *m->funcp);
+	for (size_t i = 0; i < b->nfuncs; i++) {
+		perftools__profiles__function__init(&m->funcs[i]);
+		m->funcs[i].id = i + 1;
+		m->funcs[i].name = b->funcs[i].name;
+		m->funcs[i].system_name = b->funcs[i].name;
+		m->funcs[i].filename = b->funcs[i].file;
+		m->funcp[i] = &m->funcs[i];
 	}
+}
 
-	prof.n_sample_type = PPROF_NVALUES;
-	prof.sample_type = vtp;
-	prof.default_sample_type = vt[PPROF_INUSE_SPACE].type;
-	period_type.type = str_index(&b, "space");
-	period_type.unit = str_index(&b, "bytes");
-	prof.period_type = &period_type;
-	prof.period = (int64_t)last->sample_rate;
-	prof.time_nanos = (int64_t)last->time_ns;
+/* The profile's own fields: types, period, times, comments. */
+static void put_header(struct builder *b, const struct pprof_source *src, struct messages *m,
+		       Profile *prof)
+{
+	const struct snapshot *first = src->s[0], *last = src->s[src->nin == 2 ? 1 : 0];
+
+	prof->n_sample_type = PPROF_NVALUES;
+	prof->sample_type = m->vtp;
+	prof->default_sample_type = m->vt[PPROF_INUSE_SPACE].type;
+	perftools__profiles__value_type__init(&m->period_type);
+	m->period_type.type = str_index(b, "space");
+	m->period_type.unit = str_index(b, "bytes");
+	prof->period_type = &m->period_type;
+	prof->period = (int64_t)last->sample_rate;
+	prof->time_nanos = (int64_t)last->time_ns;
 	if (src->nin == 2 && last->time_ns > first->time_ns)
-		prof.duration_nanos = (int64_t)(last->time_ns - first->time_ns);
+		prof->duration_nanos = (int64_t)(last->time_ns - first->time_ns);
 	else if (src->nin == 1 && first->capture_start_ns && first->time_ns > first->capture_start_ns)
-		prof.duration_nanos = (int64_t)(first->time_ns - first->capture_start_ns);
-	prof.n_comment = comments(&b, src, comment);
-	prof.comment = comment;
+		prof->duration_nanos = (int64_t)(first->time_ns - first->capture_start_ns);
+	prof->n_comment = comments(b, src, m->comment);
+	prof->comment = m->comment;
+}
+
+int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
+		const struct pprof_sample *v, size_t n, char **cause)
+{
+	struct builder b;
+	struct messages m = { 0 };
+	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	builder_init(&b, z, src, &m);
+	/* in this order: the string table's order is that of first use */
+	put_samples(&b, v, n, &m);
+	put_locations(&b, &m);
+	put_mappings(&b, &m);
+	put_functions(&b, &m);
+	put_header(&b, src, &m, &prof);
 	prof.n_sample = n;
-	prof.sample = samplep;
+	prof.sample = m.samplep;
 	prof.n_location = b.nlocs;
-	prof.location = locp;
+	prof.location = m.locp;
 	prof.n_function = b.nfuncs;
-	prof.function = funcp;
+	prof.function = m.funcp;
 	prof.n_mapping = b.nmappings;
-	prof.mapping = mapp;
-	prof.n_string_table = b.nstrs;
-	prof.string_table = b.strs;
+	prof.mapping = m.mapp;
+	prof.n_string_table = b.strs.n;
+	prof.string_table = b.strs.s;
 
 	len = perftools__profiles__profile__get_packed_size(&prof);
 	buf = xmalloc(len ? len : 1);
 	perftools__profiles__profile__pack(&prof, buf);
 	rc = write_gzip(f, buf, len, cause);
-
 	free(buf);
-	free(ids);
-	free(values);
-	free(samples);
-	free(samplep);
-	free(labels);
-	free(labelp);
-	free(lines);
-	free(linep);
-	free(locs);
-	free(locp);
-	free(maps);
-	free(mapp);
-	free(funcs);
-	free(funcp);
+	messages_free(&m);
 	builder_free(&b);
 	return rc;
 }

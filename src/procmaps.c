@@ -77,13 +77,6 @@ int procmaps_read(int pid, struct maps *m)
 	return m->n ? 0 : -ENOENT;
 }
 
-/* Basename of a mapping path ("" for anonymous ones). */
-const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
 static bool is_libc_name(const char *b)
 {
 	return !strcmp(b, "libc.so.6") || (!strncmp(b, "libc-2.", 7) && strstr(b, ".so"));

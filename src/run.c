@@ -14,6 +14,7 @@
 #include "agent/protocol.h"
 #include "capture.h"
 #include "commands.h"
+#include "subproc.h"
 #include "util.h"
 #include "watch.h"
 
@@ -76,51 +77,36 @@ static void setup_preload(const char *agent, const struct capture_opts *co, bool
 	free(opts);
 }
 
-/* Start argv as a child. Exec failures come back through a close-on-exec pipe
- * so the parent can say them in its own words. Returns the pid, or -errno. */
+/* What the child needs before exec: the preload, when there is an agent. */
+struct preload {
+	const char *agent;
+	const struct capture_opts *co;
+	bool children;
+	int exit_fd;
+};
+
+static void child_preload(void *arg)
+{
+	const struct preload *p = arg;
+	if (p->co->mode != CAPTURE_NEVER)
+		setup_preload(p->agent, p->co, p->children, p->exit_fd);
+}
+
+/* Start argv as a child, with the signal discipline of subproc.h and a clean
+ * slate: nothing blocked, and the signals memwatch handles or ignores (SIGPIPE,
+ * SIGXFSZ) at their defaults. Returns the pid, or -errno (exec failures too,
+ * so that the parent can say them in its own words). */
 static int spawn(char **argv, const char *agent, const struct capture_opts *co, bool children,
 		 int exit_fd)
 {
-	int pfd[2], err = 0;
-	pid_t pid;
-	ssize_t n;
+	static const int dfl[] = { SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGXFSZ, 0 };
+	struct preload p = { agent, co, children, exit_fd };
+	struct subproc sp = { .argv = argv, .fd = { -1, -1, -1 }, .default_signals = dfl,
+			      .unblock_all = true, .before_exec = child_preload, .arg = &p };
+	int exec_errno, status;
+	pid_t pid = subproc_start(&sp, &exec_errno, &status);
 
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		err = errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return -err;
-	}
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGXFSZ, SIG_DFL);
-		close(pfd[0]);
-		if (co->mode != CAPTURE_NEVER)
-			setup_preload(agent, co, children, exit_fd);
-		execvp(argv[0], argv);
-		err = errno;
-		(void)!write(pfd[1], &err, sizeof err);
-		_exit(127);
-	}
-	close(pfd[1]);
-	do
-		n = read(pfd[0], &err, sizeof err);
-	while (n < 0 && errno == EINTR);
-	close(pfd[0]);
-	if (n == (ssize_t)sizeof err) {
-		waitpid(pid, NULL, 0);
-		return -err;
-	}
-	return pid;
+	return pid == 0 ? -exec_errno : pid;
 }
 
 int cmd_run(int argc, char **argv)

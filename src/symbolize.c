@@ -9,6 +9,7 @@
  * that chosen base. Results are cached per (module, offset). */
 #include "config.h"
 #include "symbolize.h"
+#include "hashmap.h"
 #include "util.h"
 
 #include <dwarf.h>
@@ -93,7 +94,6 @@ struct fnrange {
 /* The functions of one compilation unit, sorted by address, read once. */
 struct cucache {
 	uint32_t gmod;
-	bool used;
 	Dwarf_Off cu;            /* the CU DIE's offset */
 	struct fnrange *fns;
 	size_t nfns;
@@ -102,10 +102,21 @@ struct cucache {
 /* A cache slot: (module, offset) to an index into locs. */
 struct slot {
 	uint32_t gmod;
-	uint32_t used;
+	uint32_t loc;            /* index into locs + 1; 0: made by slot_find, not
+				  * filled yet */
 	uint64_t offset;
-	uint32_t loc;
 };
+
+/* A (module, offset) as the caches are asked it. */
+struct place {
+	uint32_t gmod;
+	uint64_t offset;
+};
+
+static uint64_t place_hash(uint32_t g, uint64_t off)
+{
+	return hash_mix64(off ^ ((uint64_t)g << 40));
+}
 
 struct symbolizer {
 	char *debuginfo_path;
@@ -118,71 +129,36 @@ struct symbolizer {
 	struct gmod *mods;
 	size_t nmods;
 
-	struct slot *slots;      /* open addressing, power-of-two size */
-	size_t nslots, nused;
+	struct hashmap slots;    /* (module, offset) -> struct slot */
 	struct sym_loc *locs;
 	size_t nlocs, alocs;
 
-	const char **strs;       /* interned strings, open addressing */
-	size_t nstrs, astrs;
+	struct hashmap strs;     /* interned strings: const char *, owned */
 
-	struct cucache *cus;     /* open addressing by (module, CU offset) */
-	size_t ncus, acus;
+	struct hashmap cus;      /* (module, CU offset) -> struct cucache */
 
 	bool progress_shown;
 };
 
 static const struct sym_frame unknown_frame = { NULL, NULL, 0, false };
 
-/* 64-bit mixing (splitmix64's finalizer): good spread for offsets. */
-static uint64_t mix64(uint64_t x)
+static bool str_eq(const void *entry, const void *key)
 {
-	x ^= x >> 30;
-	x *= UINT64_C(0xbf58476d1ce4e5b9);
-	x ^= x >> 27;
-	x *= UINT64_C(0x94d049bb133111eb);
-	x ^= x >> 31;
-	return x;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = UINT64_C(1469598103934665603);
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(1099511628211);
-	}
-	return h;
+	return strcmp(*(const char *const *)entry, key) == 0;
 }
 
 /* The one shared copy of s (NULL stays NULL), owned by z. */
 static const char *intern(struct symbolizer *z, const char *s)
 {
-	size_t i, mask;
+	const char **e;
+	bool added;
 
 	if (!s)
 		return NULL;
-	if ((z->nstrs + 1) * 2 > z->astrs) {
-		size_t n = z->astrs ? z->astrs * 2 : 1024, j;
-		const char **t = xcalloc(n, sizeof *t);
-		for (j = 0; j < z->astrs; j++) {
-			if (!z->strs[j])
-				continue;
-			for (i = hash_str(z->strs[j]) & (n - 1); t[i]; i = (i + 1) & (n - 1))
-				;
-			t[i] = z->strs[j];
-		}
-		free(z->strs);
-		z->strs = t;
-		z->astrs = n;
-	}
-	mask = z->astrs - 1;
-	for (i = hash_str(s) & mask; z->strs[i]; i = (i + 1) & mask)
-		if (strcmp(z->strs[i], s) == 0)
-			return z->strs[i];
-	z->strs[i] = xstrdup(s);
-	z->nstrs++;
-	return z->strs[i];
+	e = hashmap_put(&z->strs, hash_str(s), str_eq, s, &added);
+	if (added)
+		*e = xstrdup(s);
+	return *e;
 }
 
 char *sym_hex(char *buf, const uint8_t *bits, size_t len)
@@ -281,6 +257,10 @@ struct symbolizer *symbolizer_new(const char *const *debug_dirs, size_t ndirs)
 	size_t i, len = 0;
 	char *p;
 
+	hashmap_init(&z->slots, sizeof(struct slot));
+	hashmap_init(&z->strs, sizeof(const char *));
+	hashmap_init(&z->cus, sizeof(struct cucache));
+
 	z->dirs = xcalloc(ndirs + 1, sizeof *z->dirs);
 	for (i = 0; i < ndirs; i++)
 		z->dirs[z->ndirs++] = absolute(debug_dirs[i]);
@@ -329,13 +309,13 @@ void symbolizer_free(struct symbolizer *z)
 		if (z->locs[i].frames != &unknown_frame)
 			free((void *)z->locs[i].frames);
 	free(z->locs);
-	free(z->slots);
-	for (i = 0; i < z->acus; i++)
-		free(z->cus[i].fns);
-	free(z->cus);
-	for (i = 0; i < z->astrs; i++)
-		free((void *)z->strs[i]);
-	free(z->strs);
+	hashmap_release(&z->slots);
+	for (struct cucache *c = hashmap_next(&z->cus, NULL); c; c = hashmap_next(&z->cus, c))
+		free(c->fns);
+	hashmap_release(&z->cus);
+	for (const char **e = hashmap_next(&z->strs, NULL); e; e = hashmap_next(&z->strs, e))
+		free((void *)*e);
+	hashmap_release(&z->strs);
 	for (i = 0; i < z->ndirs; i++)
 		free(z->dirs[i]);
 	free(z->dirs);
@@ -343,32 +323,20 @@ void symbolizer_free(struct symbolizer *z)
 	free(z);
 }
 
-/* The cache slot of (g, off): found, or the empty one where it belongs. */
+static bool slot_eq(const void *entry, const void *key)
+{
+	const struct slot *s = entry;
+	const struct place *p = key;
+	return s->gmod == p->gmod && s->offset == p->offset;
+}
+
+/* The cache slot of (g, off): found, or a new one (loc 0) for cache_put. */
 static struct slot *slot_find(struct symbolizer *z, uint32_t g, uint64_t off)
 {
-	size_t mask, i;
+	struct place p = { g, off };
+	bool added;
 
-	if ((z->nused + 1) * 2 > z->nslots) {
-		size_t n = z->nslots ? z->nslots * 2 : 4096, j;
-		struct slot *t = xcalloc(n, sizeof *t);
-		for (j = 0; j < z->nslots; j++) {
-			struct slot *s = &z->slots[j];
-			if (!s->used)
-				continue;
-			for (i = mix64(s->offset ^ ((uint64_t)s->gmod << 40)) & (n - 1); t[i].used;
-			     i = (i + 1) & (n - 1))
-				;
-			t[i] = *s;
-		}
-		free(z->slots);
-		z->slots = t;
-		z->nslots = n;
-	}
-	mask = z->nslots - 1;
-	for (i = mix64(off ^ ((uint64_t)g << 40)) & mask; z->slots[i].used; i = (i + 1) & mask)
-		if (z->slots[i].gmod == g && z->slots[i].offset == off)
-			break;
-	return &z->slots[i];
+	return hashmap_put(&z->slots, place_hash(g, off), slot_eq, &p, &added);
 }
 
 /* Store a resolved location for (g, off); frames is taken over. */
@@ -387,11 +355,9 @@ static const struct sym_loc *cache_put(struct symbolizer *z, struct slot *s, uin
 		z->locs[z->nlocs].frames = frames;
 		z->locs[z->nlocs].nframes = n;
 	}
-	s->used = 1;
 	s->gmod = g;
 	s->offset = off;
-	s->loc = (uint32_t)z->nlocs;
-	z->nused++;
+	s->loc = (uint32_t)z->nlocs + 1;
 	return &z->locs[z->nlocs++];
 }
 
@@ -452,7 +418,7 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
 		uint32_t g = y->module < s->nmodules ? map[y->module] : SYM_NO_MODULE;
 
 		sl = slot_find(z, g, y->offset);
-		if (sl->used)
+		if (sl->loc)
 			continue;
 		f = xcalloc(y->nframes ? y->nframes : 1, sizeof *f);
 		for (j = 0; j < y->nframes; j++) {
@@ -637,36 +603,25 @@ static int cmp_fnrange(const void *pa, const void *pb)
 }
 
 /* The function table of the CU cu of module g, built at its first use. */
+static bool cu_eq(const void *entry, const void *key)
+{
+	const struct cucache *c = entry;
+	const struct place *p = key;
+	return c->gmod == p->gmod && c->cu == p->offset;
+}
+
 static struct cucache *cu_functions(struct symbolizer *z, uint32_t g, Dwarf_Die *cu)
 {
-	Dwarf_Off off = dwarf_dieoffset(cu);
-	size_t i, mask, cap = 0;
+	struct place p = { g, dwarf_dieoffset(cu) };
+	size_t cap = 0;
 	struct cucache *c;
+	bool added;
 
-	if ((z->ncus + 1) * 2 > z->acus) {
-		size_t n = z->acus ? z->acus * 2 : 256, j;
-		struct cucache *t = xcalloc(n, sizeof *t);
-		for (j = 0; j < z->acus; j++) {
-			if (!z->cus[j].used)
-				continue;
-			for (i = mix64(z->cus[j].cu ^ ((uint64_t)z->cus[j].gmod << 40)) & (n - 1);
-			     t[i].used; i = (i + 1) & (n - 1))
-				;
-			t[i] = z->cus[j];
-		}
-		free(z->cus);
-		z->cus = t;
-		z->acus = n;
-	}
-	mask = z->acus - 1;
-	for (i = mix64(off ^ ((uint64_t)g << 40)) & mask; z->cus[i].used; i = (i + 1) & mask)
-		if (z->cus[i].gmod == g && z->cus[i].cu == off)
-			return &z->cus[i];
-	c = &z->cus[i];
-	c->used = true;
+	c = hashmap_put(&z->cus, place_hash(g, p.offset), cu_eq, &p, &added);
+	if (!added)
+		return c;
 	c->gmod = g;
-	c->cu = off;
-	z->ncus++;
+	c->cu = p.offset;
 	collect_functions(c, &cap, cu, 0);
 	qsort(c->fns, c->nfns, sizeof *c->fns, cmp_fnrange);
 	return c;
@@ -894,8 +849,8 @@ const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uin
 {
 	struct slot *sl = slot_find(z, gmod, offset);
 
-	if (sl->used)
-		return &z->locs[sl->loc];
+	if (sl->loc)
+		return &z->locs[sl->loc - 1];
 	if (!z->reported)
 		start_dwfl(z);
 	if (gmod < z->nmods && !z->mods[gmod].reported)

@@ -102,6 +102,13 @@ char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
+/* The last component of a path. */
+const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
 /* Split "1.5MiB" into a finite non-negative number and its unit suffix. */
 static int split_number(const char *s, double *v, const char **unit, char **cause,
 			const char *what)

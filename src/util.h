@@ -56,6 +56,8 @@ int parse_size(const char *s, uint64_t *bytes, char **cause);
 /* Parse a PID argument: "123" or "/proc/123". Returns the pid or -1 with *cause. */
 int parse_pid(const char *s, int *pid, char **cause);
 
+/* The last component of a path (after its last '/'; "" stays ""). */
+const char *base_name(const char *path);
 /* Format bytes for people: "812 B", "12.3 KiB", "1.50 GiB". buf holds >= 32. */
 const char *fmt_bytes(char *buf, size_t n, double bytes);
 /* Format a duration in seconds for people: "950 ms", "12.5 s", "3 m 20 s". */

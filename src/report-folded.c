@@ -1,0 +1,78 @@
+/* report-folded.c: --format folded, the rows as folded stacks
+ * ("outer;...;inner value") for flamegraph.pl, inferno and speedscope. */
+#include "config.h"
+#include "report-internal.h"
+#include "util.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --------------------------------------------------------------------------- */
+/* Folded stacks: "outer;...;inner value", for flamegraph.pl, inferno and
+ * speedscope. Inlined frames carry flamegraph.pl's "_[i]" annotation. */
+
+void folded_name(FILE *f, struct report *r, const struct dframe *d)
+{
+	const char *p;
+	size_t n;
+	if (d->function) {
+		/* ';' separates frames: none may be inside a name */
+		for (p = d->function; *p; p += n) {
+			n = strcspn(p, ";");
+			fwrite(p, 1, n, f);
+			if (p[n] == ';') {
+				fputc(':', f);
+				n++;
+			}
+		}
+	} else if (d->gmod != SYM_NO_MODULE) {
+		fprintf(f, "[%s+0x%" PRIx64 "]", symbolizer_module_name(r->z, d->gmod), d->offset);
+	} else {
+		fprintf(f, "[0x%" PRIx64 "]", d->offset);
+	}
+	if (r->o->by == REPORT_BY_LINE && d->file)
+		fprintf(f, " %s:%" PRIu32, base_name(d->file), d->line);
+	if (d->inlined)
+		fputs("_[i]", f);
+}
+
+/* The rows v as folded stacks, outermost frame first. */
+static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool diff)
+{
+	size_t i, k, nd;
+	struct dframe *d;
+
+	for (i = 0; i < n; i++) {
+		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0);
+		if (nd == 0) {
+			free(d);
+			continue;
+		}
+		for (k = nd; k-- > 0;) {
+			folded_name(f, r, &d[k]);
+			if (k)
+				fputc(';', f);
+		}
+		fprintf(f, " %" PRIu64 "\n", diff ? (uint64_t)v[i]->growth : v[i]->f[0].live_bytes);
+		free(d);
+	}
+}
+
+
+/* The grown rows of a diff, or the live rows of a snapshot, as folded stacks. */
+static int folded_write(FILE *f, struct report *r)
+{
+	struct row **v;
+	size_t n;
+
+	if (r->nin == 2)
+		v = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &n);
+	else
+		v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
+	folded(f, r, v, n, r->nin == 2);
+	free(v);
+	return 0;
+}
+
+const struct report_writer report_folded_writer = { "folded", folded_write, folded_write, true };

@@ -1,0 +1,156 @@
+/* report-internal.h: what the files of memwatch diff and show share: the rows
+ * (rows.c aggregates the stacks of the snapshots into them) and the output
+ * formats that write them (report-table.c, report-json.c, report-folded.c,
+ * report-svg.c, report-pprof.c), which report.c picks from. Not for other
+ * modules: they use report.h. */
+#ifndef MEMWATCH_REPORT_INTERNAL_H
+#define MEMWATCH_REPORT_INTERNAL_H
+
+#include "hashmap.h"
+#include "report.h"
+#include "snapshot.h"
+#include "symbolize.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A frame in global terms: the symbolizer's module index and the offset. */
+struct gframe {
+	uint32_t gmod;
+	uint64_t offset;
+};
+
+/* What is attributed to a row in one snapshot. */
+struct figures {
+	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
+	uint64_t live_stacks;         /* totals only: stacks holding live bytes */
+	double live_var;              /* variance of the live_bytes estimate */
+};
+
+struct row {
+	uint64_t hash;
+	char *key;                    /* by function or line: what rows match on */
+	size_t keylen;
+	uint32_t seq;                 /* creation order: the last tie-break */
+	/* the frames of the first contributing stack, after trimming: pointers
+	 * into its snapshot (not copies: 100 000 stacks of 40 frames are big) */
+	const struct snap_frame *sf;
+	const uint32_t *map;          /* its snapshot's module map */
+	size_t nmodules;
+	uint32_t nframes;
+	bool truncated;
+	uint8_t kind;                 /* enum snap_kind of its stacks */
+	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
+	int64_t growth;               /* diff: f[1].live_bytes - f[0].live_bytes */
+	double sd;                    /* standard error of what the row shows: its live
+				       * bytes (show) or its growth (diff) */
+	bool weak;                    /* within two standard errors of 0: as likely
+				       * sampling noise as growth */
+};
+
+/* One snapshot being reported. */
+struct input {
+	const char *path;
+	struct snapshot *s;
+	uint32_t *map;                /* module index -> global module index */
+	struct figures total;
+};
+
+struct report {
+	const struct report_options *o;
+	struct symbolizer *z;
+	struct input in[2];
+	int nin;
+	struct row *rows;
+	size_t nrows, arows;
+	struct hashmap index;         /* of rows: uint32_t row indexes */
+	char *kbuf;                   /* key being built */
+	size_t klen, kcap;
+};
+
+/* A source frame ready to print. */
+struct dframe {
+	const char *function, *file;
+	uint32_t line;
+	bool inlined;
+	uint32_t gmod;
+	uint64_t offset;
+};
+
+
+/* Every source frame of a row's stack, inlined ones expanded, innermost first,
+ * and the index of the first the tables show: the user's own (the innermost
+ * when there is none, or with --all-frames). */
+struct expanded {
+	struct dframe *d;             /* caller frees */
+	size_t n, head;
+};
+
+/* An output format: show writes the report of one snapshot (r->nin 1) to f,
+ * diff that of two; each returns 0, or -1 once the error is said. A new
+ * format is a new file with one of these, and a line in report.c's table of
+ * formats. */
+struct report_writer {
+	const char *name;             /* as --format names it */
+	int (*show)(FILE *f, struct report *r);
+	int (*diff)(FILE *f, struct report *r);
+	bool whole;                   /* every row unless --top is given: the whole picture */
+};
+
+extern const struct report_writer report_table_writer, report_folded_writer,
+	report_json_writer, report_svg_writer, report_pprof_writer;
+
+/* rows.c: the stacks of the inputs as rows. */
+
+/* Add every stack of input k to the rows. */
+void collect(struct report *r, int k);
+/* A row's change and its uncertainty, once every snapshot is collected. */
+void row_finish(struct row *w, bool diff);
+/* Free the rows of r and their index. */
+void rows_free(struct report *r);
+void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head);
+/* The source frames a row shows, into *out (caller frees): see rows.c. */
+size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
+		  struct dframe **out, size_t *total, char *via, size_t vialen);
+
+/* Orders of rows (for qsort over struct row *), and which rows a report keeps. */
+int cmp_seq(const struct row *a, const struct row *b);
+int cmp_live(const void *pa, const void *pb);
+int cmp_growth_desc(const void *pa, const void *pb);
+int cmp_growth_asc(const void *pa, const void *pb);
+bool focused(const struct report *r, const struct row *w);
+bool pred_live(const struct report *r, const struct row *w);
+bool pred_grown(const struct report *r, const struct row *w);
+bool pred_shrunk(const struct report *r, const struct row *w);
+/* Rows passing pred, sorted by cmp, at most limit (0: all). Caller frees. */
+struct row **select_rows(struct report *r, bool (*pred)(const struct report *, const struct row *),
+			 int (*cmp)(const void *, const void *), size_t limit, size_t *n);
+size_t held_rows(const struct report *r);
+const char *status_of(const struct row *w);
+
+/* The figures of every kind of mapping of one snapshot, summed. */
+struct kind_sums {
+	uint64_t rss[SNAP_REGION_KIND_MAX + 1], anon[SNAP_REGION_KIND_MAX + 1];
+	uint64_t swap[SNAP_REGION_KIND_MAX + 1], mappings[SNAP_REGION_KIND_MAX + 1];
+};
+void sum_kinds(const struct snapshot *s, struct kind_sums *k);
+/* Trust figures of a diff: see rows.c. */
+int64_t largest_region_growth(const struct report *r, uint32_t *kind);
+int64_t rss_growth(const struct report *r);
+double explained_share(const struct report *r);
+
+/* report-table.c: a signed figure in words, also for the flame graph's title. */
+const char *fmt_signed(char *buf, size_t n, int64_t v);
+
+/* report-folded.c: a frame as folded stacks (and flame graphs) label it. */
+void folded_name(FILE *f, struct report *r, const struct dframe *d);
+
+/* report-svg.c: the flame graph, alone (a page) or inline (an <svg> element
+ * for an HTML page). */
+void report_svg(FILE *f, struct report *r, bool inline_svg);
+
+/* report-json.c: the name --by gives a grouping. */
+const char *by_name(enum report_by by);
+
+#endif

@@ -1,0 +1,228 @@
+/* report-json.c: --format json; the schema is in memwatch(1), REPORTS. */
+#include "config.h"
+#include "report-internal.h"
+#include "maps.h"
+#include "util.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSON_VERSION 1
+
+/* --------------------------------------------------------------------------- */
+/* JSON output; the schema is in memwatch(1), REPORTS. */
+
+/* The length of the valid UTF-8 sequence at p, or 0. */
+static int utf8_len(const unsigned char *p)
+{
+	int n, i;
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A JSON string (or null); bytes that are not UTF-8 (a path from another
+ * system) become U+FFFD, so the document always parses. */
+static void json_str(FILE *f, const char *s)
+{
+	const unsigned char *p;
+	int n;
+
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (p = (const unsigned char *)s; *p; p += n) {
+		n = utf8_len(p);
+		if (n == 0) {
+			fputs("\\ufffd", f);
+			n = 1;
+		} else if (*p == '"' || *p == '\\') {
+			fprintf(f, "\\%c", *p);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(f, "\\u%04x", *p);
+		} else {
+			fwrite(p, 1, (size_t)n, f);
+		}
+	}
+	fputc('"', f);
+}
+
+/* The SNAP object of the JSON schema. */
+static void json_snapshot(FILE *f, const struct input *in)
+{
+	const struct snapshot *s = in->s;
+	fputs("{\"path\": ", f);
+	json_str(f, in->path);
+	fprintf(f, ", \"pid\": %" PRId32 ", \"exe\": ", s->pid);
+	json_str(f, s->exe);
+	fputs(", \"cmdline\": ", f);
+	json_str(f, s->cmdline);
+	fprintf(f,
+		", \"time_ns\": %" PRIu64 ", \"capture_start_ns\": %" PRIu64
+		", \"sample_rate\": %" PRIu64 ", \"rss_bytes\": %" PRIu64 ", \"stacks\": %zu"
+		", \"dropped_stacks\": %" PRIu64 ", \"dropped_bytes\": %" PRIu64
+		", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+		", \"live_samples\": %" PRIu64 ", \"mallinfo\": ",
+		s->time_ns, s->capture_start_ns, s->sample_rate, s->rss_bytes, s->nstacks,
+		s->dropped_stacks, s->dropped_bytes, in->total.live_bytes, in->total.live_blocks,
+		in->total.live_samples);
+	if (s->mallinfo.present)
+		fprintf(f,
+			"{\"arena\": %" PRIu64 ", \"mmapped\": %" PRIu64 ", \"in_use\": %" PRIu64
+			", \"free_bytes\": %" PRIu64 ", \"releasable\": %" PRIu64 "}",
+			s->mallinfo.arena, s->mallinfo.mmapped, s->mallinfo.in_use,
+			s->mallinfo.free_bytes, s->mallinfo.releasable);
+	else
+		fputs("null", f);
+	fputs(", \"regions\": ", f);
+	if (s->has_regions) {
+		fputc('[', f);
+		for (size_t i = 0; i < s->nregions; i++) {
+			const struct snap_region *g = &s->regions[i];
+			fprintf(f, "%s{\"kind\": \"%s\", \"name\": ", i ? ", " : "",
+				maps_kind_name(g->kind));
+			json_str(f, g->name);
+			fprintf(f,
+				", \"mappings\": %" PRIu64 ", \"size\": %" PRIu64 ", \"rss\": %" PRIu64
+				", \"anon\": %" PRIu64 ", \"swap\": %" PRIu64 "}",
+				g->mappings, g->size, g->rss, g->anon, g->swap);
+		}
+		fputs("]}", f);
+	} else {
+		fputs("null}", f);
+	}
+}
+
+/* A row's "frames" array, innermost first. */
+static void json_frames(FILE *f, struct report *r, const struct row *w)
+{
+	struct dframe *d;
+	size_t n = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0), i;
+	struct expanded e;
+
+	/* the frame tables head the row with: the user's own */
+	row_expand(r, w, &e, true);
+	free(e.d);
+	fprintf(f, "\"head\": %zu, \"frames\": [", r->o->by == REPORT_BY_STACK ? e.head : 0);
+	for (i = 0; i < n; i++) {
+		fputs(i ? ",\n      {\"function\": " : "\n      {\"function\": ", f);
+		json_str(f, d[i].function);
+		fputs(", \"file\": ", f);
+		json_str(f, d[i].file);
+		fprintf(f, ", \"line\": %" PRIu32 ", \"inlined\": %s, \"module\": ", d[i].line,
+			d[i].inlined ? "true" : "false");
+		json_str(f, d[i].gmod == SYM_NO_MODULE ? NULL : symbolizer_module_path(r->z, d[i].gmod));
+		fputs(", \"build_id\": ", f);
+		json_str(f, d[i].gmod == SYM_NO_MODULE ? NULL
+						      : symbolizer_module_build_id(r->z, d[i].gmod));
+		fprintf(f, ", \"offset\": \"0x%" PRIx64 "\"}", d[i].offset);
+	}
+	fputc(']', f);
+	free(d);
+}
+
+const char *by_name(enum report_by by)
+{
+	return by == REPORT_BY_STACK ? "stack" : by == REPORT_BY_FUNCTION ? "function" : "line";
+}
+
+/* memwatch show as JSON. */
+static int json_show(FILE *f, struct report *r)
+{
+	struct row **v;
+	size_t n, i;
+
+	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
+	fprintf(f, "{\"version\": %d, \"kind\": \"show\", \"by\": \"%s\",\n \"snapshot\": ",
+		JSON_VERSION, by_name(r->o->by));
+	json_snapshot(f, &r->in[0]);
+	fprintf(f, ",\n \"rows_total\": %zu,\n \"rows\": [", held_rows(r));
+	for (i = 0; i < n; i++) {
+		const struct row *w = v[i];
+		double share = r->in[0].total.live_bytes ? (double)w->f[0].live_bytes /
+								   (double)r->in[0].total.live_bytes
+							 : 0;
+		fprintf(f,
+			"%s\n  {\"rank\": %zu, \"kind\": \"%s\", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+			", \"live_samples\": %" PRIu64 ", \"share\": %.4f, \"alloc_bytes\": %" PRIu64
+			", \"alloc_blocks\": %" PRIu64 ", \"stderr_bytes\": %.0f, \"weak\": %s"
+			", \"truncated\": %s,\n    ",
+			i ? "," : "", i + 1, snap_kind_name(w->kind), w->f[0].live_bytes, w->f[0].live_blocks,
+			w->f[0].live_samples, share, w->f[0].alloc_bytes, w->f[0].alloc_blocks, w->sd,
+			w->weak ? "true" : "false", w->truncated ? "true" : "false");
+		json_frames(f, r, w);
+		fputc('}', f);
+	}
+	fputs("\n ]\n}\n", f);
+	free(v);
+	return 0;
+}
+
+/* The ROW objects of a diff. */
+static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		const struct row *w = v[i];
+		fprintf(f,
+			"%s\n  {\"rank\": %zu, \"status\": \"%s\", \"kind\": \"%s\", \"growth_bytes\": %" PRId64
+			", \"growth_blocks\": %" PRId64 ", \"before_bytes\": %" PRIu64
+			", \"after_bytes\": %" PRIu64 ", \"before_blocks\": %" PRIu64
+			", \"after_blocks\": %" PRIu64 ", \"before_samples\": %" PRIu64
+			", \"after_samples\": %" PRIu64 ", \"stderr_bytes\": %.0f, \"weak\": %s"
+			", \"truncated\": %s,\n    ",
+			i ? "," : "", i + 1, status_of(w), snap_kind_name(w->kind), w->growth,
+			(int64_t)w->f[1].live_blocks - (int64_t)w->f[0].live_blocks,
+			w->f[0].live_bytes, w->f[1].live_bytes, w->f[0].live_blocks,
+			w->f[1].live_blocks, w->f[0].live_samples, w->f[1].live_samples, w->sd,
+			w->weak ? "true" : "false", w->truncated ? "true" : "false");
+		json_frames(f, r, w);
+		fputc('}', f);
+	}
+}
+
+/* memwatch diff as JSON. */
+static int json_diff(FILE *f, struct report *r)
+{
+	struct row **grown, **shrunk;
+	size_t ng, ns;
+
+	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
+	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);
+	fprintf(f, "{\"version\": %d, \"kind\": \"diff\", \"by\": \"%s\",\n \"before\": ",
+		JSON_VERSION, by_name(r->o->by));
+	json_snapshot(f, &r->in[0]);
+	fputs(",\n \"after\": ", f);
+	json_snapshot(f, &r->in[1]);
+	fprintf(f, ",\n \"growth_bytes\": %" PRId64 ",\n \"rss_growth_bytes\": %" PRId64
+		   ",\n \"explained\": ",
+		(int64_t)r->in[1].total.live_bytes - (int64_t)r->in[0].total.live_bytes, rss_growth(r));
+	if (explained_share(r) < 0)
+		fputs("null", f);
+	else
+		fprintf(f, "%.4f", explained_share(r));
+	fprintf(f, ",\n \"rows_total\": %zu,\n \"grown\": [", held_rows(r));
+	json_diff_rows(f, r, grown, ng);
+	fputs("\n ],\n \"shrunk\": [", f);
+	json_diff_rows(f, r, shrunk, ns);
+	fputs("\n ]\n}\n", f);
+	free(grown);
+	free(shrunk);
+	return 0;
+}
+
+const struct report_writer report_json_writer = { "json", json_show, json_diff, false };

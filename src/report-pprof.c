@@ -1,0 +1,76 @@
+/* report-pprof.c: --format pprof, the rows as a pprof profile (encoded by
+ * pprof.c). */
+#include "config.h"
+#include "pprof.h"
+#include "report-internal.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+/* --------------------------------------------------------------------------- */
+/* pprof output (the encoder is pprof.c): every row with something to show, by
+ * stack; in a diff the values are changes, negative where memory was freed. */
+
+static bool pred_pprof(const struct report *r, const struct row *w)
+{
+	if (!focused(r, w))
+		return false;
+	if (r->nin == 2)
+		return (w->growth || w->f[0].live_blocks != w->f[1].live_blocks ||
+			w->f[0].alloc_bytes != w->f[1].alloc_bytes) &&
+		       (uint64_t)llabs(w->growth) >= r->o->min_bytes;
+	return (w->f[0].live_bytes || w->f[0].alloc_bytes) && w->f[0].live_bytes >= r->o->min_bytes;
+}
+
+/* Largest change first, growth or not. */
+static int cmp_change(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	if (llabs(a->growth) != llabs(b->growth))
+		return llabs(a->growth) > llabs(b->growth) ? -1 : 1;
+	return cmp_seq(a, b);
+}
+
+/* Write the report as a pprof profile. 0, or -1 (said). */
+static int pprof_out(FILE *f, struct report *r)
+{
+	struct pprof_source src = { .nin = r->nin };
+	struct pprof_sample *p;
+	struct row **v;
+	size_t n, i;
+	char *cause = NULL;
+	int rc, k;
+
+	v = select_rows(r, pred_pprof, r->nin == 2 ? cmp_change : cmp_live, r->o->top, &n);
+	p = xcalloc(n ? n : 1, sizeof *p);
+	for (i = 0; i < n; i++) {
+		const struct figures *a = &v[i]->f[0], *b = &v[i]->f[r->nin == 2 ? 1 : 0];
+		bool diff = r->nin == 2;
+		p[i].frames = v[i]->sf;
+		p[i].nframes = r->o->depth_set && r->o->depth && r->o->depth < v[i]->nframes
+				       ? (uint32_t)r->o->depth : v[i]->nframes;
+		p[i].map = v[i]->map;
+		p[i].kind = snap_kind_name(v[i]->kind);
+		p[i].nmodules = v[i]->nmodules;
+		p[i].value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
+		p[i].value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
+		p[i].value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
+		p[i].value[PPROF_INUSE_SPACE] = (int64_t)b->live_bytes - (diff ? (int64_t)a->live_bytes : 0);
+	}
+	for (k = 0; k < r->nin; k++) {
+		src.path[k] = r->in[k].path;
+		src.s[k] = r->in[k].s;
+		src.map[k] = r->in[k].map;
+	}
+	rc = pprof_write(f, r->z, &src, p, n, &cause);
+	if (rc < 0) {
+		mw_error("%s", cause);
+		free(cause);
+	}
+	free(p);
+	free(v);
+	return rc;
+}
+
+
+const struct report_writer report_pprof_writer = { "pprof", pprof_out, pprof_out, true };

@@ -1,0 +1,91 @@
+/* report-svg.c: --format svg, the rows as a flame graph (drawn by flame.c). */
+#include "config.h"
+#include "flame.h"
+#include "report-internal.h"
+#include "util.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The rows as a flame graph (src/flame.c): a snapshot's live bytes, or a
+ * diff's growth and shrinkage; frames labelled as in folded stacks. */
+void report_svg(FILE *f, struct report *r, bool inline_svg)
+{
+	bool diff = r->nin == 2;
+	struct flame *fl = flame_new(diff);
+	struct row **v[2];
+	size_t n[2] = { 0, 0 }, i, k, nd, len;
+	struct flame_frame *fr = NULL;
+	struct dframe *d;
+	char *labels = NULL, *title, *sub, b[32];
+	FILE *m;
+
+	if (diff) {
+		v[0] = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &n[0]);
+		v[1] = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &n[1]);
+	} else {
+		v[0] = select_rows(r, pred_live, cmp_live, r->o->top, &n[0]);
+		v[1] = NULL;
+	}
+	/* the labels of a row, NUL-separated, made by the folded format's code */
+	m = open_memstream(&labels, &len);
+	if (!m)
+		abort();
+	for (int s = 0; s < 2; s++) {
+		for (i = 0; i < n[s]; i++) {
+			const struct row *w = v[s][i];
+			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0);
+			/* each row's labels over the last one's */
+			fseek(m, 0, SEEK_SET);
+			for (k = 0; k < nd; k++) {
+				folded_name(m, r, &d[k]);
+				fputc('\0', m);
+			}
+			fflush(m);
+			fr = xrealloc(fr, (nd ? nd : 1) * sizeof *fr);
+			for (k = 0; k < nd; k++) {
+				struct flame_frame *x = &fr[nd - 1 - k];
+				x->label = k ? x[1].label + strlen(x[1].label) + 1 : labels;
+				x->file = d[k].file;
+				x->line = d[k].line;
+				x->module = d[k].gmod == SYM_NO_MODULE ? NULL
+								   : symbolizer_module_name(r->z, d[k].gmod);
+				x->inlined = d[k].inlined;
+			}
+			flame_add(fl, fr, nd, diff ? w->f[0].live_bytes : 0, diff ? w->f[1].live_bytes : w->f[0].live_bytes,
+				  diff ? w->f[0].live_blocks : 0, diff ? w->f[1].live_blocks : w->f[0].live_blocks);
+			free(d);
+		}
+	}
+	fclose(m);
+	free(labels);
+	if (diff) {
+		title = xasprintf("memory growth: %s -> %s", base_name(r->in[0].path),
+				  base_name(r->in[1].path));
+		sub = xasprintf("%s of sampled heap; widths by bytes changed: red grew, blue shrank",
+				fmt_signed(b, sizeof b, (int64_t)r->in[1].total.live_bytes -
+								(int64_t)r->in[0].total.live_bytes));
+	} else {
+		title = xasprintf("live heap: %s", base_name(r->in[0].path));
+		sub = xasprintf("%s live (sampled estimate), pid %" PRId32 "; widths by live bytes",
+				fmt_bytes(b, sizeof b, (double)r->in[0].total.live_bytes), r->in[0].s->pid);
+	}
+	flame_write(fl, f, title, sub, inline_svg);
+	free(title);
+	free(sub);
+	free(fr);
+	free(v[0]);
+	free(v[1]);
+	flame_free(fl);
+}
+
+
+static int svg_write(FILE *f, struct report *r)
+{
+	report_svg(f, r, false);
+	return 0;
+}
+
+const struct report_writer report_svg_writer = { "svg", svg_write, svg_write, true };
