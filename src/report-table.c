@@ -170,15 +170,28 @@ static uint64_t rest_of_rss(const struct snapshot *s)
 	return s->rss_bytes > held ? s->rss_bytes - held : 0;
 }
 
+/* The program's name as its user knows it: the first word of its command
+ * line (a link's name: redis-server, not the redis-check-rdb it leads to;
+ * python3, not python3.11), else its executable's. Into buf. */
+static const char *program_name(const struct snapshot *s, char *buf, size_t n)
+{
+	if (s->cmdline && *s->cmdline) {
+		size_t len = strcspn(s->cmdline, " ");
+		snprintf(buf, n, "%.*s", (int)len, s->cmdline);
+		return base_name(buf);
+	}
+	return s->exe && *s->exe ? base_name(s->exe) : "?";
+}
+
 /* One snapshot in one line: where it is from, when, and how it was sampled. */
 static void print_snapshot_line(FILE *f, const struct input *in, const char *label)
 {
 	const struct snapshot *s = in->s;
-	char b1[64], b2[64], b3[32];
+	char b1[64], b2[64], b3[32], name[256];
 	double cap = capture_seconds(s);
 
 	fprintf(f, "%-8s %s: pid %" PRId32 " %s, %s after %s of capture, %s", label, in->path,
-		s->pid, s->exe && *s->exe ? base_name(s->exe) : "?",
+		s->pid, program_name(s, name, sizeof name),
 		fmt_time(b1, sizeof b1, s->time_ns), fmt_seconds(b3, sizeof b3, cap),
 		s->sample_rate <= 1 ? "every allocation" : "1 sample per ");
 	if (s->sample_rate > 1)

@@ -65,6 +65,8 @@ else
 	sed 's/^/  | /' w.out >&2
 fi
 expect_grep 'sampled stacks explain [0-9]+ % of the RSS growth' w.out
+# named as the user started it (redis-server is a link to redis-check-rdb)
+expect_grep "^before .*: pid $rp redis-server, " w.out
 
 # The server is unharmed: it answers, with every key.
 n=$("$CLI" -s "$sock" dbsize) || fail "redis-cli dbsize after the capture: status $?"
