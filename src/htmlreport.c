@@ -64,7 +64,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 
 	opterr = 0;
 	optind = 0;   /* options may follow the run log, as in "report RUN.LOG -o F" */
-	while ((c = getopt_long(argc, argv, "o:fD:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:fD:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o->output = optarg;
@@ -81,14 +81,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			fputs(report_usage, stdout);
 			return MW_EXIT_OK;
 		default:
-			if (optopt && strchr("oD", optopt))
-				mw_error("report: option '-%c' needs a value", optopt);
-			else if (optopt)
-				mw_error("report: unknown option '-%c'", optopt);
-			else
-				mw_error("report: unknown option '%s'", argv[optind - 1]);
-			mw_hint("memwatch report --help");
-			return MW_EXIT_USAGE;
+			return mw_option_error("report", c, argv, optind, optopt);
 		}
 	}
 	if (argc - optind != 1) {

@@ -146,17 +146,8 @@ static int parse_args(int argc, char **argv, struct plot_opts *o)
 			fputs("Usage:\n", stdout);
 			fputs(plot_usage, stdout);
 			return MW_EXIT_OK;
-		case ':':
-			mw_error("plot: option '%s' needs a value", argv[optind - 1]);
-			mw_hint("memwatch plot --help");
-			return MW_EXIT_USAGE;
 		default:
-			if (optopt)
-				mw_error("plot: unknown option '-%c'", optopt);
-			else
-				mw_error("plot: unknown option '%s'", argv[optind - 1]);
-			mw_hint("memwatch plot --help");
-			return MW_EXIT_USAGE;
+			return mw_option_error("plot", c, argv, optind, optopt);
 		}
 	}
 	if (optind >= argc) {

@@ -278,20 +278,13 @@ static int parse_opts(int argc, char **argv, const char *usage, struct report_op
 	int c, st;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:m:b:d:F:D:o:E:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:n:m:b:d:F:D:o:E:h", longopts, NULL)) != -1) {
 		st = parse_opt(c, argv[0], usage, o);
 		if (st > 0 || (st == 0 && c == 'h'))
 			return st;
 		if (st == 0)
 			continue;
-		if (optopt && strchr("nmbdFDoE", optopt))
-			mw_error("%s: option '-%c' needs a value", argv[0], optopt);
-		else if (optopt)
-			mw_error("%s: unknown option '-%c'", argv[0], optopt);
-		else
-			mw_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
-		mw_hint("memwatch %s --help", argv[0]);
-		return MW_EXIT_USAGE;
+		return mw_option_error(argv[0], c, argv, optind, optopt);
 	}
 	st = check_opts(argv[0], o);
 	return st ? st : -1;

@@ -152,7 +152,7 @@ expect_err_line "plot: unknown option '--frobnicate'$"
 run_mw 2 plot -Z "$data/plot-one.log"
 expect_err_line "plot: unknown option '-Z'$"
 run_mw 2 plot "$data/plot-one.log" -o
-expect_err_line "plot: option '-o' needs a value$"
+expect_err_line "plot: option '-o' needs an argument$"
 run_mw 2 plot --gnuplot '' "$data/plot-one.log"
 expect_err_line "plot: --gnuplot needs a program name$"
 nothing_left "usage errors"
