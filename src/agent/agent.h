@@ -16,6 +16,7 @@
 #define MEMWATCH_AGENT_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,29 @@ struct mw_tls {
 	uint8_t unw;       /* enum mw_unw_slot: may it use libunwind's frame cache */
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) MW_HIDDEN;
+
+/* Count size bytes against this thread's countdown before the call: true when
+ * this is not a sample point, so that the hooks' (and the CPython wrappers')
+ * common path ends in a tail jump to the allocator with no frame of ours. */
+static inline __attribute__((always_inline)) bool mw_unsampled(size_t size, int epoch)
+{
+	uint64_t left = mw_tls.left;
+	if (likely(size < left && mw_tls.epoch == (uint32_t)epoch)) {
+		mw_tls.left = left - size - 1;
+		return true;
+	}
+	return false;
+}
+
+/* One turn of a wait for a lock or flag another thread holds for a moment:
+ * spin (with a pause) for the first 128 turns, then yield the processor. */
+static inline void mw_spin_turn(unsigned *n)
+{
+	if (++*n < 128)
+		__builtin_ia32_pause();
+	else
+		sched_yield();
+}
 
 /* What every hook reads, in a cache line of its own, apart from anything that
  * is written while capturing (the heap lock, counters), so that sampling on one

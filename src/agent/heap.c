@@ -73,13 +73,7 @@ static void spin_lock(spin_t *l)
 	unsigned n = 0;
 	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
 		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-			if (++n < 128) {
-#if defined(__x86_64__) || defined(__i386__)
-				__builtin_ia32_pause();
-#endif
-			} else {
-				sched_yield();
-			}
+			mw_spin_turn(&n);
 		}
 	}
 }
@@ -198,13 +192,7 @@ void mw_loader_enter(void)
 			return;
 		__atomic_fetch_sub(&loader_readers[s].n, 1, __ATOMIC_SEQ_CST);
 		while (__atomic_load_n(&loader_writer, __ATOMIC_RELAXED)) {
-			if (++n < 128) {
-#if defined(__x86_64__) || defined(__i386__)
-				__builtin_ia32_pause();
-#endif
-			} else {
-				sched_yield();
-			}
+			mw_spin_turn(&n);
 		}
 	}
 }
@@ -935,13 +923,7 @@ static void walk_lock_take(void)
 	while (__atomic_load_n(&walk_waiters, __ATOMIC_RELAXED) <= 4 * ncpus) {
 		if (!__atomic_load_n(&walk_lock, __ATOMIC_RELAXED) && walk_lock_try())
 			goto out;
-		if (++n < 128) {
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();
-#endif
-		} else {
-			sched_yield();
-		}
+		mw_spin_turn(&n);
 	}
 	while (__atomic_exchange_n(&walk_lock, 2, __ATOMIC_ACQUIRE) != 0)
 		syscall(SYS_futex, &walk_lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);

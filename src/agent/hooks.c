@@ -42,18 +42,6 @@ static inline __attribute__((always_inline)) void *account(void *p, size_t size,
 	return mw_sampled_alloc(p, size);
 }
 
-/* The same decision taken before the call, so that an allocation that is not a
- * sample point goes to the allocator by a tail jump, with no frame of ours. */
-static inline __attribute__((always_inline)) bool unsampled(size_t size, int epoch)
-{
-	uint64_t left = mw_tls.left;
-	if (likely(size < left && mw_tls.epoch == (uint32_t)epoch)) {
-		mw_tls.left = left - size - 1;
-		return true;
-	}
-	return false;
-}
-
 static inline int capturing(void)
 {
 	return __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
@@ -73,7 +61,7 @@ static ON void *malloc_slow(size_t n)
 static void *hk_malloc(size_t n)
 {
 	int e = capturing();
-	if (likely(!e) || likely(unsampled(n, e)))
+	if (likely(!e) || likely(mw_unsampled(n, e)))
 		return mw_orig.malloc(n);
 	return malloc_slow(n);
 }
@@ -87,7 +75,7 @@ static void *hk_calloc(size_t a, size_t b)
 {
 	int e = capturing();
 	size_t n;
-	if (likely(!e) || __builtin_mul_overflow(a, b, &n) || likely(unsampled(n, e)))
+	if (likely(!e) || __builtin_mul_overflow(a, b, &n) || likely(mw_unsampled(n, e)))
 		return mw_orig.calloc(a, b);
 	return calloc_slow(a, b, n);
 }
@@ -155,7 +143,7 @@ static ON int posix_memalign_slow(void **m, size_t align, size_t n)
 static int hk_posix_memalign(void **m, size_t align, size_t n)
 {
 	int e = capturing();
-	if (likely(!e) || likely(unsampled(n, e)))
+	if (likely(!e) || likely(mw_unsampled(n, e)))
 		return mw_orig.posix_memalign(m, align, n);
 	return posix_memalign_slow(m, align, n);
 }
@@ -168,7 +156,7 @@ static ON void *aligned_alloc_slow(size_t align, size_t n)
 static void *hk_aligned_alloc(size_t align, size_t n)
 {
 	int e = capturing();
-	if (likely(!e) || likely(unsampled(n, e)))
+	if (likely(!e) || likely(mw_unsampled(n, e)))
 		return mw_orig.aligned_alloc(align, n);
 	return aligned_alloc_slow(align, n);
 }
@@ -181,7 +169,7 @@ static ON void *memalign_slow(size_t align, size_t n)
 static void *hk_memalign(size_t align, size_t n)
 {
 	int e = capturing();
-	if (likely(!e) || likely(unsampled(n, e)))
+	if (likely(!e) || likely(mw_unsampled(n, e)))
 		return mw_orig.memalign(align, n);
 	return memalign_slow(align, n);
 }
@@ -194,7 +182,7 @@ static ON void *valloc_slow(size_t n)
 static void *hk_valloc(size_t n)
 {
 	int e = capturing();
-	if (likely(!e) || likely(unsampled(n, e)))
+	if (likely(!e) || likely(mw_unsampled(n, e)))
 		return mw_orig.valloc(n);
 	return valloc_slow(n);
 }
@@ -207,7 +195,7 @@ static ON void *pvalloc_slow(size_t n)
 static void *hk_pvalloc(size_t n)
 {
 	int e = capturing();
-	if (likely(!e) || likely(unsampled(n, e)))
+	if (likely(!e) || likely(mw_unsampled(n, e)))
 		return mw_orig.pvalloc(n);
 	return pvalloc_slow(n);
 }
@@ -443,7 +431,7 @@ static inline bool mmap_slow(size_t len, int flags, int e, bool *sample)
 {
 	if (mw_tls.guard)
 		return false;
-	*sample = len && !unsampled(len, e);
+	*sample = len && !mw_unsampled(len, e);
 	return *sample || ((flags & MAP_FIXED) && __atomic_load_n(&nmranges, __ATOMIC_RELAXED));
 }
 
@@ -539,7 +527,7 @@ static void *hk_mremap(void *old, size_t olen, size_t nlen, int flags, ...)
 	}
 	if (likely(!e) || mw_tls.guard)
 		return mw_orig.mremap(old, olen, nlen, flags, naddr);
-	sample = nlen > olen && !unsampled(nlen - olen, e);
+	sample = nlen > olen && !mw_unsampled(nlen - olen, e);
 	if (!sample && !__atomic_load_n(&nmranges, __ATOMIC_RELAXED))
 		return mw_orig.mremap(old, olen, nlen, flags, naddr);
 	return mremap_on(old, olen, nlen, flags, naddr, sample);
@@ -582,7 +570,7 @@ static void *hk_sbrk(intptr_t incr)
 	if (likely(!e) || mw_tls.guard || incr == 0)
 		return mw_orig.sbrk(incr);
 	if (incr > 0)
-		sample = !unsampled((size_t)incr, e);
+		sample = !mw_unsampled((size_t)incr, e);
 	if (!sample && (incr > 0 || !__atomic_load_n(&nmranges, __ATOMIC_RELAXED)))
 		return mw_orig.sbrk(incr);
 	return sbrk_on(incr, sample);
@@ -599,7 +587,7 @@ static ON int brk_on(void *addr, int e)
 	err = errno;
 	if (r == 0 && cur != (void *)-1) {
 		uintptr_t c = (uintptr_t)cur, a = (uintptr_t)addr;
-		brk_moved(c, a, a > c && !unsampled(a - c, e));
+		brk_moved(c, a, a > c && !mw_unsampled(a - c, e));
 	}
 	pthread_mutex_unlock(&maps_lock);
 	mw_tls.guard--;

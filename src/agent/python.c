@@ -164,19 +164,6 @@ static inline int capturing(void)
 	return __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
 }
 
-/* Count size bytes against this thread's countdown before the call: true when
- * this is not a sample point (as the hooks do, so that the common path ends in
- * a tail jump to pymalloc with no frame of ours). */
-static inline __attribute__((always_inline)) bool unsampled(size_t size, int epoch)
-{
-	uint64_t left = mw_tls.left;
-	if (likely(size < left && mw_tls.epoch == (uint32_t)epoch)) {
-		mw_tls.left = left - size - 1;
-		return true;
-	}
-	return false;
-}
-
 #define ON __attribute__((noinline))
 
 static ON void *malloc_slow(struct wrap *w, size_t n)
@@ -188,7 +175,7 @@ static void *w_malloc(void *ctx, size_t n)
 {
 	struct wrap *w = ctx;
 	int e = capturing();
-	if (likely(!e) || !counted(w, n) || likely(unsampled(taken(w, n), e)))
+	if (likely(!e) || !counted(w, n) || likely(mw_unsampled(taken(w, n), e)))
 		return w->prev.malloc(w->prev.ctx, n);
 	return malloc_slow(w, n);
 }
@@ -226,7 +213,7 @@ static void *w_malloc_own(void *ctx, size_t n)
 {
 	int e = capturing();
 	(void)ctx;
-	if (likely(n - 1 < PY_SMALL_REQUEST) && likely(unsampled(size_class(n), e)))
+	if (likely(n - 1 < PY_SMALL_REQUEST) && likely(mw_unsampled(size_class(n), e)))
 		return pymalloc.malloc(pymalloc.ctx, n);
 	if (n - 1 >= PY_SMALL_REQUEST)
 		return pymalloc.malloc(pymalloc.ctx, n);
@@ -246,7 +233,7 @@ static void *w_calloc(void *ctx, size_t a, size_t b)
 	int e = capturing();
 	size_t n;
 	if (likely(!e) || __builtin_mul_overflow(a, b, &n) || !counted(w, n) ||
-	    likely(unsampled(taken(w, n), e)))
+	    likely(mw_unsampled(taken(w, n), e)))
 		return w->prev.calloc(w->prev.ctx, a, b);
 	return calloc_slow(w, a, b, n);
 }
@@ -267,7 +254,7 @@ static ON void *realloc_on(struct wrap *w, void *p, size_t n, int e)
 			mw_put_record(p, &t);
 		return q;
 	}
-	if (!counted(w, n) || unsampled(taken(w, n), e))
+	if (!counted(w, n) || mw_unsampled(taken(w, n), e))
 		return q;
 	return mw_sampled_alloc(q, taken(w, n));
 }
@@ -303,7 +290,7 @@ static void *w_realloc_own(void *ctx, void *p, size_t n)
 {
 	struct wrap *w = ctx;
 	int e = capturing();
-	if (likely(!e) || !counted(w, n) || likely(unsampled(size_class(n), e)))
+	if (likely(!e) || !counted(w, n) || likely(mw_unsampled(size_class(n), e)))
 		return w->prev.realloc(w->prev.ctx, p, n);
 	return realloc_own_slow(w, p, n);
 }
