@@ -250,7 +250,7 @@ static int agent_start(const char *options)
 		exit_pid = o.exit_pid;
 	}
 	mw_heap_configure(o.rate, o.depth, o.max_stacks);
-	mw_heap_unwind_threads(o.unwind_threads);
+	mw_unwind_threads(o.unwind_threads);
 	mw_hooks_install(true);
 	if (o.capture_now)
 		mw_capture_start(o.rate, o.depth, o.max_stacks);

@@ -111,11 +111,31 @@ void mw_heap_reset(void) MW_HIDDEN;                      /* drop every record an
 void mw_snapshot_begin(void) MW_HIDDEN;
 void mw_snapshot_end(void) MW_HIDDEN;
 void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
-void mw_heap_unwind_threads(unsigned n) MW_HIDDEN;       /* see heap.c */
+/* unwind.c: the calling thread's stack for a sample (see there). */
+int mw_unwind(uintptr_t *ips, int cap) MW_HIDDEN;
+void mw_unwind_init(void) MW_HIDDEN;
+void mw_unwind_threads(unsigned n) MW_HIDDEN;               /* the unwind-threads option */
+void mw_unwind_atfork_child(void) MW_HIDDEN;
 void mw_heap_atfork_prepare(void) MW_HIDDEN;
 void mw_heap_atfork_parent(void) MW_HIDDEN;
 void mw_heap_atfork_child(void) MW_HIDDEN;
-void mw_reseed(void) MW_HIDDEN;
+/* A 64-bit mixer (splitmix64's finalizer): seeds, stack hashes. */
+static inline uint64_t mw_splitmix64(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+/* gaps.c: the random gaps and the sample weights (see there). Block counts
+ * are kept in fixed point, FX per block. */
+#define FX 65536.0
+extern double mw_inv_rate MW_HIDDEN;        /* 1 / mw_rate, set with it */
+void mw_reseed(void) MW_HIDDEN;             /* this thread draws its gap anew */
+void mw_seed(struct mw_tls *t) MW_HIDDEN;
+uint64_t mw_draw_gap(struct mw_tls *t) MW_HIDDEN;
+void mw_weights(uint64_t size, uint64_t *bytes, uint64_t *blocks_fx) MW_HIDDEN;
 /* Around the agent's own use of libunwind and the loader (see heap.c). */
 void mw_loader_enter(void) MW_HIDDEN;
 void mw_loader_leave(void) MW_HIDDEN;
@@ -176,8 +196,9 @@ typedef unsigned mw_merge_fn(const uintptr_t *ips, unsigned n, uintptr_t *out, u
 extern bool mw_python_frames MW_HIDDEN;
 extern mw_merge_fn *mw_frames_merge MW_HIDDEN;
 
-/* ================================================================ hooks.c
- * GOT patching and the hooks; uses heap.c. */
+/* ================================================================ hooks.c, patch.c
+ * The hooks (hooks.c) and the GOT patching that puts them in place (patch.c,
+ * the mw_hooks_* functions); both use heap.c. */
 
 /* The functions the hooks stand in for, in slot order. */
 enum mw_func {
@@ -208,6 +229,8 @@ struct __attribute__((aligned(64))) mw_orig {
 	void *(*sbrk)(intptr_t);
 };
 extern struct mw_orig mw_orig MW_HIDDEN;
+/* The hooks, in the same order (hooks.c): what patch.c writes into slots. */
+extern void *const mw_hook_fn[F_COUNT] MW_HIDDEN;
 
 int mw_hooks_init(char **why) MW_HIDDEN;            /* resolve originals, find our own module */
 int mw_hooks_install(bool blocking) MW_HIDDEN;      /* patch every module; slots patched, or -1 if busy */
@@ -224,6 +247,8 @@ void mw_hooks_atfork_child(void) MW_HIDDEN;
  * meanwhile. */
 void mw_maps_reset_begin(void) MW_HIDDEN;
 void mw_maps_reset_end(void) MW_HIDDEN;
+void mw_maps_atfork_child(void) MW_HIDDEN;
+extern size_t mw_page_size MW_HIDDEN;  /* set by mw_hooks_init (patch.c) */
 
 /* ================================================================ python.c
  * CPython 3.11's object allocator sampled, and the Python frames of

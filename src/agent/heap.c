@@ -1,16 +1,15 @@
-/* heap.c: the sampler (Poisson sampling by bytes), the interned call stacks and
- * the table of live sampled blocks, with their per-stack figures. Everything
- * here is reached from inside the target's malloc and free: storage comes from
- * mmap, never from the allocator being watched. */
+/* heap.c: the sampler (Poisson sampling by bytes, its gaps drawn by gaps.c,
+ * its stacks walked by unwind.c), the interned call stacks and the table of
+ * live sampled blocks, with their per-stack figures. Everything here is
+ * reached from inside the target's malloc and free: storage comes from mmap,
+ * never from the allocator being watched. It stays one file, over the ~900
+ * lines the house aims at, because its tables share their locks. */
 #include "config.h"
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <sys/mman.h>
-#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,7 +23,6 @@ uint64_t mw_filter_bits[((size_t)1 << MW_FILTER_BITS) / 64] __attribute__((align
 static uint8_t filter_counts[(size_t)1 << MW_FILTER_BITS] __attribute__((aligned(4096)));
 struct mw_hot mw_hot;
 uint64_t mw_rate = MW_DEFAULT_RATE;
-static double inv_rate = 1.0 / MW_DEFAULT_RATE;   /* 1 / mw_rate, set with it */
 unsigned mw_depth = MW_DEFAULT_DEPTH;
 uint64_t mw_max_stacks = MW_DEFAULT_MAX_STACKS;
 uint64_t mw_capture_start_ns;
@@ -34,7 +32,6 @@ mw_merge_fn *mw_frames_merge;
 
 /* Block-count weights are fractional (1 / p); they are kept in fixed point so
  * that adding and later subtracting the same sample is exact. */
-#define FX 65536.0
 #define STACK_DROPPED UINT32_MAX
 
 /* One interned call stack and what its sampled blocks stand for. Its identity
@@ -259,138 +256,6 @@ uint64_t mw_now_ns(void)
 }
 
 /* ------------------------------------------------------------------------- */
-/* Random gaps. */
-
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ull;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	return x ^ (x >> 31);
-}
-
-/* Seed this thread's generator from its tid, its TLS address and the time, so
- * that threads (and a forked child) draw different gaps. */
-static void seed(struct mw_tls *t)
-{
-	struct timespec ts;
-	uint64_t s;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s = (uint64_t)syscall(SYS_gettid) ^ ((uint64_t)(uintptr_t)t << 16) ^
-	    ((uint64_t)ts.tv_nsec << 1) ^ (uint64_t)ts.tv_sec;
-	s = splitmix64(s);
-	t->rng = s ? s : 0x2545F4914F6CDD1Dull;
-}
-
-void mw_reseed(void)
-{
-	mw_tls.rng = 0;
-	mw_tls.epoch = 0;
-	mw_tls.left = 0;
-}
-
-static uint64_t next_random(struct mw_tls *t)
-{
-	uint64_t x = t->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	t->rng = x;
-	return x * 0x2545F4914F6CDD1Dull;
-}
-
-/* The two functions of libm the sampler needs, here so that the agent does not
- * bring libm (some 400 KiB of resident pages) into programs that lack it.
- * Accurate to about 1e-13, far below the sampling noise. */
-
-/* 2^k as a double, for |k| < 1000. */
-static double pow2i(int k)
-{
-	union { double d; uint64_t u; } v;
-	v.u = (uint64_t)(k + 1023) << 52;
-	return v.d;
-}
-
-/* 1 / (2k + 1) and 1 / k!, so that the series below need no division. */
-static const double inv_odd[] = {
-	1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19,
-};
-static const double inv_fact[] = {
-	1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
-	1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0,
-};
-
-/* Natural logarithm of x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
- * log m = 2 atanh((m - 1) / (m + 1)) by its series. */
-static double mw_log(double x)
-{
-	union { double d; uint64_t u; } v = { .d = x };
-	int e = (int)((v.u >> 52) & 0x7ff) - 1023;
-	double m, s, s2, sum;
-	int k;
-	v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;   /* m in [1, 2) */
-	m = v.d;
-	if (m > 1.4142135623730951) {
-		m *= 0.5;
-		e++;
-	}
-	s = (m - 1.0) / (m + 1.0);      /* |s| < 0.172: 11 terms reach 1e-16 */
-	s2 = s * s;
-	sum = 1.0 / 21;
-	for (k = 19; k >= 1; k -= 2)
-		sum = sum * s2 + inv_odd[k / 2];
-	return 2.0 * s * sum + e * 0.6931471805599453;
-}
-
-/* exp(x) - 1 for x <= 0, precise for small |x|. */
-static double mw_expm1(double x)
-{
-	double r, poly;
-	int k, i;
-	if (x > -1e-5)
-		return x + x * x / 2 + x * x * x / 6;
-	if (x < -700)
-		return -1.0;
-	k = (int)(x * 1.4426950408889634 - 0.5);    /* round to nearest, x < 0 */
-	r = x - k * 0.6931471805599453;              /* |r| <= ln2 / 2: 13 terms reach 1e-17 */
-	poly = inv_fact[13];
-	for (i = 12; i >= 1; i--)
-		poly = poly * r + inv_fact[i];
-	poly *= r;                                    /* exp(r) - 1 */
-	return poly * pow2i(k) + (pow2i(k) - 1.0);
-}
-
-/* Bytes to the next sample point: exponential with mean R (0 when every
- * allocation is to be recorded). */
-static uint64_t draw_gap(struct mw_tls *t)
-{
-	double u, g;
-	if (mw_rate <= 1)
-		return 0;
-	u = (double)((next_random(t) >> 11) + 1) * 0x1.0p-53;   /* (0, 1] */
-	g = -mw_log(u) * (double)mw_rate;
-	return g >= 1.8e19 ? UINT64_MAX : (uint64_t)g;
-}
-
-/* The Horvitz-Thompson weights of a sampled block of size bytes: it was picked
- * with probability p = 1 - exp(-(size+1)/R) (each allocation counts size+1, so
- * that zero-byte ones can be picked too), so it stands for size/p bytes and 1/p
- * blocks. At R = 1 every allocation is recorded: exact weights. */
-static void weights(uint64_t size, uint64_t *bytes, uint64_t *blocks_fx)
-{
-	double p;
-	if (mw_rate <= 1) {
-		*bytes = size;
-		*blocks_fx = (uint64_t)FX;
-		return;
-	}
-	p = 1.0 / -mw_expm1(-((double)size + 1.0) * inv_rate);   /* 1 / p */
-	*bytes = (uint64_t)((double)size * p + 0.5);
-	*blocks_fx = (uint64_t)(FX * p + 0.5);
-}
-
-
-/* ------------------------------------------------------------------------- */
 /* Locking. mw_tls.locked is set before taking any agent lock, so that a signal
  * handler that frees a sampled block on this thread meanwhile parks the free
  * instead of waiting for a lock its own thread may hold. Lock order: a shard,
@@ -508,7 +373,7 @@ static uint64_t hash_frames(const uintptr_t *f, unsigned n, uint32_t flags)
 		h *= 0x100000001B3ull;
 		h ^= h >> 29;
 	}
-	return splitmix64(h);
+	return mw_splitmix64(h);
 }
 
 /* Under intern_lock. */
@@ -825,137 +690,6 @@ static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t
 }
 
 /* ------------------------------------------------------------------------- */
-/* Unwinding. libunwind's unw_backtrace keeps a frame cache per thread, 256 KiB
- * that it writes in full the first time the thread unwinds and frees when the
- * thread exits: a program with 2000 threads that each allocate a little paid
- * 500 MB of RSS for it, even at the default rate. So only unw_slots_max threads
- * alive at once (128 by default: 32 MiB of caches) unwind with it; any other thread
- * walks with libunwind's cursor, which costs more per frame and no memory of
- * its own. A thread gives its place back when it exits (a thread-specific key's
- * destructor), and takes one as soon as one is free. */
-enum mw_unw_slot {
-	UNW_NO_SLOT,         /* cursor walks; takes a place when one is free */
-	UNW_SLOT,            /* holds a place: unw_backtrace */
-	UNW_EXITING,         /* gave its place back at exit: never again */
-};
-static unsigned unw_slots_used __attribute__((aligned(64)));
-static unsigned unw_slots_max = MW_DEFAULT_UNWIND_THREADS;
-static unsigned ncpus = 1;            /* processors online, for walk_lock_take */
-static pthread_key_t unw_slot_key;
-static bool unw_slot_key_ok;
-
-/* The thread exits (or its key is destroyed): its place is free again. */
-static void unw_slot_release(void *unused)
-{
-	(void)unused;
-	if (mw_tls.unw == UNW_SLOT)
-		__atomic_fetch_sub(&unw_slots_used, 1, __ATOMIC_RELAXED);
-	mw_tls.unw = UNW_EXITING;
-}
-
-/* Create the key once, from the control thread (capture start). */
-static void unw_slots_init(void)
-{
-	long c = sysconf(_SC_NPROCESSORS_ONLN);
-	ncpus = c > 0 ? (unsigned)c : 1;
-	if (!unw_slot_key_ok && pthread_key_create(&unw_slot_key, unw_slot_release) == 0)
-		unw_slot_key_ok = true;
-}
-
-/* May this thread use unw_backtrace's cache? Takes a place if there is one.
- * Without the key (pthread_key_create failed) places are never given back:
- * the bound holds, only more threads walk the slow way. */
-static bool unw_slot(void)
-{
-	unsigned n;
-	if (likely(mw_tls.unw == UNW_SLOT))
-		return true;
-	if (mw_tls.unw == UNW_EXITING)
-		return false;
-	n = __atomic_load_n(&unw_slots_used, __ATOMIC_RELAXED);
-	do {
-		if (n >= __atomic_load_n(&unw_slots_max, __ATOMIC_RELAXED))
-			return false;
-	} while (!__atomic_compare_exchange_n(&unw_slots_used, &n, n + 1, true, __ATOMIC_RELAXED,
-					      __ATOMIC_RELAXED));
-	mw_tls.unw = UNW_SLOT;
-	/* pthread_setspecific may allocate (keys past the first 32): the agent's
-	 * guard is up, so that goes to the allocator unsampled. */
-	if (unw_slot_key_ok)
-		pthread_setspecific(unw_slot_key, (void *)1);
-	return true;
-}
-
-/* The unwind-threads option: at most n threads hold a place (those that hold
- * one already keep it). */
-void mw_heap_unwind_threads(unsigned n)
-{
-	__atomic_store_n(&unw_slots_max, n, __ATOMIC_RELAXED);
-}
-
-/* The call stack with libunwind's cursor, innermost first (the same frames as
- * unw_backtrace gives). Each step takes the lock of libunwind's global cache,
- * a mutex that sleeps when contended (and two sigprocmask calls), so the walks
- * are taken one at a time under a lock of ours. While the waiters are few (at
- * most 4 per processor) they take turns by spinning and yielding, never
- * sleeping. Hundreds of them (2000 threads at rate 1) would yield to each
- * other while the holder waits for a processor, so past that a waiter sleeps
- * on a futex as a mutex does: state 2 says someone may sleep, and a thread
- * that has begun to sleep takes the lock only as 2, so that its release wakes
- * the next one. No other agent lock is held meanwhile (the loader lock's
- * shared side is, so a fork never finds this one taken). */
-static int walk_lock __attribute__((aligned(64)));     /* 0 free, 1 held, 2 held, sleepers */
-static unsigned walk_waiters __attribute__((aligned(64)));
-
-static bool walk_lock_try(void)
-{
-	int v = 0;
-	return __atomic_compare_exchange_n(&walk_lock, &v, 1, false, __ATOMIC_ACQUIRE,
-					   __ATOMIC_RELAXED);
-}
-
-static void walk_lock_take(void)
-{
-	unsigned n = 0;
-	if (walk_lock_try())
-		return;
-	__atomic_fetch_add(&walk_waiters, 1, __ATOMIC_RELAXED);
-	while (__atomic_load_n(&walk_waiters, __ATOMIC_RELAXED) <= 4 * ncpus) {
-		if (!__atomic_load_n(&walk_lock, __ATOMIC_RELAXED) && walk_lock_try())
-			goto out;
-		mw_spin_turn(&n);
-	}
-	while (__atomic_exchange_n(&walk_lock, 2, __ATOMIC_ACQUIRE) != 0)
-		syscall(SYS_futex, &walk_lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-out:
-	__atomic_fetch_sub(&walk_waiters, 1, __ATOMIC_RELAXED);
-}
-
-static void walk_lock_release(void)
-{
-	if (__atomic_exchange_n(&walk_lock, 0, __ATOMIC_RELEASE) == 2)
-		syscall(SYS_futex, &walk_lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-static __attribute__((noinline)) int walk_cursor(uintptr_t *ips, int cap)
-{
-	unw_context_t uc;
-	unw_cursor_t c;
-	int n = 0;
-	walk_lock_take();
-	if (unw_getcontext(&uc) == 0 && unw_init_local(&c, &uc) == 0) {
-		do {
-			unw_word_t ip;
-			if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
-				break;
-			ips[n++] = (uintptr_t)ip;
-		} while (n < cap && unw_step(&c) > 0);
-	}
-	walk_lock_release();
-	return n;
-}
-
-/* ------------------------------------------------------------------------- */
 /* The slow paths. */
 
 /* Unwind the allocating thread and record the block. */
@@ -973,7 +707,7 @@ static void record(void *p, size_t size, uint32_t kind)
 	int n;
 
 	mw_loader_enter();
-	n = unw_slot() ? unw_backtrace((void **)ips, (int)cap) : walk_cursor(ips, (int)cap);
+	n = mw_unwind(ips, (int)cap);
 	mw_loader_leave();
 	if (n < 0)
 		n = 0;
@@ -996,7 +730,7 @@ static void record(void *p, size_t size, uint32_t kind)
 			nf = depth;
 	}
 	h = hash_frames(frames, nf, flags);
-	weights(size, &wb, &wn);
+	mw_weights(size, &wb, &wn);
 
 	sh = shard_of((uintptr_t)p);
 	lock_shard(sh);
@@ -1018,18 +752,18 @@ static void record(void *p, size_t size, uint32_t kind)
 static bool at_sample_point(struct mw_tls *t, int e, size_t size)
 {
 	if (!t->rng)
-		seed(t);
+		mw_seed(t);
 	if (t->epoch != (uint32_t)e) {
 		/* First allocation of this thread in this capture: draw a fresh gap
 		 * and only then decide, so that no thread's first block is favoured. */
 		t->epoch = (uint32_t)e;
-		t->left = draw_gap(t);
+		t->left = mw_draw_gap(t);
 		if (size < t->left) {
 			t->left -= size + 1;
 			return false;
 		}
 	}
-	t->left = draw_gap(t);
+	t->left = mw_draw_gap(t);
 	return true;
 }
 
@@ -1183,10 +917,10 @@ void mw_heap_reset(void)
 void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks)
 {
 	mw_tls.guard++;
-	unw_slots_init();
+	mw_unwind_init();
 	lock_all();
 	mw_rate = rate ? rate : 1;
-	inv_rate = 1.0 / (double)mw_rate;
+	mw_inv_rate = 1.0 / (double)mw_rate;
 	mw_depth = depth ? (depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : depth) : MW_DEFAULT_DEPTH;
 	mw_max_stacks = max_stacks ? max_stacks : MW_DEFAULT_MAX_STACKS;
 	unlock_all();
@@ -1236,10 +970,7 @@ void mw_heap_atfork_child(void)
 	mw_tls.locked = 0;
 	if (prepared_lock)
 		mw_tls.guard--;
-	/* The other threads are gone, and with them their places. */
-	unw_slots_used = mw_tls.unw == UNW_SLOT;
-	walk_lock = 0;
-	walk_waiters = 0;
+	mw_unwind_atfork_child();
 	mw_reseed();
 }
 
