@@ -34,6 +34,40 @@ static int peer_pid_of(int fd)
 	return cr.pid;
 }
 
+/* Reply lines still owed on a connection: a request whose reply was not read
+ * (a stop signal ended the wait, or the agent was slow) leaves that line to
+ * come. It is read and dropped before the next request on the connection, so
+ * that a reply is never taken for the next request's (a final snapshot once
+ * read a status line as its header). */
+#define OWED_MAX 32
+static struct {
+	int fd;
+	unsigned lines;
+} owed[OWED_MAX];
+
+/* The count of fd (a free entry taken when add), or NULL. */
+static unsigned *owed_of(int fd, bool add)
+{
+	int i, free_i = -1;
+	for (i = 0; i < OWED_MAX; i++) {
+		if (owed[i].lines && owed[i].fd == fd)
+			return &owed[i].lines;
+		if (!owed[i].lines && free_i < 0)
+			free_i = i;
+	}
+	if (!add || free_i < 0)
+		return NULL;
+	owed[free_i].fd = fd;
+	return &owed[free_i].lines;
+}
+
+static void owed_forget(int fd)
+{
+	unsigned *o = owed_of(fd, false);
+	if (o)
+		*o = 0;
+}
+
 int control_connect(int pid, int timeout_ms, char **cause)
 {
 	struct sockaddr_un sa;
@@ -70,6 +104,7 @@ int control_connect(int pid, int timeout_ms, char **cause)
 					   strerror(err));
 		return -err;
 	}
+	owed_forget(fd);   /* a new connection owes nothing, whatever its number had */
 	return fd;
 }
 
@@ -176,7 +211,9 @@ static int line_some(int fd, char *line, size_t size, size_t *n, char **cause)
 }
 
 /* Read one reply line (without its '\n') into buf, waiting no longer than the
- * connection's timeout, and no longer at all once a stop signal came. */
+ * connection's timeout, and no longer at all once a stop signal came. 0, -1
+ * with *cause, or -2 with *cause when the line may still come (interrupted,
+ * or not in time). */
 static int read_line(int fd, char *buf, size_t size, char **cause)
 {
 	uint64_t deadline = mono_ns() + (uint64_t)conn_timeout_ms(fd) * 1000000u;
@@ -189,12 +226,12 @@ static int read_line(int fd, char *buf, size_t size, char **cause)
 		if (r == 0) {
 			*cause = xasprintf("pid %d: the memwatch agent did not answer in time",
 					   peer_pid_of(fd));
-			return -1;
+			return -2;   /* the line, or its rest, is owed */
 		}
 		if (r == -EINTR) {
 			*cause = xasprintf("pid %d: interrupted while waiting for the memwatch agent",
 					   peer_pid_of(fd));
-			return -1;
+			return -2;   /* the line, or its rest, is owed */
 		}
 		if (r < 0) {
 			*cause = xasprintf("pid %d: waiting for the memwatch agent: %s",
@@ -204,12 +241,32 @@ static int read_line(int fd, char *buf, size_t size, char **cause)
 	}
 }
 
+/* Read and drop the reply lines fd owes. 0, or -1 with *cause. */
+static int drain_owed(int fd, char **cause)
+{
+	unsigned *o = owed_of(fd, false);
+	char buf[REPLY_MAX];
+
+	while (o && *o) {
+		if (read_line(fd, buf, sizeof buf, cause) < 0)
+			return -1;
+		(*o)--;
+	}
+	return 0;
+}
+
 /* Send one request line and read the reply; "ok ..." leaves the text after
  * "ok" in buf, "err ..." becomes the cause. */
 static int request(int fd, const char *line, char *buf, size_t size, char **cause)
 {
-	char *req = xasprintf("%s\n", line);
-	size_t len = strlen(req), off = 0;
+	char *req;
+	size_t len, off = 0;
+	int r;
+
+	if (drain_owed(fd, cause) < 0)
+		return -1;
+	req = xasprintf("%s\n", line);
+	len = strlen(req);
 	while (off < len) {
 		ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
@@ -234,8 +291,12 @@ static int request(int fd, const char *line, char *buf, size_t size, char **caus
 		off += (size_t)w;
 	}
 	free(req);
-	if (read_line(fd, buf, size, cause) < 0)
+	if ((r = read_line(fd, buf, size, cause)) < 0) {
+		unsigned *o;
+		if (r == -2 && (o = owed_of(fd, true)))
+			(*o)++;
 		return -1;
+	}
 	if (strncmp(buf, "ok", 2) == 0 && (buf[2] == 0 || buf[2] == ' ')) {
 		memmove(buf, buf + (buf[2] ? 3 : 2), strlen(buf + (buf[2] ? 3 : 2)) + 1);
 		return 0;
@@ -376,6 +437,8 @@ int control_snapshot_send(int fd, struct control_snap_rx *rx, char **cause)
 	size_t off = 0;
 
 	control_snap_rx_release(rx);
+	if (drain_owed(fd, cause) < 0)
+		return -1;
 	while (off < sizeof req - 1) {
 		ssize_t w = send(fd, req + off, sizeof req - 1 - off, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)

@@ -15,7 +15,9 @@ chmod 0755 "$tmp"
 
 # make_root DIR: a root holding the host's /usr (so the same libraries at the
 # same paths, /lib and /bin through Debian's merged-/usr links) and the test
-# programs, with empty /tmp, /proc and /dev to mount on.
+# programs, with empty /tmp, /proc and /dev to mount on. The programs are
+# mounted after the container's own /tmp, so that a build tree under /tmp
+# stays visible in it.
 make_root() {
 	mkdir -p "$1/usr" "$1/tmp" "$1/proc" "$1/dev" "$1/.old" "$1$TARGETS" &&
 		ln -s usr/lib "$1/lib" && ln -s usr/lib64 "$1/lib64" && ln -s usr/bin "$1/bin" ||
@@ -39,8 +41,9 @@ start_container() {
 		shift 2
 		mount --bind "$r" "$r" &&
 		mount --bind /usr "$r/usr" &&
-		mount --bind "$targets" "$r$targets" &&
 		mount -t tmpfs -o mode=1777 tmpfs "$r/tmp" &&
+		mkdir -p "$r$targets" &&
+		mount --bind "$targets" "$r$targets" &&
 		mount -t proc proc "$r/proc" || exit 99
 		eval "${CT_SETUP:-}" || exit 99
 		cd "$r" && pivot_root . .old && cd / || exit 99

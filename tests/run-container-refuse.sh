@@ -17,7 +17,7 @@ no_agent() {
 
 # a read-only root; its /tmp a tmpfs that allows no code
 make_root "$tmp/ro"
-CT_SETUP='umount "$r/tmp" && mount -t tmpfs -o noexec,mode=1777 tmpfs "$r/tmp" &&
+CT_SETUP='mount -o remount,bind,noexec "$r/tmp" &&
 	mount -o remount,bind,ro "$r"'
 start_container "$tmp/ro" ro.out "$TARGETS/demo" 60
 run_mw 5 snap -p "$ct_pid" -w 1s -o ro.snap
