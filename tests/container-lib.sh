@@ -24,6 +24,14 @@ make_root() {
 		fail "cannot make the root $1"
 }
 
+# ct_tmp_list PID: what is in the container's /tmp, but for the mount point
+# of the test programs (there when the build tree is under /tmp).
+ct_tmp_list() {
+	local keep=
+	case $TARGETS in /tmp/*) keep=${TARGETS#/tmp/}; keep=${keep%%/*} ;; esac
+	ls "/proc/$1/root/tmp" | grep -vxF -- "${keep:-/}"
+}
+
 # start_container ROOT OUT PROGRAM ARGS...: run PROGRAM as pid 1 of a new
 # container rooted at ROOT (made by make_root), stdout and stderr to OUT.
 # CT_UID (default 0): the host uid its root is mapped to. CT_SETUP: shell

@@ -25,7 +25,7 @@ debug "$MEMWATCH" snap -p 1 -w 2s -o d.snap
 [ "$status" -eq 0 ] || { cat err >&2; fail "snap in the debugging container: exit status $status"; }
 expect_grep "^memwatch: pid 1: agent attached \(thread 1 paused [0-9.]+ ms\)" err
 expect_grep "^pid 1: .* live \(estimated\) in [0-9]+ stacks" out
-ls "/proc/$pid/root/tmp" > tmp.list
+ct_tmp_list "$pid" > tmp.list
 [ ! -s tmp.list ] || fail "the agent's copy was left in the container's /tmp: $(cat tmp.list)"
 run_mw 0 show d.snap
 expect_grep "cache_store +demo\.c:25" out

@@ -25,7 +25,7 @@ expect_grep "^pid $pid: .* live \(estimated\) in [0-9]+ stacks" out
 [ -s a.snap ] || fail "no snapshot written on the host"
 grep -q "libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
 	fail "the agent is not mapped from its removed copy"
-ls "/proc/$pid/root/tmp" > tmp.list
+ct_tmp_list "$pid" > tmp.list
 [ ! -s tmp.list ] || fail "the agent's copy was left in the container's /tmp: $(cat tmp.list)"
 run_mw 0 show a.snap
 expect_grep "cache_store +demo\.c:25" out

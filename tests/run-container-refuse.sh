@@ -44,7 +44,7 @@ if [ -e "$libdir/libc.so.6" ] && [ -e "$libdir/ld-linux-x86-64.so.2" ]; then
 	expect_err_line "pid $ct_pid: cannot attach: the agent needs lib[a-z0-9]+\.so[.0-9]*, which is not in the process's container \(its root has no such library\)"
 	expect_grep "^  hint: install it in the container image" err
 	no_agent "$ct_pid"
-	ls "/proc/$ct_pid/root/tmp" > tmp.list
+	ct_tmp_list "$ct_pid" > tmp.list
 	[ ! -s tmp.list ] || fail "something was left in the container's /tmp: $(cat tmp.list)"
 	kill -9 "$ct_pid"
 else
