@@ -21,6 +21,7 @@
 #include "util.h"
 
 #define SNAP_TIMEOUT_MS 30000
+#define STARTING_GRACE_MS 10000   /* how long a process may stay in ld.so */
 #define DEFAULT_WAIT_MS 10000
 /* How long a stopped process (SIGSTOP, a debugger, a frozen cgroup) is waited
  * for: its agent cannot answer, and it is not ours to continue. */
@@ -189,7 +190,18 @@ static int ensure_agent(int pid, bool may_attach, int *fd, bool *attached)
 	free(cause);
 	cause = NULL;
 	agent = find_agent_library();
-	r = inject_agent(pid, agent, "capture=idle", INJECT_DEADLINE_MS, &res, &cause, &hint);
+	/* a process just started may still be in the dynamic loader, where no
+	 * agent can be loaded: tried again for a while, as a watch does */
+	uint64_t until = mono_ns() + (uint64_t)STARTING_GRACE_MS * 1000000u;
+	for (;;) {
+		r = inject_agent(pid, agent, "capture=idle", INJECT_DEADLINE_MS, &res, &cause, &hint);
+		if (r != -INJECT_ESTARTING || mono_ns() >= until || stop_signal_pending())
+			break;
+		free(cause);
+		free(hint);
+		cause = hint = NULL;
+		nanosleep(&(struct timespec){ 0, 50 * 1000000 }, NULL);
+	}
 	free(agent);
 	if (r < 0) {
 		mw_error("pid %d: cannot attach: %s", pid, cause);
