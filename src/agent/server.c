@@ -870,6 +870,11 @@ int mw_server_start(char **why)
 		clients[i].holds = false;
 	}
 	boot.state = 0;
+	server_pid_v = getpid();
+	/* capture=now: the agent holds what it started until a client takes over.
+	 * Set before the thread runs: a client may connect and take it over as
+	 * soon as the thread listens. */
+	self_hold = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) != 0;
 	/* The thread blocks every signal: the target's handlers run on its own
 	 * threads, as they did before the agent came. */
 	sigfillset(&all);
@@ -882,6 +887,8 @@ int mw_server_start(char **why)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (i != 0) {
 		*why = "pthread_create";
+		self_hold = false;
+		server_pid_v = 0;
 		return -1;
 	}
 	/* Wait for it to listen (a few hundred microseconds), so that a name
@@ -898,13 +905,12 @@ int mw_server_start(char **why)
 	pthread_mutex_unlock(&boot.lock);
 	if (i != 1) {
 		*why = (char *)(i == -2 ? "the control thread did not start" : w);
+		self_hold = false;
+		server_pid_v = 0;
 		return -1;
 	}
 #ifdef __GLIBC__
 	pthread_setname_np(th, "memwatch-agent");
 #endif
-	server_pid_v = getpid();
-	/* capture=now: the agent holds what it started until a client takes over */
-	self_hold = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) != 0;
 	return 0;
 }
