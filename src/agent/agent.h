@@ -91,6 +91,10 @@ extern uint64_t mw_capture_start_ns MW_HIDDEN;  /* set by capture.c */
 /* Storage that never goes through the hooked allocator. */
 void *mw_map(size_t len) MW_HIDDEN;                 /* zeroed, page-rounded; NULL on failure */
 void mw_unmap(void *p, size_t len) MW_HIDDEN;
+/* Room for element n of the array *v (of *cap elements of elsize bytes, from
+ * mw_map): doubled, copied and the old one unmapped when full. False when no
+ * memory could be mapped (*v unchanged). */
+bool mw_grow(void **v, size_t n, size_t *cap, size_t elsize) MW_HIDDEN;
 
 uint64_t mw_now_ns(void) MW_HIDDEN;                  /* CLOCK_MONOTONIC */
 

@@ -248,6 +248,25 @@ void mw_unmap(void *p, size_t len)
 		munmap(p, len);
 }
 
+bool mw_grow(void **v, size_t n, size_t *cap, size_t elsize)
+{
+	size_t ncap;
+	void *nv;
+
+	if (n < *cap)
+		return true;
+	ncap = *cap ? *cap * 2 : 256;
+	if (!(nv = mw_map(ncap * elsize)))
+		return false;
+	if (*v) {
+		memcpy(nv, *v, n * elsize);
+		mw_unmap(*v, *cap * elsize);
+	}
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
 uint64_t mw_now_ns(void)
 {
 	struct timespec ts;

@@ -309,18 +309,8 @@ static size_t nmranges, capmranges;
 
 static bool mrange_add(uintptr_t lo, uintptr_t hi, uint32_t kind)
 {
-	if (nmranges == capmranges) {
-		size_t ncap = capmranges ? capmranges * 2 : 256;
-		struct mrange *n = mw_map(ncap * sizeof *n);
-		if (!n)
-			return false;
-		if (mranges) {
-			memcpy(n, mranges, nmranges * sizeof *n);
-			mw_unmap(mranges, capmranges * sizeof *mranges);
-		}
-		mranges = n;
-		capmranges = ncap;
-	}
+	if (!mw_grow((void **)&mranges, nmranges, &capmranges, sizeof *mranges))
+		return false;
 	mranges[nmranges].lo = lo;
 	mranges[nmranges].hi = hi;
 	mranges[nmranges].kind = kind;

@@ -423,18 +423,8 @@ static bool add_rec(uintptr_t *slot, uintptr_t old, uintptr_t base, int func)
 			recs[i].func = (uint8_t)func;
 			return true;
 		}
-	if (nrecs == caprecs) {
-		size_t ncap = caprecs ? caprecs * 2 : 256;
-		struct slot_rec *n = mw_map(ncap * sizeof *n);
-		if (!n)
-			return false;
-		if (recs) {
-			memcpy(n, recs, nrecs * sizeof *n);
-			mw_unmap(recs, caprecs * sizeof *recs);
-		}
-		recs = n;
-		caprecs = ncap;
-	}
+	if (!mw_grow((void **)&recs, nrecs, &caprecs, sizeof *recs))
+		return false;
 	recs[nrecs].slot = slot;
 	recs[nrecs].old = old;
 	recs[nrecs].base = base;
