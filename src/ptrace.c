@@ -51,22 +51,48 @@ void nap_us(unsigned us)
 /* MEMWATCH_TEST_KILL_AT=N (tests only, see HACKING.md): memwatch kills
  * itself with SIGKILL just before its Nth request that changes or resumes a
  * traced thread, to show that the target survives a tracer dying there;
- * N:stop stops itself with SIGSTOP there instead. */
+ * N:stop stops itself with SIGSTOP there instead. N may be "call": just after
+ * the borrowed thread is resumed into the first injected call (dlopen), however
+ * many requests led there. */
 static long kill_at = -1, nrequests;
+static bool kill_at_call;
 static int kill_sig = SIGKILL;
+
+static void kill_point_init(void)
+{
+	const char *e;
+	char *end = NULL;
+
+	if (kill_at >= 0)
+		return;
+	e = getenv("MEMWATCH_TEST_KILL_AT");
+	kill_at = 0;
+	if (e && !strncmp(e, "call", 4)) {
+		kill_at_call = true;
+		end = (char *)e + 4;
+	} else if (e) {
+		kill_at = strtol(e, &end, 10);
+	}
+	if (end && !strcmp(end, ":stop"))
+		kill_sig = SIGSTOP;
+}
 
 /* Count one request; die (or stop) here when the test asks for it. */
 static void kill_point(void)
 {
-	if (kill_at < 0) {
-		const char *e = getenv("MEMWATCH_TEST_KILL_AT");
-		char *end = NULL;
-		kill_at = e ? strtol(e, &end, 10) : 0;
-		if (kill_at > 0 && end && !strcmp(end, ":stop"))
-			kill_sig = SIGSTOP;
-	}
+	kill_point_init();
 	if (++nrequests == kill_at)
 		kill(getpid(), kill_sig);
+}
+
+/* The borrowed thread was just resumed into an injected call. */
+static void kill_point_call(void)
+{
+	kill_point_init();
+	if (kill_at_call) {
+		kill_at_call = false;
+		kill(getpid(), kill_sig);
+	}
 }
 
 long ptrace_requests(void)
@@ -664,6 +690,7 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t ar
 	}
 	s->stopped = false;
 	uint64_t end = mono_ns() + (uint64_t)timeout_ms * 1000000u;
+	kill_point_call();
 	for (;;) {
 		uint64_t now = mono_ns();
 		if (now >= end)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-robust-killstop.sh: memwatch stopped by SIGSTOP while the borrowed thread
-# runs the injected dlopen call (MEMWATCH_TEST_KILL_AT=N:stop, N in the middle
-# of the attach's requests). Left stopped for 30 s and then continued: memwatch
+# runs the injected dlopen call (MEMWATCH_TEST_KILL_AT=call:stop: just after
+# the thread is resumed into it). Left stopped for 30 s and then continued: memwatch
 # lets go of the thread (the call is over its 10 s limit) with one line, and
 # the thread puts itself back through its signal frame. Stopped and then
 # killed: the same without memwatch. Either way the target may stall while
@@ -31,19 +31,9 @@ check_after() {
 	rm -f r.log r.*.snap
 }
 
-# how many requests an attach makes; stop in the middle (inside dlopen)
-start_steady count.out
-MEMWATCH_INJECT_DEBUG=1 "$MEMWATCH" -p "$t" -i 100ms -d 200ms -q --capture now -o count.log \
-	>/dev/null 2>count.err
-n=$(sed -n 's/^inject: \([0-9]*\) ptrace requests$/\1/p' count.err | tail -n 1)
-kill -9 "$t"
-wait "$t" 2>/dev/null
-[ -n "$n" ] && [ "$n" -ge 8 ] || { fail "no usable count of requests: '$n'"; finish; }
-mid=$((n / 2))
-
 # stopped for 30 s, then continued
 start_steady s1.out
-MEMWATCH_TEST_KILL_AT=$mid:stop "$MEMWATCH" -p "$t" -i 100ms -d 1s -q --capture now -o k1.log \
+MEMWATCH_TEST_KILL_AT=call:stop "$MEMWATCH" -p "$t" -i 100ms -d 1s -q --capture now -o k1.log \
 	>k1.out 2>k1.err &
 mw=$!
 started_pids="$started_pids $mw"
@@ -63,7 +53,7 @@ wait "$t" 2>/dev/null
 
 # stopped, then killed
 start_steady s2.out
-MEMWATCH_TEST_KILL_AT=$mid:stop "$MEMWATCH" -p "$t" -i 100ms -d 1s -q --capture now -o k2.log \
+MEMWATCH_TEST_KILL_AT=call:stop "$MEMWATCH" -p "$t" -i 100ms -d 1s -q --capture now -o k2.log \
 	>/dev/null 2>&1 &
 mw=$!
 started_pids="$started_pids $mw"
