@@ -316,6 +316,13 @@ static int take_snapshot(struct capture *c, double t, bool final, int wait_ms)
 	char *cause = NULL;
 
 	if (control_snapshot_send(c->fd, &c->rx, &cause) < 0) {
+		if (control_interrupted()) {
+			/* a stop signal cut short the wait for an earlier reply, still
+			 * owed: the end takes it up, with the final snapshot */
+			free(cause);
+			c->rx_why = OWED_INTERRUPTED;
+			return 0;
+		}
 		mw_warn("pid %d: snapshot failed: %s", c->pid, cause);
 		capture_fail(c, t, "snapshot-failed", cause);
 		free(cause);

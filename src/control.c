@@ -122,6 +122,11 @@ void control_set_interrupt(bool (*fn)(void))
 	interrupted = fn ? fn : default_interrupted;
 }
 
+bool control_interrupted(void)
+{
+	return interrupted();
+}
+
 /* A signal is looked at this often while the agent is waited for. */
 #define WAIT_SLICE_MS 100
 

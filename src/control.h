@@ -80,4 +80,7 @@ void control_snap_rx_release(struct control_snap_rx *rx);
  * (stop_signals_install). */
 void control_set_interrupt(bool (*fn)(void));
 
+/* Whether a wait for the agent would end now for a signal (as above). */
+bool control_interrupted(void);
+
 #endif
