@@ -138,6 +138,9 @@ static inline uint64_t mw_splitmix64(uint64_t x)
 extern double mw_inv_rate MW_HIDDEN;        /* 1 / mw_rate, set with it */
 void mw_reseed(void) MW_HIDDEN;             /* this thread draws its gap anew */
 void mw_seed(struct mw_tls *t) MW_HIDDEN;
+void mw_gaps_init(void) MW_HIDDEN;         /* before the first draw; idempotent */
+double mw_log(double x) MW_HIDDEN;
+double mw_expm1(double x) MW_HIDDEN;        /* x <= 0 */
 uint64_t mw_draw_gap(struct mw_tls *t) MW_HIDDEN;
 void mw_weights(uint64_t size, uint64_t *bytes, uint64_t *blocks_fx) MW_HIDDEN;
 /* Around the agent's own use of libunwind and the loader (see heap.c). */

@@ -937,6 +937,7 @@ void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks)
 {
 	mw_tls.guard++;
 	mw_unwind_init();
+	mw_gaps_init();
 	lock_all();
 	mw_rate = rate ? rate : 1;
 	mw_inv_rate = 1.0 / (double)mw_rate;
