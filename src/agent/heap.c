@@ -712,7 +712,7 @@ static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t
 /* The slow paths. */
 
 /* Unwind the allocating thread and record the block. */
-static void record(void *p, size_t size, uint32_t kind)
+static inline __attribute__((always_inline)) void record(void *p, size_t size, uint32_t kind)
 {
 	unsigned depth = mw_depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : mw_depth, skip = 0, nf;
 	unsigned cap = depth + 16;
