@@ -46,6 +46,7 @@ struct injector {
 	struct proc_status st;
 	uint64_t dlopen_addr;
 	uint64_t rt_sigreturn_addr; /* libc's __restore_rt: our calls return into it */
+	unsigned char code[2][16];  /* the code at dlopen_addr and rt_sigreturn_addr */
 	bool dlopen_is_private;     /* __libc_dlopen_mode */
 	uint64_t start_off;         /* memwatch_agent_start in the agent file, relative to its bias */
 	struct module loaded;       /* the agent already mapped (already_loaded) */
@@ -363,6 +364,25 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 	return 0;
 }
 
+/* The code at the two addresses our calls go through, into code. */
+static bool read_code(const struct injector *ij, unsigned char code[2][16])
+{
+	struct iovec l[2] = { { code[0], 16 }, { code[1], 16 } };
+	struct iovec r[2] = { { (void *)(uintptr_t)ij->dlopen_addr, 16 },
+			      { (void *)(uintptr_t)ij->rt_sigreturn_addr, 16 } };
+	return process_vm_readv(ij->pid, l, 2, r, 2, 0) == 32;
+}
+
+/* Whether the process still runs the program prepare() looked at: one that
+ * executed another since (a shell's child becoming the program it starts,
+ * a server re-executing itself) has other code there, or none, and a call to
+ * the addresses found before would crash it. */
+static bool same_program(const struct injector *ij)
+{
+	unsigned char now[2][16];
+	return read_code(ij, now) && !memcmp(now, ij->code, sizeof now);
+}
+
 /* Where dlopen is: libc's (glibc >= 2.34), libdl's, or libc's private
  * __libc_dlopen_mode; and libc's __restore_rt, which our calls return into.
  * 0 or -kind. */
@@ -398,6 +418,9 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 		return fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 			    "no signal return code (__restore_rt) found in the process's libc (%s)",
 			    ij->cl.libc.path);
+	if (!read_code(ij, ij->code))
+		return fail(INJECT_EINTERNAL, cause, hint, NULL,
+			    "cannot read the process's C library: %s", strerror(errno));
 	return 0;
 }
 
@@ -612,6 +635,7 @@ enum try_result {
 	TRY_NEXT,               /* not usable now (c->why says why): try another */
 	TRY_DONE,               /* finished, *ret says how */
 	TRY_BUSY,               /* another memwatch is attaching: wait for it */
+	TRY_EXECED,             /* the process executed another program: start over */
 };
 
 /* Seize thread c, vet it (from round 1 on, running it to its return out of
@@ -727,6 +751,12 @@ static enum try_result try_thread(struct injector *ij, struct cand *c, unsigned 
 		release(pid, &s, fixed);
 		return TRY_NEXT;
 	}
+	/* the last look before the calls: a stopped thread cannot execute a
+	 * program, and another thread that does ends this one */
+	if (!same_program(ij)) {
+		release(pid, &s, fixed);
+		return TRY_EXECED;
+	}
 	if (save_xstate(&s, &err) < 0) {
 		snprintf(c->why, sizeof c->why, "cannot read its extended registers: %s",
 			 strerror(err));
@@ -817,7 +847,7 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 	struct cand *cands = NULL, *seen = NULL;
 	size_t nseen = 0;
 	int ret, ncand = 0;
-	unsigned eperm_retries = 0;
+	unsigned eperm_retries = 0, execs = 0;
 	bool debug = getenv("MEMWATCH_INJECT_DEBUG") != NULL;
 
 	memset(res, 0, sizeof *res);
@@ -828,6 +858,15 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 restart:
 	if ((ret = prepare(&ij, agent_path, cause, hint)) == -INJECT_EBUSY)
 		goto busy;
+	if (ret == -INJECT_ESTARTING && execs && mono_ns() < deadline && !stop_signal_pending()) {
+		/* the program it executed is still in the loader: wait for its libc */
+		free(*cause);
+		free(*hint);
+		*cause = *hint = NULL;
+		injector_clear(&ij);
+		nap_us(5000);
+		goto restart;
+	}
 	if (ret < 0)
 		goto out;
 
@@ -862,6 +901,8 @@ restart:
 							cause, hint);
 			if (tr == TRY_BUSY)
 				goto busy;
+			if (tr == TRY_EXECED)
+				goto execed;
 			if (tr == TRY_DONE)
 				goto out;
 		}
@@ -876,6 +917,23 @@ restart:
 
 	ret = fail_no_safepoint(cands, ncand, &seen, &nseen, res->attempts, deadline_ms, cause, hint);
 	goto out;
+execed:
+	/* bounded: a process that executes programs faster than we can look at
+	 * them is given up on */
+	if (++execs > 20 || mono_ns() >= deadline) {
+		ret = fail(INJECT_ENOSAFEPOINT, cause, hint, "retry once it runs one program",
+			   "the process executed another program during the attach, %u times", execs);
+		goto out;
+	}
+	if (debug)
+		fprintf(stderr, "inject: the process executed another program: starting over\n");
+	free(cands);
+	free(seen);
+	cands = seen = NULL;
+	ncand = 0;
+	nseen = 0;
+	injector_clear(&ij);
+	goto restart;
 busy:
 	if (debug)
 		fprintf(stderr, "inject: memwatch pid %d is attaching: waiting for it\n", ij.busy_by);

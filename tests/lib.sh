@@ -108,9 +108,11 @@ start_target() {
 }
 
 # wait_libc PID: until the process has its C library mapped (a program just
-# started may still be in the dynamic loader, where no agent can be loaded).
+# started may still be in the dynamic loader, where no agent can be loaded),
+# and is no longer this shell's child before its exec (which has one too).
 wait_libc() {
-	wait_until "grep -q 'libc[.-]' /proc/$1/maps 2>/dev/null" 10
+	wait_until "[ \"\$(readlink /proc/$1/exe)\" != \"\$(readlink /proc/$$/exe)\" ] &&
+		grep -q 'libc[.-]' /proc/$1/maps 2>/dev/null" 10
 }
 
 # wait_for FILE-TEST SECONDS: poll until "test $1" holds, or fail after $2 s.
