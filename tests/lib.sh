@@ -115,6 +115,12 @@ wait_libc() {
 		grep -q 'libc[.-]' /proc/$1/maps 2>/dev/null" 10
 }
 
+# wait_exec PID PROGRAM: until the process runs PROGRAM (a child of this shell
+# is the shell itself until its exec).
+wait_exec() {
+	wait_until "[ \"\$(readlink /proc/$1/exe)\" = \"$(readlink -f "$2")\" ]" 10
+}
+
 # wait_for FILE-TEST SECONDS: poll until "test $1" holds, or fail after $2 s.
 wait_until() {
 	local cond=$1 secs=${2:-10} i=0

@@ -30,7 +30,7 @@ while True:
 	started_pids="$started_pids $mw"
 	wait_until "grep -q '^State:[[:space:]]*T' /proc/$mw/status" 20
 	kill -USR1 "$t"
-	wait_until "[ \"\$(readlink /proc/$t/exe)\" = \"\$(readlink -f /bin/sleep)\" ]" 20
+	wait_exec "$t" /bin/sleep
 	wait_libc "$t"
 	kill -CONT "$mw"
 	wait "$mw"

@@ -96,7 +96,7 @@ expect_target_ok "$t" 40 t.out
 "$TARGETS/attach_static" 3 &
 s=$!
 started_pids="$started_pids $s"
-sleep 0.2
+wait_exec "$s" "$TARGETS/attach_static"
 run_inject 5 "$s" "$PROBE" ""
 expect_err_line "pid $s: cannot attach: the process is statically linked"
 wait_target "$s" 30
@@ -106,7 +106,7 @@ wait_target "$s" 30
 "$TARGETS/attach_gofake" 3 &
 g=$!
 started_pids="$started_pids $g"
-sleep 0.2
+wait_exec "$g" "$TARGETS/attach_gofake"
 run_inject 5 "$g" "$PROBE" ""
 expect_err_line "pid $g: cannot attach: the process is a Go program"
 wait_target "$g" 30
@@ -117,7 +117,8 @@ cp "$TARGETS/attach_target" "$tmp/upgraded"
 "$tmp/upgraded" --seconds 2 --reader >t3.out 2>&1 &
 t3=$!
 started_pids="$started_pids $t3"
-sleep 0.3
+wait_exec "$t3" "$tmp/upgraded"
+wait_libc "$t3"
 rm -f "$tmp/upgraded"
 run_inject 5 "$t3" "$PROBE" ""
 expect_err_line "pid $t3: cannot attach: '$tmp/upgraded' was replaced or deleted on disk since the process loaded it"

@@ -9,7 +9,7 @@ cp "$TARGETS/demo" ./demo-copy
 ./demo-copy 30 > demo.out &
 demo=$!
 started_pids="$started_pids $demo"
-sleep 0.5
+wait_libc "$demo"
 
 run_mw 0 snap -p "$demo" -w 2s -E -o a.snap
 expect_grep "^a\.snap$" out
