@@ -580,6 +580,10 @@ call_failed:
 			    msg[0] ? msg : "fatal signal");
 	case CALL_TIMEOUT:
 		*no_restore = true;
+		if (msg[0])     /* the time was lost by memwatch, not by the call */
+			return fail(INJECT_EINTERNAL, cause, hint,
+				    "memwatch let go of it: the thread resumes where it was when the call returns",
+				    "%s in thread %d, over its %u ms limit", msg, s->tid, CALL_TIMEOUT_MS);
 		return fail(INJECT_EINTERNAL, cause, hint,
 			    "memwatch let go of it: the thread resumes where it was when the call returns",
 			    "a call in thread %d did not return within %u ms",

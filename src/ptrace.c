@@ -107,6 +107,12 @@ long ptrace_req(enum __ptrace_request req, int tid, void *addr, void *data)
 	return ptrace(req, tid, addr, data);
 }
 
+/* The time memwatch itself lost while it waited for a traced thread: a nap
+ * of at most 1 ms that took over half a second means memwatch was stopped
+ * (SIGSTOP, a debugger, a frozen cgroup) or starved, not that the thread was
+ * slow. */
+static uint64_t lost_ns;
+
 /* Wait for a state change of tid for up to timeout_ms. Returns 1 with *status,
  * 0 on timeout, -errno on error (-ECHILD: not our tracee any more). Polls so
  * that a timeout needs no signal and no thread. */
@@ -121,9 +127,13 @@ static int wait_tid(int tid, int *status, unsigned timeout_ms)
 			return 1;
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		if (mono_ns() >= end)
+		uint64_t before = mono_ns();
+		if (before >= end)
 			return 0;
 		nap_us(nap);
+		uint64_t took = mono_ns() - before;
+		if (took > 500000000u)
+			lost_ns += took;
 		if (nap < 1000)
 			nap *= 2;
 	}
@@ -689,15 +699,22 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t ar
 		return errno == ESRCH ? CALL_GONE : CALL_ERROR;
 	}
 	s->stopped = false;
-	uint64_t end = mono_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t prev = mono_ns(), end = prev + (uint64_t)timeout_ms * 1000000u;
+	lost_ns = 0;
 	kill_point_call();
 	for (;;) {
 		uint64_t now = mono_ns();
-		if (now >= end)
+		if (now - prev > 500000000u)     /* lost between our own steps */
+			lost_ns += now - prev;
+		if (now >= end || (w = wait_tid(s->tid, &status, (unsigned)((end - now) / 1000000u) + 1)) == 0) {
+			if (lost_ns)
+				snprintf(msg, msglen, "memwatch itself was stopped for %.1f s during the call",
+					 (double)lost_ns / 1e9);
+			else
+				msg[0] = '\0';
 			return CALL_TIMEOUT;
-		w = wait_tid(s->tid, &status, (unsigned)((end - now) / 1000000u) + 1);
-		if (w == 0)
-			return CALL_TIMEOUT;
+		}
+		prev = mono_ns();
 		if (w < 0 || WIFEXITED(status)) {
 			s->seized = false;
 			return CALL_GONE;
