@@ -9,6 +9,7 @@
 #include "snapshot.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -16,6 +17,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 bool container_ns_differs(int pid, const char *kind)
@@ -255,6 +258,41 @@ static int copy_file(int in, const char *dst)
 	return -err;
 }
 
+/* A copy lives from its placing to the end of the dlopen that loads it: well
+ * under this, however slow the attach. */
+#define COPY_STALE_S 600
+
+/* Remove the copies in dir (a place in the process's root) that a memwatch
+ * killed between placing and removing them left behind: named after a memwatch
+ * that is gone, and older than any attach. */
+static void sweep_stale_copies(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char tail[16], *sub, *file;
+		struct stat st;
+		int owner;
+
+		if (sscanf(e->d_name, "memwatch-%d-%15s", &owner, tail) != 2 || owner <= 0 ||
+		    owner == getpid() || (kill(owner, 0) != 0 ? errno != ESRCH : true))
+			continue;
+		sub = xasprintf("%s/%s", dir, e->d_name);
+		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode) && now - st.st_mtime > COPY_STALE_S) {
+			file = xasprintf("%s/libmemwatch-agent.so", sub);
+			unlink(file);
+			rmdir(sub);
+			free(file);
+		}
+		free(sub);
+	}
+	closedir(d);
+}
+
 int container_place_agent(int pid, const char *agent_abs, uid_t uid, gid_t gid,
 			  struct container_agent *ca, char **cause, char **hint)
 {
@@ -296,7 +334,9 @@ int container_place_agent(int pid, const char *agent_abs, uid_t uid, gid_t gid,
 		/* dlopen maps code: a noexec mount refuses it (Docker's --tmpfs is noexec) */
 		if (statvfs(fn, &vfs) < 0 || (vfs.f_flag & (ST_RDONLY | ST_NOEXEC)))
 			continue;
-		dir = xasprintf("%s/memwatch-XXXXXX", fn);
+		sweep_stale_copies(fn);
+		/* named after us, so that a copy we could not remove is known */
+		dir = xasprintf("%s/memwatch-%d-XXXXXX", fn, (int)getpid());
 		if (!mkdtemp(dir)) {
 			last_err = errno;
 			free(dir);

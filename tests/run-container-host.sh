@@ -5,7 +5,8 @@
 # the container's /tmp and removed once loaded), the agent is reached over
 # its socket in the container's network namespace under the pid the process
 # has there; the watch triggers, attaches, snapshots and reports the leak;
-# diff names it; everything is written on the host. Then the same for a
+# diff names it; everything is written on the host. A copy left by a memwatch
+# killed before it could remove it is removed by a later attach. Then the same for a
 # container whose root is an unprivileged host uid, as rootless Podman and
 # Docker's userns-remap make them.
 . "$top_srcdir/tests/lib.sh"
@@ -44,6 +45,32 @@ final=$(ls flow."$pid".*-final.snap 2> /dev/null)
 run_mw 0 diff "flow.$pid.1.snap" "$final"
 expect_grep "cache_store +demo\.c:25" out
 
+kill -0 "$pid" 2> /dev/null || fail "the container's process died"
+kill -9 "$pid" 2> /dev/null
+
+# memwatch killed after placing its copy, before loading it (before its first
+# ptrace request, MEMWATCH_TEST_KILL_AT=1), twice: both copies stay, named
+# after it. The next attach removes the one older than any attach (aged here),
+# keeps the young one, and removes its own once loaded.
+make_root "$tmp/root3"
+start_container "$tmp/root3" demo3.out "$TARGETS/demo" 60
+pid=$ct_pid
+for k in 1 2; do
+	MEMWATCH_TEST_KILL_AT=1 "$MEMWATCH" snap -p "$pid" -w 1s -o k.snap > k.out 2> k.err
+	st=$?
+	[ "$st" -eq 137 ] || fail "memwatch killed at its first request: status $st"
+done
+ct_tmp_list "$pid" > left.list
+[ "$(grep -c '^memwatch-[0-9]*-' left.list)" -eq 2 ] ||
+	fail "expected two copies left in the container's /tmp: $(cat left.list)"
+old=$(head -n 1 left.list)
+young=$(tail -n 1 left.list)
+touch -d '-20 minutes' "/proc/$pid/root/tmp/$old"
+run_mw 0 snap -p "$pid" -w 1s -o c.snap
+expect_grep "^memwatch: pid $pid: agent attached" err
+ct_tmp_list "$pid" > after.list
+[ "$(cat after.list)" = "$young" ] ||
+	fail "after the attach, the container's /tmp has '$(cat after.list)', expected only '$young'"
 kill -0 "$pid" 2> /dev/null || fail "the container's process died"
 kill -9 "$pid" 2> /dev/null
 
