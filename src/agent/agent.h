@@ -152,16 +152,23 @@ extern bool mw_fork_tainted MW_HIDDEN;
 
 /* The filter in front of the live-sample table: one bit per hash bucket of
  * sampled addresses, read without a lock, so that the free of a block that was
- * not sampled (nearly all of them) costs one load from a 16 KiB bitmap that
- * stays in cache. A saturating counter per bucket, touched only on the sampled
- * paths under the heap lock, says when a bit may be cleared. Both are static
- * (untouched pages cost nothing) and page-aligned, so that a reset can give
- * their pages back. */
-#define MW_FILTER_BITS 17
+ * not sampled (nearly all of them) costs one load from a bitmap whose few
+ * lines in use stay in cache. A saturating counter per bucket, touched only on
+ * the sampled paths under the heap lock, says when a bit may be cleared. Both
+ * are static (untouched pages cost nothing) and page-aligned, so that a reset
+ * can give their pages back. The index's top bits are the address's 64 MiB
+ * region (glibc gives each thread's arena a heap of its own, 64 MiB aligned),
+ * the rest a hash of the address: the threads' samples fall in different
+ * shards of the table (heap.c), and a region's 16384 buckets keep the false
+ * hits low while it holds at most 64 MiB / R samples. */
+#define MW_FILTER_BITS 20
+#define MW_REGION_BITS 6
 extern uint64_t mw_filter_bits[((size_t)1 << MW_FILTER_BITS) / 64] MW_HIDDEN;
 static inline size_t mw_filter_index(const void *p)
 {
-	return (size_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - MW_FILTER_BITS));
+	uintptr_t a = (uintptr_t)p;
+	return (((a >> 26) & ((1u << MW_REGION_BITS) - 1)) << (MW_FILTER_BITS - MW_REGION_BITS)) |
+	       (size_t)(((a >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - MW_FILTER_BITS + MW_REGION_BITS));
 }
 /* False: p is surely not a sampled block. True: it may be; look it up. */
 static inline bool mw_maybe_sampled(const void *p)

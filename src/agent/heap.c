@@ -82,9 +82,12 @@ static void spin_unlock(spin_t *l)
 
 /* The live-sample table is split into shards by address, each with its own
  * lock, table and counters, so that threads sampling at once seldom meet. The
- * shard of an address is the top of its filter bucket index: a filter bucket
- * (and its counter) belongs to exactly one shard. */
-#define SHARD_BITS 6
+ * shard of an address is the top of its filter bucket index (its 64 MiB
+ * region, see mw_filter_index): a filter bucket (and its counter) belongs to
+ * exactly one shard, and the blocks of a thread's own malloc arena (a 64 MiB
+ * heap of glibc's) all fall in one shard, which stays in that thread's cache
+ * instead of passing between processors at every sample. */
+#define SHARD_BITS MW_REGION_BITS
 #define NSHARDS (1u << SHARD_BITS)
 /* What a shard's samples added to a stack's figures and did not yet pass on:
  * when every allocation is sampled, all threads hit the figures of the same
