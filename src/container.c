@@ -42,17 +42,6 @@ bool container_ns_differs(int pid, const char *kind)
 	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
 }
 
-int container_inner_pid(int pid)
-{
-	char fn[64];
-	struct proc_status st;
-
-	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
-	if (proc_status_read(fn, &st) < 0 || st.nspid <= 0)
-		return pid;
-	return st.nspid;
-}
-
 bool container_other_root(int pid)
 {
 	char fn[64];

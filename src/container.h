@@ -14,10 +14,6 @@ struct snapshot;
  * "cgroup") is another than ours. False when it cannot be told. */
 bool container_ns_differs(int pid, const char *kind);
 
-/* The pid the process has in its own PID namespace (the last NSpid field of
- * /proc/PID/status): what its getpid() returns. pid itself when unknown. */
-int container_inner_pid(int pid);
-
 /* Whether pid's root directory is another than ours (chroot, pivot_root). */
 bool container_other_root(int pid);
 

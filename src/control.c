@@ -16,6 +16,7 @@
 
 #include "container.h"
 #include "control.h"
+#include "proc.h"
 #include "agent/protocol.h"
 #include "util.h"
 
@@ -84,7 +85,7 @@ int control_connect(int pid, int timeout_ms, char **cause)
 	/* The agent names its socket with its getpid(), the pid of its own PID
 	 * namespace, and the abstract name lives in its network namespace. */
 	n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "%s%d", MEMWATCH_SOCKET_PREFIX,
-		     container_inner_pid(pid));
+		     proc_inner_pid(pid));
 	salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 	if (timeout_ms <= 0)
 		timeout_ms = 10000;

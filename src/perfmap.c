@@ -96,19 +96,6 @@ const struct perfmap_entry *perfmap_find(const struct perfmap_entry *v, size_t n
 	return a - v[lo - 1].start < v[lo - 1].size ? &v[lo - 1] : NULL;
 }
 
-/* The pid the process has in its own PID namespace (the last NSpid field of
- * /proc/PID/status), which names its perf map; pid itself when unknown. */
-static pid_t own_pid(pid_t pid)
-{
-	struct proc_status st;
-	char path[64];
-
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	if (proc_status_read(path, &st) < 0 || st.nspid <= 0)
-		return pid;
-	return st.nspid;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -125,7 +112,7 @@ size_t perfmap_embed(struct snapshot *s, pid_t pid)
 
 	if (s->nsymbols)
 		return 0;   /* symbols embedded already name what can be named */
-	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)own_pid(pid));
+	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pid, proc_inner_pid((int)pid));
 	f = fopen(path, "re");
 	if (!f)
 		return 0;

@@ -314,6 +314,17 @@ int proc_status_read(const char *path, struct proc_status *st)
 	return 0;
 }
 
+int proc_inner_pid(int pid)
+{
+	char fn[64];
+	struct proc_status st;
+
+	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
+	if (proc_status_read(fn, &st) < 0 || st.nspid <= 0)
+		return pid;
+	return st.nspid;
+}
+
 /* The figures of one sample from the status text into ps. */
 static void parse_status(char *buf, struct proc_stat *ps)
 {

@@ -34,6 +34,11 @@ void proc_status_parse(char *buf, struct proc_status *st);
 /* Read and parse a status file. 0 or -errno (st is zeroed then). */
 int proc_status_read(const char *path, struct proc_status *st);
 
+/* The pid the process has in its own PID namespace (the last NSpid field of
+ * /proc/PID/status): what its getpid() returns, and what names its perf map
+ * and the agent's socket. pid itself when unknown. */
+int proc_inner_pid(int pid);
+
 /* The reader of a whole watch: each process's status file is held open, so one
  * sample costs one pread(2) per process and no allocation. */
 struct proc_reader;
