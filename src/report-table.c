@@ -477,11 +477,11 @@ static void print_explained(FILE *f, const struct report *r)
 	}
 	fprintf(f, "    %s\n",
 		a->mallinfo.present && b->mallinfo.present
-			? "the rest is outside the sampled malloc calls (mmap'd memory, an interpreter's\n"
-			  "    or runtime's own heap, thread stacks, files)"
-			: "the rest is outside the sampled malloc calls (mmap'd memory, an interpreter's\n"
-			  "    or runtime's own heap, thread stacks, files), or in an allocator whose\n"
-			  "    figures memwatch cannot read");
+			? "the rest is memory no sampled call made (memory mapped before capture or by\n"
+			  "    raw system calls, a runtime's own heap, thread stacks, files)"
+			: "the rest is memory no sampled call made (memory mapped before capture or by\n"
+			  "    raw system calls, a runtime's own heap, thread stacks, files), or in an\n"
+			  "    allocator whose figures memwatch cannot read");
 }
 
 /* memwatch diff as a table: both snapshots, the change, then what grew and
