@@ -77,9 +77,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			o->dirs[o->ndirs++] = optarg;
 			break;
 		case 'h':
-			fputs("Usage:\n", stdout);
-			fputs(report_usage, stdout);
-			return MW_EXIT_OK;
+			return mw_usage_print(report_usage);
 		default:
 			return mw_option_error("report", c, argv, optind, optopt);
 		}

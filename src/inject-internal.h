@@ -1,10 +1,12 @@
 /* inject-internal.h: what the parts of the injector share (inject.c, the
- * orchestration; procmaps.c, ptrace.c, safepoint.c). Not for other callers:
+ * orchestration; inject-prepare.c, the look at the process before any thread
+ * is stopped; procmaps.c, ptrace.c, safepoint.c). Not for other callers:
  * they use inject.h. x86-64 only. Each function is described where it is
  * defined. */
 #ifndef MEMWATCH_INJECT_INTERNAL_H
 #define MEMWATCH_INJECT_INTERNAL_H
 
+#include "container.h"
 #include "inject.h"
 #include "proc.h"
 
@@ -12,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/user.h>
 #include <libunwind.h>
@@ -199,5 +202,40 @@ int list_threads(int pid, struct cand **out);
 bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, char *why,
 		size_t whylen);
 bool regs_ok(const struct classifier *cl, const struct seized *s, char *why, size_t whylen);
+
+/* ---------------------------------------------------------------- inject-prepare.c: the process before any thread is stopped */
+
+/* What one attach has learnt of the process and of the agent (inject.c and
+ * inject-prepare.c). */
+struct injector {
+	int pid;
+	const char *options;
+	char *agent_abs;            /* absolute path of the agent file */
+	struct container_agent placed;  /* the agent as the process loads it (a copy in a container) */
+	struct stat agent_st;
+	struct proc_status st;
+	uint64_t dlopen_addr;
+	uint64_t rt_sigreturn_addr; /* libc's __restore_rt: our calls return into it */
+	unsigned char code[2][16];  /* the code at dlopen_addr and rt_sigreturn_addr */
+	bool dlopen_is_private;     /* __libc_dlopen_mode */
+	uint64_t start_off;         /* memwatch_agent_start in the agent file, relative to its bias */
+	struct module loaded;       /* the agent already mapped (already_loaded) */
+	struct classifier cl;
+	unsigned long long start_time;  /* of the process: tells a reused pid apart */
+	int busy_by;                /* INJECT_EBUSY: the memwatch that is attaching */
+};
+
+/* Internal to the injector: another memwatch is attaching to the process. */
+#define INJECT_EBUSY 100
+
+int inject_fail(int kind, char **cause, char **hint, const char *h, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+int inject_prepare(struct injector *ij, const char *agent_path, char **cause, char **hint);
+int still_ours(const struct injector *ij, int tid);
+bool same_program(const struct injector *ij);
+bool process_exists(int pid);
+int memwatch_tracing(int pid);
+int fail_stopped(int pid, char **cause, char **hint);
+int explain_eperm(struct injector *ij, char **cause, char **hint);
 
 #endif

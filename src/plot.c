@@ -127,11 +127,8 @@ static int parse_args(int argc, char **argv, struct plot_opts *o)
 			o->format_given = true;
 			break;
 		case 's':
-			if (parse_wh(optarg, &o->width, &o->height, &cause) < 0) {
-				mw_error("plot: %s", cause);
-				free(cause);
-				return MW_EXIT_USAGE;
-			}
+			if (parse_wh(optarg, &o->width, &o->height, &cause) < 0)
+				return mw_usage_error("plot", cause);
 			break;
 		case 't':
 			o->title = optarg;
@@ -143,9 +140,7 @@ static int parse_args(int argc, char **argv, struct plot_opts *o)
 			o->script = true;
 			break;
 		case 'h':
-			fputs("Usage:\n", stdout);
-			fputs(plot_usage, stdout);
-			return MW_EXIT_OK;
+			return mw_usage_print(plot_usage);
 		default:
 			return mw_option_error("plot", c, argv, optind, optopt);
 		}

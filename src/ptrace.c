@@ -653,20 +653,16 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 	return 0;
 }
 
-/* Make the thread, stopped at its seizure or at the end of a previous call,
- * call fn(arg0, arg1) on the frame of frame_build. The return value is lost
- * to rt_sigreturn: the caller learns what it needs another way. The end is
- * seen without any breakpoint: the thread runs under PTRACE_SYSCALL and
- * stops at the entry of our rt_sigreturn, where the next call or the
- * restore is made; a tracer gone meanwhile leaves nothing behind, and the
- * thread finishes the call and rt_sigreturn on its own. Signals arriving
- * meanwhile are delivered (their handlers run on top of our frame), stop
- * signals are held. */
-enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t arg0, uint64_t arg1,
-			     unsigned timeout_ms, char *msg, size_t msglen)
+/* The start of a call (see remote_call): the thread's registers set for
+ * fn(arg0, arg1) on the frame of frame_build, the end signal sent while
+ * blocked (when there is one), and the thread resumed: *resume says how
+ * (PTRACE_CONT when the end is that signal's delivery, else PTRACE_SYSCALL).
+ * CALL_OK, or why not. */
+static enum call_result call_start(int pid, struct seized *s, uint64_t fn, uint64_t arg0,
+				   uint64_t arg1, enum __ptrace_request *resume, char *msg,
+				   size_t msglen)
 {
 	struct user_regs_struct r = s->regs;
-	int status, w;
 
 	r.rsp = s->frame_sp;
 	r.rip = fn;
@@ -684,22 +680,33 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t ar
 	s->at_end = false;
 	/* the end signal: blocked for the call, sent, unblocked by the frame
 	 * (dying anywhere here is harmless: rt_sigreturn restores the mask) */
-	enum __ptrace_request resume = PTRACE_SYSCALL;
+	*resume = PTRACE_SYSCALL;
 	if (s->end_sig) {
 		uint64_t mask = s->sigblk | (1ULL << (s->end_sig - 1));
 		if (ptrace_req(PTRACE_SETSIGMASK, s->tid, (void *)sizeof mask, &mask) == 0) {
 			kill_point();
 			if (syscall(SYS_tgkill, pid, s->tid, s->end_sig) == 0)
-				resume = PTRACE_CONT;
+				*resume = PTRACE_CONT;
 		}
 	}
-	s->end_by_signal = resume == PTRACE_CONT;
-	if (ptrace_req(resume, s->tid, NULL, NULL) < 0) {
+	s->end_by_signal = *resume == PTRACE_CONT;
+	if (ptrace_req(*resume, s->tid, NULL, NULL) < 0) {
 		snprintf(msg, msglen, "ptrace resume: %s", strerror(errno));
 		return errno == ESRCH ? CALL_GONE : CALL_ERROR;
 	}
 	s->stopped = false;
+	return CALL_OK;
+}
+
+/* The thread in a call started by call_start, followed to its end (CALL_OK),
+ * its death, or the timeout; every other stop on the way is dealt with (see
+ * remote_call) and the thread resumed as call_start did. */
+static enum call_result call_wait(int pid, struct seized *s, enum __ptrace_request resume,
+				  unsigned timeout_ms, char *msg, size_t msglen)
+{
 	uint64_t prev = mono_ns(), end = prev + (uint64_t)timeout_ms * 1000000u;
+	int status, w;
+
 	lost_ns = 0;
 	kill_point_call();
 	for (;;) {
@@ -793,6 +800,26 @@ enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t ar
 		}
 		s->stopped = false;
 	}
+}
+
+/* Make the thread, stopped at its seizure or at the end of a previous call,
+ * call fn(arg0, arg1) on the frame of frame_build. The return value is lost
+ * to rt_sigreturn: the caller learns what it needs another way. The end is
+ * seen without any breakpoint: the thread runs under PTRACE_SYSCALL and
+ * stops at the entry of our rt_sigreturn, where the next call or the
+ * restore is made; a tracer gone meanwhile leaves nothing behind, and the
+ * thread finishes the call and rt_sigreturn on its own. Signals arriving
+ * meanwhile are delivered (their handlers run on top of our frame), stop
+ * signals are held. */
+enum call_result remote_call(int pid, struct seized *s, uint64_t fn, uint64_t arg0, uint64_t arg1,
+			     unsigned timeout_ms, char *msg, size_t msglen)
+{
+	enum __ptrace_request resume;
+	enum call_result r = call_start(pid, s, fn, arg0, arg1, &resume, msg, msglen);
+
+	if (r != CALL_OK)
+		return r;
+	return call_wait(pid, s, resume, timeout_ms, msg, msglen);
 }
 
 

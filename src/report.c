@@ -224,9 +224,7 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 		o->details = true;
 		return 0;
 	case 'h':
-		fputs("Usage:\n", stdout);
-		fputs(usage, stdout);
-		return MW_EXIT_OK;
+		return mw_usage_print(usage);
 	}
 	return -1;
 }

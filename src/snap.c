@@ -274,11 +274,8 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 	while ((c = getopt_long(argc, argv, "+:p:o:fw:r:Eh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_pid(optarg, &o->pid, &cause) < 0) {
-				mw_error("snap: %s", cause);
-				free(cause);
-				return MW_EXIT_USAGE;
-			}
+			if (parse_pid(optarg, &o->pid, &cause) < 0)
+				return mw_usage_error("snap", cause);
 			break;
 		case 'o':
 			o->output = optarg;
@@ -289,25 +286,19 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 		case 'w':
 			if (strcmp(optarg, "0") == 0)
 				o->wait_ms = 0;     /* never start capture: snapshot what is there */
-			else if (parse_duration_ms(optarg, &o->wait_ms, &cause) < 0) {
-				mw_error("snap: %s", cause);
-				free(cause);
-				return MW_EXIT_USAGE;
-			}
+			else if (parse_duration_ms(optarg, &o->wait_ms, &cause) < 0)
+				return mw_usage_error("snap", cause);
 			break;
 		case 'r':
-			if (parse_size(optarg, &o->rate, &cause) < 0 || o->rate == 0) {
-				mw_error("snap: %s", cause ? cause : "the sample rate must be at least 1");
-				free(cause);
-				return MW_EXIT_USAGE;
-			}
+			if (parse_size(optarg, &o->rate, &cause) < 0 || o->rate == 0)
+				return mw_usage_error("snap", cause ? cause :
+						      xstrdup("the sample rate must be at least 1"));
 			break;
 		case 'E':
 			o->embed = true;
 			break;
 		case 'h':
-			fputs("Usage:\n", stdout);
-			fputs(snap_usage, stdout);
+			mw_usage_print(snap_usage);
 			fputs("\nExamples:\n"
 			      "  memwatch snap -p 1234                 snapshot of pid 1234 in the current directory\n"
 			      "  memwatch snap -p 1234 -o before.snap  and later: memwatch diff before.snap after.snap\n"

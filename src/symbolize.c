@@ -1,6 +1,9 @@
 /* symbolize.c: module-relative frames to function, file, line and inlined
  * frames with elfutils libdwfl; the ELF symbol table when there is no DWARF;
- * a snapshot's embedded symbols when it has them.
+ * a snapshot's embedded symbols when it has them. What one address is in a
+ * module (DWARF, the symbol table, demangling) is symbolize-dwarf.c; here are
+ * the modules, the Dwfl session and the files it is given (local, by build-id
+ * in the debug directories, debuginfod), the cache and embedding.
  *
  * Every distinct module (by build-id, else by path) of every snapshot added is
  * reported once into a single Dwfl session, at an address of our choosing
@@ -9,10 +12,10 @@
  * that chosen base. Results are cached per (module, offset). */
 #include "config.h"
 #include "symbolize.h"
+#include "symbolize-internal.h"
 #include "hashmap.h"
 #include "util.h"
 
-#include <dwarf.h>
 #include <elfutils/debuginfod.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -29,27 +32,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* libstdc++'s demangler (C++ and legacy Rust names, both _Z...), and the few
- * debuginfod client calls used for the progress line, are looked up at run
- * time: linking libstdc++ and libdebuginfod (with curl and its TLS stack) would
- * triple memwatch's resident size while it watches, and libdw loads the
- * debuginfod client by itself when DEBUGINFOD_URLS is set. */
-typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
-
-/* The demangler, or NULL when libstdc++ is not installed (names stay mangled). */
-static demangle_fn *demangler(void)
-{
-	static bool tried;
-	static demangle_fn *fn;
-	if (!tried) {
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-		tried = true;
-		if (h)
-			fn = (demangle_fn *)dlsym(h, "__cxa_demangle");
-	}
-	return fn;
-}
-
+/* The few debuginfod client calls used for the progress line are looked up at
+ * run time (as libstdc++'s demangler is, symbolize-dwarf.c): linking
+ * libdebuginfod (with curl and its TLS stack) and libstdc++ would triple
+ * memwatch's resident size while it watches, and libdw loads the debuginfod
+ * client by itself when DEBUGINFOD_URLS is set. */
 static struct {
 	void *(*get_user_data)(debuginfod_client *);
 	void (*set_user_data)(debuginfod_client *, void *);
@@ -61,83 +48,12 @@ static struct {
 #define PLACE_FIRST (UINT64_C(1) << 48)
 #define PLACE_STEP (UINT64_C(1) << 36)
 
-struct gmod {
-	char *key;               /* "b:" + build-id hex, or "p:" + path */
-	char *path;
-	char *name;              /* last path component */
-	uint8_t build_id[64];
-	uint32_t build_id_len;
-	char build_id_hex[129];
-	uint64_t bias, lo, hi;   /* as first recorded */
-	bool use_files;          /* some snapshot without symbols has frames here */
-	uint64_t place;          /* the bias it has in our Dwfl */
-	bool reported;           /* report_module done (dwmod may still be NULL) */
-	struct fsym *syms;       /* its function symbols by address, once needed */
-	size_t nsyms;
-	bool syms_loaded;
-	Dwfl_Module *dwmod;
-};
-
-/* A function symbol: [lo, hi) in Dwfl addresses (hi == lo: size unknown). */
-struct fsym {
-	GElf_Addr lo, hi;
-	const char *name;        /* interned, demangled */
-	int rank;                /* preference among symbols at one address */
-};
-
-/* A function's address range in a compilation unit (DWARF addresses). */
-struct fnrange {
-	Dwarf_Addr lo, hi;
-	Dwarf_Off die;           /* its DW_TAG_subprogram */
-};
-
-/* The functions of one compilation unit, sorted by address, read once. */
-struct cucache {
-	uint32_t gmod;
-	Dwarf_Off cu;            /* the CU DIE's offset */
-	struct fnrange *fns;
-	size_t nfns;
-};
-
 /* A cache slot: (module, offset) to an index into locs. */
 struct slot {
 	uint32_t gmod;
 	uint32_t loc;            /* index into locs + 1; 0: made by slot_find, not
 				  * filled yet */
 	uint64_t offset;
-};
-
-/* A (module, offset) as the caches are asked it. */
-struct place {
-	uint32_t gmod;
-	uint64_t offset;
-};
-
-static uint64_t place_hash(uint32_t g, uint64_t off)
-{
-	return hash_mix64(off ^ ((uint64_t)g << 40));
-}
-
-struct symbolizer {
-	char *debuginfo_path;
-	Dwfl_Callbacks callbacks;
-	Dwfl *dwfl;
-	bool reported;
-	char **dirs;             /* absolute debug directories, in search order */
-	size_t ndirs;
-
-	struct gmod *mods;
-	size_t nmods;
-
-	struct hashmap slots;    /* (module, offset) -> struct slot */
-	struct sym_loc *locs;
-	size_t nlocs, alocs;
-
-	struct hashmap strs;     /* interned strings: const char *, owned */
-
-	struct hashmap cus;      /* (module, CU offset) -> struct cucache */
-
-	bool progress_shown;
 };
 
 static const struct sym_frame unknown_frame = { NULL, NULL, 0, false };
@@ -148,7 +64,7 @@ static bool str_eq(const void *entry, const void *key)
 }
 
 /* The one shared copy of s (NULL stays NULL), owned by z. */
-static const char *intern(struct symbolizer *z, const char *s)
+const char *sym_intern(struct symbolizer *z, const char *s)
 {
 	const char **e;
 	bool added;
@@ -171,27 +87,6 @@ char *sym_hex(char *buf, const uint8_t *bits, size_t len)
 	}
 	buf[2 * len] = '\0';
 	return buf;
-}
-
-/* Demangled C++/Rust name, interned; other names as they are. */
-static const char *intern_name(struct symbolizer *z, const char *name)
-{
-	const char *r;
-	char *d;
-	int status = -1;
-
-	if (!name)
-		return NULL;
-	if (name[0] != '_' || name[1] != 'Z')
-		return intern(z, name);
-	d = demangler() ? demangler()(name, NULL, NULL, &status) : NULL;
-	if (status != 0 || !d) {
-		free(d);
-		return intern(z, name);
-	}
-	r = intern(z, d);
-	free(d);
-	return r;
 }
 
 /* Make a path absolute against the working directory (Dwfl searches by
@@ -422,8 +317,8 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
 			continue;
 		f = xcalloc(y->nframes ? y->nframes : 1, sizeof *f);
 		for (j = 0; j < y->nframes; j++) {
-			f[j].function = intern(z, y->frames[j].function);
-			f[j].file = intern(z, y->frames[j].file);
+			f[j].function = sym_intern(z, y->frames[j].function);
+			f[j].file = sym_intern(z, y->frames[j].file);
 			f[j].line = y->frames[j].line;
 			f[j].inlined = j + 1 < y->nframes;
 		}
@@ -524,324 +419,16 @@ static void report_module(struct symbolizer *z, struct gmod *g, size_t i)
 		mw_warn("dwfl_report_end: %s", dwfl_errmsg(-1));
 }
 
-/* The name of a function-like DIE: its linkage name (demangled), else its name. */
-static const char *die_name(struct symbolizer *z, Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-	const char *n;
-
-	n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
-	if (!n)
-		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
-	if (!n)
-		n = dwarf_diename(die);
-	return intern_name(z, n);
-}
-
-static bool function_like(int tag)
-{
-	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-	       tag == DW_TAG_entry_point;
-}
-
-/* Add the address ranges of the subprogram at die (those with code). */
-static void add_ranges(struct cucache *c, size_t *cap, Dwarf_Die *die)
-{
-	Dwarf_Addr base, lo, hi;
-	ptrdiff_t off = 0;
-
-	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
-		if (hi <= lo)
-			continue;
-		if (c->nfns == *cap) {
-			*cap = *cap ? *cap * 2 : 64;
-			c->fns = xrealloc(c->fns, *cap * sizeof *c->fns);
-		}
-		c->fns[c->nfns].lo = lo;
-		c->fns[c->nfns].hi = hi;
-		c->fns[c->nfns].die = dwarf_dieoffset(die);
-		c->nfns++;
-	}
-}
-
-/* Collect the subprograms under die: at the top of the CU, and inside
- * namespaces and classes (where C++ and Rust may put definitions). */
-static void collect_functions(struct cucache *c, size_t *cap, Dwarf_Die *parent, int level)
-{
-	Dwarf_Die child;
-
-	if (level > 16 || dwarf_child(parent, &child) != 0)
-		return;
-	do {
-		switch (dwarf_tag(&child)) {
-		case DW_TAG_subprogram:
-			add_ranges(c, cap, &child);
-			break;
-		case DW_TAG_namespace:
-		case DW_TAG_class_type:
-		case DW_TAG_structure_type:
-		case DW_TAG_union_type:
-		case DW_TAG_module:
-			collect_functions(c, cap, &child, level + 1);
-			break;
-		default:
-			break;
-		}
-	} while (dwarf_siblingof(&child, &child) == 0);
-}
-
-/* By address; among aliases (the same range) the first DIE of the CU comes
- * last, so that the search, which goes down from the top, meets it first. */
-static int cmp_fnrange(const void *pa, const void *pb)
-{
-	const struct fnrange *a = pa, *b = pb;
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	if (a->hi != b->hi)
-		return a->hi < b->hi ? -1 : 1;
-	return a->die > b->die ? -1 : a->die < b->die;
-}
-
-/* The function table of the CU cu of module g, built at its first use. */
-static bool cu_eq(const void *entry, const void *key)
-{
-	const struct cucache *c = entry;
-	const struct place *p = key;
-	return c->gmod == p->gmod && c->cu == p->offset;
-}
-
-static struct cucache *cu_functions(struct symbolizer *z, uint32_t g, Dwarf_Die *cu)
-{
-	struct place p = { g, dwarf_dieoffset(cu) };
-	size_t cap = 0;
-	struct cucache *c;
-	bool added;
-
-	c = hashmap_put(&z->cus, place_hash(g, p.offset), cu_eq, &p, &added);
-	if (!added)
-		return c;
-	c->gmod = g;
-	c->cu = p.offset;
-	collect_functions(c, &cap, cu, 0);
-	qsort(c->fns, c->nfns, sizeof *c->fns, cmp_fnrange);
-	return c;
-}
-
-/* The subprogram DIE whose code holds addr (a CU-relative DWARF address). */
-static bool function_at(struct cucache *c, Dwarf *dw, Dwarf_Addr addr, Dwarf_Die *out)
-{
-	size_t lo = 0, hi = c->nfns, k;
-
-	while (lo < hi) {   /* the first range starting above addr */
-		size_t mid = (lo + hi) / 2;
-		if (c->fns[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* the nearest ranges below; a few back, for nested ranges */
-	for (k = lo; k > 0 && lo - k < 8; k--)
-		if (addr < c->fns[k - 1].hi)
-			return dwarf_offdie(dw, c->fns[k - 1].die, out) != NULL;
-	return false;
-}
-
-/* The scopes holding addr inside the function fn, innermost first, fn last:
- * descend through the children whose ranges hold addr (inlined instances,
- * lexical blocks). *chain is malloc'd; returns the count. */
-static int scopes_in(Dwarf_Die *fn, Dwarf_Addr addr, Dwarf_Die **chain)
-{
-	Dwarf_Die *v = NULL, child;
-	int n = 0, cap = 0, i;
-	Dwarf_Die cur = *fn;
-
-	for (;;) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 8;
-			v = xrealloc(v, (size_t)cap * sizeof *v);
-		}
-		v[n++] = cur;
-		if (n > 256 || dwarf_child(&cur, &child) != 0)
-			break;
-		bool found = false;
-		do {
-			int tag = dwarf_tag(&child);
-			if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
-			     tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
-			     tag == DW_TAG_with_stmt || tag == DW_TAG_common_block) &&
-			    dwarf_haspc(&child, addr) == 1) {
-				found = true;
-				break;
-			}
-		} while (dwarf_siblingof(&child, &child) == 0);
-		if (!found)
-			break;
-		cur = child;
-	}
-	/* innermost first */
-	for (i = 0; i < n / 2; i++) {
-		Dwarf_Die t = v[i];
-		v[i] = v[n - 1 - i];
-		v[n - 1 - i] = t;
-	}
-	*chain = v;
-	return n;
-}
-
-/* The source frames at pc from DWARF: the innermost frame's place from the line
- * table, each outer frame's from the DW_AT_call_file/line of the inlined
- * instance it contains. Returns the number of frames (0: no DWARF here). */
-static uint32_t dwarf_frames(struct symbolizer *z, uint32_t g, Dwfl_Module *m, Dwarf_Addr pc,
-			     struct sym_frame **out)
-{
-	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(m, pc, &bias);
-	Dwarf_Die *chain = NULL, fn;
-	Dwarf_Files *files = NULL;
-	Dwfl_Line *line;
-	Dwarf *dw;
-	const char *file = NULL;
-	int nchain, i, lineno = 0;
-	uint32_t nf = 0;
-	struct sym_frame *f = NULL;
-
-	if (!cu)
-		return 0;
-	dw = dwfl_module_getdwarf(m, &bias);
-	if (!dw || !function_at(cu_functions(z, g, cu), dw, pc - bias, &fn))
-		return 0;
-	nchain = scopes_in(&fn, pc - bias, &chain);
-	if (dwarf_getsrcfiles(cu, &files, NULL) != 0)
-		files = NULL;
-	line = dwfl_module_getsrc(m, pc);
-	if (line)
-		file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-
-	f = xcalloc((size_t)nchain, sizeof *f);
-	for (i = 0; i < nchain; i++) {
-		int tag = dwarf_tag(&chain[i]);
-		Dwarf_Attribute a;
-		Dwarf_Word v;
-
-		if (!function_like(tag))
-			continue;
-		f[nf].function = die_name(z, &chain[i]);
-		f[nf].file = intern(z, file);
-		f[nf].line = lineno > 0 ? (uint32_t)lineno : 0;
-		f[nf].inlined = tag == DW_TAG_inlined_subroutine;
-		nf++;
-		if (tag != DW_TAG_inlined_subroutine)
-			break;
-		file = NULL;
-		lineno = 0;
-		if (files && dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &a), &v) == 0)
-			file = dwarf_filesrc(files, v, NULL, NULL);
-		if (dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &a), &v) == 0)
-			lineno = (int)v;
-	}
-	free(chain);
-	if (nf == 0) {
-		free(f);
-		return 0;
-	}
-	f[nf - 1].inlined = false;
-	*out = f;
-	return nf;
-}
-
-static int cmp_fsym(const void *pa, const void *pb)
-{
-	const struct fsym *a = pa, *b = pb;
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank > b->rank ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-/* The module's function symbols sorted by address, read once: Dwfl's own
- * dwfl_module_addrinfo scans the whole table at every call, which dominates
- * when many addresses of a large library have no DWARF. */
-static void load_symbols(struct symbolizer *z, struct gmod *g)
-{
-	int n, i;
-	size_t k = 0, j;
-
-	g->syms_loaded = true;
-	n = dwfl_module_getsymtab(g->dwmod);
-	if (n <= 0)
-		return;
-	g->syms = xcalloc((size_t)n, sizeof *g->syms);
-	for (i = 1; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		const char *name = dwfl_module_getsym_info(g->dwmod, i, &sym, &addr, NULL, NULL, NULL);
-		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
-
-		if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
-		    (type != STT_FUNC && type != STT_GNU_IFUNC))
-			continue;
-		g->syms[k].lo = addr;
-		g->syms[k].hi = addr + sym.st_size;
-		g->syms[k].name = intern_name(z, name);
-		/* sized first, then global over weak over local */
-		g->syms[k].rank = (sym.st_size ? 4 : 0) +
-				  (bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0);
-		k++;
-	}
-	qsort(g->syms, k, sizeof *g->syms, cmp_fsym);
-	/* keep the preferred symbol of each address */
-	for (i = 0, j = 0; (size_t)i < k; i++)
-		if (j == 0 || g->syms[j - 1].lo != g->syms[i].lo)
-			g->syms[j++] = g->syms[i];
-	g->nsyms = j;
-}
-
-/* The function symbol containing pc, or NULL. */
-static const char *symbol_at(struct symbolizer *z, struct gmod *g, GElf_Addr pc)
-{
-	size_t lo = 0, hi;
-
-	if (!g->syms_loaded)
-		load_symbols(z, g);
-	hi = g->nsyms;
-	while (lo < hi) {   /* the first symbol above pc */
-		size_t mid = (lo + hi) / 2;
-		if (g->syms[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	lo--;
-	if (g->syms[lo].hi > g->syms[lo].lo)
-		return pc < g->syms[lo].hi ? g->syms[lo].name : NULL;
-	/* a symbol of unknown size reaches up to the next one */
-	return lo + 1 < g->nsyms || pc - g->syms[lo].lo < 4096 ? g->syms[lo].name : NULL;
-}
-
 static const struct sym_loc *resolve(struct symbolizer *z, struct slot *sl, uint32_t g,
 				     uint64_t off)
 {
 	struct sym_frame *f = NULL;
-	Dwfl_Module *m;
-	Dwarf_Addr pc;
 	uint32_t n;
 
-	if (g >= z->nmods || !(m = z->mods[g].dwmod) || off == 0)
+	if (g >= z->nmods || !z->mods[g].dwmod || off == 0)
 		return cache_put(z, sl, g, off, NULL, 0);
 	/* a return address: the call is the byte before */
-	pc = z->mods[g].place + off - 1;
-	n = dwarf_frames(z, g, m, pc, &f);
-	if (n == 0) {
-		const char *name = symbol_at(z, &z->mods[g], pc);
-		if (name) {
-			f = xcalloc(1, sizeof *f);
-			f->function = name;
-			n = 1;
-		}
-	}
+	n = sym_frames_at(z, g, z->mods[g].place + off - 1, &f);
 	return cache_put(z, sl, g, off, f, n);
 }
 

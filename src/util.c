@@ -710,3 +710,22 @@ int mw_option_error(const char *cmd, int c, char **argv, int optind_now, int opt
 	mw_hint("memwatch %s%s--help", pre, cmd ? " " : "");
 	return MW_EXIT_USAGE;
 }
+
+/* An option argument refused by its parser (see util.h). */
+int mw_usage_error(const char *what, char *cause)
+{
+	if (what)
+		mw_error("%s: %s", what, cause);
+	else
+		mw_error("%s", cause);
+	free(cause);
+	return MW_EXIT_USAGE;
+}
+
+/* A command's help (see util.h). */
+int mw_usage_print(const char *usage)
+{
+	fputs("Usage:\n", stdout);
+	fputs(usage, stdout);
+	return MW_EXIT_OK;
+}

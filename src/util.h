@@ -38,6 +38,14 @@ void mw_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "memwatch: CMD: ..." for the commands named by a word, "memwatch: ..." for
  * the watch. Returns MW_EXIT_USAGE. */
 int mw_option_error(const char *cmd, int c, char **argv, int optind_now, int optopt_now);
+/* The one usage error for an option argument a parser refused: "memwatch:
+ * WHAT: CAUSE" ("memwatch: CAUSE" when what is NULL), where what is the
+ * command ("snap") or the option ("--interval"). Frees cause. Returns
+ * MW_EXIT_USAGE. */
+int mw_usage_error(const char *what, char *cause);
+/* A command's --help: "Usage:" and usage on standard output. Returns
+ * MW_EXIT_OK. */
+int mw_usage_print(const char *usage);
 
 /* Allocation that cannot fail: aborts with a message when memory is exhausted. */
 void *xmalloc(size_t n);

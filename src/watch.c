@@ -824,10 +824,8 @@ int cmd_watch(int argc, char **argv)
 	watch_opts_init(&o);
 	r = watch_parse(argc, argv, &o, false, &argi);
 	if (r == WATCH_PARSE_HELP) {
-		fputs("Usage:\n", stdout);
-		fputs(watch_usage, stdout);
 		watch_opts_release(&o);
-		return MW_EXIT_OK;
+		return mw_usage_print(watch_usage);
 	}
 	if (r != 0) {
 		watch_opts_release(&o);

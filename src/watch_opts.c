@@ -134,17 +134,6 @@ static int parse_count(const char *opt, const char *arg, uint64_t min, uint64_t 
 	return 0;
 }
 
-/* Print a parser's cause as the one error line and give the usage status. */
-static int usage_error(char *cause, const char *opt)
-{
-	if (opt)
-		mw_error("%s: %s", opt, cause);
-	else
-		mw_error("%s", cause);
-	free(cause);
-	return MW_EXIT_USAGE;
-}
-
 /* --capture WHEN. */
 static int parse_capture_mode(const char *arg, enum capture_mode *mode)
 {
@@ -173,11 +162,11 @@ static int parse_capture_option(int c, const char *arg, struct capture_opts *co)
 		return parse_capture_mode(arg, &co->mode);
 	case 't':
 		if (trigger_parse(arg, &co->trigger, &cause) < 0)
-			return usage_error(cause, NULL);
+			return mw_usage_error(NULL, cause);
 		return 0;
 	case OPT_SNAP_EVERY:
 		if (snap_step_parse(arg, &co->snap_every, &cause) < 0)
-			return usage_error(cause, NULL);
+			return mw_usage_error(NULL, cause);
 		return 0;
 	case OPT_MAX_SNAPS:
 		if (parse_count("--max-snaps", arg, 0, 100000, &v) < 0)
@@ -186,7 +175,7 @@ static int parse_capture_option(int c, const char *arg, struct capture_opts *co)
 		return 0;
 	case 'r':
 		if (parse_size(arg, &co->sample_rate, &cause) < 0)
-			return usage_error(cause, NULL);
+			return mw_usage_error(NULL, cause);
 		if (co->sample_rate == 0) {
 			mw_error("invalid sample rate '%s' (1 or more bytes)", arg);
 			return MW_EXIT_USAGE;
@@ -227,11 +216,11 @@ static int parse_watch_option(int c, const char *arg, struct watch_opts *o, bool
 		return 0;
 	case 'i':
 		if (parse_duration_ms(arg, &o->interval_ms, &cause) < 0)
-			return usage_error(cause, "--interval");
+			return mw_usage_error("--interval", cause);
 		return 0;
 	case 'd':
 		if (parse_duration_ms(arg, &o->duration_ms, &cause) < 0)
-			return usage_error(cause, "--duration");
+			return mw_usage_error("--duration", cause);
 		return 0;
 	case 'o':
 		if (!*arg) {

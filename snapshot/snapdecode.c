@@ -1,0 +1,653 @@
+/* snapdecode.c: the validating decoder of the .snap binary encoding
+ * (memwatch-snapshot(5)): every length, count and reference is checked against
+ * the bytes there are, and the first fault is said precisely in a cause string.
+ * The encoder is snapshot.c. Linked into the CLI and its tests; no stdio, and
+ * nothing exits or prints. */
+#include "config.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snapshot.h"
+#include "snapshot-internal.h"
+
+/* Smallest encoded size of one record of each list, used to refuse a count that
+ * the bytes left could not possibly hold before anything is allocated for it. */
+#define MIN_MODULE_LEN (4 + 1 + 3 * 8) /* path length, build-id length, bias, lo, hi */
+#define MIN_STACK_LEN 7                /* flags, nframes and five figures, 1 byte each */
+#define MIN_FRAME_LEN 2                /* module, offset */
+#define MIN_SYMBOL_LEN 3               /* module, offset, nframes */
+#define MIN_SYMFRAME_LEN 3             /* function, file, line */
+#define MIN_REGION_LEN 7               /* kind, name and five figures */
+
+/* Name of a known section type, for messages. */
+static const char *section_name(uint32_t type)
+{
+	switch (type) {
+	case SEC_PROCESS: return "process";
+	case SEC_MALLINFO: return "mallinfo";
+	case SEC_MODULES: return "modules";
+	case SEC_STACKS: return "stacks";
+	case SEC_SYMBOLS: return "symbols";
+	case SEC_REGIONS: return "regions";
+	default: return "unknown";
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Messages without stdio: a small formatter for the cause strings. */
+
+struct msgbuf {
+	char s[320];
+	size_t n;
+};
+
+/* Append a string, silently cut at the buffer's end. */
+static void msg_str(struct msgbuf *m, const char *s)
+{
+	while (*s && m->n + 1 < sizeof m->s)
+		m->s[m->n++] = *s++;
+	m->s[m->n] = '\0';
+}
+
+/* Append an unsigned number in decimal. */
+static void msg_u64(struct msgbuf *m, uint64_t v)
+{
+	char d[24];
+	int i = sizeof d - 1;
+	d[i] = '\0';
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	msg_str(m, d + i);
+}
+
+/* Set *cause to a new string formatted from fmt, which knows %s, %u, %d, %zu and
+ * %llu (enough for every message here). On memory exhaustion *cause stays NULL. */
+__attribute__((format(printf, 2, 3)))
+static void set_cause(char **cause, const char *fmt, ...)
+{
+	struct msgbuf m = { .n = 0 };
+	va_list ap;
+
+	if (!cause || *cause)
+		return; /* the first, most precise, message wins */
+	m.s[0] = '\0';
+	va_start(ap, fmt);
+	for (const char *p = fmt; *p; p++) {
+		char c[2] = { *p, '\0' };
+		if (*p != '%') {
+			msg_str(&m, c);
+			continue;
+		}
+		p++;
+		if (*p == 's') {
+			const char *s = va_arg(ap, const char *);
+			msg_str(&m, s ? s : "(null)");
+		} else if (*p == 'u') {
+			msg_u64(&m, va_arg(ap, unsigned int));
+		} else if (*p == 'd') {
+			int v = va_arg(ap, int);
+			if (v < 0)
+				msg_str(&m, "-");
+			msg_u64(&m, v < 0 ? -(uint64_t)v : (uint64_t)v);
+		} else if (p[0] == 'z' && p[1] == 'u') {
+			p++;
+			msg_u64(&m, va_arg(ap, size_t));
+		} else if (p[0] == 'l' && p[1] == 'l' && p[2] == 'u') {
+			p += 2;
+			msg_u64(&m, va_arg(ap, unsigned long long));
+		} else if (*p == '%') {
+			msg_str(&m, "%");
+		} else {
+			break; /* not a conversion this formatter knows: stop here */
+		}
+	}
+	va_end(ap);
+	*cause = strdup(m.s);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Decoding. Every read goes through a cursor that knows where its section ends,
+ * so nothing is read out of bounds, and the first failure is kept as the cause. */
+
+struct reader {
+	const unsigned char *buf;
+	size_t pos;          /* next byte, as an offset from the start of the file */
+	size_t end;          /* end of the current section's payload */
+	const char *section; /* for messages */
+	const char *what;    /* the item being read, for messages: "stack", "module" */
+	size_t index;        /* its index */
+	char **cause;
+	bool failed;
+};
+
+/* Record that the current item runs past its section's end. */
+static void overrun(struct reader *r)
+{
+	if (r->failed)
+		return;
+	r->failed = true;
+	if (r->what)
+		set_cause(r->cause, "section '%s' ends at byte %zu inside %s %zu", r->section,
+			  r->end, r->what, r->index);
+	else
+		set_cause(r->cause, "section '%s' ends at byte %zu inside its fixed fields",
+			  r->section, r->end);
+}
+
+/* Take n bytes; NULL (and the cause set) if the section has fewer left. */
+static const unsigned char *take(struct reader *r, size_t n)
+{
+	if (r->failed)
+		return NULL;
+	if (r->end - r->pos < n) {
+		overrun(r);
+		return NULL;
+	}
+	const unsigned char *p = r->buf + r->pos;
+	r->pos += n;
+	return p;
+}
+
+/* Load an n-byte little-endian unsigned integer. */
+static uint64_t load_le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Read a little-endian integer of n bytes (0 after a failure). */
+static uint64_t get_le(struct reader *r, int n)
+{
+	const unsigned char *p = take(r, (size_t)n);
+	return p ? load_le(p, n) : 0;
+}
+
+static uint8_t get_u8(struct reader *r) { return (uint8_t)get_le(r, 1); }
+static uint32_t get_u32(struct reader *r) { return (uint32_t)get_le(r, 4); }
+static uint64_t get_u64(struct reader *r) { return get_le(r, 8); }
+
+/* Read an unsigned LEB128 number; at most 10 bytes and 64 bits of value. */
+static uint64_t get_varint(struct reader *r)
+{
+	size_t start = r->pos;
+	uint64_t v = 0;
+
+	if (r->failed)
+		return 0;
+	for (int shift = 0; shift < 70; shift += 7) {
+		if (r->pos == r->end) {
+			overrun(r);
+			return 0;
+		}
+		uint64_t bits = r->buf[r->pos] & 0x7f;
+		bool more = r->buf[r->pos] & 0x80;
+		r->pos++;
+		if (shift == 63 && bits > 1)
+			break; /* more than 64 bits */
+		v |= bits << shift;
+		if (!more)
+			return v;
+	}
+	r->failed = true;
+	set_cause(r->cause, "section '%s': number at byte %zu is longer than 64 bits (%s %zu)",
+		  r->section, start, r->what ? r->what : "field", r->index);
+	return 0;
+}
+
+/* Read a varint that must fit in 32 bits. */
+static uint32_t get_varint32(struct reader *r, const char *field)
+{
+	size_t at = r->pos;
+	uint64_t v = get_varint(r);
+	if (v > UINT32_MAX && !r->failed) {
+		r->failed = true;
+		set_cause(r->cause, "section '%s': %s %llu at byte %zu does not fit in 32 bits (%s %zu)",
+			  r->section, field, (unsigned long long)v, at, r->what ? r->what : "field",
+			  r->index);
+	}
+	return (uint32_t)v;
+}
+
+/* Read a count of records that need at least min_len bytes each, refusing a count
+ * that the rest of the section could not hold (so no allocation follows from a
+ * forged count). */
+static size_t get_count(struct reader *r, uint64_t count, size_t min_len, const char *what)
+{
+	if (r->failed)
+		return 0;
+	if (count > (r->end - r->pos) / min_len) {
+		r->failed = true;
+		set_cause(r->cause, "section '%s': %llu %s cannot fit in the %zu bytes left at byte %zu",
+			  r->section, (unsigned long long)count, what, r->end - r->pos, r->pos);
+		return 0;
+	}
+	return (size_t)count;
+}
+
+/* Copy n bytes into a new NUL-terminated string, refusing an embedded NUL. */
+static char *get_chars(struct reader *r, size_t n, const char *field)
+{
+	size_t at = r->pos;
+	const unsigned char *p = take(r, n);
+	if (!p)
+		return NULL;
+	if (memchr(p, '\0', n)) {
+		r->failed = true;
+		set_cause(r->cause, "section '%s': %s at byte %zu contains a NUL byte", r->section,
+			  field, at);
+		return NULL;
+	}
+	char *s = malloc(n + 1);
+	if (!s) {
+		r->failed = true;
+		set_cause(r->cause, "out of memory");
+		return NULL;
+	}
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* Read a string with a u32 length prefix. */
+static char *get_str32(struct reader *r, const char *field)
+{
+	uint32_t n = get_u32(r);
+	return r->failed ? NULL : get_chars(r, n, field);
+}
+
+/* Read an optional string (varint 0: absent, else length + 1). */
+static char *get_optstr(struct reader *r, const char *field)
+{
+	uint64_t n = get_varint(r);
+	if (r->failed || n == 0)
+		return NULL;
+	if (n - 1 > r->end - r->pos) {
+		overrun(r);
+		return NULL;
+	}
+	return get_chars(r, (size_t)(n - 1), field);
+}
+
+/* Read a module reference (index + 1; 0 is "no module"); the caller checks it
+ * against the module table, to name the frame in its message. */
+static uint32_t get_module_ref(struct reader *r)
+{
+	return get_varint32(r, "module reference") - 1;
+}
+
+/* Refuse a module reference beyond the table: "stack 5 frame 2 names module 17
+ * of 3" (frame < 0: the item has no frames, as for a symbol). */
+static void check_module_ref(struct reader *r, uint32_t module, size_t nmodules, size_t at,
+			     long frame)
+{
+	if (r->failed || snap_module_ref_ok(module, nmodules))
+		return;
+	r->failed = true;
+	if (frame >= 0)
+		set_cause(r->cause, "%s %zu frame %zu names module %u of %zu (byte %zu)", r->what,
+			  r->index, (size_t)frame, module, nmodules, at);
+	else
+		set_cause(r->cause, "%s %zu names module %u of %zu (byte %zu)", r->what, r->index,
+			  module, nmodules, at);
+}
+
+/* Allocate n zeroed records (n already checked against the input length). */
+static void *alloc_records(struct reader *r, size_t n, size_t size)
+{
+	if (r->failed || n == 0)
+		return NULL;
+	void *p = calloc(n, size);
+	if (!p) {
+		r->failed = true;
+		set_cause(r->cause, "out of memory");
+	}
+	return p;
+}
+
+/* Where each known section sits in the input. */
+struct section_loc {
+	bool seen;
+	size_t start, end; /* payload bounds */
+};
+
+/* Position r on a section's payload. */
+static void enter_section(struct reader *r, const struct section_loc *loc, uint32_t type)
+{
+	r->pos = loc->start;
+	r->end = loc->end;
+	r->section = section_name(type);
+	r->what = NULL;
+	r->index = 0;
+}
+
+/* The process section: fixed fields, then exe and cmdline. */
+static void decode_process(struct reader *r, struct snapshot *s)
+{
+	size_t rate_at;
+	s->pid = (int32_t)get_u32(r);
+	s->max_depth = get_u32(r);
+	s->time_ns = get_u64(r);
+	s->capture_start_ns = get_u64(r);
+	rate_at = r->pos;
+	s->sample_rate = get_u64(r);
+	s->rss_bytes = get_u64(r);
+	s->dropped_stacks = get_u64(r);
+	s->dropped_bytes = get_u64(r);
+	s->exe = get_str32(r, "exe");
+	s->cmdline = get_str32(r, "cmdline");
+	if (!r->failed && s->sample_rate == 0) {
+		r->failed = true;
+		set_cause(r->cause, "section 'process': sample rate 0 at byte %zu is not valid",
+			  rate_at);
+	}
+}
+
+/* The mallinfo section: five u64 figures. */
+static void decode_mallinfo(struct reader *r, struct snapshot *s)
+{
+	s->mallinfo.arena = get_u64(r);
+	s->mallinfo.mmapped = get_u64(r);
+	s->mallinfo.in_use = get_u64(r);
+	s->mallinfo.free_bytes = get_u64(r);
+	s->mallinfo.releasable = get_u64(r);
+	s->mallinfo.present = !r->failed;
+}
+
+/* The modules section: u32 count, then path, build-id, bias and range each. */
+static void decode_modules(struct reader *r, struct snapshot *s)
+{
+	uint32_t count = get_u32(r);
+	size_t n = get_count(r, count, MIN_MODULE_LEN, "modules");
+	if (n == UINT32_MAX) { /* the index UINT32_MAX means "no module" */
+		r->failed = true;
+		set_cause(r->cause, "section 'modules': too many modules (%zu)", n);
+		return;
+	}
+	s->modules = alloc_records(r, n, sizeof *s->modules);
+	if (!s->modules)
+		return;
+	s->nmodules = n;
+	r->what = "module";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_module *m = &s->modules[i];
+		r->index = i;
+		m->path = get_str32(r, "module path");
+		size_t at = r->pos;
+		m->build_id_len = get_u8(r);
+		if (!r->failed && m->build_id_len > SNAP_BUILD_ID_MAX) {
+			r->failed = true;
+			set_cause(r->cause, "section 'modules': module %zu build-id of %u bytes at byte %zu (at most %d)",
+				  i, m->build_id_len, at, SNAP_BUILD_ID_MAX);
+			return;
+		}
+		const unsigned char *id = take(r, m->build_id_len);
+		if (id)
+			memcpy(m->build_id, id, m->build_id_len);
+		m->bias = get_u64(r);
+		at = r->pos;
+		m->lo = get_u64(r);
+		m->hi = get_u64(r);
+		if (!r->failed && m->lo > m->hi) {
+			r->failed = true;
+			set_cause(r->cause, "section 'modules': module %zu range at byte %zu ends before it starts",
+				  i, at);
+		}
+	}
+}
+
+/* The stacks section: varint count, then per stack flags, frames and figures. */
+static void decode_stacks(struct reader *r, struct snapshot *s)
+{
+	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
+	s->stacks = alloc_records(r, n, sizeof *s->stacks);
+	if (!s->stacks)
+		return;
+	s->nstacks = n;
+	r->what = "stack";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_stack *st = &s->stacks[i];
+		r->index = i;
+		st->flags = get_varint32(r, "flags");
+		uint32_t nframes = get_varint32(r, "frame count");
+		size_t nf = get_count(r, nframes, MIN_FRAME_LEN, "frames");
+		st->frames = alloc_records(r, nf, sizeof *st->frames);
+		if (r->failed)
+			return;
+		st->nframes = (uint32_t)nf;
+		for (uint32_t f = 0; f < nf && !r->failed; f++) {
+			size_t at = r->pos;
+			st->frames[f].module = get_module_ref(r);
+			check_module_ref(r, st->frames[f].module, s->nmodules, at, (long)f);
+			st->frames[f].offset = get_varint(r);
+		}
+		st->live_bytes = get_varint(r);
+		st->live_blocks = get_varint(r);
+		st->live_samples = get_varint(r);
+		st->alloc_bytes = get_varint(r);
+		st->alloc_blocks = get_varint(r);
+	}
+}
+
+/* The symbols section: varint count, then per address its resolved frames. */
+static void decode_symbols(struct reader *r, struct snapshot *s)
+{
+	size_t n = get_count(r, get_varint(r), MIN_SYMBOL_LEN, "symbols");
+	s->symbols = alloc_records(r, n, sizeof *s->symbols);
+	if (!s->symbols)
+		return;
+	s->nsymbols = n;
+	r->what = "symbol";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_symbol *sym = &s->symbols[i];
+		size_t at = r->pos;
+		r->index = i;
+		sym->module = get_module_ref(r);
+		check_module_ref(r, sym->module, s->nmodules, at, -1);
+		sym->offset = get_varint(r);
+		uint32_t nframes = get_varint32(r, "frame count");
+		size_t nf = get_count(r, nframes, MIN_SYMFRAME_LEN, "symbol frames");
+		sym->frames = alloc_records(r, nf, sizeof *sym->frames);
+		if (r->failed)
+			return;
+		sym->nframes = (uint32_t)nf;
+		for (uint32_t f = 0; f < nf && !r->failed; f++) {
+			sym->frames[f].function = get_optstr(r, "function name");
+			sym->frames[f].file = get_optstr(r, "file name");
+			sym->frames[f].line = get_varint32(r, "line");
+		}
+	}
+}
+
+/* The regions section: varint count, then kind, name and figures each. A kind
+ * this reader does not know is read as "other", so a later writer may add
+ * kinds. */
+static void decode_regions(struct reader *r, struct snapshot *s)
+{
+	size_t n = get_count(r, get_varint(r), MIN_REGION_LEN, "regions");
+	s->has_regions = !r->failed;
+	s->regions = alloc_records(r, n, sizeof *s->regions);
+	if (!s->regions)
+		return;
+	s->nregions = n;
+	r->what = "region";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_region *g = &s->regions[i];
+		r->index = i;
+		g->kind = get_varint32(r, "kind");
+		if (g->kind > SNAP_REGION_KIND_MAX)
+			g->kind = SNAP_REGION_OTHER;
+		g->name = get_optstr(r, "region name");
+		g->mappings = get_varint(r);
+		g->size = get_varint(r);
+		g->rss = get_varint(r);
+		g->anon = get_varint(r);
+		g->swap = get_varint(r);
+	}
+}
+
+/* Check the header, the checksum and the section headers; fill locs for the
+ * known sections. The checksum decides how a fault is named: when it holds, the
+ * bytes are what the writer wrote and a fault is a malformed file; when it does
+ * not, a section running past the end means the file was cut ("truncated at
+ * byte N"), and anything else means it was damaged ("checksum mismatch"). 0 or
+ * -1 with *cause. */
+static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s,
+			struct section_loc locs[SEC_KNOWN_MAX + 1], char **cause)
+{
+	size_t body_end, pos;
+	uint32_t nsections;
+	bool crc_ok;
+
+	if (len == 0) {
+		set_cause(cause, "empty file: not a memwatch snapshot");
+		return -1;
+	}
+	size_t cmp = len < SNAP_MAGIC_LEN ? len : SNAP_MAGIC_LEN;
+	if (memcmp(buf, SNAPSHOT_MAGIC, cmp) != 0) {
+		set_cause(cause, "not a memwatch snapshot (no MEMWSNAP signature at byte 0)");
+		return -1;
+	}
+	if (len < SNAP_HEADER_LEN + SNAP_TRAILER_LEN) {
+		set_cause(cause, "truncated at byte %zu (header)", len);
+		return -1;
+	}
+	/* The version comes first: a newer format may frame its bytes differently. */
+	s->version = (uint32_t)load_le(buf + 8, 2);
+	if (s->version > SNAPSHOT_VERSION) {
+		set_cause(cause, "format version %u is newer than this memwatch reads (%d)",
+			  s->version, SNAPSHOT_VERSION);
+		return -1;
+	}
+	body_end = len - SNAP_TRAILER_LEN;
+	crc_ok = snap_crc(buf, body_end) == (uint32_t)load_le(buf + body_end, 4);
+	if (s->version == 0) {
+		set_cause(cause, crc_ok ? "format version 0 at byte 8 is not valid"
+					: "checksum mismatch (file corrupted)");
+		return -1;
+	}
+	nsections = (uint32_t)load_le(buf + 12, 4);
+
+	pos = SNAP_HEADER_LEN;
+	for (uint32_t i = 0; i < nsections; i++) {
+		if (body_end - pos < SNAP_SECTION_HDR_LEN) {
+			if (crc_ok)
+				set_cause(cause, "section %u of %u: no room for its header at byte %zu (the file ends at %zu)",
+					  i + 1, nsections, pos, body_end);
+			else
+				set_cause(cause, "truncated at byte %zu (header of section %u of %u)",
+					  len, i + 1, nsections);
+			return -1;
+		}
+		uint32_t type = (uint32_t)load_le(buf + pos, 4);
+		uint32_t flags = (uint32_t)load_le(buf + pos + 4, 4);
+		uint64_t length = load_le(buf + pos + 8, 8);
+		size_t hdr_at = pos;
+		bool known = type >= SEC_PROCESS && type <= SEC_KNOWN_MAX;
+		pos += SNAP_SECTION_HDR_LEN;
+		if (length > body_end - pos) {
+			if (crc_ok)
+				set_cause(cause, "section at byte %zu declares %llu bytes, only %zu remain",
+					  hdr_at, (unsigned long long)length, body_end - pos);
+			else if (known)
+				set_cause(cause, "truncated at byte %zu (section '%s')", len,
+					  section_name(type));
+			else
+				set_cause(cause, "truncated at byte %zu (section of type %u)", len, type);
+			return -1;
+		}
+		if (!crc_ok) {
+			/* Structure is only judged on intact bytes; skip to the next. */
+		} else if (known && locs[type].seen) {
+			set_cause(cause, "section '%s' appears twice (again at byte %zu)",
+				  section_name(type), hdr_at);
+			return -1;
+		} else if (known) {
+			locs[type].seen = true;
+			locs[type].start = pos;
+			locs[type].end = pos + (size_t)length;
+		} else if (flags & SNAP_SECTION_REQUIRED) {
+			set_cause(cause, "section of type %u at byte %zu is required but unknown to this memwatch (format %d)",
+				  type, hdr_at, SNAPSHOT_VERSION);
+			return -1;
+		}
+		pos += (size_t)length;
+	}
+	if (!crc_ok) {
+		/* A whole snapshot followed by something else reads well up to its own
+		 * trailer: say so rather than calling it corrupt. */
+		if (pos < body_end && snap_crc(buf, pos) == (uint32_t)load_le(buf + pos, 4))
+			set_cause(cause, "%zu unexpected bytes after the end of the snapshot at byte %zu",
+				  len - pos - SNAP_TRAILER_LEN, pos + SNAP_TRAILER_LEN);
+		else
+			set_cause(cause, "checksum mismatch (file corrupted)");
+		return -1;
+	}
+	if (pos != body_end) {
+		set_cause(cause, "%zu unexpected bytes after the last section at byte %zu",
+			  body_end - pos, pos);
+		return -1;
+	}
+	for (uint32_t t = SEC_PROCESS; t <= SEC_KNOWN_MAX; t++) {
+		if (!locs[t].seen && t != SEC_MALLINFO && t != SEC_SYMBOLS && t != SEC_REGIONS) {
+			set_cause(cause, "section '%s' is missing", section_name(t));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
+{
+	struct section_loc locs[SEC_KNOWN_MAX + 1];
+	struct snapshot *s;
+	struct reader r = { .buf = buf, .cause = cause };
+
+	if (cause)
+		*cause = NULL;
+	s = calloc(1, sizeof *s);
+	if (!s) {
+		set_cause(cause, "out of memory");
+		return NULL;
+	}
+	memset(locs, 0, sizeof locs);
+	if (decode_frame(buf, len, s, locs, cause) < 0) {
+		snapshot_free(s);
+		return NULL;
+	}
+	/* Modules first: stacks and symbols refer to them. Bytes after the fields a
+	 * section is known to have are ignored (later versions may append fields). */
+	enter_section(&r, &locs[SEC_PROCESS], SEC_PROCESS);
+	decode_process(&r, s);
+	if (!r.failed && locs[SEC_MALLINFO].seen) {
+		enter_section(&r, &locs[SEC_MALLINFO], SEC_MALLINFO);
+		decode_mallinfo(&r, s);
+	}
+	if (!r.failed) {
+		enter_section(&r, &locs[SEC_MODULES], SEC_MODULES);
+		decode_modules(&r, s);
+	}
+	if (!r.failed) {
+		enter_section(&r, &locs[SEC_STACKS], SEC_STACKS);
+		decode_stacks(&r, s);
+	}
+	if (!r.failed && locs[SEC_SYMBOLS].seen) {
+		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
+		decode_symbols(&r, s);
+	}
+	if (!r.failed && locs[SEC_REGIONS].seen) {
+		enter_section(&r, &locs[SEC_REGIONS], SEC_REGIONS);
+		decode_regions(&r, s);
+	}
+	if (r.failed) {
+		snapshot_free(s);
+		return NULL;
+	}
+	return s;
+}

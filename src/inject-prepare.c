@@ -1,0 +1,460 @@
+/* inject-prepare.c: what the injector learns of a process before it stops any
+ * thread (inject_prepare: alive, a process, not traced or stopped, glibc and
+ * not Go, where dlopen and __restore_rt are, the agent's start function), the
+ * checks repeated on a stopped thread (still_ours, same_program), and the
+ * refusals explained (explain_eperm: which of ptrace's permission rules
+ * forbids it, and the fix). The attach itself is inject.c. */
+#include "config.h"
+#include "container.h"
+#include "inject-internal.h"
+#include "util.h"
+#include "agent/protocol.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks), or 0. */
+static unsigned long long proc_start_time(int pid)
+{
+	char fn[64], buf[1024], *p;
+	unsigned long long t = 0;
+
+	snprintf(fn, sizeof fn, "/proc/%d/stat", pid);
+	if (read_small_file(fn, buf, sizeof buf) <= 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	/* after "pid (comm)": state is field 3, starttime field 22 */
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		   "%*d %*d %llu", &t) != 1)
+		return 0;
+	return t;
+}
+
+/* Whether the stopped thread is still one of the process we prepared for:
+ * neither the pid nor the thread id was reused by another process meanwhile (a
+ * stopped thread cannot change process, so this holds until we let go).
+ * Returns 1 when it is, 0 when the thread is another's (the process lives
+ * on), -1 when the process itself is gone. */
+int still_ours(const struct injector *ij, int tid)
+{
+	char fn[96];
+	struct proc_status st;
+
+	if (proc_start_time(ij->pid) != ij->start_time)
+		return -1;
+	snprintf(fn, sizeof fn, "/proc/%d/task/%d/status", ij->pid, tid);
+	if (proc_status_read(fn, &st) < 0 || st.tgid != ij->pid)
+		return 0;
+	return 1;
+}
+
+/* Set the error and return its negated kind. */
+int inject_fail(int kind, char **cause, char **hint, const char *h, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	free(*cause);
+	*cause = xvasprintf(fmt, ap);
+	va_end(ap);
+	free(*hint);
+	*hint = h ? xstrdup(h) : NULL;
+	return -kind;
+}
+
+bool process_exists(int pid)
+{
+	char fn[64];
+	struct proc_status st;
+	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
+	return proc_status_read(fn, &st) == 0 && st.state != 'Z' && st.state != 'X';
+}
+
+/* Whether the program is written in Go: its goroutines run on small stacks
+ * of its own making, where a call into dlopen would overflow, and its threads
+ * do not unwind through libc's tables. Recognised by Go's own ELF sections. */
+static bool is_go_program(int pid)
+{
+	char fn[64];
+	bool go = false;
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	int fd;
+
+	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
+	if ((fd = open(fn, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	if ((elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		while (!go && (scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+			if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)))
+				go = !strcmp(name, ".go.buildinfo") || !strcmp(name, ".gopclntab");
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return go;
+}
+
+/* Is pid another memwatch (the same program as this one, or one named so)? */
+static bool is_memwatch(int pid)
+{
+	char fn[64], comm[32] = "";
+	struct stat a, b;
+
+	if (pid <= 0 || pid == getpid())
+		return false;
+	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
+	if (stat(fn, &a) == 0 && stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		return true;
+	snprintf(fn, sizeof fn, "/proc/%d/comm", pid);
+	if (read_small_file(fn, comm, sizeof comm) <= 0)
+		return false;
+	comm[strcspn(comm, "\n")] = '\0';
+	return !strcmp(comm, "memwatch");
+}
+
+/* The pid of another memwatch tracing a thread of pid (it is attaching: for
+ * a few milliseconds), or 0. */
+int memwatch_tracing(int pid)
+{
+	char fn[320];
+	struct dirent *de;
+	DIR *d;
+	int found = 0;
+
+	snprintf(fn, sizeof fn, "/proc/%d/task", pid);
+	if (!(d = opendir(fn)))
+		return 0;
+	while (!found && (de = readdir(d))) {
+		struct proc_status st;
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(fn, sizeof fn, "/proc/%d/task/%s/status", pid, de->d_name);
+		if (proc_status_read(fn, &st) == 0 && st.tracer && is_memwatch(st.tracer))
+			found = st.tracer;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The process is in a job-control stop (SIGSTOP, ^Z): the agent's start-up
+ * would never run, and a stop is the user's to end, never ours. */
+int fail_stopped(int pid, char **cause, char **hint)
+{
+	char *h = xasprintf("resume it (kill -CONT %d) and retry", pid);
+	int r = inject_fail(INJECT_ENOSAFEPOINT, cause, hint, h,
+		     "the process is stopped: it cannot run the agent's start-up");
+	free(h);
+	return r;
+}
+
+/* Explain an EPERM from PTRACE_SEIZE with what we can see of the cause. */
+int explain_eperm(struct injector *ij, char **cause, char **hint)
+{
+	unsigned me = getuid();
+	bool cap = have_cap_sys_ptrace();
+	int scope = yama_scope();
+	char fn[64];
+
+	snprintf(fn, sizeof fn, "/proc/%d/status", ij->pid);
+	proc_status_read(fn, &ij->st);
+	if (ij->st.tracer)
+		return inject_fail(INJECT_EPERM, cause, hint, "detach the debugger first, then retry",
+			    "already traced by pid %d", ij->st.tracer);
+	if (scope == 3)
+		return inject_fail(INJECT_EPERM, cause, hint,
+			    "kernel.yama.ptrace_scope=3 can only be lowered by rebooting",
+			    "ptrace is disabled for everyone (kernel.yama.ptrace_scope=3)");
+	if (!cap && me == 0)
+		return inject_fail(INJECT_EPERM, cause, hint,
+			    "give memwatch CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE, "
+			    "or a debugging container's profile that has it)",
+			    "ptrace not permitted: memwatch runs as root without CAP_SYS_PTRACE");
+	if (!cap && (ij->st.uid[0] != me || ij->st.uid[1] != me || ij->st.uid[2] != me)) {
+		char *h = xasprintf("run memwatch as uid %u (the process's owner) or as root",
+				    ij->st.uid[1]);
+		int r = inject_fail(INJECT_EPERM, cause, hint, h,
+			     "ptrace not permitted: the process belongs to uid %u and you are uid %u",
+			     ij->st.uid[1], me);
+		free(h);
+		return r;
+	}
+	if (!cap && scope >= 1)
+		return inject_fail(INJECT_EPERM, cause, hint,
+			    "set kernel.yama.ptrace_scope=0 (sysctl -w kernel.yama.ptrace_scope=0) or run as root",
+			    "ptrace not permitted by kernel.yama.ptrace_scope=%d", scope);
+	snprintf(fn, sizeof fn, "/proc/%d/environ", ij->pid);
+	if (!cap && access(fn, R_OK) < 0)
+		return inject_fail(INJECT_EPERM, cause, hint, "run memwatch as root",
+			    "ptrace not permitted: the process is not dumpable (set-uid, or PR_SET_DUMPABLE 0)");
+	return inject_fail(INJECT_EPERM, cause, hint,
+		    cap ? "a security module (SELinux, AppArmor) or a container may forbid ptrace"
+			: "run memwatch as root (CAP_SYS_PTRACE)",
+		    "ptrace not permitted: %s", strerror(EPERM));
+}
+
+/* The process as /proc shows it: alive, a process and not a thread, not us,
+ * not traced (another memwatch attaching: -INJECT_EBUSY), not stopped or
+ * frozen. 0 or -kind. */
+static int check_process(struct injector *ij, char **cause, char **hint)
+{
+	char fn[PATH_MAX];
+	int pid = ij->pid, r;
+
+	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
+	if (proc_status_read(fn, &ij->st) < 0)
+		return inject_fail(INJECT_ENOPROC, cause, hint, NULL, "no such process");
+	if (ij->st.state == 'Z' || ij->st.state == 'X')
+		return inject_fail(INJECT_ENOPROC, cause, hint, NULL, "the process has exited (zombie)");
+	ij->start_time = proc_start_time(pid);
+	if (ij->st.tgid && ij->st.tgid != pid)
+		return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
+			    "%d is a thread of process %d, not a process", pid, ij->st.tgid);
+	if (pid == getpid())
+		return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL, "memwatch cannot attach to itself");
+	if (ij->st.tracer && is_memwatch(ij->st.tracer)) {
+		ij->busy_by = ij->st.tracer;
+		return -INJECT_EBUSY;
+	}
+	if (ij->st.tracer) {
+		char comm[80] = "?";
+		snprintf(fn, sizeof fn, "/proc/%d/comm", ij->st.tracer);
+		if (read_small_file(fn, comm, sizeof comm) > 0)
+			comm[strcspn(comm, "\n")] = '\0';
+		char *h = xasprintf("detach the debugger (pid %d, %s) first, then retry", ij->st.tracer, comm);
+		r = inject_fail(INJECT_EPERM, cause, hint, h, "already traced by pid %d (%s)", ij->st.tracer, comm);
+		free(h);
+		return r;
+	}
+	if (ij->st.state == 'T' || ij->st.state == 't')
+		return fail_stopped(pid, cause, hint);
+	if (cgroup_frozen(pid))
+		return inject_fail(INJECT_ENOSAFEPOINT, cause, hint, "thaw its cgroup and retry",
+			    "the process is in a frozen cgroup");
+	return 0;
+}
+
+/* Its maps and C library: readable (permissions), a glibc process that has
+ * finished starting, not Go, its code files the same for us as for it; the
+ * loader and libpthread too. 0 or -kind (-INJECT_EBUSY: another memwatch). */
+static int read_target(struct injector *ij, char **cause, char **hint)
+{
+	int pid = ij->pid, r;
+
+	/* Permission problems are visible before any ptrace call: reading the maps
+	 * needs the same access (PTRACE_MODE_READ). */
+	if ((r = procmaps_read(pid, &ij->cl.maps)) < 0) {
+		if (!process_exists(pid))
+			return inject_fail(INJECT_ENOPROC, cause, hint, NULL, "no such process");
+		if (pid_is_kernel_thread(pid))
+			return inject_fail(INJECT_EINTERNAL, cause, hint, NULL,
+				    "pid %d is a kernel thread: it has no user memory", pid);
+		if (r == -EACCES || r == -EPERM)
+			return explain_eperm(ij, cause, hint);
+		return inject_fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot read its memory map: %s",
+			    strerror(-r));
+	}
+	/* Another memwatch attaching now (its thread may be anywhere in dlopen of
+	 * the agent, which the maps just read may show half loaded): wait for it,
+	 * then use the agent it loaded. Looked at after reading the maps, so an
+	 * agent seen mapped with no memwatch tracing is one fully started. */
+	if ((ij->busy_by = memwatch_tracing(pid)))
+		return -INJECT_EBUSY;
+	for (size_t i = 0; i < ij->cl.maps.n; i++)
+		if (!strcmp(ij->cl.maps.v[i].path, "[vdso]")) {
+			ij->cl.vdso_lo = ij->cl.maps.v[i].lo;
+			ij->cl.vdso_hi = ij->cl.maps.v[i].hi;
+		}
+
+	r = module_from_maps(pid, &ij->cl.maps, match_libc, 0, 0, true, NULL, &ij->cl.libc, cause);
+	if (r < 0)
+		return r == -2 ? -INJECT_EUNSUPPORTED : -INJECT_EINTERNAL;
+	if (r == 0) {
+		bool musl = false, any_loader = false;
+		for (size_t i = 0; i < ij->cl.maps.n; i++) {
+			const char *b = base_name(ij->cl.maps.v[i].path);
+			if (!strncmp(b, "ld-musl", 7) || !strncmp(b, "libc.musl", 9))
+				musl = true;
+			if (is_ldso_name(b))
+				any_loader = true;
+		}
+		if (musl)
+			return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
+				    "the process uses musl libc; only glibc processes can be attached to");
+		if (!any_loader)
+			return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
+				    "the process is statically linked (no libc.so or dynamic loader mapped)");
+		/* the dynamic loader and no C library yet: the program is starting */
+		return inject_fail(INJECT_ESTARTING, cause, hint, NULL,
+			    "the process is still starting (its C library is not loaded yet)");
+	}
+	if (is_go_program(pid))
+		return inject_fail(INJECT_EUNSUPPORTED, cause, hint,
+			    "Go programs have their own heap profiler (runtime/pprof)",
+			    "the process is a Go program: its goroutine stacks are too small "
+			    "to load a library on");
+	bool deleted;
+	const char *blind = unwind_blind_spot(pid, &ij->cl.maps, &deleted);
+	if (blind && deleted)
+		return inject_fail(INJECT_EUNSUPPORTED, cause, hint,
+			    "restart the program, or start it with memwatch run",
+			    "'%.*s' was replaced or deleted on disk since the process loaded it: "
+			    "its stacks cannot be checked for a safe point",
+			    (int)(strstr(blind, " (deleted)") - blind), blind);
+	/* (a path that names another file here, in a container, is no blind
+	 * spot: its stacks are unwound through map_files, container_unwind.c) */
+	if (module_from_maps(pid, &ij->cl.maps, match_ldso, 0, 0, false, NULL, &ij->cl.ldso, cause) < 0)
+		return -INJECT_EINTERNAL;
+	if (module_from_maps(pid, &ij->cl.maps, match_libpthread, 0, 0, true, NULL, &ij->cl.libpthread,
+			     cause) < 0)
+		return -INJECT_EINTERNAL;
+	return 0;
+}
+
+/* The code at the two addresses our calls go through, into code. */
+static bool read_code(const struct injector *ij, unsigned char code[2][16])
+{
+	struct iovec l[2] = { { code[0], 16 }, { code[1], 16 } };
+	struct iovec r[2] = { { (void *)(uintptr_t)ij->dlopen_addr, 16 },
+			      { (void *)(uintptr_t)ij->rt_sigreturn_addr, 16 } };
+	return process_vm_readv(ij->pid, l, 2, r, 2, 0) == 32;
+}
+
+/* Whether the process still runs the program inject_prepare() looked at:
+ * one that executed another since (a shell's child becoming the program it
+ * starts, a server re-executing itself) has other code there, or none, and a
+ * call to the addresses found before would crash it. */
+bool same_program(const struct injector *ij)
+{
+	unsigned char now[2][16];
+	return read_code(ij, now) && !memcmp(now, ij->code, sizeof now);
+}
+
+/* Where dlopen is: libc's (glibc >= 2.34), libdl's, or libc's private
+ * __libc_dlopen_mode; and libc's __restore_rt, which our calls return into.
+ * 0 or -kind. */
+static int find_dlopen(struct injector *ij, char **cause, char **hint)
+{
+	const struct fsym *f;
+	int pid = ij->pid, r;
+
+	if ((f = module_find(&ij->cl.libc, "dlopen"))) {
+		ij->dlopen_addr = ij->cl.libc.bias + f->lo;
+	} else {
+		/* glibc < 2.34: libdl's dlopen if the program uses it, else libc's
+		 * private entry point */
+		struct module dl;
+		r = module_from_maps(pid, &ij->cl.maps, match_libdl, 0, 0, true, NULL, &dl, cause);
+		if (r < 0)
+			return -INJECT_EINTERNAL;
+		if (r > 0 && (f = module_find(&dl, "dlopen")))
+			ij->dlopen_addr = dl.bias + f->lo;
+		if (r > 0)
+			module_free(&dl);
+		if (!ij->dlopen_addr && (f = module_find(&ij->cl.libc, "__libc_dlopen_mode"))) {
+			ij->dlopen_addr = ij->cl.libc.bias + f->lo;
+			ij->dlopen_is_private = true;
+		}
+		if (!ij->dlopen_addr)
+			return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
+				    "no dlopen in the process's libc (%s)", ij->cl.libc.path);
+	}
+	if (!(ij->rt_sigreturn_addr = find_rt_sigreturn(pid, &ij->cl.maps, &ij->cl.libc)) && errno == EPERM)
+		return explain_eperm(ij, cause, hint);
+	if (!ij->rt_sigreturn_addr)
+		return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
+			    "no signal return code (__restore_rt) found in the process's libc (%s)",
+			    ij->cl.libc.path);
+	if (!read_code(ij, ij->code))
+		return inject_fail(INJECT_EINTERNAL, cause, hint, NULL,
+			    "cannot read the process's C library: %s", strerror(errno));
+	return 0;
+}
+
+/* The agent's start function: in an agent already mapped, or in agent_path,
+ * to be loaded. 0 or -kind. */
+static int find_agent(struct injector *ij, const char *agent_path, char **cause, char **hint)
+{
+	const struct fsym *f;
+	int pid = ij->pid, r;
+
+	/* The agent: already mapped (this very file, or any memwatch agent), or
+	 * to be loaded from agent_path, which must be the same file inside the
+	 * process's root (containers). */
+	if (stat(agent_path, &ij->agent_st) < 0)
+		return inject_fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot use the agent '%s': %s",
+			    agent_path, strerror(errno));
+	if (!(ij->agent_abs = realpath(agent_path, NULL)))
+		return inject_fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot use the agent '%s': %s",
+			    agent_path, strerror(errno));
+	r = module_from_maps(pid, &ij->cl.maps, NULL, ij->agent_st.st_dev, ij->agent_st.st_ino, true,
+			     MEMWATCH_AGENT_START_SYMBOL, &ij->loaded, cause);
+	if (r == 0)
+		r = module_from_maps(pid, &ij->cl.maps, match_agent, 0, 0, true, MEMWATCH_AGENT_START_SYMBOL,
+				     &ij->loaded, cause);
+	if (r < 0)
+		return -INJECT_EINTERNAL;
+	if (r > 0) {
+		if (!(f = module_find(&ij->loaded, MEMWATCH_AGENT_START_SYMBOL)))
+			return inject_fail(INJECT_ESTART, cause, hint, NULL, "'%s' is loaded but exports no %s",
+				    ij->loaded.path, MEMWATCH_AGENT_START_SYMBOL);
+		ij->start_off = f->lo;
+		ij->cl.agent_lo = ij->loaded.lo;
+		ij->cl.agent_hi = ij->loaded.hi;
+		return 0;
+	}
+	/* In a container: its socket must be reachable, and the agent is copied
+	 * into its root, owned by its user, unless the same file is there at the
+	 * same path. */
+	if (container_check_reach(pid, cause, hint) < 0)
+		return -INJECT_EPERM;
+	container_agent_release(&ij->placed);
+	if ((r = container_place_agent(pid, ij->agent_abs, ij->st.uid[1], ij->st.gid[1], &ij->placed,
+				       cause, hint)) < 0)
+		return r == -EACCES ? explain_eperm(ij, cause, hint) : -INJECT_EUNSUPPORTED;
+	struct module agent = { 0 };
+	uint64_t minv;
+	int fd = open(ij->agent_abs, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return inject_fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot open the agent '%s': %s",
+			    ij->agent_abs, strerror(errno));
+	r = elf_read_syms(fd, ij->agent_abs, true, MEMWATCH_AGENT_START_SYMBOL, &agent, &minv, cause);
+	close(fd);
+	if (r < 0)
+		return r == -2 ? -INJECT_EUNSUPPORTED : -INJECT_EINTERNAL;
+	if (!agent.nsyms) {
+		module_free(&agent);
+		return inject_fail(INJECT_ESTART, cause, hint, NULL, "the agent '%s' exports no %s", ij->agent_abs,
+			    MEMWATCH_AGENT_START_SYMBOL);
+	}
+	ij->start_off = agent.syms[0].lo;
+	module_free(&agent);
+	return 0;
+}
+
+/* Everything that can be learnt without stopping a thread: process state,
+ * permissions, where dlopen is, the agent's start symbol. */
+int inject_prepare(struct injector *ij, const char *agent_path, char **cause, char **hint)
+{
+	int r;
+
+	if ((r = check_process(ij, cause, hint)) < 0 || (r = read_target(ij, cause, hint)) < 0 ||
+	    (r = find_dlopen(ij, cause, hint)) < 0)
+		return r;
+	return find_agent(ij, agent_path, cause, hint);
+}
