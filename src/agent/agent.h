@@ -9,7 +9,8 @@
  *   capture.c  the capture state: start, stop, epochs
  *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
  *   python.c   CPython's allocator domains and frames            /  sources
- *   heap.c     the sampler, stacks, the live-sample table, the shared state
+ *   heap.c     the sampler, the live-sample table, the shared state
+ *   stacks.c   the interned stacks (stacks.h: heap.c's alone)
  * A file lower down never calls one higher up: heap.c learns what it needs
  * from them through data they set (mw_self_lo/hi, mw_frames_merge). */
 #ifndef MEMWATCH_AGENT_H
@@ -35,8 +36,9 @@
 #define MW_DEFAULT_UNWIND_THREADS 128   /* threads that may keep libunwind's frame cache */
 
 /* ================================================================ heap.c
- * The sampler, interned stacks, the live-sample table, and the state every
- * other file reads. It uses no other file of the agent. */
+ * The sampler, the live-sample table, and the state every other file reads;
+ * its stacks are interned by stacks.c (stacks.h). It uses no file of the
+ * agent above it. */
 
 /* The hot thread-local state, initial-exec so that touching it is one
  * %fs-relative access and never a call into the loader (which could allocate).
@@ -72,6 +74,18 @@ static inline void mw_spin_turn(unsigned *n)
 		__builtin_ia32_pause();
 	else
 		sched_yield();
+}
+
+/* The agent's locks (heap.c, stacks.c) are spin locks that yield the
+ * processor when they are held for long: a thread in the allocation path never
+ * sleeps in the kernel on one of them (a futex storm, when every allocation is
+ * sampled, cost more than the sampling itself), and none is ever held across a
+ * call out of the agent. */
+typedef int mw_spin_t;
+void mw_spin_lock(mw_spin_t *l) MW_HIDDEN;
+static inline void mw_spin_unlock(mw_spin_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
 /* What every hook reads, in a cache line of its own, apart from anything that
