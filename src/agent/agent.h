@@ -8,7 +8,8 @@
  *   server.c   the control thread: requests, status, snapshots
  *   capture.c  the capture state: start, stop, epochs
  *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
- *   python.c   CPython's allocator domains and frames            /  sources
+ *   python.c   CPython's allocator domains                       /  sources
+ *   pyframes.c CPython's frames, read at each sample (python.h: python.c's and its)
  *   heap.c     the sampler, the live-sample table, the shared state
  *   stacks.c   the interned stacks (stacks.h: heap.c's alone)
  * A file lower down never calls one higher up: heap.c learns what it needs
@@ -210,7 +211,7 @@ void mw_heap_figures(struct mw_heap_figures *f) MW_HIDDEN;
 int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f) MW_HIDDEN;
 
 /* The agent's own executable segment(s), set by hooks.c at init: its frames
- * are left out of recorded stacks (heap.c, python.c). */
+ * are left out of recorded stacks (heap.c, pyframes.c). */
 extern uintptr_t mw_self_lo MW_HIDDEN, mw_self_hi MW_HIDDEN;
 static inline bool mw_in_agent(uintptr_t ip)
 {
@@ -278,9 +279,10 @@ void mw_maps_reset_end(void) MW_HIDDEN;
 void mw_maps_atfork_child(void) MW_HIDDEN;
 extern size_t mw_page_size MW_HIDDEN;  /* set by mw_hooks_init (patch.c) */
 
-/* ================================================================ python.c
- * CPython 3.11's object allocator sampled, and the Python frames of
- * each sample merged into its native stack; uses heap.c. */
+/* ================================================================ python.c, pyframes.c
+ * CPython 3.11's and 3.13's object allocator sampled (python.c), and the
+ * Python frames of each sample merged into its native stack (pyframes.c);
+ * both use heap.c, and share python.h. */
 enum mw_python_state {
 	MW_PY_NONE,          /* not a CPython process */
 	MW_PY_UNSUPPORTED,   /* a CPython the agent cannot read: native-only */
@@ -292,23 +294,21 @@ enum mw_python_state {
 /* A Python frame in a recorded stack: never a user-space address. */
 #define MW_PYFRAME_TAG 0xFA00000000000000ull
 #define MW_PYFRAME_MASK 0xFF00000000000000ull
-struct snap_symframe;
 void mw_python_capture_start(void) MW_HIDDEN;
 void mw_python_capture_stop(void) MW_HIDDEN;
 int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
 const char *mw_python_state_name(int state) MW_HIDDEN;
-/* Merge this thread's Python frames into a native stack (ips, n: innermost
+void mw_python_atfork_prepare(void) MW_HIDDEN;
+void mw_python_atfork_parent(void) MW_HIDDEN;
+void mw_python_atfork_child(void) MW_HIDDEN;
+/* pyframes.c: merge this thread's Python frames into a native stack (ips, n: innermost
  * first) into out (at most max); returns the number of frames. */
 unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max) MW_HIDDEN;
-/* The content hash and (malloc'd) names of Python frame id. 0 or -1. */
 struct snapshot;
 /* Name the Python frames of s (frames outside every module carrying
  * MW_PYFRAME_TAG): they become frames of a module "[python]" whose offsets are
  * the frames' content hashes, named in s's symbol section. 0, or -1 (ENOMEM). */
 int mw_python_snapshot(struct snapshot *s) MW_HIDDEN;
-void mw_python_atfork_prepare(void) MW_HIDDEN;
-void mw_python_atfork_parent(void) MW_HIDDEN;
-void mw_python_atfork_child(void) MW_HIDDEN;
 
 /* ================================================================ capture.c
  * The capture state; uses hooks.c, python.c and heap.c. */
