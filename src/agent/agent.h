@@ -5,7 +5,8 @@
  *
  * The files use each other one way only, top to bottom:
  *   agent.c    entry points (constructor, memwatch_agent_start), fork, exit
- *   server.c   the control thread: requests, status, snapshots
+ *   server.c   the control thread: requests, status
+ *   collect.c  a snapshot of the process, built and encoded
  *   capture.c  the capture state: start, stop, epochs
  *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
  *   python.c   CPython's allocator domains                       /  sources
@@ -323,14 +324,21 @@ void mw_capture_stop(bool remove_hooks) MW_HIDDEN;
  * under a new epoch (memwatch run --children). Returns go_on. */
 bool mw_capture_atfork_child(bool go_on) MW_HIDDEN;
 
+/* ================================================================ collect.c
+ * A snapshot of this process; uses hooks.c, python.c and heap.c. */
+
+/* Build and encode a snapshot of this process (*buf malloc'd, caller frees).
+ * 0, or -1 (out of memory). */
+int mw_collect(unsigned char **buf, size_t *len) MW_HIDDEN;
+/* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */
+int mw_collect_write(int fd) MW_HIDDEN;
+
 /* ================================================================ server.c
- * The control thread; uses capture.c, hooks.c, python.c and heap.c. */
+ * The control thread; uses collect.c, capture.c, hooks.c, python.c and heap.c. */
 
 int mw_server_start(char **why) MW_HIDDEN;    /* socket bound and thread running, or -1 */
 void mw_server_atfork_child(void) MW_HIDDEN;  /* the thread is gone in the child */
 int mw_server_pid(void) MW_HIDDEN;            /* pid the running server belongs to, 0 if none */
-/* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */
-int mw_server_write_snapshot(int fd) MW_HIDDEN;
 
 /* ================================================================ agent.c
  * The entry points; uses every file above. */
