@@ -1,6 +1,6 @@
 #!/bin/sh
 # run-python-offsets.sh: the CPython 3.11 structure offsets the agent reads
-# (mirrored in src/agent/python.c, not compiled against the headers) match the
+# (mirrored in src/agent/pyframes.c and python.c, not compiled against them) match the
 # interpreter's own internal headers, where they are installed: the release
 # build's (libpython3.11-dev) and the debug build's (Py_DEBUG, libpython3.11-dbg),
 # which the agent reads at the same offsets. And where a CPython 3.13 is
@@ -55,7 +55,7 @@ check() {
 	echo "$inc: 15 offsets as the agent reads them"
 }
 # the agent's values: "#define PY_X 123"
-sed -n 's/^#define \(PY_[A-Z_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/python.c" >agent.txt
+sed -n 's/^#define \(PY_[A-Z_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyframes.c" "$top_srcdir/src/agent/python.c" >agent.txt
 check /usr/include/python3.11
 if [ -r /usr/include/python3.11d/pyconfig.h ]; then
 	check /usr/include/python3.11d -DWANT_DEBUG
@@ -102,7 +102,7 @@ int main(void)
 C
 	if "$cc" -I"$inc13" debugoffsets.c -o debugoffsets >cc13.out 2>&1; then
 		./debugoffsets >do.txt || fail "debugoffsets failed"
-		sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/python.c" >agent13.txt
+		sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyframes.c" "$top_srcdir/src/agent/python.c" >agent13.txt
 		# the agent's data of a compact str: two words after PyASCIIObject
 		echo "PY313_COMPACT_DATA 16" >>agent13.txt
 		while read -r name value; do

@@ -202,7 +202,7 @@ __attribute__((destructor)) static void agent_dtor(void)
 	    !__atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) || !same_file(exit_fd, exit_ino))
 		return;
 	mw_tls.guard++;
-	mw_server_write_snapshot(exit_fd);
+	mw_collect_write(exit_fd);
 	mw_tls.guard--;
 }
 

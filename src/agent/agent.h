@@ -5,11 +5,14 @@
  *
  * The files use each other one way only, top to bottom:
  *   agent.c    entry points (constructor, memwatch_agent_start), fork, exit
- *   server.c   the control thread: requests, status, snapshots
+ *   server.c   the control thread: requests, status
+ *   collect.c  a snapshot of the process, built and encoded
  *   capture.c  the capture state: start, stop, epochs
  *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
- *   python.c   CPython's allocator domains and frames            /  sources
- *   heap.c     the sampler, stacks, the live-sample table, the shared state
+ *   python.c   CPython's allocator domains                       /  sources
+ *   pyframes.c CPython's frames, read at each sample (python.h: python.c's and its)
+ *   heap.c     the sampler, the live-sample table, the shared state
+ *   stacks.c   the interned stacks (stacks.h: heap.c's alone)
  * A file lower down never calls one higher up: heap.c learns what it needs
  * from them through data they set (mw_self_lo/hi, mw_frames_merge). */
 #ifndef MEMWATCH_AGENT_H
@@ -35,8 +38,9 @@
 #define MW_DEFAULT_UNWIND_THREADS 128   /* threads that may keep libunwind's frame cache */
 
 /* ================================================================ heap.c
- * The sampler, interned stacks, the live-sample table, and the state every
- * other file reads. It uses no other file of the agent. */
+ * The sampler, the live-sample table, and the state every other file reads;
+ * its stacks are interned by stacks.c (stacks.h). It uses no file of the
+ * agent above it. */
 
 /* The hot thread-local state, initial-exec so that touching it is one
  * %fs-relative access and never a call into the loader (which could allocate).
@@ -72,6 +76,18 @@ static inline void mw_spin_turn(unsigned *n)
 		__builtin_ia32_pause();
 	else
 		sched_yield();
+}
+
+/* The agent's locks (heap.c, stacks.c) are spin locks that yield the
+ * processor when they are held for long: a thread in the allocation path never
+ * sleeps in the kernel on one of them (a futex storm, when every allocation is
+ * sampled, cost more than the sampling itself), and none is ever held across a
+ * call out of the agent. */
+typedef int mw_spin_t;
+void mw_spin_lock(mw_spin_t *l) MW_HIDDEN;
+static inline void mw_spin_unlock(mw_spin_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
 /* What every hook reads, in a cache line of its own, apart from anything that
@@ -196,7 +212,7 @@ void mw_heap_figures(struct mw_heap_figures *f) MW_HIDDEN;
 int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f) MW_HIDDEN;
 
 /* The agent's own executable segment(s), set by hooks.c at init: its frames
- * are left out of recorded stacks (heap.c, python.c). */
+ * are left out of recorded stacks (heap.c, pyframes.c). */
 extern uintptr_t mw_self_lo MW_HIDDEN, mw_self_hi MW_HIDDEN;
 static inline bool mw_in_agent(uintptr_t ip)
 {
@@ -264,9 +280,10 @@ void mw_maps_reset_end(void) MW_HIDDEN;
 void mw_maps_atfork_child(void) MW_HIDDEN;
 extern size_t mw_page_size MW_HIDDEN;  /* set by mw_hooks_init (patch.c) */
 
-/* ================================================================ python.c
- * CPython 3.11's object allocator sampled, and the Python frames of
- * each sample merged into its native stack; uses heap.c. */
+/* ================================================================ python.c, pyframes.c
+ * CPython 3.11's and 3.13's object allocator sampled (python.c), and the
+ * Python frames of each sample merged into its native stack (pyframes.c);
+ * both use heap.c, and share python.h. */
 enum mw_python_state {
 	MW_PY_NONE,          /* not a CPython process */
 	MW_PY_UNSUPPORTED,   /* a CPython the agent cannot read: native-only */
@@ -278,23 +295,21 @@ enum mw_python_state {
 /* A Python frame in a recorded stack: never a user-space address. */
 #define MW_PYFRAME_TAG 0xFA00000000000000ull
 #define MW_PYFRAME_MASK 0xFF00000000000000ull
-struct snap_symframe;
 void mw_python_capture_start(void) MW_HIDDEN;
 void mw_python_capture_stop(void) MW_HIDDEN;
 int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
 const char *mw_python_state_name(int state) MW_HIDDEN;
-/* Merge this thread's Python frames into a native stack (ips, n: innermost
+void mw_python_atfork_prepare(void) MW_HIDDEN;
+void mw_python_atfork_parent(void) MW_HIDDEN;
+void mw_python_atfork_child(void) MW_HIDDEN;
+/* pyframes.c: merge this thread's Python frames into a native stack (ips, n: innermost
  * first) into out (at most max); returns the number of frames. */
 unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max) MW_HIDDEN;
-/* The content hash and (malloc'd) names of Python frame id. 0 or -1. */
 struct snapshot;
 /* Name the Python frames of s (frames outside every module carrying
  * MW_PYFRAME_TAG): they become frames of a module "[python]" whose offsets are
  * the frames' content hashes, named in s's symbol section. 0, or -1 (ENOMEM). */
 int mw_python_snapshot(struct snapshot *s) MW_HIDDEN;
-void mw_python_atfork_prepare(void) MW_HIDDEN;
-void mw_python_atfork_parent(void) MW_HIDDEN;
-void mw_python_atfork_child(void) MW_HIDDEN;
 
 /* ================================================================ capture.c
  * The capture state; uses hooks.c, python.c and heap.c. */
@@ -309,14 +324,21 @@ void mw_capture_stop(bool remove_hooks) MW_HIDDEN;
  * under a new epoch (memwatch run --children). Returns go_on. */
 bool mw_capture_atfork_child(bool go_on) MW_HIDDEN;
 
+/* ================================================================ collect.c
+ * A snapshot of this process; uses hooks.c, python.c and heap.c. */
+
+/* Build and encode a snapshot of this process (*buf malloc'd, caller frees).
+ * 0, or -1 (out of memory). */
+int mw_collect(unsigned char **buf, size_t *len) MW_HIDDEN;
+/* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */
+int mw_collect_write(int fd) MW_HIDDEN;
+
 /* ================================================================ server.c
- * The control thread; uses capture.c, hooks.c, python.c and heap.c. */
+ * The control thread; uses collect.c, capture.c, hooks.c, python.c and heap.c. */
 
 int mw_server_start(char **why) MW_HIDDEN;    /* socket bound and thread running, or -1 */
 void mw_server_atfork_child(void) MW_HIDDEN;  /* the thread is gone in the child */
 int mw_server_pid(void) MW_HIDDEN;            /* pid the running server belongs to, 0 if none */
-/* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */
-int mw_server_write_snapshot(int fd) MW_HIDDEN;
 
 /* ================================================================ agent.c
  * The entry points; uses every file above. */

@@ -1,9 +1,9 @@
 /* heap.c: the sampler (Poisson sampling by bytes, its gaps drawn by gaps.c,
- * its stacks walked by unwind.c), the interned call stacks and the table of
- * live sampled blocks, with their per-stack figures. Everything here is
- * reached from inside the target's malloc and free: storage comes from mmap,
- * never from the allocator being watched. It stays one file, over the ~900
- * lines the house aims at, because its tables share their locks. */
+ * its stacks walked by unwind.c and interned by stacks.c), the table of live
+ * sampled blocks with their per-stack figures, and the locks around them
+ * (stacks.c's own is taken inside a shard's). Everything here is reached from
+ * inside the target's malloc and free: storage comes from mmap, never from
+ * the allocator being watched. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 
 #include "agent.h"
 #include "snapshot.h"
+#include "stacks.h"
 
 __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
 uint64_t mw_filter_bits[((size_t)1 << MW_FILTER_BITS) / 64] __attribute__((aligned(4096)));
@@ -30,20 +31,6 @@ uintptr_t mw_self_lo, mw_self_hi;
 bool mw_python_frames;
 mw_merge_fn *mw_frames_merge;
 
-/* Block-count weights are fractional (1 / p); they are kept in fixed point so
- * that adding and later subtracting the same sample is exact. */
-#define STACK_DROPPED UINT32_MAX
-
-/* One interned call stack and what its sampled blocks stand for. Its identity
- * (hash, nframes, flags, frames) is written once, before the stack is
- * published; its figures are added to atomically, by any thread. */
-struct stack {
-	uint64_t hash;
-	uint32_t nframes, flags;
-	uintptr_t *frames;
-	uint64_t live_bytes, live_blocks_fx, live_samples, alloc_bytes, alloc_blocks_fx;
-};
-
 /* One live sampled block, with the weights it was recorded with (worked out
  * once, not again at its free). */
 struct live {
@@ -53,19 +40,7 @@ struct live {
 	uint32_t pad;
 };
 
-/* A chunk of frame storage; chunks are chained for unmapping at reset. */
-struct chunk {
-	struct chunk *next;
-	size_t len, used;
-};
-
-/* The locks are spin locks that yield the processor when they are held for
- * long: a thread in the allocation path never sleeps in the kernel on one of
- * them (a futex storm, when every allocation is sampled, cost more than the
- * sampling itself), and none is ever held across a call out of the agent. */
-typedef int spin_t;
-
-static void spin_lock(spin_t *l)
+void mw_spin_lock(mw_spin_t *l)
 {
 	unsigned n = 0;
 	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
@@ -73,11 +48,6 @@ static void spin_lock(spin_t *l)
 			mw_spin_turn(&n);
 		}
 	}
-}
-
-static void spin_unlock(spin_t *l)
-{
-	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
 /* The live-sample table is split into shards by address, each with its own
@@ -103,7 +73,7 @@ struct delta {
 	uint64_t d[D_COUNT]; /* added, modulo 2^64 */
 };
 struct shard {
-	spin_t lock;
+	mw_spin_t lock;
 	size_t cap, n;
 	struct live *live;
 	uint64_t samples;               /* samples recorded in this shard */
@@ -115,41 +85,6 @@ static struct shard shards[NSHARDS];
 static struct shard *shard_of(uintptr_t p)
 {
 	return &shards[mw_filter_index((void *)p) >> (MW_FILTER_BITS - SHARD_BITS)];
-}
-
-/* Interned stacks live in chunks that never move while capture runs (chunk k
- * holds 4096 << k of them), and their index is read without a lock: a lookup
- * of a known stack, nearly every sample, takes no lock. New stacks are added
- * under intern_lock (taken, if at all, inside a shard lock). An outgrown index
- * is retired, not unmapped, since a reader may still be probing it; a reader
- * that misses there finds the stack again under the lock. Every reader holds a
- * shard lock (or intern_lock), and a reset takes them all. */
-#define SCHUNK0_BITS 12
-#define SCHUNKS 21
-struct sindex {
-	size_t cap;
-	uint32_t slot[];     /* stack id + 1, 0 empty */
-};
-static spin_t intern_lock __attribute__((aligned(64)));
-static struct stack *stack_chunks[SCHUNKS];
-static uint32_t nstacks;               /* published with release */
-static struct sindex *sindex;          /* published with release */
-static struct sindex *sindex_retired[40];
-static unsigned nretired;
-static struct chunk *chunks;
-static uint64_t *dropped_set;         /* hashes of stacks refused by the stack limit */
-static size_t dropped_cap, dropped_n;
-
-static struct stack *stack_at(uint32_t id)
-{
-	uint64_t x = (uint64_t)id + ((uint64_t)1 << SCHUNK0_BITS);
-	unsigned k = (unsigned)(63 - __builtin_clzll(x)) - SCHUNK0_BITS;
-	return &__atomic_load_n(&stack_chunks[k], __ATOMIC_RELAXED)[x - ((uint64_t)1 << (SCHUNK0_BITS + k))];
-}
-
-static size_t sindex_bytes(size_t cap)
-{
-	return sizeof(struct sindex) + cap * sizeof(uint32_t);
 }
 
 /* Frees that a signal handler made while its thread held (or was taking) an
@@ -281,7 +216,7 @@ uint64_t mw_now_ns(void)
 /* Locking. mw_tls.locked is set before taking any agent lock, so that a signal
  * handler that frees a sampled block on this thread meanwhile parks the free
  * instead of waiting for a lock its own thread may hold. Lock order: a shard,
- * then intern_lock; several shards only in index order. */
+ * then mw_intern_lock; several shards only in index order. */
 
 static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t);
 
@@ -289,7 +224,7 @@ static void lock_shard(struct shard *sh)
 {
 	mw_tls.locked = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	spin_lock(&sh->lock);
+	mw_spin_lock(&sh->lock);
 }
 
 /* Apply the parked frees, one shard at a time; called with no lock held and
@@ -304,16 +239,16 @@ static void drain_pending(void)
 		if (p) {
 			struct shard *sh = shard_of(p);
 			__atomic_fetch_sub(&pending_count, 1, __ATOMIC_ACQ_REL);
-			spin_lock(&sh->lock);
+			mw_spin_lock(&sh->lock);
 			remove_live_locked(sh, p, NULL);
-			spin_unlock(&sh->lock);
+			mw_spin_unlock(&sh->lock);
 		}
 	}
 }
 
 static void unlock_shard(struct shard *sh)
 {
-	spin_unlock(&sh->lock);
+	mw_spin_unlock(&sh->lock);
 	drain_pending();
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	mw_tls.locked = 0;
@@ -326,16 +261,16 @@ static void lock_all(void)
 	mw_tls.locked = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	for (i = 0; i < NSHARDS; i++)
-		spin_lock(&shards[i].lock);
-	spin_lock(&intern_lock);
+		mw_spin_lock(&shards[i].lock);
+	mw_spin_lock(&mw_intern_lock);
 }
 
 static void unlock_all(void)
 {
 	unsigned i;
-	spin_unlock(&intern_lock);
+	mw_spin_unlock(&mw_intern_lock);
 	for (i = NSHARDS; i-- > 0;)
-		spin_unlock(&shards[i].lock);
+		mw_spin_unlock(&shards[i].lock);
 	drain_pending();
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	mw_tls.locked = 0;
@@ -383,183 +318,6 @@ static void filter_dec(uintptr_t p)
 		__atomic_fetch_and(&mw_filter_bits[i >> 6], ~((uint64_t)1 << (i & 63)), __ATOMIC_RELEASE);
 }
 
-/* ------------------------------------------------------------------------- */
-/* Interned stacks. */
-
-static uint64_t hash_frames(const uintptr_t *f, unsigned n, uint32_t flags)
-{
-	uint64_t h = 0xCBF29CE484222325ull ^ ((uint64_t)n << 32) ^ flags;
-	unsigned i;
-	for (i = 0; i < n; i++) {
-		h ^= f[i];
-		h *= 0x100000001B3ull;
-		h ^= h >> 29;
-	}
-	return mw_splitmix64(h);
-}
-
-/* Under intern_lock. */
-static uintptr_t *arena_alloc(size_t bytes)
-{
-	struct chunk *c = chunks;
-	uintptr_t *r;
-	bytes = (bytes + 15) & ~(size_t)15;
-	if (!c || c->len - c->used < bytes) {
-		size_t len = 256 * 1024;
-		if (bytes + sizeof *c > len)
-			len = (bytes + sizeof *c + 4095) & ~(size_t)4095;
-		c = mw_map(len);
-		if (!c)
-			return NULL;
-		c->len = len;
-		c->used = (sizeof *c + 15) & ~(size_t)15;
-		c->next = chunks;
-		chunks = c;
-	}
-	r = (uintptr_t *)((char *)c + c->used);
-	c->used += bytes;
-	return r;
-}
-
-/* A bigger index, published; the old one is retired until the next reset.
- * Under intern_lock. */
-static bool sindex_grow(void)
-{
-	size_t ncap = sindex ? sindex->cap * 2 : 4096, i, n = nstacks;
-	struct sindex *x;
-	if (sindex && nretired == sizeof sindex_retired / sizeof *sindex_retired)
-		return false;
-	x = mw_map(sindex_bytes(ncap));
-	if (!x)
-		return false;
-	x->cap = ncap;
-	for (i = 0; i < n; i++) {
-		size_t j = stack_at((uint32_t)i)->hash & (ncap - 1);
-		while (x->slot[j])
-			j = (j + 1) & (ncap - 1);
-		x->slot[j] = (uint32_t)i + 1;
-	}
-	if (sindex)
-		sindex_retired[nretired++] = sindex;
-	__atomic_store_n(&sindex, x, __ATOMIC_RELEASE);
-	return true;
-}
-
-/* Remember that a stack with this hash was refused (for dropped_stacks).
- * Under intern_lock. */
-static void note_dropped(uint64_t h)
-{
-	size_t j;
-	if (!dropped_set) {
-		dropped_cap = 1u << 16;
-		dropped_set = mw_map(dropped_cap * sizeof *dropped_set);
-		if (!dropped_set)
-			return;
-	}
-	if (!h)
-		h = 1;
-	if (dropped_n * 2 >= dropped_cap) {
-		size_t ncap = dropped_cap * 2, i;
-		uint64_t *n = mw_map(ncap * sizeof *n);
-		if (!n)
-			return;   /* stop counting new distinct ones: the figure is a lower bound */
-		for (i = 0; i < dropped_cap; i++) {
-			if (!dropped_set[i])
-				continue;
-			j = dropped_set[i] & (ncap - 1);
-			while (n[j])
-				j = (j + 1) & (ncap - 1);
-			n[j] = dropped_set[i];
-		}
-		mw_unmap(dropped_set, dropped_cap * sizeof *dropped_set);
-		dropped_set = n;
-		dropped_cap = ncap;
-	}
-	for (j = h & (dropped_cap - 1); dropped_set[j]; j = (j + 1) & (dropped_cap - 1))
-		if (dropped_set[j] == h)
-			return;
-	dropped_set[j] = h;
-	dropped_n++;
-}
-
-/* The id of a published stack equal to this one, or STACK_DROPPED. */
-static uint32_t lookup(const struct sindex *x, const uintptr_t *f, unsigned n, uint32_t flags,
-		       uint64_t h)
-{
-	size_t j, mask = x->cap - 1;
-	uint32_t v;
-	for (j = h & mask; (v = __atomic_load_n(&x->slot[j], __ATOMIC_ACQUIRE)); j = (j + 1) & mask) {
-		const struct stack *s = stack_at(v - 1);
-		if (s->hash == h && s->nframes == n && s->flags == flags &&
-		    memcmp(s->frames, f, n * sizeof *f) == 0)
-			return v - 1;
-	}
-	return STACK_DROPPED;
-}
-
-/* Add a new stack. Under intern_lock. */
-static uint32_t intern_locked(const uintptr_t *f, unsigned n, uint32_t flags, uint64_t h)
-{
-	uint32_t id = nstacks;
-	uint64_t x;
-	unsigned k;
-	size_t j;
-	struct stack *s;
-
-	if (sindex) {
-		id = lookup(sindex, f, n, flags, h);
-		if (id != STACK_DROPPED)
-			return id;
-		id = nstacks;
-	}
-	if (id >= mw_max_stacks || id >= STACK_DROPPED - 1)
-		goto dropped;
-	if ((!sindex || ((size_t)id + 1) * 2 > sindex->cap) && !sindex_grow())
-		goto dropped;
-	x = (uint64_t)id + ((uint64_t)1 << SCHUNK0_BITS);
-	k = (unsigned)(63 - __builtin_clzll(x)) - SCHUNK0_BITS;
-	if (!stack_chunks[k]) {
-		struct stack *c = mw_map(((size_t)1 << (SCHUNK0_BITS + k)) * sizeof *c);
-		if (!c)
-			goto dropped;
-		__atomic_store_n(&stack_chunks[k], c, __ATOMIC_RELEASE);
-	}
-	s = stack_at(id);
-	memset(s, 0, sizeof *s);
-	s->frames = arena_alloc((n ? n : 1) * sizeof *f);
-	if (!s->frames)
-		goto dropped;
-	memcpy(s->frames, f, n * sizeof *f);
-	s->hash = h;
-	s->nframes = n;
-	s->flags = flags;
-	for (j = h & (sindex->cap - 1); sindex->slot[j]; j = (j + 1) & (sindex->cap - 1))
-		;
-	__atomic_store_n(&nstacks, id + 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&sindex->slot[j], id + 1, __ATOMIC_RELEASE);
-	return id;
-dropped:
-	note_dropped(h);
-	return STACK_DROPPED;
-}
-
-/* The id of this stack, interning it if new; STACK_DROPPED beyond the limit.
- * Called with a shard lock held. */
-static uint32_t intern(const uintptr_t *f, unsigned n, uint32_t flags, uint64_t h)
-{
-	const struct sindex *x = __atomic_load_n(&sindex, __ATOMIC_ACQUIRE);
-	uint32_t id;
-	if (x) {
-		id = lookup(x, f, n, flags, h);
-		if (id != STACK_DROPPED)
-			return id;
-	}
-	spin_lock(&intern_lock);
-	id = intern_locked(f, n, flags, h);
-	spin_unlock(&intern_lock);
-	return id;
-}
-
 /* Pass a shard's pending changes on to their stack. Under the shard's lock. */
 static void flush_delta(struct delta *d)
 {
@@ -593,7 +351,7 @@ static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn
 		sh->dropped_live_bytes += sign > 0 ? wb : -wb;
 		return;
 	}
-	if (id >= __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE))
+	if (id >= __atomic_load_n(&mw_nstacks, __ATOMIC_ACQUIRE))
 		return;
 	d = shard_delta(sh, id);
 	if (sign > 0) {
@@ -751,13 +509,13 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 		if (nf > depth)
 			nf = depth;
 	}
-	h = hash_frames(frames, nf, flags);
+	h = mw_hash_frames(frames, nf, flags);
 	mw_weights(size, &wb, &wn);
 
 	sh = shard_of((uintptr_t)p);
 	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
-		id = intern(frames, nf, flags, h);
+		id = mw_intern(frames, nf, flags, h);
 		live_insert(sh, (uintptr_t)p, wb, wn, id);
 		if (id != STACK_DROPPED) {
 			uint64_t *d = shard_delta(sh, id);
@@ -871,7 +629,6 @@ void mw_put_record(const void *p, const struct mw_taken *tk)
 /* Under every lock. */
 static void reset_locked(void)
 {
-	struct chunk *c = chunks, *next;
 	unsigned i;
 	for (i = 0; i < NSHARDS; i++) {
 		struct shard *sh = &shards[i];
@@ -881,25 +638,7 @@ static void reset_locked(void)
 		sh->samples = sh->dropped_live_bytes = 0;
 		memset(sh->delta, 0, sizeof sh->delta);
 	}
-	for (i = 0; i < SCHUNKS; i++) {
-		mw_unmap(stack_chunks[i], ((size_t)1 << (SCHUNK0_BITS + i)) * sizeof(struct stack));
-		stack_chunks[i] = NULL;
-	}
-	nstacks = 0;
-	if (sindex)
-		mw_unmap(sindex, sindex_bytes(sindex->cap));
-	sindex = NULL;
-	for (i = 0; i < nretired; i++)
-		mw_unmap(sindex_retired[i], sindex_bytes(sindex_retired[i]->cap));
-	nretired = 0;
-	for (; c; c = next) {
-		next = c->next;
-		munmap(c, c->len);
-	}
-	chunks = NULL;
-	mw_unmap(dropped_set, dropped_cap * sizeof *dropped_set);
-	dropped_set = NULL;
-	dropped_cap = dropped_n = 0;
+	mw_stacks_reset_locked();
 	memset(pending, 0, sizeof pending);
 	pending_count = 0;
 	if (madvise(mw_filter_bits, sizeof mw_filter_bits, MADV_DONTNEED) != 0)
@@ -988,7 +727,7 @@ void mw_heap_atfork_child(void)
 		mw_fork_tainted = true;
 	for (i = 0; i < NSHARDS; i++)
 		shards[i].lock = 0;
-	intern_lock = 0;
+	mw_intern_lock = 0;
 	reset_locked();
 	mw_tls.locked = 0;
 	if (prepared_lock)
@@ -1019,14 +758,14 @@ static void stack_figures(uint32_t i, uint64_t d[D_COUNT])
 /* Under every lock. */
 static void figures_locked(struct mw_heap_figures *f)
 {
-	uint32_t i, n = nstacks;
+	uint32_t i, n = mw_nstacks;
 	memset(f, 0, sizeof *f);
 	for (i = 0; i < NSHARDS; i++) {
 		f->samples += shards[i].samples;
 		f->dropped_bytes += shards[i].dropped_live_bytes;
 	}
 	f->stacks = n;
-	f->dropped_stacks = dropped_n;
+	f->dropped_stacks = mw_dropped_stacks;
 	for (i = 0; i < n; i++) {
 		uint64_t d[D_COUNT];
 		stack_figures(i, d);
@@ -1058,7 +797,7 @@ int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_fi
 	/* Allocate outside the locks (the stacks only grow until a reset, which
 	 * the caller's mw_snapshot_begin holds off); again, bigger, if more
 	 * stacks came meanwhile than there was room for. */
-	want = __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE) + 1024;
+	want = __atomic_load_n(&mw_nstacks, __ATOMIC_ACQUIRE) + 1024;
 	for (;;) {
 		c = malloc(want * sizeof *c);
 		lock_all();

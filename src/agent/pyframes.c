@@ -1,0 +1,464 @@
+/* pyframes.c: the Python frames of a sample in a CPython process (found by
+ * python.c): the allocating thread's frames walked at sample time and merged
+ * into its native stack where the eval loop's frames stand (mw_python_merge),
+ * each frame interned as (qualified name, file, line), and the frames a
+ * snapshot uses named in it (mw_python_snapshot). The structures read are
+ * mirrored here from CPython 3.11's internal headers (pycore_frame.h,
+ * cpython/code.h, cpython/unicodeobject.h), or read from the table 3.13
+ * publishes for debuggers (_Py_DebugOffsets, at the start of _PyRuntime). */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "python.h"
+#include "snapshot.h"
+
+/* CPython 3.11, as far as the agent reads it (offsets checked against the
+ * internal headers of Debian's libpython3.11-dev, x86_64). */
+
+#define PY_TSTATE_CFRAME 56          /* PyThreadState.cframe */
+#define PY_CFRAME_CURRENT 8          /* _PyCFrame.current_frame */
+#define PY_FRAME_CODE 32             /* _PyInterpreterFrame.f_code */
+#define PY_FRAME_PREVIOUS 48         /* .previous */
+#define PY_FRAME_PREV_INSTR 56       /* .prev_instr */
+#define PY_FRAME_IS_ENTRY 68         /* .is_entry (bool) */
+#define PY_CODE_FILENAME 112         /* PyCodeObject.co_filename */
+#define PY_CODE_QUALNAME 128         /* .co_qualname */
+#define PY_CODE_FIRSTTRACEABLE 168   /* ._co_firsttraceable (int) */
+#define PY_CODE_ADAPTIVE 184         /* .co_code_adaptive */
+#define PY_STR_LENGTH 16             /* PyASCIIObject.length */
+#define PY_STR_STATE 32              /* .state: interned:2 kind:3 compact:1 ascii:1 ready:1 */
+#define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
+#define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
+#define PY_OB_TYPE 8                 /* PyObject.ob_type (every version, without Py_TRACE_REFS) */
+
+/* CPython 3.13: where _Py_DebugOffsets (the first member of _PyRuntime) holds
+ * the offsets read (checked against 3.13's pycore_runtime.h, x86_64, where
+ * one is installed: tests/run-python-offsets.sh). */
+#define DO_COOKIE "xdebugpy"
+#define DO_VERSION 8                 /* Py_Version of the build it describes */
+#define DO_FREE_THREADED 16
+#define DO_TS_CURRENT_FRAME 184      /* thread_state.current_frame */
+#define DO_FRAME_PREVIOUS 232        /* interpreter_frame.previous */
+#define DO_FRAME_EXECUTABLE 240      /* .executable (the code object) */
+#define DO_FRAME_INSTR_PTR 248       /* .instr_ptr */
+#define DO_FRAME_OWNER 264           /* .owner (char) */
+#define DO_CODE_FILENAME 280         /* code_object.filename */
+#define DO_CODE_QUALNAME 296         /* .qualname */
+#define DO_CODE_ADAPTIVE 344         /* .co_code_adaptive */
+#define DO_STR_STATE 544             /* unicode_object.state */
+#define DO_STR_LENGTH 552            /* .length */
+#define DO_STR_ASCII_SIZE 560        /* .asciiobject_size */
+#define DO_END 568                   /* what is read of the table */
+#define PY313_OWNED_BY_CSTACK 3      /* the entry frame of a C call of the eval loop */
+
+/* Where the frame walk reads, for the version found. */
+static struct {
+	bool cframe;            /* 3.11: the thread state's frame is behind _PyCFrame */
+	size_t ts_frame;        /* PyThreadState: cframe (3.11) or current_frame */
+	size_t f_previous, f_code, f_instr;
+	size_t f_entry;         /* 3.11: is_entry (bool); 0: none */
+	size_t f_owner;         /* 3.13: owner (char); 0: none */
+	size_t co_filename, co_qualname, co_adaptive;
+	size_t co_firsttraceable;   /* 3.11 only; 0: none */
+	size_t str_state, str_length, str_ascii_data, str_compact_data;
+	bool str_ready_bit;     /* 3.11: state bit 7 says the str is ready */
+} lay;
+
+bool mw_py_layout(const char *runtime)
+{
+	uint64_t o[DO_END / 8];
+
+	if ((mw_py.version >> 16) == 0x030b) {
+		lay.cframe = true;
+		lay.ts_frame = PY_TSTATE_CFRAME;
+		lay.f_previous = PY_FRAME_PREVIOUS;
+		lay.f_code = PY_FRAME_CODE;
+		lay.f_instr = PY_FRAME_PREV_INSTR;
+		lay.f_entry = PY_FRAME_IS_ENTRY;
+		lay.f_owner = 0;
+		lay.co_filename = PY_CODE_FILENAME;
+		lay.co_qualname = PY_CODE_QUALNAME;
+		lay.co_adaptive = PY_CODE_ADAPTIVE;
+		lay.co_firsttraceable = PY_CODE_FIRSTTRACEABLE;
+		lay.str_state = PY_STR_STATE;
+		lay.str_length = PY_STR_LENGTH;
+		lay.str_ascii_data = PY_STR_ASCII_DATA;
+		lay.str_compact_data = PY_STR_COMPACT_DATA;
+		lay.str_ready_bit = true;
+		return true;
+	}
+	/* 3.13: the table must say it describes this very build (the same
+	 * version, with the GIL); each offset must lie inside a structure of
+	 * sane size */
+	if ((mw_py.version >> 16) != 0x030d || !runtime)
+		return false;
+	memcpy(o, runtime, sizeof o);
+	if (memcmp(runtime, DO_COOKIE, 8) != 0 || o[DO_VERSION / 8] != mw_py.version ||
+	    o[DO_FREE_THREADED / 8] != 0)
+		return false;
+	for (size_t i = DO_TS_CURRENT_FRAME / 8; i < DO_END / 8; i++)
+		if (o[i] > 4096)
+			return false;
+	lay.cframe = false;
+	lay.ts_frame = o[DO_TS_CURRENT_FRAME / 8];
+	lay.f_previous = o[DO_FRAME_PREVIOUS / 8];
+	lay.f_code = o[DO_FRAME_EXECUTABLE / 8];
+	lay.f_instr = o[DO_FRAME_INSTR_PTR / 8];
+	lay.f_entry = 0;
+	lay.f_owner = o[DO_FRAME_OWNER / 8];
+	lay.co_filename = o[DO_CODE_FILENAME / 8];
+	lay.co_qualname = o[DO_CODE_QUALNAME / 8];
+	lay.co_adaptive = o[DO_CODE_ADAPTIVE / 8];
+	lay.co_firsttraceable = 0;
+	lay.str_state = o[DO_STR_STATE / 8];
+	lay.str_length = o[DO_STR_LENGTH / 8];
+	lay.str_ascii_data = o[DO_STR_ASCII_SIZE / 8];
+	/* PyCompactUnicodeObject: utf8_length and utf8 after PyASCIIObject */
+	lay.str_compact_data = lay.str_ascii_data + 2 * sizeof(void *);
+	lay.str_ready_bit = false;
+	return true;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Python frames: (qualified name, file, line) interned in a table of the
+ * agent's own, in mmap'd storage, kept for the agent's life (a frame's id is
+ * stable across captures; the snapshot names it by a hash of its content,
+ * the same in every run). */
+
+struct pyframe {
+	uint64_t hash;
+	const char *name, *file;
+	uint32_t line;
+};
+
+#define PYF_MAX (1u << 20)
+static pthread_mutex_t pyf_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pyframe *pyf;            /* PYF_MAX entries, mapped on first use */
+static uint32_t *pyf_index;            /* open-addressed: id + 1 */
+static uint32_t pyf_n;
+static char *str_chunk;
+static size_t str_left;
+
+static char *str_copy(const char *s, size_t n)
+{
+	char *r;
+	if (n + 1 > str_left) {
+		size_t len = n + 1 > 65536 ? (n + 1 + 4095) & ~(size_t)4095 : 65536;
+		str_chunk = mw_map(len);
+		if (!str_chunk) {
+			str_left = 0;
+			return NULL;
+		}
+		str_left = len;
+	}
+	r = str_chunk;
+	memcpy(r, s, n);
+	r[n] = 0;
+	str_chunk += n + 1;
+	str_left -= n + 1;
+	return r;
+}
+
+static uint64_t hash_bytes(uint64_t h, const char *s, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001B3ull;
+	}
+	return h;
+}
+
+/* The UTF-8 text of a str object, read directly (nothing is asked of the
+ * interpreter, which could allocate): into buf, at most len bytes. */
+static size_t read_str(const char *o, char *buf, size_t len)
+{
+	uint32_t state;
+	size_t n, i, k = 0;
+	unsigned kind;
+	const char *data;
+
+	if (!o)
+		return 0;
+	state = *(const uint32_t *)(o + lay.str_state);
+	n = (size_t)*(const int64_t *)(o + lay.str_length);
+	if (!(state & (1u << 5)) || (lay.str_ready_bit && !(state & (1u << 7))))
+		return 0;                                     /* not compact, or not ready */
+	kind = (state >> 2) & 7;
+	if (state & (1u << 6)) {                              /* compact ASCII */
+		if (n > len)
+			n = len;
+		memcpy(buf, o + lay.str_ascii_data, n);
+		return n;
+	}
+	data = o + lay.str_compact_data;
+	for (i = 0; i < n; i++) {
+		uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
+			   : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
+		if (k + 4 > len)
+			break;
+		if (c < 0x80) {
+			buf[k++] = (char)c;
+		} else if (c < 0x800) {
+			buf[k++] = (char)(0xC0 | (c >> 6));
+			buf[k++] = (char)(0x80 | (c & 0x3F));
+		} else if (c < 0x10000) {
+			buf[k++] = (char)(0xE0 | (c >> 12));
+			buf[k++] = (char)(0x80 | ((c >> 6) & 0x3F));
+			buf[k++] = (char)(0x80 | (c & 0x3F));
+		} else {
+			buf[k++] = (char)(0xF0 | (c >> 18));
+			buf[k++] = (char)(0x80 | ((c >> 12) & 0x3F));
+			buf[k++] = (char)(0x80 | ((c >> 6) & 0x3F));
+			buf[k++] = (char)(0x80 | (c & 0x3F));
+		}
+	}
+	return k;
+}
+
+/* The id of a Python frame, or 0 (a frame that could not be stored reads as
+ * unknown). Called on the sampling path (the thread's guard is up). */
+static uint32_t pyframe_id(const char *code, int line)
+{
+	char name[256], file[512];
+	size_t nn = read_str(*(const char *const *)(code + lay.co_qualname), name, sizeof name);
+	size_t fn = read_str(*(const char *const *)(code + lay.co_filename), file, sizeof file);
+	uint64_t h = hash_bytes(0xCBF29CE484222325ull, name, nn);
+	uint32_t id = 0, j;
+
+	h = hash_bytes(h ^ 0xFF, file, fn);
+	h = hash_bytes(h ^ 0xFE, (const char *)&line, sizeof line);
+	h &= 0x7FFFFFFFFFFFFFFFull;
+	h = h ? h : 1;
+	pthread_mutex_lock(&pyf_lock);
+	if (!pyf) {
+		pyf = mw_map(PYF_MAX * sizeof *pyf);
+		pyf_index = mw_map(2 * PYF_MAX * sizeof *pyf_index);
+		if (!pyf || !pyf_index)
+			goto out;
+		pyf_n = 1;     /* id 0: unknown */
+	}
+	for (j = (uint32_t)h & (2 * PYF_MAX - 1); pyf_index[j]; j = (j + 1) & (2 * PYF_MAX - 1)) {
+		const struct pyframe *f = &pyf[pyf_index[j] - 1];
+		if (f->hash == h && f->line == (uint32_t)line && strlen(f->name) == nn &&
+		    memcmp(f->name, name, nn) == 0 && strlen(f->file) == fn && memcmp(f->file, file, fn) == 0) {
+			id = pyf_index[j] - 1;
+			goto out;
+		}
+	}
+	if (pyf_n < PYF_MAX) {
+		struct pyframe *f = &pyf[pyf_n];
+		f->name = str_copy(name, nn);
+		f->file = str_copy(file, fn);
+		if (f->name && f->file) {
+			f->hash = h;
+			f->line = line > 0 ? (uint32_t)line : 0;
+			pyf_index[j] = pyf_n + 1;
+			id = pyf_n++;
+		}
+	}
+out:
+	pthread_mutex_unlock(&pyf_lock);
+	return id;
+}
+
+/* One Python frame of this thread: its id, and whether it is the first
+ * (outermost) one a C call of the eval loop runs. */
+struct pyf_ref {
+	uint32_t id;
+	bool entry;
+};
+
+#define PY_MAX_FRAMES 128   /* read per sample (1 KiB of the allocating thread's stack) */
+
+/* Read this thread's Python frames, newest first. */
+static unsigned read_frames(struct pyf_ref *out, unsigned max)
+{
+	const char *ts, *f;
+	unsigned n = 0;
+
+	if (!mw_python_frames || mw_py.is_finalizing())
+		return 0;
+	ts = mw_py.this_tstate();
+	if (!ts)
+		return 0;
+	f = *(const char *const *)(ts + lay.ts_frame);
+	if (lay.cframe && f)
+		f = *(const char *const *)(f + PY_CFRAME_CURRENT);
+	for (; f && n < max; f = *(const char *const *)(f + lay.f_previous)) {
+		const char *code, *instr, *first;
+		bool entry = lay.f_entry && *(const bool *)(f + lay.f_entry);
+		/* 3.13: each C call of the eval loop starts its frames with one
+		 * of its own (on the C stack), which runs no code */
+		if (lay.f_owner && *(const char *)(f + lay.f_owner) == PY313_OWNED_BY_CSTACK) {
+			if (n)
+				out[n - 1].entry = true;
+			continue;
+		}
+		code = *(const char *const *)(f + lay.f_code);
+		if (!code || (mw_py.code_type && *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type))
+			continue;
+		instr = *(const char *const *)(f + lay.f_instr);
+		first = code + lay.co_adaptive;
+		/* a frame still being set up has run nothing yet: not shown, but
+		 * its entry mark still ends its C call's frames */
+		if (lay.co_firsttraceable &&
+		    instr < first + (ptrdiff_t)*(const int *)(code + lay.co_firsttraceable) * 2) {
+			if (entry && n)
+				out[n - 1].entry = true;
+			continue;
+		}
+		out[n].id = pyframe_id(code, mw_py.addr2line((void *)code, (int)(instr - first)));
+		out[n].entry = entry;
+		n++;
+	}
+	return n;
+}
+
+unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max)
+{
+	struct pyf_ref pf[PY_MAX_FRAMES];
+	unsigned np = read_frames(pf, PY_MAX_FRAMES), pi = 0, k = 0, i;
+
+	for (i = 0; i < n && k < max; i++) {
+		uintptr_t a = ips[i] - 1;
+		/* the wrappers' own frames, under a sample the hooks took */
+		if (mw_in_agent(ips[i]))
+			continue;
+		if (pi < np && a >= mw_py.eval_lo && a < mw_py.eval_hi) {
+			/* this C call of the eval loop ran the frames up to the next
+			 * entry frame */
+			do
+				out[k++] = MW_PYFRAME_TAG | pf[pi].id;
+			while (!pf[pi++].entry && pi < np && k < max);
+			continue;
+		}
+		out[k++] = ips[i];
+	}
+	/* frames whose eval call was not found (cut by the depth) go outermost */
+	for (; pi < np && k < max && i == n; pi++)
+		out[k++] = MW_PYFRAME_TAG | pf[pi].id;
+	return k;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Snapshots: the Python frames a snapshot uses, as symbols of the pseudo-module
+ * "[python]" whose offsets are the frames' content hashes. */
+
+static int mw_python_symbol(uint32_t id, uint64_t *hash, struct snap_symframe *f)
+{
+	int r = -1;
+	pthread_mutex_lock(&pyf_lock);
+	if (pyf && id < pyf_n) {
+		*hash = id ? pyf[id].hash : 0;
+		f->function = strdup(id ? pyf[id].name : "<python>");
+		f->file = id ? strdup(pyf[id].file) : NULL;
+		f->line = id ? pyf[id].line : 0;
+		r = f->function && (!id || f->file) ? 0 : -1;
+	}
+	pthread_mutex_unlock(&pyf_lock);
+	return r;
+}
+
+/* fork: see python.h. */
+void mw_pyframes_atfork_prepare(void)
+{
+	pthread_mutex_lock(&pyf_lock);
+}
+
+void mw_pyframes_atfork_parent(void)
+{
+	pthread_mutex_unlock(&pyf_lock);
+}
+
+void mw_pyframes_atfork_child(void)
+{
+	pthread_mutex_init(&pyf_lock, NULL);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int mw_python_snapshot(struct snapshot *s)
+{
+	uint64_t *ids = NULL, *hashes = NULL;
+	size_t n = 0, cap = 0, i, k, u = 0;
+	struct snap_module *m;
+	uint32_t mod;
+
+	for (i = 0; i < s->nstacks; i++)
+		for (k = 0; k < s->stacks[i].nframes; k++) {
+			const struct snap_frame *f = &s->stacks[i].frames[k];
+			if (f->module != SNAP_NO_MODULE || (f->offset & MW_PYFRAME_MASK) != MW_PYFRAME_TAG)
+				continue;
+			if (n == cap) {
+				uint64_t *x = realloc(ids, (cap = cap ? cap * 2 : 256) * sizeof *ids);
+				if (!x)
+					goto fail;
+				ids = x;
+			}
+			ids[n++] = f->offset & ~MW_PYFRAME_MASK;
+		}
+	if (!n)
+		return 0;
+	qsort(ids, n, sizeof *ids, cmp_u64);
+	for (i = 0; i < n; i++)
+		if (!u || ids[u - 1] != ids[i])
+			ids[u++] = ids[i];
+	hashes = calloc(u, sizeof *hashes);
+	m = realloc(s->modules, (s->nmodules + 1) * sizeof *m);
+	if (!hashes || !m)
+		goto fail;
+	s->modules = m;
+	mod = (uint32_t)s->nmodules;
+	memset(&m[mod], 0, sizeof m[mod]);
+	m[mod].path = strdup("[python]");
+	if (!m[mod].path)
+		goto fail;
+	s->nmodules++;
+	s->symbols = calloc(u, sizeof *s->symbols);
+	if (!s->symbols)
+		goto fail;
+	for (i = 0; i < u; i++) {
+		struct snap_symbol *y = &s->symbols[s->nsymbols];
+		y->frames = calloc(1, sizeof *y->frames);
+		if (!y->frames || mw_python_symbol((uint32_t)ids[i], &hashes[i], y->frames) < 0) {
+			if (y->frames) {
+				free(y->frames->function);
+				free(y->frames->file);
+			}
+			free(y->frames);
+			y->frames = NULL;
+			goto fail;
+		}
+		y->module = mod;
+		y->offset = hashes[i];
+		y->nframes = 1;
+		s->nsymbols++;
+	}
+	for (i = 0; i < s->nstacks; i++)
+		for (k = 0; k < s->stacks[i].nframes; k++) {
+			struct snap_frame *f = &s->stacks[i].frames[k];
+			uint64_t id, *at;
+			if (f->module != SNAP_NO_MODULE || (f->offset & MW_PYFRAME_MASK) != MW_PYFRAME_TAG)
+				continue;
+			id = f->offset & ~MW_PYFRAME_MASK;
+			at = bsearch(&id, ids, u, sizeof *ids, cmp_u64);
+			f->module = mod;
+			f->offset = at ? hashes[at - ids] : 0;
+		}
+	free(ids);
+	free(hashes);
+	return 0;
+fail:
+	free(ids);
+	free(hashes);
+	return -1;
+}

@@ -1,0 +1,47 @@
+/* python.h: what the two halves of the agent's CPython support share:
+ * python.c (finding the interpreter, its allocator domains wrapped, the helper
+ * thread) and pyframes.c (the Python frames of a sample, read and interned).
+ * Private to those two files. */
+#ifndef MEMWATCH_AGENT_PYTHON_H
+#define MEMWATCH_AGENT_PYTHON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent.h"
+
+typedef struct {
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t size);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+	void (*free)(void *ctx, void *ptr);
+} py_allocator;
+
+/* The interpreter's functions, looked up once. */
+struct mw_py {
+	int (*is_initialized)(void);
+	int (*is_finalizing)(void);
+	void *(*this_tstate)(void);
+	int (*gil_ensure)(void);
+	void (*gil_release)(int);
+	void (*get_allocator)(int, py_allocator *);
+	void (*set_allocator)(int, py_allocator *);
+	const char *(*allocator_name)(void);   /* _PyMem_GetCurrentAllocatorName */
+	int (*addr2line)(void *code, int byte_offset);
+	const void *code_type;        /* &PyCode_Type */
+	uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's text */
+	unsigned long version;        /* Py_Version */
+};
+extern struct mw_py mw_py MW_HIDDEN;
+
+/* pyframes.c: the offsets the frame walk reads, for mw_py.version: true when
+ * it is a version the agent reads. runtime: _PyRuntime, or NULL. Called once,
+ * by python.c's probe, before any frame is read. */
+bool mw_py_layout(const char *runtime) MW_HIDDEN;
+/* fork: the child must not inherit the frame table's lock half-held. */
+void mw_pyframes_atfork_prepare(void) MW_HIDDEN;
+void mw_pyframes_atfork_parent(void) MW_HIDDEN;
+void mw_pyframes_atfork_child(void) MW_HIDDEN;
+
+#endif
