@@ -83,14 +83,6 @@ throughput_kept() {
 		fail "$1: the target's throughput fell from $before to $after ops/s"
 }
 
-# ptrace_allowed: skip when this user may not attach to its own children.
-ptrace_allowed() {
-	[ -r /proc/sys/kernel/yama/ptrace_scope ] &&
-		[ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] && [ "$(id -u)" -ne 0 ] &&
-		skip "ptrace is restricted (yama ptrace_scope >= 2)"
-	return 0
-}
-
 # target_free WHAT PID FILE: PID is neither traced nor stopped (memwatch let go
 # of it), and still makes progress: FILE, its output, grows.
 target_free() {

@@ -8,7 +8,7 @@
 # its agent no longer capturing.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 # expect_one_error PATTERN: stderr holds one error line matching PATTERN,
 # besides warnings and hints (a snapshot may fail to fit before the log does).

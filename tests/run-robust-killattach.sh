@@ -11,7 +11,7 @@
 # reuse the agent) and capture.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 reused=0
 for sig_ms in TERM:002 KILL:003 TERM:006 KILL:008 TERM:010 KILL:012 TERM:015 KILL:018 \

@@ -18,7 +18,7 @@
 # stopped, keep ticking, and a new watch must attach and capture.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 moments=0
 deaths=0

@@ -8,7 +8,7 @@
 # refusal.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 # a zombie: its parent prints its pid and sleeps without waiting for it
 "$robust" zombie 60 >zombie.out &

@@ -7,7 +7,7 @@
 # captures as before. The same when memwatch run is killed: its command goes on.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 : >churn.out
 "$robust" churn 0 4096 >churn.out &

@@ -8,7 +8,7 @@
 # longer capturing, at its former speed.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 # watch_then_signal SIG LOGNAME EVENT DELAY ARGS...: start a watch of ARGS
 # writing LOGNAME, wait for a log line matching EVENT, sleep DELAY, send SIG;
