@@ -96,3 +96,14 @@ target_free() {
 	n=$(grep -c '' "$3")
 	wait_until "[ \$(grep -c '' $3) -gt $n ]" 10
 }
+
+# start_churn OUT LINES ARGS...: robust_target churn ARGS in the background,
+# its output in OUT, until it has printed LINES throughput lines; $t.
+start_churn() {
+	local out=$1 lines=$2
+	shift 2
+	"$robust" churn "$@" >"$out" &
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "[ \$(grep -c ops_per_s '$out') -ge $lines ]" 20
+}
