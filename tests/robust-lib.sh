@@ -97,13 +97,24 @@ target_free() {
 	wait_until "[ \$(grep -c '' $3) -gt $n ]" 10
 }
 
-# start_churn OUT LINES ARGS...: robust_target churn ARGS in the background,
-# its output in OUT, until it has printed LINES throughput lines; $t.
+# start_robust OUT LINES PATTERN ARGS...: robust_target ARGS in the
+# background, its output in OUT, until it has printed LINES lines matching
+# PATTERN; $t.
+start_robust() {
+	local out=$1 lines=$2 pattern=$3
+	shift 3
+	# emptied here, not only by the child's redirection: the wait below must
+	# not read what an earlier target wrote to OUT
+	: >"$out"
+	"$robust" "$@" >"$out" &
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "[ \$(grep -c '$pattern' '$out') -ge $lines ]" 20
+}
+# start_churn OUT LINES ARGS...: start_robust for churn ARGS, until LINES
+# throughput lines.
 start_churn() {
 	local out=$1 lines=$2
 	shift 2
-	"$robust" churn "$@" >"$out" &
-	t=$!
-	started_pids="$started_pids $t"
-	wait_until "[ \$(grep -c ops_per_s '$out') -ge $lines ]" 20
+	start_robust "$out" "$lines" ops_per_s churn "$@"
 }
