@@ -18,6 +18,7 @@
 #   BUILDDIR holds bench/mmap_workload, bench/workload and
 #   .libs/libmemwatch-agent.so (default: .); make check builds them.
 set -u
+. "$(dirname "$0")/bench-lib.sh"
 
 repeats=5
 ops=200000
@@ -50,13 +51,8 @@ variants="plain idle default r64k rate1"
 
 # run VARIANT THREADS: one run; appends "wall cpu" to $tmp/VARIANT.THREADS
 run() {
-	local v=$1 t=$2 opts= out=$tmp/out
-	case $v in
-	idle) opts=capture=idle ;;
-	default) opts=capture=now ;;
-	r64k) opts=capture=now,rate=65536 ;;
-	rate1) opts=capture=now,rate=1 ;;
-	esac
+	local v=$1 t=$2 opts out=$tmp/out
+	variant_opts "$v"
 	if [ "$v" = plain ]; then
 		"$wl" -t "$t" -n "$ops" -w "$touch" >"$out" 2>&1
 	else
@@ -66,23 +62,12 @@ run() {
 	grep -q wall_s= "$out" || { echo "mmap-overhead.sh: $v run failed:" >&2; cat "$out" >&2; }
 }
 
-# median COLUMN FILE
-median() {
-	cut -d' ' -f"$1" "$2" | sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print 0 }'
-}
-
 echo "mmap workload: $ops operations per thread (mmap/munmap, 1 in 8 an mremap growing x2)," \
 	"4 - 256 KiB, touch $touch; median of $repeats runs"
 echo "agent: $agent"
 printf '%-4s %-9s %8s %8s %8s %8s\n' thr variant wall_s ratio cpu_s ratio
 for t in $threads; do
-	i=0
-	while [ $i -lt "$repeats" ]; do
-		for v in $variants; do
-			run "$v" "$t"
-		done
-		i=$((i + 1))
-	done
+	run_repeats "$t"
 	pw=$(median 1 "$tmp/plain.$t")
 	pc=$(median 2 "$tmp/plain.$t")
 	for v in $variants; do

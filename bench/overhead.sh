@@ -23,6 +23,7 @@
 #   run. -i: also count the instructions of one thread with cachegrind, a
 #   figure that a busy machine does not disturb.
 set -u
+. "$(dirname "$0")/bench-lib.sh"
 
 repeats=5
 ops=2000000
@@ -99,15 +100,9 @@ helper_peak() {
 
 # run VARIANT THREADS: one run; appends "wall rss cpu sys user vcsw" to $tmp/VARIANT.THREADS
 run() {
-	local v=$1 t=$2 out=$tmp/out extra="0 0 0" opts= hp
+	local v=$1 t=$2 out=$tmp/out extra="0 0 0" opts hp
 	set -- "$wl" -t "$t" -n "$ops" -l "$live" -s "$sizes" $hold
-	case $v in
-	idle) opts=capture=idle ;;
-	default) opts=capture=now ;;
-	r64k) opts=capture=now,rate=65536 ;;
-	r4k) opts=capture=now,rate=4096 ;;
-	rate1) opts=capture=now,rate=1 ;;
-	esac
+	variant_opts "$v"
 	case $v in
 	plain) "$@" >"$out" 2>&1 ;;
 	heaptrack)
@@ -128,23 +123,12 @@ run() {
 	grep -q wall_s= "$out" || { echo "overhead.sh: $v run failed:" >&2; cat "$out" >&2; }
 }
 
-# median COLUMN FILE
-median() {
-	cut -d' ' -f"$1" "$2" | sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print 0 }'
-}
-
 echo "workload: $ops operations per thread, $live live blocks per thread, sizes $sizes;" \
 	"median of $repeats runs"
 echo "agent: $agent"
 printf '%-4s %-9s %8s %8s %8s %8s %6s %8s %9s %8s\n' thr variant wall_s ratio cpu_s ratio sys% vcsw peak_MiB ratio
 for t in $threads; do
-	i=0
-	while [ $i -lt "$repeats" ]; do
-		for v in $variants; do
-			run "$v" "$t"
-		done
-		i=$((i + 1))
-	done
+	run_repeats "$t"
 	pw=$(median 1 "$tmp/plain.$t")
 	pr=$(median 2 "$tmp/plain.$t")
 	pc=$(median 3 "$tmp/plain.$t")

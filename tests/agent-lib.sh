@@ -1,61 +1,36 @@
 # tests/agent-lib.sh: sourced by the tests/run-agent-*.sh after tests/lib.sh.
-# Starts targets with the agent preloaded, steps them through a fifo on stdin,
-# takes snapshots and reads the figures of a known allocation site out of them.
+# Starts targets with the agent preloaded (stepped through a fifo on stdin, as
+# lib.sh's start_fifo_target), takes snapshots and reads the figures of a known
+# allocation site out of them.
 
 : "${MEMWATCH_AGENT:?run the tests with make check}"
-SNAPDUMP=${top_builddir:?}/tests/tools/snapdump
 [ -f "$MEMWATCH_AGENT" ] || skip "the agent library $MEMWATCH_AGENT is not built"
-[ -x "$SNAPDUMP" ] || skip "tests/tools/snapdump is not built"
+need_snapdump
 
-# start_agent_target NAME OPTIONS PROGRAM ARGS...: start PROGRAM with the agent
-# preloaded (MEMWATCH_AGENT_OPTIONS=OPTIONS), stdin from the fifo NAME.in, output
-# in NAME.out; $target_pid. Write lines to it with step NAME.
+# start_agent_target NAME OPTIONS PROGRAM ARGS...: start_fifo_target (lib.sh)
+# with the agent preloaded (MEMWATCH_AGENT_OPTIONS=OPTIONS); $target_pid.
 start_agent_target() {
 	local name=$1 opts=$2
 	shift 2
-	# a stale NAME.out would say "ready" before the new target is
-	rm -f "$name.in" "$name.out" "$name.err"
-	mkfifo "$name.in" || { fail "mkfifo $name.in"; return 1; }
-	LD_PRELOAD=$MEMWATCH_AGENT MEMWATCH_AGENT_OPTIONS=$opts "$@" <"$name.in" >"$name.out" 2>"$name.err" &
-	target_pid=$!
-	started_pids="$started_pids $target_pid"
-	# Holding the fifo open keeps the target's stdin from seeing end of file.
-	sleep 3600 >"$name.in" &
-	started_pids="$started_pids $!"
-	eval "holder_$name=$!"
+	start_fifo_target "$name" exec_with_agent "$opts" "$@"
 }
-
-# step NAME: send one line to the target NAME (it goes on to its next phase).
-# Bounded: a target that died holds no reader, and opening the fifo would wait
-# for one for ever.
-step() {
-	timeout 10 sh -c 'echo go > "$1"' sh "$1.in" || fail "cannot step $1: the target is not reading"
+# start_agent_after LIBRARY NAME OPTIONS PROGRAM ARGS...: start_agent_target
+# with LIBRARY (another allocator) preloaded before the agent.
+start_agent_after() {
+	local saved=$MEMWATCH_AGENT
+	MEMWATCH_AGENT="$1 $MEMWATCH_AGENT"
+	shift
+	start_agent_target "$@"
+	MEMWATCH_AGENT=$saved
 }
-
-# end_target NAME: close its stdin.
-end_target() {
-	local h
-	eval "h=\${holder_$1:-}"
-	if [ -n "$h" ]; then
-		kill "$h" 2>/dev/null
-		wait "$h" 2>/dev/null
-	fi
-	return 0
-}
-
-# wait_ready NAME N: wait for the target to print "ready N".
-wait_ready() {
-	wait_until "[ -f '$1.out' ] && grep -q '^ready $2\$' '$1.out'" "${3:-30}"
-}
-
-# expect_target_exit PID NAME: the target exits 0 and printed "ok".
-expect_target_exit() {
-	local pid=$1 name=$2 st
-	wait "$pid"
-	st=$?
-	end_target "$name"
-	[ "$st" -eq 0 ] || { fail "target $name exited with status $st"; sed 's/^/  | /' "$name.out" "$name.err" >&2; }
-	expect_grep '^ok' "$name.out"
+# exec_with_agent OPTIONS PROGRAM ARGS...: in the background shell that
+# start_fifo_target forks, become PROGRAM with the agent preloaded (not through
+# env(1), which would load the agent into env first).
+exec_with_agent() {
+	export MEMWATCH_AGENT_OPTIONS="$1"
+	export LD_PRELOAD="$MEMWATCH_AGENT"
+	shift
+	exec "$@"
 }
 
 # take_snap PID FILE: memwatch snap -p PID -o FILE must succeed.

@@ -12,18 +12,11 @@ if [ "$(id -u)" -ne 0 ]; then
 	[ "$scope" -eq 0 ] || skip "kernel.yama.ptrace_scope=$scope forbids attaching to a non-child"
 fi
 
-# run_inject EXPECTED_STATUS ARGS...: run mw-inject, stdout to out, stderr to err.
+# run_inject EXPECTED_STATUS ARGS...: run_prog (lib.sh) for mw-inject.
 run_inject() {
 	local expected=$1
 	shift
-	"$MW_INJECT" "$@" >out 2>err
-	status=$?
-	if [ "$status" -ne "$expected" ]; then
-		fail "mw-inject $*: exit status $status, expected $expected"
-		sed 's/^/  stdout: /' out >&2
-		sed 's/^/  stderr: /' err >&2
-	fi
-	return 0
+	run_prog "$expected" "$MW_INJECT" "$@"
 }
 
 # start_attach_target READYFILE ARGS...: start tests/targets/attach_target and

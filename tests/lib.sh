@@ -47,6 +47,19 @@ need_python() {
 	return 0
 }
 
+# need_ptrace: the test attaches to its own children (memwatch -p, memwatch snap
+# -p); skipped where yama forbids even that to a user other than root.
+need_ptrace() {
+	[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
+		[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+	return 0
+}
+# need_snapdump: the test reads snapshots with tests/tools/snapdump, $SNAPDUMP.
+need_snapdump() {
+	SNAPDUMP=${top_builddir:?}/tests/tools/snapdump
+	[ -x "$SNAPDUMP" ] || skip "tests/tools/snapdump is not built"
+}
+
 # finish: the test's verdict, counting the failures of subshells too.
 finish() {
 	local n=0
@@ -59,18 +72,25 @@ finish() {
 	exit 0
 }
 
-# run_mw EXPECTED_STATUS ARGS...: run memwatch with stdout to out, stderr to err;
-# check the status. The status is in $status afterwards.
-run_mw() {
-	local expected=$1
-	shift
-	"$MEMWATCH" "$@" >out 2>err
+# run_prog EXPECTED_STATUS PROGRAM ARGS...: run PROGRAM with stdout to out,
+# stderr to err; check the status. The status is in $status afterwards.
+run_prog() {
+	local expected=$1 prog=$2
+	shift 2
+	"$prog" "$@" >out 2>err
 	status=$?
 	if [ "$status" -ne "$expected" ]; then
-		fail "memwatch $*: exit status $status, expected $expected"
+		fail "${prog##*/} $*: exit status $status, expected $expected"
+		sed 's/^/  stdout: /' out | head -n 40 >&2
 		sed 's/^/  stderr: /' err >&2
 	fi
 	return 0
+}
+# run_mw EXPECTED_STATUS ARGS...: run_prog for memwatch.
+run_mw() {
+	local expected=$1
+	shift
+	run_prog "$expected" "$MEMWATCH" "$@"
 }
 
 # expect_err_line PATTERN: stderr is exactly one line "memwatch: ..." matching
@@ -133,4 +153,68 @@ wait_until() {
 		sleep 0.05
 	done
 	return 0
+}
+
+# expect_range WHAT GOT LO HI: GOT is a whole number in LO..HI.
+expect_range() {
+	case $2 in
+	'' | *[!0-9]*) fail "$1: got '$2', expected a number in $3..$4" ;;
+	*) [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] || fail "$1: got $2, expected $3..$4" ;;
+	esac
+	return 0
+}
+
+# Targets stepped through a fifo on their stdin: each has a NAME, reads
+# NAME.in, writes NAME.out and NAME.err, and says "ready ..." between steps.
+
+# start_fifo_target NAME PROGRAM ARGS...: start PROGRAM with stdin from the fifo
+# NAME.in; $target_pid. Write lines to it with step NAME.
+start_fifo_target() {
+	local name=$1
+	shift
+	# a stale NAME.out would say "ready" before the new target is
+	rm -f "$name.in" "$name.out" "$name.err"
+	mkfifo "$name.in" || { fail "mkfifo $name.in"; return 1; }
+	"$@" <"$name.in" >"$name.out" 2>"$name.err" &
+	target_pid=$!
+	started_pids="$started_pids $target_pid"
+	# Holding the fifo open keeps the target's stdin from seeing end of file.
+	sleep 3600 >"$name.in" &
+	started_pids="$started_pids $!"
+	eval "holder_$name=$!"
+}
+
+# step NAME: send one line to the target NAME (it goes on to its next phase);
+# returns 1 if it could not. Bounded: a target that died holds no reader, and
+# opening the fifo would wait for one for ever.
+step() {
+	timeout 10 sh -c 'echo go > "$1"' sh "$1.in" ||
+		{ fail "cannot step $1: the target is not reading"; return 1; }
+}
+
+# end_target NAME: close its stdin.
+end_target() {
+	local h
+	eval "h=\${holder_$1:-}"
+	if [ -n "$h" ]; then
+		kill "$h" 2>/dev/null
+		wait "$h" 2>/dev/null
+	fi
+	return 0
+}
+
+# wait_ready NAME N [SECS]: wait for the target to print "ready N" (N may be a
+# basic regular expression); returns 1 after failing if it does not.
+wait_ready() {
+	wait_until "[ -f '$1.out' ] && grep -q '^ready $2\$' '$1.out'" "${3:-30}"
+}
+
+# expect_target_exit PID NAME: the target exits 0 and printed "ok".
+expect_target_exit() {
+	local pid=$1 name=$2 st
+	wait "$pid"
+	st=$?
+	end_target "$name"
+	[ "$st" -eq 0 ] || { fail "target $name exited with status $st"; sed 's/^/  | /' "$name.out" "$name.err" >&2; }
+	expect_grep '^ok' "$name.out"
 }

@@ -83,14 +83,6 @@ throughput_kept() {
 		fail "$1: the target's throughput fell from $before to $after ops/s"
 }
 
-# ptrace_allowed: skip when this user may not attach to its own children.
-ptrace_allowed() {
-	[ -r /proc/sys/kernel/yama/ptrace_scope ] &&
-		[ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] && [ "$(id -u)" -ne 0 ] &&
-		skip "ptrace is restricted (yama ptrace_scope >= 2)"
-	return 0
-}
-
 # target_free WHAT PID FILE: PID is neither traced nor stopped (memwatch let go
 # of it), and still makes progress: FILE, its output, grows.
 target_free() {
@@ -103,4 +95,26 @@ target_free() {
 	kill -0 "$2" 2>/dev/null || { fail "$1: pid $2 is gone"; return 0; }
 	n=$(grep -c '' "$3")
 	wait_until "[ \$(grep -c '' $3) -gt $n ]" 10
+}
+
+# start_robust OUT LINES PATTERN ARGS...: robust_target ARGS in the
+# background, its output in OUT, until it has printed LINES lines matching
+# PATTERN; $t.
+start_robust() {
+	local out=$1 lines=$2 pattern=$3
+	shift 3
+	# emptied here, not only by the child's redirection: the wait below must
+	# not read what an earlier target wrote to OUT
+	: >"$out"
+	"$robust" "$@" >"$out" &
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "[ \$(grep -c '$pattern' '$out') -ge $lines ]" 20
+}
+# start_churn OUT LINES ARGS...: start_robust for churn ARGS, until LINES
+# throughput lines.
+start_churn() {
+	local out=$1 lines=$2
+	shift 2
+	start_robust "$out" "$lines" ops_per_s churn "$@"
 }

@@ -20,10 +20,7 @@ for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4; do
 		expect_grep '^ok ops=' storm.out
 	done
 	T=$TARGETS/agent_sites
-	MEMWATCH_AGENT_SAVED=$MEMWATCH_AGENT
-	MEMWATCH_AGENT="$A $MEMWATCH_AGENT"
-	start_agent_target j capture=now,rate=1 "$T"
-	MEMWATCH_AGENT=$MEMWATCH_AGENT_SAVED
+	start_agent_after "$A" j capture=now,rate=1 "$T"
 	p=$target_pid
 	wait_ready j 1
 	grep -q "$lib" "/proc/$p/maps" || fail "$lib is not loaded in the target"

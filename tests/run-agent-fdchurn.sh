@@ -7,8 +7,7 @@
 # capture and writes its final snapshot, 30 snapshots taken meanwhile all
 # succeed, and the program finds every byte of its pipes where it put it.
 . "$top_srcdir/tests/lib.sh"
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+need_ptrace
 
 "$TARGETS/fd_churn" 12 >c.out &
 t=$!

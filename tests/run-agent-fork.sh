@@ -9,49 +9,44 @@
 
 T=$TARGETS/agent_fork
 
-# child_of NAME: the child pid the target printed
-child_of() {
-	sed -n 's/^ready 1 child=\([0-9]*\)$/\1/p' "$1.out"
+# start_forking NAME OPTIONS PROGRAM ARGS...: start_agent_target, until the
+# target says it has forked: its pid in $parent, its child's in $child.
+start_forking() {
+	start_agent_target "$@"
+	parent=$target_pid
+	wait_ready "$1" "1 child=[0-9]*"
+	child=$(sed -n 's/^ready 1 child=\([0-9]*\)$/\1/p' "$1.out")
 }
 
 # 1. fork, default: the child is not watched
-start_agent_target a capture=now,rate=1 "$T" fork
-pa=$target_pid
-wait_ready a "1 child=[0-9]*"
-ca=$(child_of a)
-take_snap "$pa" a.snap
+start_forking a capture=now,rate=1 "$T" fork
+take_snap "$parent" a.snap
 expect_eq "parent_site in the parent" "$(site live_bytes a.snap "$T" parent_site)" 1000000
 expect_eq "child_site in the parent" "$(site alloc_bytes a.snap "$T" child_site)" 0
-"$top_builddir/tests/tools/agentctl" "$ca" status >ca.ctl 2>&1 && fail "the forked child has an agent listening"
-expect_grep "^memwatch: pid $ca: no memwatch agent is listening$" ca.ctl
+"$top_builddir/tests/tools/agentctl" "$child" status >ca.ctl 2>&1 && fail "the forked child has an agent listening"
+expect_grep "^memwatch: pid $child: no memwatch agent is listening$" ca.ctl
 step a
-expect_target_exit "$pa" a
+expect_target_exit "$parent" a
 
 # 2. fork, children=1: the child captures from scratch under its own socket
-start_agent_target b capture=now,rate=1,children=1 "$T" fork
-pb=$target_pid
-wait_ready b "1 child=[0-9]*"
-cb=$(child_of b)
-take_snap "$cb" bc.snap
+start_forking b capture=now,rate=1,children=1 "$T" fork
+take_snap "$child" bc.snap
 expect_eq "child_site in the child" "$(site live_bytes bc.snap "$T" child_site)" 500000
 expect_eq "parent_site in the child" "$(site live_bytes bc.snap "$T" parent_site)" 0
-expect_eq "pid in the child's snapshot" "$(snap_field bc.snap pid)" "$cb"
-take_snap "$pb" bp.snap
+expect_eq "pid in the child's snapshot" "$(snap_field bc.snap pid)" "$child"
+take_snap "$parent" bp.snap
 expect_eq "parent_site in the parent" "$(site live_bytes bp.snap "$T" parent_site)" 1000000
 expect_eq "child_site in the parent" "$(site alloc_bytes bp.snap "$T" child_site)" 0
 step b
-expect_target_exit "$pb" b
+expect_target_exit "$parent" b
 
 # 3. fork + exec: the new program gets its own agent through LD_PRELOAD
-start_agent_target c capture=now,rate=1 "$T" exec
-pc=$target_pid
-wait_ready c "1 child=[0-9]*"
-cc=$(child_of c)
-take_snap "$cc" cc.snap
+start_forking c capture=now,rate=1 "$T" exec
+take_snap "$child" cc.snap
 expect_eq "child_site in the exec'd child" "$(site live_bytes cc.snap "$T" child_site)" 500000
 expect_eq "parent_site in the exec'd child" "$(site alloc_bytes cc.snap "$T" parent_site)" 0
 step c
-expect_target_exit "$pc" c
+expect_target_exit "$parent" c
 
 # 4. forks while other threads sample without pause, every allocation unwound:
 # no child inherits a lock held for the agent (libunwind's, the loader's, the
@@ -68,15 +63,12 @@ for opts in capture=now,rate=1 capture=now,rate=1,children=1; do
 done
 
 # 5. fork + exec with pid= naming the parent only: the exec'd child is left alone
-start_agent_target d capture=idle,pid=1 sh -c \
+start_forking d capture=idle,pid=1 sh -c \
 	'MEMWATCH_AGENT_OPTIONS="capture=now,rate=1,pid=$$"; export MEMWATCH_AGENT_OPTIONS; exec "$0" exec' "$T"
-pd=$target_pid
-wait_ready d "1 child=[0-9]*"
-cd=$(child_of d)
-take_snap "$pd" d.snap
+take_snap "$parent" d.snap
 expect_eq "parent_site (pid=)" "$(site live_bytes d.snap "$T" parent_site)" 1000000
-"$top_builddir/tests/tools/agentctl" "$cd" status >cd.ctl 2>&1 && fail "the exec'd child has an agent listening"
-expect_grep "^memwatch: pid $cd: no memwatch agent is listening$" cd.ctl
+"$top_builddir/tests/tools/agentctl" "$child" status >cd.ctl 2>&1 && fail "the exec'd child has an agent listening"
+expect_grep "^memwatch: pid $child: no memwatch agent is listening$" cd.ctl
 step d
-expect_target_exit "$pd" d
+expect_target_exit "$parent" d
 finish

@@ -110,10 +110,7 @@ expect_target_exit "$pa" a
 # alone as the allocator's): the same mapping rows, and its blocks as malloc.
 J=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 if [ -f "$J" ]; then
-	MEMWATCH_AGENT_SAVED=$MEMWATCH_AGENT
-	MEMWATCH_AGENT="$J $MEMWATCH_AGENT"
-	start_agent_target j capture=now,rate=1 "$T"
-	MEMWATCH_AGENT=$MEMWATCH_AGENT_SAVED
+	start_agent_after "$J" j capture=now,rate=1 "$T"
 	pj=$target_pid
 	wait_ready j 1
 	take_snap "$pj" j1.snap

@@ -7,26 +7,6 @@
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/agent-lib.sh"
 
-# start_plain NAME PROGRAM ARGS...: start_agent_target without the agent.
-start_plain() {
-	local name=$1
-	shift
-	rm -f "$name.in" "$name.out" "$name.err"
-	mkfifo "$name.in" || { fail "mkfifo $name.in"; return 1; }
-	"$@" <"$name.in" >"$name.out" 2>"$name.err" &
-	target_pid=$!
-	started_pids="$started_pids $target_pid"
-	sleep 3600 >"$name.in" &
-	started_pids="$started_pids $!"
-	eval "holder_$name=$!"
-}
-
-# go NAME: step NAME, bounded: a target that died has no reader on its fifo,
-# and opening it would wait for ever.
-go() {
-	timeout 10 sh -c 'echo go >"$1"' go "$1.in" || fail "cannot step $1 (did it die?)"
-}
-
 # wait_end PID NAME SECS: the target ends within SECS (a hook that calls itself
 # spins forever: that is a failure, not a hang) with status 0, printing "ok".
 wait_end() {
@@ -90,13 +70,13 @@ for v in nopie:early nopie_now:early pie:late; do
 	# preloaded, capture from the start
 	start_agent_target p capture=now,rate=1 "$T" "$mode"
 	p=$target_pid
-	if wait_ready p 0 && go p && wait_ready p 1 20; then
+	if wait_ready p 0 && step p && wait_ready p 1 20; then
 		take_snap "$p" p1-$b.snap
 		check_phase1 p1-$b.snap "$T" "$b preloaded"
-		if go p && wait_ready p 2 20; then
+		if step p && wait_ready p 2 20; then
 			take_snap "$p" p2-$b.snap
 			check_phase2 p2-$b.snap "$T" "$b preloaded, half freed"
-			go p
+			step p
 		fi
 	fi
 	wait_end "$p" p 30
@@ -104,20 +84,20 @@ for v in nopie:early nopie_now:early pie:late; do
 	# attached by memwatch snap, which samples while the program allocates;
 	# the snapshot taken, capture stops and the slots are put back, and the
 	# program goes on to its end
-	start_plain a "$T" "$mode"
+	start_fifo_target a "$T" "$mode"
 	a=$target_pid
 	if wait_ready a 0; then
 		rm -f snap.out snap.err
 		"$MEMWATCH" snap -p "$a" -w 5s -r 1 -o a-$b.snap >snap.out 2>snap.err &
 		mw=$!
 		started_pids="$started_pids $mw"
-		wait_until "grep -q 'capture started now' snap.err" 30 && go a && wait_ready a 1 20
+		wait_until "grep -q 'capture started now' snap.err" 30 && step a && wait_ready a 1 20
 		wait "$mw"
 		st=$?
 		[ "$st" -eq 0 ] || { fail "$b: memwatch snap -p: status $st"; sed 's/^/  | /' snap.err >&2; }
 		expect_grep "agent attached" snap.err
 		[ -s a-$b.snap ] && check_phase1 a-$b.snap "$T" "$b attached"
-		go a && wait_ready a 2 20 && go a
+		step a && wait_ready a 2 20 && step a
 	fi
 	wait_end "$a" a 30
 
@@ -142,16 +122,13 @@ done
 J=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 if [ -f "$J" ]; then
 	T=$TARGETS/agent_fnptr_nopie
-	MEMWATCH_AGENT_SAVED=$MEMWATCH_AGENT
-	MEMWATCH_AGENT="$J $MEMWATCH_AGENT"
-	start_agent_target j capture=now,rate=1 "$T" early
-	MEMWATCH_AGENT=$MEMWATCH_AGENT_SAVED
+	start_agent_after "$J" j capture=now,rate=1 "$T" early
 	j=$target_pid
-	if wait_ready j 0 && go j && wait_ready j 1 20; then
+	if wait_ready j 0 && step j && wait_ready j 1 20; then
 		take_snap "$j" j.snap
 		check_phase1 j.snap "$T" "nopie with jemalloc"
 		expect_grep '^mallinfo none' j.snap.txt
-		go j && wait_ready j 2 20 && go j
+		step j && wait_ready j 2 20 && step j
 	fi
 	wait_end "$j" j 30
 else

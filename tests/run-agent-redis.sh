@@ -12,8 +12,7 @@ REDIS=/usr/bin/redis-server
 CLI=/usr/bin/redis-cli
 [ -x "$REDIS" ] || skip "$REDIS is not installed (Debian package redis-server)"
 [ -x "$CLI" ] || skip "$CLI is not installed (Debian package redis-tools)"
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+need_ptrace
 MIB=1048576
 
 sock=$tmp/r.sock

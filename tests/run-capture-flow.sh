@@ -5,8 +5,7 @@
 # running normally after memwatch has gone.
 . "$top_srcdir/tests/lib.sh"
 
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+need_ptrace
 
 # The demo service leaks about 6 MiB/s in cache_store (demo.c:25).
 "$TARGETS/demo" 30 > demo.out &

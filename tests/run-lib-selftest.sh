@@ -3,7 +3,8 @@
 # test script run in its own process; its exit status must be the verdict the
 # helpers promise: a failure inside $(...) or a pipeline still fails the test,
 # a broken site() call fails the test, expect_err_line wants exactly one error
-# line, and a script with no failure passes.
+# line, the checks of the fifo targets and of py-lib.sh fail when they should,
+# and a script with no failure passes.
 . "$top_srcdir/tests/lib.sh"
 
 # case NAME WANT BODY: run BODY as a test script; its status must be WANT.
@@ -25,6 +26,18 @@ case_status pass 0 'x=$(echo 1)' 'expect_eq one "$x" 1'
 case_status subshell 1 'x=$(fail "inside a command substitution"; echo 1)'
 case_status pipeline 1 'echo a | while read -r l; do fail "inside a pipeline"; done'
 case_status site 1 'v=$(site live_bytes missing.snap /bin/true main)' 'expect_eq "a missing symbol" "$v" 0'
+case_status range-empty 1 'expect_range "no number" "" 1 9'
+case_status range-out 1 'expect_range "out of range" 10 1 9'
+case_status range-in 0 'expect_range "in range" 5 1 9'
+case_status step-dead 1 'mkfifo dead.in' 'step dead && echo "step returned 0"'
+case_status ready-never 1 'echo "ready 0" > never.out' 'wait_ready never 1 1'
+case_status live-missing 1 '. "$top_srcdir/tests/py-lib.sh"' 'live_total missing.snap && echo "live_total returned 0"'
+printf '   1  +5.0 MiB  f  py_grow.py:7\n' > row.report
+case_status top-row 1 '. "$top_srcdir/tests/py-lib.sh"' 'expect_top_row x "'"$tmp"'/row.report" f 8'
+case_status top-row-ok 0 '. "$top_srcdir/tests/py-lib.sh"' 'expect_top_row x "'"$tmp"'/row.report" f 7'
+printf '  sampled stacks explain 85 %% of the RSS growth\n' > pct.report
+case_status explained 1 '. "$top_srcdir/tests/py-lib.sh"' 'expect_explained x "'"$tmp"'/pct.report" 90'
+case_status explained-ok 0 '. "$top_srcdir/tests/py-lib.sh"' 'expect_explained x "'"$tmp"'/pct.report" 80 90'
 printf 'memwatch: first\nmemwatch: second\n' > two.err
 case_status errline 1 'cp "'"$tmp"'/two.err" err' 'expect_err_line first'
 printf 'memwatch: first\n  hint: do this\n' > one.err

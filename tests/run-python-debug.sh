@@ -9,11 +9,8 @@
 # malloc's, counted once by the hooks (not again by the wrappers), at its
 # request (malloc's own overhead on small blocks is not counted: >= 70 %).
 . "$top_srcdir/tests/lib.sh"
-
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
-script=$top_srcdir/tests/targets/py_grow.py
-small_line=$(grep -n 'kept.append((i, "item-' "$script" | cut -d: -f1)
+. "$top_srcdir/tests/py-lib.sh"
+need_ptrace
 ran=0
 
 # watch NAME PYTHON LO HI [PYTHONMALLOC]: the objects script watched until 8 s
@@ -21,27 +18,11 @@ ran=0
 # growth explained, which must lie in LO..HI %.
 watch() {
 	name=$1 lo=$3 hi=$4
-	if [ -n "${5:-}" ]; then
-		env PYTHONMALLOC="$5" "$2" "$script" objects 12 >"$name.out" 2>"$name.err" &
-	else
-		"$2" "$script" objects 12 >"$name.out" 2>"$name.err" &
-	fi
-	t=$!
-	started_pids="$started_pids $t"
-	wait_until "grep -q ready $name.out" 30 || return 0
-	run_mw 0 -p "$t" -i 200ms -d 8s -q --trigger +32MiB -r 64KiB -o "$name.log"
-	cp out "$name.report"
-	wait "$t"
-	st=$?
-	[ "$st" -eq 0 ] || { fail "$name: python exited with status $st"; sed 's/^/  | /' "$name.err" >&2; }
-	expect_grep '^ok$' "$name.out"
-	row=$(grep -E '^ +1 +\+' "$name.report")
-	echo "$row" | grep -Eq "  grow_small_objects  .*py_grow\.py:$small_line( |$)" ||
-		fail "$name: the top row does not name grow_small_objects at py_grow.py:$small_line: $row"
-	pct=$(sed -n 's/^  sampled stacks explain \([0-9]*\) % of the RSS growth.*/\1/p' "$name.report")
-	echo "$name: the sampled stacks explain ${pct:-no} % of the RSS growth"
-	[ -n "$pct" ] && [ "$pct" -ge "$lo" ] && [ "$pct" -le "$hi" ] ||
-		{ fail "$name: the sampled stacks explain '${pct:-no}' % of the RSS growth, expected $lo..$hi"; sed 's/^/  | /' "$name.report" >&2; }
+	pymalloc=${5:-}
+	watch_script "$name" "$2" objects -r 64KiB
+	pymalloc=
+	expect_top_row "$name" "$name.report" grow_small_objects "$small_line"
+	expect_explained "$name" "$name.report" "$lo" "$hi"
 	# the live heap's growth against the RSS growth, uncapped: counted twice,
 	# small blocks would make it far larger
 	ratio=$(awk '/^change +live heap/ {

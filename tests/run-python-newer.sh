@@ -9,12 +9,8 @@
 # size itself (malloc sees none of it), the bytes objects are counted too.
 # 3.12 is captured native-only, said in one line.
 . "$top_srcdir/tests/lib.sh"
-
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
-script=$top_srcdir/tests/targets/py_grow.py
-small_line=$(grep -n 'kept.append((i, "item-' "$script" | cut -d: -f1)
-bytes_line=$(grep -n 'kept.append(bytes(' "$script" | cut -d: -f1)
+. "$top_srcdir/tests/py-lib.sh"
+need_ptrace
 
 # find MINOR: a CPython 3.MINOR interpreter, or nothing
 find_python() {
@@ -27,41 +23,13 @@ py13=$(find_python 13)
 py12=$(find_python 12)
 [ -n "$py13$py12" ] || skip "no CPython 3.13 or 3.12 is installed (pyenv builds): nothing to test"
 
-# watch NAME PYTHON MODE [OPTIONS]: the script watched until 8 s with a +32 MiB
-# trigger; the report is in NAME.report. $pymalloc: PYTHONMALLOC, if set.
-pymalloc=
-watch() {
-	name=$1 py=$2 mode=$3
-	shift 3
-	if [ -n "$pymalloc" ]; then
-		env PYTHONMALLOC="$pymalloc" "$py" "$script" "$mode" 12 >"$name.out" 2>"$name.err" &
-	else
-		"$py" "$script" "$mode" 12 >"$name.out" 2>"$name.err" &
-	fi
-	t=$!
-	started_pids="$started_pids $t"
-	wait_until "grep -q ready $name.out 2>/dev/null" 30 || return 0
-	run_mw 0 -p "$t" -i 200ms -d 8s -q --trigger +32MiB -o "$name.log" "$@"
-	cp out "$name.report"
-	wait "$t"
-	st=$?
-	[ "$st" -eq 0 ] || { fail "$name: python exited with status $st"; sed 's/^/  | /' "$name.err" >&2; }
-	expect_grep '^ok$' "$name.out"
-}
-
 if [ -n "$py13" ]; then
 	echo "CPython 3.13: $py13"
-	watch objects "$py13" objects -r 64KiB
-	row=$(grep -E '^ +1 +\+' objects.report)
-	echo "$row" | grep -Eq "  grow_small_objects  .*py_grow\.py:$small_line( |$)" ||
-		fail "3.13: the top row does not name grow_small_objects at py_grow.py:$small_line: $row"
-	pct=$(sed -n 's/^  sampled stacks explain \([0-9]*\) % of the RSS growth.*/\1/p' objects.report)
-	[ -n "$pct" ] && [ "$pct" -ge 90 ] ||
-		{ fail "3.13: the sampled stacks explain '${pct:-no}' % of the RSS growth, expected >= 90"; sed 's/^/  | /' objects.report >&2; }
-	watch bytes "$py13" bytes
-	row=$(grep -E '^ +1 +\+' bytes.report)
-	echo "$row" | grep -Eq "  grow_bytes  .*py_grow\.py:$bytes_line( |$)" ||
-		fail "3.13: the top row does not name grow_bytes at py_grow.py:$bytes_line: $row"
+	watch_script objects "$py13" objects -r 64KiB
+	expect_top_row 3.13 objects.report grow_small_objects "$small_line"
+	expect_explained 3.13 objects.report 90
+	watch_script bytes "$py13" bytes
+	expect_top_row 3.13 bytes.report grow_bytes "$bytes_line"
 	last=$(ls bytes.*-final.snap 2>/dev/null | head -n 1)
 	if [ -n "$last" ]; then
 		run_mw 0 show -F folded "$last"
@@ -70,15 +38,10 @@ if [ -n "$py13" ]; then
 		fail "3.13: no final snapshot"
 	fi
 	pymalloc=mimalloc
-	watch mimalloc "$py13" bytes -r 64KiB
+	watch_script mimalloc "$py13" bytes -r 64KiB
 	pymalloc=
-	row=$(grep -E '^ +1 +\+' mimalloc.report)
-	echo "$row" | grep -Eq "  grow_bytes  .*py_grow\.py:$bytes_line( |$)" ||
-		fail "3.13 mimalloc: the top row does not name grow_bytes at py_grow.py:$bytes_line: $row"
-	pct=$(sed -n 's/^  sampled stacks explain \([0-9]*\) % of the RSS growth.*/\1/p' mimalloc.report)
-	echo "3.13 mimalloc: the sampled stacks explain ${pct:-no} % of the RSS growth"
-	[ -n "$pct" ] && [ "$pct" -ge 60 ] ||
-		{ fail "3.13 mimalloc: the sampled stacks explain '${pct:-no}' % of the RSS growth, expected >= 60"; sed 's/^/  | /' mimalloc.report >&2; }
+	expect_top_row "3.13 mimalloc" mimalloc.report grow_bytes "$bytes_line"
+	expect_explained "3.13 mimalloc" mimalloc.report 60
 else
 	echo "note: no CPython 3.13 installed: not tested" >&2
 fi

@@ -51,8 +51,7 @@ expect_err_line "bad\.snap"
 [ -e never.svg ] && fail "a failed diff left never.svg"
 
 # memwatch report: a real watch of the demo, which leaks in cache_store
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+need_ptrace
 "$TARGETS/demo" 30 > demo.out &
 demo=$!
 started_pids="$started_pids $demo"

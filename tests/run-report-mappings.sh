@@ -7,8 +7,7 @@
 # own sbrk is explained by its stacks, of the kind brk.
 . "$top_srcdir/tests/lib.sh"
 
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+need_ptrace
 SNAPDUMP="$top_builddir/tests/tools/snapdump"
 
 # watch_mode MODE KIND: grow_maps MODE grows; the report says KIND grew.

@@ -9,8 +9,7 @@
 # is headed by V8's page allocator, marked [mmap].
 . "$top_srcdir/tests/lib.sh"
 
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+need_ptrace
 py=/usr/bin/python3
 node=$(command -v node || command -v nodejs || true)
 [ -x "$py" ] || [ -n "$node" ] || skip "neither /usr/bin/python3 nor node is installed (tests/install-deps.sh)"

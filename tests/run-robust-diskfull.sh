@@ -8,7 +8,7 @@
 # its agent no longer capturing.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 # expect_one_error PATTERN: stderr holds one error line matching PATTERN,
 # besides warnings and hints (a snapshot may fail to fit before the log does).
@@ -24,10 +24,7 @@ trap 'for p in $started_pids; do kill -9 "$p"; done 2>/dev/null; wait 2>/dev/nul
 	[ -n "$mounted" ] && umount "$mounted"; cleanup' EXIT
 
 : >churn.out
-"$robust" churn 0 4096 >churn.out &
-t=$!
-started_pids="$started_pids $t"
-wait_until "grep -q ops_per_s churn.out" 20
+start_churn churn.out 1 0 4096
 
 # 1. the file size limit: a few KiB of log at a 10 ms interval
 (ulimit -f 8 && exec "$MEMWATCH" -p "$t" -i 10ms -q --capture now --snap-every 200ms \
@@ -84,10 +81,7 @@ kill -0 "$t" || fail "snapshots on a full tmpfs: the target died"
 capture_off "snapshots on a full tmpfs" "$t"
 # a log write cut short by the file size limit leaves no half line
 : >churn2.out
-"$robust" churn 0 4096 >churn2.out &
-t=$!
-started_pids="$started_pids $t"
-wait_until "grep -q ops_per_s churn2.out" 20
+start_churn churn2.out 1 0 4096
 (ulimit -f 8 && exec "$MEMWATCH" -p "$t" -i 10ms -q --capture never -o fsize2.log >out 2>err)
 [ "$(tail -c 1 fsize2.log | od -An -c | tr -d ' ')" = '\n' ] ||
 	fail "the log ends in a half line: '$(tail -n 1 fsize2.log)'"

@@ -11,7 +11,7 @@
 # reuse the agent) and capture.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 reused=0
 for sig_ms in TERM:002 KILL:003 TERM:006 KILL:008 TERM:010 KILL:012 TERM:015 KILL:018 \
@@ -19,10 +19,7 @@ for sig_ms in TERM:002 KILL:003 TERM:006 KILL:008 TERM:010 KILL:012 TERM:015 KIL
 	sig=${sig_ms%:*}
 	ms=${sig_ms#*:}
 	: >"c$ms.out"
-	"$robust" churn 0 1024 >"c$ms.out" &
-	t=$!
-	started_pids="$started_pids $t"
-	wait_until "grep -q ops_per_s c$ms.out" 20
+	start_churn "c$ms.out" 1 0 1024
 	"$MEMWATCH" -p "$t" -i 100ms -q --capture now -o "k$ms.log" >/dev/null 2>&1 &
 	mw=$!
 	started_pids="$started_pids $mw"
@@ -44,10 +41,7 @@ echo "the agent was found loaded $reused times in 16"
 # SIGKILL right after the attach: the agent is in, capture started; the agent
 # sees its owner gone and stops, and the next watch reuses it
 : >ck.out
-"$robust" churn 0 1024 >ck.out &
-t=$!
-started_pids="$started_pids $t"
-wait_until "grep -q ops_per_s ck.out" 20
+start_churn ck.out 1 0 1024
 "$MEMWATCH" -p "$t" -i 100ms -q --capture now -o kk.log >/dev/null 2>&1 &
 mw=$!
 started_pids="$started_pids $mw"

@@ -9,7 +9,7 @@
 # memwatch is stopped, but survives intact, and a new watch attaches.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 # start_steady FILE: a fresh target (robust_target steady 0: one thread, which
 # checks its registers, signal mask and alternate stack after each sleep); $t.

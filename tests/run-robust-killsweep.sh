@@ -18,7 +18,7 @@
 # stopped, keep ticking, and a new watch must attach and capture.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 moments=0
 deaths=0
@@ -29,11 +29,7 @@ trials=0
 # requests KIND THREADS [read]: how many requests one attach to a fresh target
 # makes.
 requests() {
-	: >count.out
-	"$robust" steady "$2" ${3:-} >count.out &
-	t=$!
-	started_pids="$started_pids $t"
-	wait_until "grep -q '^tick ' count.out" 20
+	start_robust count.out 1 '^tick ' steady "$2" ${3:-}
 	MEMWATCH_INJECT_DEBUG=1 "$MEMWATCH" -p "$t" -i 100ms -d 200ms -q --capture now -o count.log \
 		>/dev/null 2>count.err
 	st=$?
@@ -69,11 +65,7 @@ check_target() {
 # kill_at KIND THREADS N [read]: a fresh target; memwatch dies before its Nth
 # request.
 kill_at() {
-	: >s.out
-	"$robust" steady "$2" ${4:-} >s.out &
-	t=$!
-	started_pids="$started_pids $t"
-	wait_until "grep -q '^tick ' s.out" 20
+	start_robust s.out 1 '^tick ' steady "$2" ${4:-}
 	MEMWATCH_TEST_KILL_AT=$3 "$MEMWATCH" -p "$t" -i 100ms -d 200ms -q --capture now -f -o k.log \
 		>/dev/null 2>k.err
 	st=$?

@@ -13,7 +13,7 @@ LOG=$top_srcdir/tests/data/plot-one.log
 kinds="show diff embed snap log"
 command -v "${MEMWATCH_GNUPLOT:-gnuplot}" >/dev/null 2>&1 && kinds="$kinds plot" ||
 	echo "no gnuplot: the plot cases are left out" >&2
-ptrace_allowed
+need_ptrace
 
 # a live process with an agent in it, for snap (-w 0 then takes no time) and
 # for the run log

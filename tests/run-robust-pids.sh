@@ -8,7 +8,7 @@
 # refusal.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 # a zombie: its parent prints its pid and sleeps without waiting for it
 "$robust" zombie 60 >zombie.out &
@@ -53,10 +53,8 @@ expect_err_line "pid $max: no such process$"
 
 # a process that exits while captured: status 7, exit and end events, the
 # snapshots whole, nothing half-written
-"$robust" churn 2.5 4096 >churn.out &
-c=$!
-started_pids="$started_pids $c"
-wait_until "grep -q ops_per_s churn.out" 10
+start_churn churn.out 1 2.5 4096
+c=$t
 run_mw 7 -p "$c" -i 100ms -q --capture now --snap-every 500ms -o exit.log
 [ -s err ] && fail "exiting target: stderr: $(cat err)"
 expect_grep "^# event [0-9.]+ $c capture-start " exit.log

@@ -7,13 +7,10 @@
 # captures as before. The same when memwatch run is killed: its command goes on.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 : >churn.out
-"$robust" churn 0 4096 >churn.out &
-t=$!
-started_pids="$started_pids $t"
-wait_until "[ \$(grep -c ops_per_s churn.out) -ge 3 ]" 20
+start_churn churn.out 3 0 4096
 before_from=1
 
 "$MEMWATCH" -p "$t" -i 100ms -q -t +4MiB --snap-every 500ms -o k.log >out 2>err &

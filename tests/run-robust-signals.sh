@@ -8,7 +8,7 @@
 # longer capturing, at its former speed.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 # watch_then_signal SIG LOGNAME EVENT DELAY ARGS...: start a watch of ARGS
 # writing LOGNAME, wait for a log line matching EVENT, sleep DELAY, send SIG;
@@ -52,10 +52,7 @@ ended_cleanly() {
 
 # 1. while capturing, after the trigger and a snapshot
 : >churn.out
-"$robust" churn 0 4096 >churn.out &
-t=$!
-started_pids="$started_pids $t"
-wait_until "[ \$(grep -c ops_per_s churn.out) -ge 3 ]" 20
+start_churn churn.out 3 0 4096
 for sig in INT TERM; do
 	watch_then_signal $sig "cap-$sig.log" " $t snapshot path=" 0.5 -p "$t" -i 100ms -t +4MiB
 	ended_cleanly "capturing, SIG$sig" $sig "cap-$sig.log"
@@ -70,10 +67,7 @@ kill "$t"
 
 # 2. as the trigger fires: the signal races the attach (best effort)
 : >churn2.out
-"$robust" churn 0 8192 >churn2.out &
-t=$!
-started_pids="$started_pids $t"
-wait_until "grep -q ops_per_s churn2.out" 20
+start_churn churn2.out 1 0 8192
 watch_then_signal TERM att.log " $t trigger " 0 -p "$t" -i 50ms -t +4MiB
 # an attach (or the start of capture after it) the signal cut short says so
 ended_cleanly "attaching, SIGTERM" TERM att.log \

@@ -7,7 +7,7 @@
 # never continues a process someone else stopped.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
-ptrace_allowed
+need_ptrace
 
 now() { date +%s.%N; }
 # took SINCE MAX WHAT: fail unless less than MAX seconds passed since SINCE.

@@ -1,8 +1,7 @@
 # tests/shared-lib.sh: helpers of the tests of several memwatch processes using
 # one agent (tests/run-shared-*.sh), sourced after tests/lib.sh.
 
-[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
-	[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
+need_ptrace
 snapdump=$top_builddir/tests/tools/snapdump
 [ -x "$snapdump" ] || skip "tests/tools/snapdump is not built"
 

@@ -1,0 +1,195 @@
+# tests/py-lib.sh: sourced after tests/lib.sh by the tests that watch an
+# interpreter (tests/run-python-*.sh, tests/run-agent-python.sh,
+# tests/run-agent-node.sh): start a script, step it through a fifo, take its
+# snapshots and check them. Every check calls fail in the caller's shell; the
+# figures come back in variables ($live, $pct), never through $(...).
+
+MIB=1048576
+script=${top_srcdir:?}/tests/targets/py_grow.py
+CTL=${top_builddir:?}/tests/tools/agentctl
+# the lines of py_grow.py's allocating statements
+small_line=$(grep -n 'kept.append((i, "item-' "$script" | cut -d: -f1)
+bytes_line=$(grep -n 'kept.append(bytes(' "$script" | cut -d: -f1)
+after_line=$(grep -n 'kept.append((i, "after-' "$script" | cut -d: -f1)
+
+# need_py311: Debian's python3, CPython 3.11 (the version the agent reads), as $py.
+need_py311() {
+	py=/usr/bin/python3
+	[ -x "$py" ] || skip "$py is not installed (tests/install-deps.sh)"
+	"$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
+		skip "$py is not CPython 3.11, the version the agent reads"
+}
+
+# live_total SNAP [malloc]: $live, the estimated live bytes of all the stacks
+# of SNAP; with malloc only those of the malloc kind (not the mmaps a runtime
+# makes itself, such as V8's, which reserve far more than they use). Returns 1
+# after failing if SNAP cannot be read.
+live_total() {
+	live=
+	if ! "$SNAPDUMP" "$1" >"$1.txt" 2>"$1.err"; then
+		fail "snapdump $1: $(cat "$1.err")"
+		return 1
+	fi
+	live=$(awk -v kind="${2:-all}" '/^stack / { b = 0; m = 0
+		for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "live_bytes") b = kv[2]
+			if (kv[1] == "flags") m = index("2367abef", substr(kv[2], length(kv[2]), 1)) > 0 }
+		if (kind == "all" || !m) t += b }
+	     END { printf "%.0f\n", t }' "$1.txt")
+}
+
+# python_state PID STATE: wait until the agent's status says python=STATE.
+python_state() {
+	wait_until "'$CTL' $1 status >st.out 2>&1 && grep -q ' python=$2\$' st.out" 20 ||
+		sed 's/^/  status: /' st.out >&2
+}
+
+# start_ctl OUT PID REQUESTS...: agentctl PID REQUESTS in the background, its
+# output in OUT; $ctl.
+start_ctl() {
+	local out=$1
+	shift
+	"$CTL" "$@" >"$out" 2>&1 &
+	ctl=$!
+	started_pids="$started_pids $ctl"
+}
+
+# expect_shows SNAP FUNCTION LINE: memwatch show SNAP names FUNCTION at
+# py_grow.py:LINE (an extended regular expression).
+expect_shows() {
+	run_mw 0 show "$1"
+	expect_grep "  $2  .*py_grow\.py:$3" out
+}
+
+# start_script NAME PROGRAM ARGS...: start_fifo_target (lib.sh), until it says
+# "ready"; $t. Returns 1 after failing if it never does.
+start_script() {
+	start_fifo_target "$@"
+	t=$target_pid
+	wait_until "[ -f $1.out ] && grep -q '^ready' $1.out" 30
+}
+
+# finished NAME PID: the script exits 0 having printed ok, with no Python
+# error and no crash on its stderr.
+finished() {
+	expect_target_exit "$2" "$1"
+	expect_no_grep 'Fatal Python error|Segmentation|Traceback' "$1.err"
+}
+
+# watch_script NAME PYTHON MODE [OPTIONS...]: py_grow.py MODE (it grows ~30-45
+# MiB/s for 12 s, up to ~200 MiB; under PYTHONMALLOC=$pymalloc where that is
+# set) watched by memwatch -p until 8 s with a +32 MiB trigger and OPTIONS. The
+# report is in NAME.report, the run log in NAME.log; $alive says whether the
+# script was still running when memwatch was done. memwatch exits 0, the
+# trigger fires, the script ends with ok.
+pymalloc=
+watch_script() {
+	local name=$1 python=$2 mode=$3 st
+	shift 3
+	alive=
+	if [ -n "$pymalloc" ]; then
+		PYTHONMALLOC=$pymalloc "$python" "$script" "$mode" 12 >"$name.out" 2>"$name.err" &
+	else
+		"$python" "$script" "$mode" 12 >"$name.out" 2>"$name.err" &
+	fi
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "grep -q ready $name.out 2>/dev/null" 30 || return 0
+	run_mw 0 -p "$t" -i 200ms -d 8s -q --trigger +32MiB -o "$name.log" "$@"
+	cp out "$name.report"
+	expect_grep "^# event [0-9.]+ $t capture-start " "$name.log"
+	kill -0 "$t" 2>/dev/null && alive=yes
+	wait "$t"
+	st=$?
+	[ "$st" -eq 0 ] || { fail "$name: python exited with status $st"; sed 's/^/  | /' "$name.err" >&2; }
+	expect_grep '^ok$' "$name.out"
+}
+
+# expect_top_row WHAT REPORT FUNCTION LINE: the first row of REPORT's growth
+# table names FUNCTION at py_grow.py:LINE.
+expect_top_row() {
+	local row
+	row=$(grep -E '^ +1 +\+' "$2")
+	case $row in
+	*"  $3  "*"py_grow.py:$4 "* | *"  $3  "*"py_grow.py:$4") ;;
+	*) fail "$1: the top row does not name $3 at py_grow.py:$4: $row" ;;
+	esac
+}
+
+# expect_explained WHAT REPORT LO [HI]: $pct, the share of the RSS growth that
+# REPORT says the sampled stacks explain, lies in LO..HI %.
+expect_explained() {
+	local want=">= $3"
+	[ -z "${4:-}" ] || want="$3..$4"
+	pct=$(sed -n 's/^  sampled stacks explain \([0-9]*\) % of the RSS growth.*/\1/p' "$2")
+	echo "$1: the sampled stacks explain ${pct:-no} % of the RSS growth"
+	case $pct in
+	'' | *[!0-9]*) ;;
+	*) [ "$pct" -ge "$3" ] && [ "$pct" -le "${4:-100000}" ] && return 0 ;;
+	esac
+	fail "$1: the sampled stacks explain '${pct:-no}' % of the RSS growth, expected $want"
+	sed 's/^/  | /' "$2" >&2
+}
+
+# The grow scripts of run-agent-python.sh and run-agent-node.sh: started, they
+# print "ready 0 PID"; at a line they keep 300 objects of 1 MiB and print
+# "ready 1"; at the next line "ok 300", and they exit.
+
+# grow_under_run PROGRAM SCRIPT HI [malloc]: under memwatch run (as the fifo
+# target r), capture from the start: nearly all 300 MiB are sampled, 240 to HI
+# MiB live (live_total's kind: malloc); memwatch run exits 0.
+grow_under_run() {
+	local prog=${1##*/} hi=$3 kind=${4:-} mw pid
+	start_fifo_target r timeout -k 5 60 "$MEMWATCH" run -q -- "$1" "$2"
+	mw=$target_pid
+	if wait_ready r "0 [0-9]*"; then
+		pid=$(awk '$1 == "ready" && $2 == 0 { print $3 }' r.out)
+		if step r && wait_ready r 1; then
+			run_mw 0 snap -p "$pid" -w 0 -o r.snap
+			[ -s r.snap ] && live_total r.snap $kind &&
+				expect_range "$prog: live bytes sampled under memwatch run" "$live" $((240 * MIB)) $((hi * MIB))
+		fi
+		step r
+	fi
+	grown_end r "$mw" "memwatch run -- $prog $2"
+}
+
+# grow_attached PROGRAM SCRIPT HI [malloc]: started plainly (as the fifo target
+# p), watched by memwatch -p with a +32 MiB trigger: attached once the growth
+# passes it, the final snapshot holds what was kept after that (about 300 - 32
+# MiB): 150 to HI MiB live. memwatch and the script exit 0.
+grow_attached() {
+	local prog=${1##*/} hi=$3 kind=${4:-} mw pid st last
+	start_fifo_target p "$1" "$2"
+	pid=$target_pid
+	if wait_ready p "0 [0-9]*"; then
+		"$MEMWATCH" -p "$pid" -i 200ms -t +32MiB -d 15s -q -o p.log >w.out 2>w.err &
+		mw=$!
+		started_pids="$started_pids $mw"
+		wait_until "grep -q '^# event .* start' p.log 2>/dev/null" 30 && step p && wait_ready p 1
+		wait "$mw"
+		st=$?
+		[ "$st" -eq 0 ] || { fail "$prog: memwatch -p $pid: status $st"; sed 's/^/  | /' w.err >&2; }
+		expect_grep "^# event .* $pid capture-start" p.log
+		last=$(ls p."$pid".*-final.snap 2>/dev/null | head -n 1)
+		if [ -n "$last" ]; then
+			live_total "$last" $kind &&
+				expect_range "$prog: live bytes sampled after memwatch -p attached" "$live" $((150 * MIB)) $((hi * MIB))
+		else
+			fail "$prog: memwatch -p wrote no final snapshot"
+			sed 's/^/  | /' p.log w.err >&2
+		fi
+		step p
+	fi
+	grown_end p "$pid" "$prog $2"
+}
+
+# grown_end NAME PID WHAT: its stdin closed (a script still waiting for a line
+# goes on), the target NAME exits 0 having printed "ok 300".
+grown_end() {
+	local st
+	end_target "$1"
+	wait "$2"
+	st=$?
+	[ "$st" -eq 0 ] || { fail "$3: status $st"; sed 's/^/  | /' "$1.err" >&2; }
+	expect_grep '^ok 300$' "$1.out"
+}
