@@ -415,6 +415,13 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 	if (pid <= 0)
 		return inject_fail(INJECT_ENOPROC, cause, hint, NULL, "no such process");
 restart:
+	/* a start over (another memwatch was attaching, the process executed
+	 * another program) forgets the threads seen before */
+	free(cands);
+	free(seen);
+	cands = seen = NULL;
+	ncand = 0;
+	nseen = 0;
 	if ((ret = inject_prepare(&ij, agent_path, cause, hint)) == -INJECT_EBUSY)
 		goto busy;
 	if (ret == -INJECT_ESTARTING && execs && mono_ns() < deadline && !stop_signal_pending()) {
@@ -486,21 +493,11 @@ execed:
 	}
 	if (debug)
 		fprintf(stderr, "inject: the process executed another program: starting over\n");
-	free(cands);
-	free(seen);
-	cands = seen = NULL;
-	ncand = 0;
-	nseen = 0;
 	injector_clear(&ij);
 	goto restart;
 busy:
 	if (debug)
 		fprintf(stderr, "inject: memwatch pid %d is attaching: waiting for it\n", ij.busy_by);
-	free(cands);
-	free(seen);
-	cands = seen = NULL;
-	ncand = 0;
-	nseen = 0;
 	nap_us((unsigned)rand_between(1000, 5000));
 	if ((ret = wait_other_memwatch(&ij, deadline, deadline_ms, cause, hint)) < 0)
 		goto out;
