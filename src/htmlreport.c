@@ -240,6 +240,31 @@ static void head(FILE *f, const struct report_opts *o, const struct runlog_data 
 	fprintf(f, "%zu samples, %zu events</p>\n", d->nsamples, d->nevents);
 }
 
+/* An event's detail as a person reads it: its "k=v" fields with their values
+ * decoded (run.log writes a space in a value as %20), one after another. */
+static void detail_cell(FILE *f, const char *detail)
+{
+	const char *p = detail;
+	bool first = true;
+
+	while (*p) {
+		size_t n;
+		char *tok;
+
+		while (*p == ' ')
+			p++;
+		if (!(n = strcspn(p, " ")))
+			break;
+		if (!first)
+			fputs(" &middot; ", f);
+		first = false;
+		tok = runlog_decode(p, n);
+		flame_escape(f, tok);
+		free(tok);
+		p += n;
+	}
+}
+
 /* The events of the run as a table. */
 static void events_table(FILE *f, const struct runlog_data *d)
 {
@@ -254,7 +279,7 @@ static void events_table(FILE *f, const struct runlog_data *d)
 		fputs("</td><td>", f);
 		flame_escape(f, ev->kind);
 		fputs("</td><td>", f);
-		flame_escape(f, ev->detail);
+		detail_cell(f, ev->detail);
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);

@@ -82,6 +82,8 @@ struct runlog_event_rec {
 /* s as an event value: every byte <= ' ', '%' and 0x7f written %XX (caller
  * frees). */
 char *runlog_encode(const char *s);
+/* The n bytes at v with every %XX runlog_encode wrote decoded (caller frees). */
+char *runlog_decode(const char *v, size_t n);
 /* The value of key in an event's detail ("k=v k2=v2"), decoded; NULL when
  * absent. Caller frees. */
 char *runlog_field(const char *detail, const char *key);

@@ -467,6 +467,25 @@ static int hexval(char c)
 	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
+char *runlog_decode(const char *v, size_t n)
+{
+	char *out = xmalloc(n + 1);
+	size_t i, k = 0;
+	int hi, lo;
+
+	for (i = 0; i < n; i++) {
+		if (v[i] == '%' && i + 2 < n + 1 && (hi = hexval(v[i + 1])) >= 0 &&
+		    (lo = hexval(v[i + 2])) >= 0 && (hi || lo)) {
+			out[k++] = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			out[k++] = v[i];
+		}
+	}
+	out[k] = '\0';
+	return out;
+}
+
 char *runlog_field(const char *detail, const char *key)
 {
 	size_t klen = strlen(key);
@@ -477,20 +496,7 @@ char *runlog_field(const char *detail, const char *key)
 			p++;
 		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
 			const char *v = p + klen + 1;
-			size_t n = strcspn(v, " "), i, k = 0;
-			char *out = xmalloc(n + 1);
-			for (i = 0; i < n; i++) {
-				int hi, lo;
-				if (v[i] == '%' && i + 2 < n + 1 && (hi = hexval(v[i + 1])) >= 0 &&
-				    (lo = hexval(v[i + 2])) >= 0 && (hi || lo)) {
-					out[k++] = (char)(hi * 16 + lo);
-					i += 2;
-				} else {
-					out[k++] = v[i];
-				}
-			}
-			out[k] = '\0';
-			return out;
+			return runlog_decode(v, strcspn(v, " "));
 		}
 		p = strchr(p, ' ');
 	}

@@ -68,6 +68,9 @@ expect_grep "^<h2>pid $demo: growth from flow\.$demo\.1\.snap to flow\.$demo\.[0
 expect_grep '^<g class="mwf"><title>cache_store$' run.html
 expect_grep 'cache_store  demo\.c:25' run.html
 expect_grep '^<h2>time line: [0-9]+ snapshots</h2>$' run.html
+# the events table shows the log's values decoded: the trigger's rule as words
+expect_grep '<td>trigger</td><td>rss=[0-9]+ &middot; .*rule=\+16\.0 MiB over baseline</td>' run.html
+expect_no_grep '%20' run.html
 expect_no_grep '(href|src)="(https?:|//)' run.html
 # the page is written atomically: an existing file is kept without --force
 run_mw 1 report -o run.html flow.log
