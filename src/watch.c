@@ -732,7 +732,7 @@ static void watch_end_run(struct watch *w)
 static void watch_end(struct watch *w)
 {
 	char *cause = NULL;
-	double t = watch_now(w);
+	double t;
 	size_t i;
 
 	status_clear(&w->sl);
@@ -740,7 +740,9 @@ static void watch_end(struct watch *w)
 	 * snapshots short */
 	sigs_handled = stop_signal_count();
 	for (i = 0; i < w->nm; i++) {
-		if (capture_end(w->m[i].cap, t, w->reason, false) < 0)
+		/* each at its own time: the last snapshots of those before it
+		 * took a while, and the log's events stay in time order */
+		if (capture_end(w->m[i].cap, watch_now(w), w->reason, false) < 0)
 			w->lost_output = true;
 		capture_free(w->m[i].cap);
 		free(w->m[i].cmd);

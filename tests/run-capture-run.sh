@@ -39,4 +39,16 @@ expect_err_line "cannot run './no-such-program': No such file or directory"
 # no command at all: a usage error
 run_mw 2 run -q
 expect_err_line "run: no command given"
+# --children: every process's last snapshot and capture-stop at the end of the
+# watch are written in time order, however long the earlier ones took
+run_mw 0 run -q -c --capture now -d 1500ms -o order.log -- \
+	sh -c "sleep 30 & sleep 30 & sleep 30 & wait"
+for p in $(sed -n 's/^# event [0-9.]* \([0-9]*\) capture-start .*/\1/p' order.log); do
+	started_pids="$started_pids $p"
+done
+n=$(grep -c '^# event [0-9.]* [0-9]* capture-stop ' order.log)
+[ "$n" -ge 3 ] || fail "$n capture-stop events, expected one per process (at least 3)"
+awk '$2 == "event" { if ($3 + 0 < last) { print "event at " $3 " after one at " last; bad = 1 } last = $3 + 0 }
+	END { exit bad }' order.log > order.out || fail "run.log's events are not in time order: $(cat order.out)"
+
 finish
