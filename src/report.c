@@ -17,7 +17,7 @@
 /* The options diff and show share, in their --help. */
 #define USAGE_FORMAT_OPTIONS \
 	"    -b, --by KIND          rows per stack (default), function or line\n" \
-	"    -d, --depth N          source frames shown per stack (default 5 in tables)\n" \
+	"        --depth N          source frames shown per stack (default 5 in tables)\n" \
 	"    -F, --format FMT       table (default), folded (flame graphs), json, svg (a flame\n" \
 	"                           graph that opens in a browser), or pprof (a gzipped\n" \
 	"                           profile.proto for go tool pprof; needs -o or a\n" \
@@ -93,7 +93,7 @@ void report_options_release(struct report_options *o)
 }
 
 /* Options with no short form. */
-enum { OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS, OPT_KIND };
+enum { OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS, OPT_KIND, OPT_DEPTH };
 
 /* Compile a --hide or --focus pattern into re. 0, or an exit status (said). */
 static int compile_pattern(const char *cmd, const char *opt, const char *pat, regex_t *re,
@@ -173,7 +173,7 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 	switch (c) {
 	case 'n':
 		return parse_count(cmd, "--top", optarg, &o->top, &o->top_set);
-	case 'd':
+	case OPT_DEPTH:
 		return parse_count(cmd, "--depth", optarg, &o->depth, &o->depth_set);
 	case 'm':
 		if (parse_size(optarg, &o->min_bytes, &cause) < 0) {
@@ -259,7 +259,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct report_op
 		{ "top", required_argument, NULL, 'n' },
 		{ "min-bytes", required_argument, NULL, 'm' },
 		{ "by", required_argument, NULL, 'b' },
-		{ "depth", required_argument, NULL, 'd' },
+		{ "depth", required_argument, NULL, OPT_DEPTH },
 		{ "format", required_argument, NULL, 'F' },
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "output", required_argument, NULL, 'o' },
@@ -276,12 +276,18 @@ static int parse_opts(int argc, char **argv, const char *usage, struct report_op
 	int c, st;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:n:m:b:d:F:D:o:E:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:n:m:b:F:D:o:E:h", longopts, NULL)) != -1) {
 		st = parse_opt(c, argv[0], usage, o);
 		if (st > 0 || (st == 0 && c == 'h'))
 			return st;
 		if (st == 0)
 			continue;
+		/* -d is a watch's --duration everywhere: it is no short --depth */
+		if (c == '?' && optopt == 'd') {
+			mw_error("%s: unknown option '-d' (-d is a watch's --duration; the frames "
+				 "shown per stack are --depth N)", argv[0]);
+			return MW_EXIT_USAGE;
+		}
 		return mw_option_error(argv[0], c, argv, optind, optopt);
 	}
 	st = check_opts(argv[0], o);

@@ -34,7 +34,7 @@ else
 	expect_grep ';<module>;for_seconds;grow_bytes;[^;]+;.* [0-9]+$' out
 	# deep enough for the interpreter's frames, inlined ones included where
 	# its debug info is installed (python3.11-dbg brings it)
-	run_mw 0 show --all-frames -d 64 "$last"
+	run_mw 0 show --all-frames --depth 64 "$last"
 	cp out bytes.all
 	# with --all-frames the row begins with native frames, the Python caller below
 	awk '/^ +1 +/ { on = 1; print; next } on && /^ +[0-9]+ +[-+0-9]/ { exit } on' bytes.all > bytes.row1

@@ -136,6 +136,12 @@ run_mw 2 show --top -3 a.snap
 expect_err_line "invalid --top"
 run_mw 2 show --frobnicate a.snap
 expect_err_line "unknown option"
+# -d is a watch's --duration, never a short --depth: said, with the long option
+run_mw 2 show -d 3 a.snap
+expect_err_line "show: unknown option '-d' \\(-d is a watch's --duration; the frames shown per stack are --depth N\\)\$"
+run_mw 2 diff -d 3 a.snap b.snap
+expect_err_line "diff: unknown option '-d'"
+run_mw 0 show --depth 3 a.snap
 run_mw 0 diff --help
 expect_grep 'memwatch diff \[options\] BEFORE\.snap AFTER\.snap' out
 finish
