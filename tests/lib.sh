@@ -9,14 +9,58 @@ set -u
 testname=$(basename "$0" .sh)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-$testname.XXXXXX")
 started_pids=
+# Every process the test starts inherits this, so that one still running when
+# the test ends (a server under a shell, a target nobody waited for) is found.
+MEMWATCH_TEST_ID="$testname.$$"
+export MEMWATCH_TEST_ID
+
+# left_running: the processes, but this shell, that still carry the test's id,
+# one "PID COMMAND" a line in $tmp/.left. (The glob is expanded here, before
+# grep is started, so grep itself is never among them.)
+left_running() {
+	local f p
+	: > "$tmp/.left"
+	grep -lzxF "MEMWATCH_TEST_ID=$MEMWATCH_TEST_ID" /proc/[0-9]*/environ > "$tmp/.leftf" 2>/dev/null
+	while read -r f; do
+		p=${f#/proc/}
+		p=${p%/environ}
+		[ "$p" = "$$" ] && continue
+		echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)" >> "$tmp/.left"
+	done < "$tmp/.leftf"
+	[ -s "$tmp/.left" ]
+}
+
+# cleanup [STATUS]: at exit, kill what the test said it started, then run
+# $cleanup_extra (a test's own undoing: an unmount, a cgroup removed); then any
+# other process it started that is still running after a grace period is a
+# failure of the test (and is killed). STATUS: the test's exit status, for a
+# trap of the test's own that calls cleanup after commands of its own.
+cleanup_extra=
 cleanup() {
+	local rc=${1:-$?} i=0
 	for p in $started_pids; do
 		kill -9 "$p" 2>/dev/null
 	done
-	wait 2>/dev/null
+	# (only these: a bare wait would also wait for any left running)
+	for p in $started_pids; do
+		wait "$p" 2>/dev/null
+	done
+	[ -n "$cleanup_extra" ] && eval "$cleanup_extra"
+	while left_running && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -s "$tmp/.left" ]; then
+		while read -r p cmd; do
+			echo "FAIL: the test left pid $p running: $cmd" >&2
+			kill -9 "$p" 2>/dev/null
+		done < "$tmp/.left"
+		rc=1
+	fi
 	if [ "${KEEP_TMP:-}" = "" ]; then
 		rm -rf "$tmp"
 	fi
+	exit "$rc"
 }
 trap cleanup EXIT
 cd "$tmp" || exit 99
@@ -42,7 +86,7 @@ need_python() {
 	elif command -v python3 >/dev/null 2>&1; then
 		PYTHON=python3
 	else
-		skip "python3 is not installed (tests/install-deps.sh)"
+		skip "python3 is not installed (sh tests/install-deps.sh --tests)"
 	fi
 	return 0
 }

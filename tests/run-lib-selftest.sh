@@ -4,7 +4,7 @@
 # helpers promise: a failure inside $(...) or a pipeline still fails the test,
 # a broken site() call fails the test, expect_err_line wants exactly one error
 # line, the checks of the fifo targets and of py-lib.sh fail when they should,
-# and a script with no failure passes.
+# a process left running fails the test, and a script with no failure passes.
 . "$top_srcdir/tests/lib.sh"
 
 # case NAME WANT BODY: run BODY as a test script; its status must be WANT.
@@ -42,4 +42,14 @@ printf 'memwatch: first\nmemwatch: second\n' > two.err
 case_status errline 1 'cp "'"$tmp"'/two.err" err' 'expect_err_line first'
 printf 'memwatch: first\n  hint: do this\n' > one.err
 case_status errhint 0 'cp "'"$tmp"'/one.err" err' 'expect_err_line first'
+# a process the test started and left running fails the test, and is ended:
+# one never named, and one under a shell that was named and killed
+case_status left 1 'sleep 61 & echo $! > "'"$tmp"'/left.pid"'
+case_status left-under 1 'sh -c "sleep 62; true" & started_pids="$started_pids $!"' \
+	'wait_until "pgrep -x -f \"sleep 62\" >/dev/null" 10'
+case_status ended 0 'sleep 63 & started_pids="$started_pids $!"'
+p=$(cat left.pid)
+wait_until "! kill -0 $p 2>/dev/null" 10
+pgrep -x -f "sleep 62" > /dev/null && fail "the process left under a shell was not ended"
+expect_grep "^FAIL: the test left pid $p running: sleep 61\$" case-left.out
 finish

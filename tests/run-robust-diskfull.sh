@@ -20,8 +20,7 @@ expect_one_error() {
 }
 
 mounted=
-trap 'for p in $started_pids; do kill -9 "$p"; done 2>/dev/null; wait 2>/dev/null
-	[ -n "$mounted" ] && umount "$mounted"; cleanup' EXIT
+cleanup_extra='[ -n "$mounted" ] && umount "$mounted"'
 
 : >churn.out
 start_churn churn.out 1 0 4096

@@ -158,7 +158,9 @@ if [ -z "$cg" ] || [ ! -e "$cg/cgroup.freeze" ]; then
 	[ -n "$cg" ] && rmdir "$cg"
 	finish
 fi
-trap 'echo 0 >"$cg/cgroup.freeze" 2>/dev/null; cleanup; rmdir "$cg" 2>/dev/null' EXIT
+# thawed before its processes are killed, removed once they are gone
+trap 'rc=$?; echo 0 >"$cg/cgroup.freeze" 2>/dev/null; cleanup "$rc"' EXIT
+cleanup_extra='rmdir "$cg" 2>/dev/null'
 "$TARGETS/demo" 60 >demo4.out &
 d4=$!
 started_pids="$started_pids $d4"
