@@ -9,7 +9,7 @@
 
 exporter=$(command -v prometheus-node-exporter || true)
 prom=$(command -v prometheus || true)
-[ -n "$exporter" ] && [ -n "$prom" ] || skip "prometheus and prometheus-node-exporter are not installed (tests/install-deps.sh)"
+[ -n "$exporter" ] && [ -n "$prom" ] || skip "prometheus and prometheus-node-exporter are not installed (sh tests/install-deps.sh --tests)"
 command -v curl >/dev/null 2>&1 || skip "curl is not installed"
 
 mkdir textfile
@@ -40,7 +40,9 @@ start_server() {
 		port=$((20000 + ($$ * 7 + tries * 131) % 30000))
 		# a port something answers on already is not ours to take
 		curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && continue
-		eval "$(printf '%s' "$*" | sed "s/@PORT@/$port/g")" > "$name.log" 2>&1 &
+		# exec: the background job is the server itself, so that the pid
+		# killed at the end is the server's, not a shell's above it
+		eval "exec $(printf '%s' "$*" | sed "s/@PORT@/$port/g")" > "$name.log" 2>&1 &
 		server=$!
 		started_pids="$started_pids $server"
 		i=0
