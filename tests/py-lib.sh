@@ -15,7 +15,7 @@ after_line=$(grep -n 'kept.append((i, "after-' "$script" | cut -d: -f1)
 # need_py311: Debian's python3, CPython 3.11 (the version the agent reads), as $py.
 need_py311() {
 	py=/usr/bin/python3
-	[ -x "$py" ] || skip "$py is not installed (tests/install-deps.sh)"
+	[ -x "$py" ] || skip "$py is not installed (sh tests/install-deps.sh --tests)"
 	"$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
 		skip "$py is not CPython 3.11, the version the agent reads"
 }

@@ -44,7 +44,7 @@ dbg=/usr/bin/python3.11-dbg
 if [ -x "$dbg" ]; then
 	watch debug "$dbg" 90 115
 else
-	echo "note: $dbg is not installed (python3.11-dbg, tests/install-deps.sh): debug build not tested" >&2
+	echo "note: $dbg is not installed (python3.11-dbg, sh tests/install-deps.sh --tests): debug build not tested" >&2
 fi
 py=/usr/bin/python3
 if [ -x "$py" ] && "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then

@@ -12,7 +12,7 @@
 need_ptrace
 py=/usr/bin/python3
 node=$(command -v node || command -v nodejs || true)
-[ -x "$py" ] || [ -n "$node" ] || skip "neither /usr/bin/python3 nor node is installed (tests/install-deps.sh)"
+[ -x "$py" ] || [ -n "$node" ] || skip "neither /usr/bin/python3 nor node is installed (sh tests/install-deps.sh --tests)"
 
 # watch_growth NAME CMD...: start CMD (it grows ~30 MiB/s for 12 s), watch it
 # until 8 s with a +32 MiB trigger, check the report and the program.
