@@ -21,6 +21,8 @@
 #include "python.h"
 
 #define PY_SMALL_REQUEST 512         /* pymalloc serves 1..512 bytes itself */
+/* Below this rate pymalloc's free is wrapped too (see "The wrappers"). */
+#define OWN_MIN_RATE (64 * 1024)
 #define PY_ALIGNMENT 16              /* in blocks of a multiple of 16 bytes (64-bit) */
 
 enum { PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ };
@@ -54,7 +56,20 @@ static int py_state;            /* enum mw_python_state, read by status */
  * pymalloc (see own_block). pymalloc's free hands any block outside its
  * arenas to the raw domain, that is free, where the hooks drop its record. Elsewhere (debug
  * hooks, tracemalloc's or another allocator underneath) every call is wrapped
- * and passed through. */
+ * and passed through.
+ *
+ * A sampled block taken from malloc costs 513 bytes (and malloc's header)
+ * where the object needed tens: nothing at the default rate, where one object
+ * in thousands is sampled, but at a rate of a few KiB it is a tenth more
+ * memory, and with every allocation sampled the heap grew 7-fold. Below
+ * OWN_MIN_RATE the domains are wrapped whole, free included, and sampled
+ * objects stay in pymalloc's arenas: a probe of the sampled-address filter at
+ * every free costs less than that (bench/python-overhead.sh, Debian's 3.11:
+ * at 4 KiB 1.32x CPU against 1.57x; at 64 KiB and above the allocating side
+ * alone stays cheaper). The choice is made when the wrappers go in, at a
+ * capture's start. A capture restarted at another rate while the helper was
+ * taking the previous wrappers out can leave the few blocks sampled meanwhile
+ * recorded after their free: figures a little high, never a fault. */
 
 struct wrap {
 	py_allocator prev;
@@ -320,7 +335,8 @@ static void swap_locked_gil(bool on)
 		 * the wrappers' to count, malloc has none); NULL when another
 		 * allocator is in. */
 		name = mw_py.allocator_name ? mw_py.allocator_name() : NULL;
-		own = name && strcmp(name, "pymalloc") == 0;
+		own = name && strcmp(name, "pymalloc") == 0 &&
+		      __atomic_load_n(&mw_rate, __ATOMIC_RELAXED) >= OWN_MIN_RATE;
 		mw_py.get_allocator(PYMEM_DOMAIN_RAW, &raw);
 		for (d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
 			mw_py.get_allocator(d, &cur);
