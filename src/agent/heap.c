@@ -32,13 +32,26 @@ bool mw_python_frames;
 mw_merge_fn *mw_frames_merge;
 
 /* One live sampled block, with the weights it was recorded with (worked out
- * once, not again at its free). */
+ * once, not again at its free). 24 bytes: with every allocation sampled the
+ * table holds a record for each live block of the program, and its size is
+ * most of what capture adds to the program's memory. */
 struct live {
 	uintptr_t key;       /* 0: empty */
-	uint64_t bytes, blocks_fx;
+	uint64_t bytes;
 	uint32_t stack;
-	uint32_t pad;
+	uint32_t blocks;     /* blocks_fx in units of BLOCKS_Q (see blocks_q) */
 };
+#define BLOCKS_Q_SHIFT 8
+
+/* A block weight as the live table keeps it: in units of 1/256 of a block,
+ * saturated (at a rate of GiBs); every weight added to or taken from the
+ * figures goes through it, so that a block's free takes away exactly what its
+ * sample added. */
+static uint64_t blocks_q(uint64_t wn)
+{
+	uint64_t q = (wn + (1u << (BLOCKS_Q_SHIFT - 1))) >> BLOCKS_Q_SHIFT;
+	return (q > UINT32_MAX ? UINT32_MAX : q) << BLOCKS_Q_SHIFT;
+}
 
 void mw_spin_lock(mw_spin_t *l)
 {
@@ -376,7 +389,7 @@ static size_t live_slot(uintptr_t p, size_t cap)
 
 static bool live_grow(struct shard *sh)
 {
-	size_t ncap = sh->cap ? sh->cap * 2 : 128, i;   /* 128: one page */
+	size_t ncap = sh->cap ? sh->cap * 2 : 128, i;   /* 128: under a page */
 	struct live *n = mw_map(ncap * sizeof *n);
 	if (!n)
 		return false;
@@ -432,23 +445,26 @@ static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn,
 {
 	struct live *e;
 	size_t j;
-	e = live_find(sh, p);
-	if (e) {
-		account_live(sh, e->stack, e->bytes, e->blocks_fx, -1);
-		e->bytes = wb;
-		e->blocks_fx = wn;
-		e->stack = id;
-		account_live(sh, id, wb, wn, 1);
+	wn = blocks_q(wn);
+	/* at most 3/4 full: linear probing still finds a block in a few probes */
+	if ((sh->n + 1) * 4 > sh->cap * 3 && !live_grow(sh) && !sh->cap)
 		return;
-	}
-	if ((sh->n + 1) * 2 > sh->cap && !live_grow(sh))
-		return;
-	for (j = live_slot(p, sh->cap); sh->live[j].key; j = (j + 1) & (sh->cap - 1))
-		;
-	sh->live[j].key = p;
-	sh->live[j].bytes = wb;
-	sh->live[j].blocks_fx = wn;
-	sh->live[j].stack = id;
+	/* one pass: the block's record, or the empty slot where it goes */
+	for (j = live_slot(p, sh->cap); (e = &sh->live[j])->key; j = (j + 1) & (sh->cap - 1))
+		if (e->key == p) {
+			account_live(sh, e->stack, e->bytes, (uint64_t)e->blocks << BLOCKS_Q_SHIFT, -1);
+			e->bytes = wb;
+			e->blocks = (uint32_t)(wn >> BLOCKS_Q_SHIFT);
+			e->stack = id;
+			account_live(sh, id, wb, wn, 1);
+			return;
+		}
+	if ((sh->n + 1) * 4 > sh->cap * 3)
+		return;      /* full, and it could not grow */
+	e->key = p;
+	e->bytes = wb;
+	e->blocks = (uint32_t)(wn >> BLOCKS_Q_SHIFT);
+	e->stack = id;
 	sh->n++;
 	filter_inc(p);
 	account_live(sh, id, wb, wn, 1);
@@ -459,12 +475,13 @@ static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t
 	struct live *e = live_find(sh, p);
 	if (!e)
 		return;
+	uint64_t wn = (uint64_t)e->blocks << BLOCKS_Q_SHIFT;
 	if (t) {
 		t->bytes = e->bytes;
-		t->blocks_fx = e->blocks_fx;
+		t->blocks_fx = wn;
 		t->stack = e->stack;
 	}
-	account_live(sh, e->stack, e->bytes, e->blocks_fx, -1);
+	account_live(sh, e->stack, e->bytes, wn, -1);
 	filter_dec(p);
 	live_delete(sh, e);
 }
@@ -511,6 +528,7 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	}
 	h = mw_hash_frames(frames, nf, flags);
 	mw_weights(size, &wb, &wn);
+	wn = blocks_q(wn);
 
 	sh = shard_of((uintptr_t)p);
 	lock_shard(sh);
