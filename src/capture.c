@@ -191,7 +191,7 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	maps_enrich_snapshot(s, c->pid);
 	/* a container's files are not ours: name its frames while it lives */
 	char **recorded = container_paths_into_root(s, c->pid);
-	if (recorded && symbolize_embed(s, NULL, 0, &cause) < 0) {
+	if (recorded && symbolize_embed(s, NULL, NULL, 0, &cause) < 0) {
 		mw_warn("pid %d: symbols from its container: %s", c->pid, cause);
 		free(cause);
 		cause = NULL;

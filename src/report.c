@@ -343,7 +343,7 @@ static int embed_copy(const struct report_options *o, struct snapshot *s)
 	char *cause = NULL;
 	int rc = 0;
 
-	if (nsym == 0 && symbolize_embed(s, o->dirs, o->ndirs, &cause) < 0)
+	if (nsym == 0 && symbolize_embed(s, NULL, o->dirs, o->ndirs, &cause) < 0)
 		rc = -1;
 	if (rc == 0 && snapshot_write(s, o->embed, true, &cause) < 0)
 		rc = -1;
@@ -431,6 +431,7 @@ int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs
 		o.top = 0;
 		report_svg(svg, &r, true);
 	}
+	symbolizer_warn_missing(r.z);
 	report_free(&r);
 	return MW_EXIT_OK;
 }
@@ -489,6 +490,8 @@ int report_write(const struct report_options *o, char *const *paths, int npaths)
 		report_free(&r);
 		return MW_EXIT_FAILURE;
 	}
+	/* an unnamed frame says why, once per module */
+	symbolizer_warn_missing(r.z);
 	if (outfile_commit(out, &cause) < 0) {
 		mw_error("%s", cause);
 		free(cause);

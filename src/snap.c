@@ -471,13 +471,13 @@ int cmd_snap(int argc, char **argv)
 	maps_enrich_snapshot(s, o.pid);
 	/* a container's files are not ours: name its frames while it lives */
 	char **recorded = container_paths_into_root(s, o.pid);
-	if (recorded && symbolize_embed(s, NULL, 0, &cause) < 0) {
+	if (recorded && symbolize_embed(s, NULL, NULL, 0, &cause) < 0) {
 		mw_warn("pid %d: symbols from its container: %s", o.pid, cause);
 		free(cause);
 		cause = NULL;
 	}
 	container_paths_restore(s, recorded);
-	if ((o.embed && !recorded && symbolize_embed(s, NULL, 0, &cause) < 0) ||
+	if ((o.embed && !recorded && symbolize_embed(s, NULL, NULL, 0, &cause) < 0) ||
 	    snapshot_write(s, path, o.force, &cause) < 0) {
 		mw_error("%s", cause);
 		goto out;
