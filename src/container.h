@@ -78,12 +78,13 @@ struct their_files {
 				  * for a warning; NULL: none */
 };
 
-/* For each module of s, a snapshot of pid taken now, whose file at the path
- * recorded here is not the file the process mapped (another mount namespace
- * or root, a file replaced or deleted since; told by the device and inode of
- * /proc/PID/map_files, else those /proc/PID/maps gives, else by build-id),
- * point its path at the process's own file, /proc/PID/root/PATH when that is
- * it, else /proc/PID/map_files/LO-HI, and flag it in tf->embed, so that
+/* For each module of s (a snapshot of pid taken now) that frames of s are
+ * in and whose file at the path recorded here is not the file the process
+ * mapped (another mount namespace or root, a file replaced or deleted since;
+ * told by the device and inode of /proc/PID/map_files, else those
+ * /proc/PID/maps gives, else by build-id), point its path at the process's
+ * own file, /proc/PID/root/PATH when that is it, else
+ * /proc/PID/map_files/LO-HI, and flag it in tf->embed, so that
  * symbolize_embed(s, tf->embed, ...) names its frames while the process
  * lives. A module that is the same file here is left alone: it is read when
  * reported. Put the paths back with container_files_restore, which also

@@ -62,6 +62,22 @@ static struct fmap *read_fmaps(int pid, size_t *n)
 	return v;
 }
 
+/* The first of the n mappings (in address order, as maps lists them) that
+ * ends above addr, or NULL. */
+static const struct fmap *first_above(const struct fmap *v, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].hi <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n ? &v[lo] : NULL;
+}
+
 /* The build-id of the regular file at fn equals the module's? */
 static bool same_build_id(const char *fn, const struct snap_module *m)
 {
@@ -119,9 +135,17 @@ void container_files_point(struct snapshot *s, int pid, struct their_files *tf)
 	int map_errno = 0;
 	size_t nunread = 0;
 
+	bool *used;
+
 	memset(tf, 0, sizeof *tf);
 	if (!maps)
 		return;
+	/* only the modules that frames of the snapshot are in matter */
+	used = xcalloc(s->nmodules ? s->nmodules : 1, sizeof *used);
+	for (size_t i = 0; i < s->nstacks; i++)
+		for (uint32_t j = 0; j < s->stacks[i].nframes; j++)
+			if (s->stacks[i].frames[j].module < s->nmodules)
+				used[s->stacks[i].frames[j].module] = true;
 	for (size_t i = 0; i < s->nmodules; i++) {
 		struct snap_module *m = &s->modules[i];
 		const struct fmap *fm = NULL;
@@ -131,11 +155,10 @@ void container_files_point(struct snapshot *s, int pid, struct their_files *tf)
 		ino_t ino;
 
 		/* "" (the main program unnamed), the vDSO, "[python]": no file */
-		if (!m->path || m->path[0] != '/')
+		if (!used[i] || !m->path || m->path[0] != '/')
 			continue;
-		for (size_t k = 0; k < nmaps && !fm; k++)
-			if (maps[k].lo < m->hi && maps[k].hi > m->lo)
-				fm = &maps[k];
+		if ((fm = first_above(maps, nmaps, m->lo)) && fm->lo >= m->hi)
+			fm = NULL;
 		if (!fm)
 			continue;   /* unmapped since (dlclose): nothing to read */
 		snprintf(mf, sizeof mf, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, fm->lo, fm->hi);
@@ -180,6 +203,7 @@ void container_files_point(struct snapshot *s, int pid, struct their_files *tf)
 		tf->nembed++;
 	}
 	free(maps);
+	free(used);
 	if (tf->unreadable) {
 		char *why = xasprintf("%s: %s here, and neither /proc/%d/root nor /proc/%d/map_files "
 				      "reaches %s (%s%s)", tf->unreadable,
