@@ -490,12 +490,13 @@ int report_write(const struct report_options *o, char *const *paths, int npaths)
 		report_free(&r);
 		return MW_EXIT_FAILURE;
 	}
-	/* an unnamed frame says why, once per module */
-	symbolizer_warn_missing(r.z);
 	if (outfile_commit(out, &cause) < 0) {
 		mw_error("%s", cause);
 		free(cause);
 		status = MW_EXIT_FAILURE;
+	} else {
+		/* the report is out: its unnamed frames say why, once per module */
+		symbolizer_warn_missing(r.z);
 	}
 	report_free(&r);
 	return status;
