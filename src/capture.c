@@ -88,6 +88,7 @@ struct capture {
 	char *first_snap, *last_snap;
 	char *exit_snap;         /* what was never freed, written by the agent at exit */
 	unsigned lost;           /* snapshots that could not be written */
+	bool unread_said;        /* modules that cannot be read were named */
 	bool stopped;            /* the watch saw the process stopped at this sample */
 	bool deferred;           /* a snapshot (or the attach) waits for it to run again */
 	double due_t;            /*   since then */
@@ -189,14 +190,22 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	path = snap_name(c, c->nsnaps + 1, suffix);
 	/* where the RSS is, by mapping, and the names of JIT frames */
 	maps_enrich_snapshot(s, c->pid);
-	/* a container's files are not ours: name its frames while it lives */
-	char **recorded = container_paths_into_root(s, c->pid);
-	if (recorded && symbolize_embed(s, NULL, 0, &cause) < 0) {
-		mw_warn("pid %d: symbols from its container: %s", c->pid, cause);
+	/* modules whose files are not ours at their paths (a container, its own
+	 * mount namespace, a file replaced since): name their frames while it
+	 * lives */
+	struct their_files tf;
+	container_files_point(s, c->pid, &tf);
+	if (tf.nembed && symbolize_embed(s, tf.embed, NULL, 0, &cause) < 0) {
+		mw_warn("pid %d: symbols from its own files: %s", c->pid, cause);
 		free(cause);
 		cause = NULL;
 	}
-	container_paths_restore(s, recorded);
+	if (tf.unreadable && !c->unread_said) {
+		/* said once: every snapshot of the capture would say it again */
+		mw_warn("pid %d: no symbols for %s", c->pid, tf.unreadable);
+		c->unread_said = true;
+	}
+	container_files_restore(s, &tf);
 	if (snapshot_write(s, path, c->o.force, &cause) < 0) {
 		/* said once; the log has every one (a full disk fails them all) */
 		if (!c->lost++)

@@ -1,12 +1,11 @@
 /* container.c: a target in other namespaces (Docker, Podman, Kubernetes) seen
  * from outside. Its pid inside its PID namespace names the agent's socket; its
  * root may hold other files than ours, so the agent is copied into it when it
- * is not there, and its symbols are read through /proc/PID/root; its network
- * namespace holds the agent's abstract socket. */
+ * is not there (its symbols are read through it: container_files.c); its
+ * network namespace holds the agent's abstract socket. */
 #include "config.h"
 #include "container.h"
 #include "proc.h"
-#include "snapshot.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -541,47 +540,4 @@ int container_connect(int pid, const struct sockaddr *sa, socklen_t salen, int t
 	if (a.fd < 0 && strcmp(a.what, "connect"))
 		*cause = xasprintf("pid %d: cannot %s: %s", pid, a.what, strerror(-a.fd));
 	return a.fd;
-}
-
-/* ---------------------------------------------------------------- symbols */
-
-char **container_paths_into_root(struct snapshot *s, int pid)
-{
-	char **saved;
-	bool needed = false;
-
-	if (!container_other_root(pid))
-		return NULL;
-	for (size_t i = 0; i < s->nmodules && !needed; i++) {
-		const char *p = s->modules[i].path;
-		char fn[PATH_MAX + 64];
-		struct stat ours, theirs;
-		if (!p || p[0] != '/')
-			continue;
-		snprintf(fn, sizeof fn, "/proc/%d/root%s", pid, p);
-		if (stat(fn, &theirs) < 0)
-			continue;
-		needed = stat(p, &ours) < 0 || ours.st_ino != theirs.st_ino || ours.st_dev != theirs.st_dev;
-	}
-	if (!needed)
-		return NULL;
-	saved = xcalloc(s->nmodules + 1, sizeof *saved);
-	for (size_t i = 0; i < s->nmodules; i++) {
-		saved[i] = s->modules[i].path;
-		if (saved[i] && saved[i][0] == '/')
-			s->modules[i].path = xasprintf("/proc/%d/root%s", pid, saved[i]);
-	}
-	return saved;
-}
-
-void container_paths_restore(struct snapshot *s, char **saved)
-{
-	if (!saved)
-		return;
-	for (size_t i = 0; i < s->nmodules; i++) {
-		if (s->modules[i].path != saved[i])
-			free(s->modules[i].path);
-		s->modules[i].path = saved[i];
-	}
-	free(saved);
 }

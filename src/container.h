@@ -67,12 +67,29 @@ int container_connect(int pid, const struct sockaddr *sa, socklen_t salen, int t
 struct unw_accessors;
 struct unw_accessors *container_unwind_accessors(int pid);
 
-/* When the process's module files are not the same files at the same paths
- * here (another root), point s's module paths into /proc/PID/root, so that
- * symbolize_embed, run while the process lives, reads its files; returns the
- * paths as recorded, to put back with container_paths_restore. NULL: nothing
- * to do. */
-char **container_paths_into_root(struct snapshot *s, int pid);
-void container_paths_restore(struct snapshot *s, char **saved);
+/* The modules of a snapshot whose files are not ours at the paths it records
+ * (container_files.c). */
+struct their_files {
+	size_t nembed;           /* how many modules are pointed at the process's files */
+	bool *embed;             /* per module: pointed there, its symbols to embed
+				  * (NULL or all false when nembed is 0) */
+	char **recorded;         /* per module: the path as recorded, when changed */
+	char *unreadable;        /* the modules that cannot be read at all and why,
+				  * for a warning; NULL: none */
+};
+
+/* For each module of s (a snapshot of pid taken now) that frames of s are
+ * in and whose file at the path recorded here is not the file the process
+ * mapped (another mount namespace or root, a file replaced or deleted since;
+ * told by the device and inode of /proc/PID/map_files, else those
+ * /proc/PID/maps gives, else by build-id), point its path at the process's
+ * own file, /proc/PID/root/PATH when that is it, else
+ * /proc/PID/map_files/LO-HI, and flag it in tf->embed, so that
+ * symbolize_embed(s, tf->embed, ...) names its frames while the process
+ * lives. A module that is the same file here is left alone: it is read when
+ * reported. Put the paths back with container_files_restore, which also
+ * frees what tf holds. */
+void container_files_point(struct snapshot *s, int pid, struct their_files *tf);
+void container_files_restore(struct snapshot *s, struct their_files *tf);
 
 #endif

@@ -349,7 +349,7 @@ static int embed_copy(const struct report_options *o, struct snapshot *s)
 	char *cause = NULL;
 	int rc = 0;
 
-	if (nsym == 0 && symbolize_embed(s, o->dirs, o->ndirs, &cause) < 0)
+	if (nsym == 0 && symbolize_embed(s, NULL, o->dirs, o->ndirs, &cause) < 0)
 		rc = -1;
 	if (rc == 0 && snapshot_write(s, o->embed, true, &cause) < 0)
 		rc = -1;
@@ -437,6 +437,7 @@ int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs
 		o.top = 0;
 		report_svg(svg, &r, true);
 	}
+	symbolizer_warn_missing(r.z);
 	report_free(&r);
 	return MW_EXIT_OK;
 }
@@ -499,6 +500,9 @@ int report_write(const struct report_options *o, char *const *paths, int npaths)
 		mw_error("%s", cause);
 		free(cause);
 		status = MW_EXIT_FAILURE;
+	} else {
+		/* the report is out: its unnamed frames say why, once per module */
+		symbolizer_warn_missing(r.z);
 	}
 	report_free(&r);
 	return status;

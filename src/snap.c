@@ -469,16 +469,23 @@ int cmd_snap(int argc, char **argv)
 	}
 	/* where the RSS is, by mapping, and the names of JIT frames */
 	maps_enrich_snapshot(s, o.pid);
-	/* a container's files are not ours: name its frames while it lives */
-	char **recorded = container_paths_into_root(s, o.pid);
-	if (recorded && symbolize_embed(s, NULL, 0, &cause) < 0) {
-		mw_warn("pid %d: symbols from its container: %s", o.pid, cause);
+	/* modules whose files are not ours at their paths (a container, its own
+	 * mount namespace, a file replaced since) are named from its own files
+	 * now, while it lives; with --embed-symbols, every module */
+	struct their_files tf;
+	bool embed_failed = false;
+	container_files_point(s, o.pid, &tf);
+	if (tf.unreadable)
+		mw_warn("pid %d: no symbols for %s", o.pid, tf.unreadable);
+	if (o.embed) {
+		embed_failed = symbolize_embed(s, NULL, NULL, 0, &cause) < 0;
+	} else if (tf.nembed && symbolize_embed(s, tf.embed, NULL, 0, &cause) < 0) {
+		mw_warn("pid %d: symbols from its own files: %s", o.pid, cause);
 		free(cause);
 		cause = NULL;
 	}
-	container_paths_restore(s, recorded);
-	if ((o.embed && !recorded && symbolize_embed(s, NULL, 0, &cause) < 0) ||
-	    snapshot_write(s, path, o.force, &cause) < 0) {
+	container_files_restore(s, &tf);
+	if (embed_failed || snapshot_write(s, path, o.force, &cause) < 0) {
 		mw_error("%s", cause);
 		goto out;
 	}

@@ -28,6 +28,7 @@ struct gmod {
 	bool use_files;          /* some snapshot without symbols has frames here */
 	uint64_t place;          /* the bias it has in our Dwfl */
 	bool reported;           /* report_module done (dwmod may still be NULL) */
+	enum sym_file file;      /* whether its file was found (once reported) */
 	struct fsym *syms;       /* its function symbols by address, once needed */
 	size_t nsyms;
 	bool syms_loaded;

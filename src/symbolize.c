@@ -377,8 +377,10 @@ static void start_dwfl(struct symbolizer *z)
 static void report_module(struct symbolizer *z, struct gmod *g, size_t i)
 {
 	Dwfl_Module *m = NULL;
+	Dwarf_Addr elf_bias;
 	void **ud;
 	int fd = -1;
+	bool other = false;
 
 	g->reported = true;
 	if (!z->dwfl || !g->use_files)
@@ -402,6 +404,7 @@ static void report_module(struct symbolizer *z, struct gmod *g, size_t i)
 			close(fd);
 	} else if (fd >= 0) {
 		close(fd);
+		other = true;
 	}
 	if (!m && g->build_id_len > 0 && g->hi > g->lo && g->lo >= g->bias) {
 		m = dwfl_report_module(z->dwfl, g->path[0] ? g->path : g->build_id_hex,
@@ -417,6 +420,10 @@ static void report_module(struct symbolizer *z, struct gmod *g, size_t i)
 	}
 	if (dwfl_report_end(z->dwfl, NULL, NULL) != 0)
 		mw_warn("dwfl_report_end: %s", dwfl_errmsg(-1));
+	/* a module reported by its build-id alone has its file looked for now (as
+	 * its first lookup would): none anywhere leaves its frames unnamed */
+	if (!m || !dwfl_module_getelf(m, &elf_bias))
+		g->file = other ? SYM_FILE_OTHER : SYM_FILE_ABSENT;
 }
 
 static const struct sym_loc *resolve(struct symbolizer *z, struct slot *sl, uint32_t g,
@@ -466,6 +473,34 @@ size_t symbolizer_nmodules(const struct symbolizer *z)
 	return z->nmods;
 }
 
+enum sym_file symbolizer_module_file(const struct symbolizer *z, uint32_t g)
+{
+	return g < z->nmods ? z->mods[g].file : SYM_FILE_FOUND;
+}
+
+void symbolizer_warn_missing(const struct symbolizer *z)
+{
+	for (size_t i = 0; i < z->nmods; i++) {
+		const struct gmod *g = &z->mods[i];
+		const char *id = g->build_id_hex;
+
+		if (g->file == SYM_FILE_FOUND)
+			continue;
+		if (!g->path[0])
+			mw_warn("no symbols for the module with build-id %s: no file of it is here, and "
+				"the snapshot does not carry them", id[0] ? id : "(none)");
+		else if (g->file == SYM_FILE_OTHER)
+			mw_warn("no symbols for %s: %s here is another build than %s, and the snapshot "
+				"does not carry them", g->name, g->path, id);
+		else if (id[0])
+			mw_warn("no symbols for %s: %s is not here, nor a debug file with build-id %s, "
+				"and the snapshot does not carry them", g->name, g->path, id);
+		else
+			mw_warn("no symbols for %s: %s is not here, and the snapshot does not carry them",
+				g->name, g->path);
+	}
+}
+
 /* Free the symbol section of s. */
 static void free_symbols(struct snapshot *s)
 {
@@ -494,8 +529,8 @@ static bool pseudo_module(const struct snapshot *s, uint32_t m)
 	return m < s->nmodules && s->modules[m].path && s->modules[m].path[0] == '[';
 }
 
-long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t ndirs,
-		     char **cause)
+long symbolize_embed(struct snapshot *s, const bool *only, const char *const *debug_dirs,
+		     size_t ndirs, char **cause)
 {
 	struct symbolizer *z;
 	struct snapshot view = *s;
@@ -517,11 +552,14 @@ long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t n
 			struct snap_symbol *y;
 			uint32_t k;
 
-			if (fr->module >= s->nmodules || pseudo_module(s, fr->module))
+			if (fr->module >= s->nmodules || pseudo_module(s, fr->module) ||
+			    (only && !only[fr->module]))
 				continue;
 			loc = symbolizer_lookup(z, map[fr->module], fr->offset);
 			if (z->nlocs == before)
 				continue;   /* seen already */
+			if (z->mods[map[fr->module]].file != SYM_FILE_FOUND)
+				continue;   /* left to the report to find, or to say missing */
 			if (nsym == asym) {
 				asym = asym ? asym * 2 : 256;
 				syms = xrealloc(syms, asym * sizeof *syms);
@@ -544,9 +582,10 @@ long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t n
 	symbolizer_free(z);
 	/* the names of frames outside every module (JIT code, from the perf map
 	 * when the snapshot was stored) and of Python frames come from no file:
-	 * keep them */
+	 * keep them, and those of the modules not asked for */
 	for (i = 0; i < s->nsymbols; i++) {
-		if (s->symbols[i].module != SNAP_NO_MODULE && !pseudo_module(s, s->symbols[i].module))
+		uint32_t m = s->symbols[i].module;
+		if (m != SNAP_NO_MODULE && !pseudo_module(s, m) && !(only && m < s->nmodules && !only[m]))
 			continue;
 		if (nsym == asym) {
 			asym = asym ? asym * 2 : 256;

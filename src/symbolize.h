@@ -62,12 +62,29 @@ const char *symbolizer_module_name(const struct symbolizer *z, uint32_t gmod);
 /* How many global modules are known. */
 size_t symbolizer_nmodules(const struct symbolizer *z);
 
+/* Whether a module's file was found, once one of its frames was looked up. */
+enum sym_file {
+	SYM_FILE_FOUND,          /* found, or not looked for (no frame of it looked up,
+				  * or its frames named by a symbol section) */
+	SYM_FILE_ABSENT,         /* nothing at its path here, nor by build-id */
+	SYM_FILE_OTHER,          /* the file at its path here has another build-id,
+				  * and none with its own was found */
+};
+enum sym_file symbolizer_module_file(const struct symbolizer *z, uint32_t gmod);
+/* Say on stderr, one line each, which modules had frames looked up but no file
+ * found: their frames are unnamed. */
+void symbolizer_warn_missing(const struct symbolizer *z);
+
 /* Fill s->symbols with the resolved frames of every distinct frame of s's
  * stacks (replacing any symbols it had), so the snapshot can be reported where
- * its binaries are not. Debug directories as for symbolizer_new. Returns the
- * number of frames that resolved to a function name, or -1 with *cause. */
-long symbolize_embed(struct snapshot *s, const char *const *debug_dirs, size_t ndirs,
-		     char **cause);
+ * its binaries are not. Only the modules i with only[i] set when only is not
+ * NULL (the others are left to be read from files when reported); never a
+ * module whose file is not found (so that a report looks for it again, and
+ * says it when it is still missing). Debug directories as for symbolizer_new.
+ * Returns the number of frames that resolved to a function name, or -1 with
+ * *cause. */
+long symbolize_embed(struct snapshot *s, const bool *only, const char *const *debug_dirs,
+		     size_t ndirs, char **cause);
 
 /* The hex form of a build-id, into buf (2 * len + 1 bytes). */
 char *sym_hex(char *buf, const uint8_t *bits, size_t len);

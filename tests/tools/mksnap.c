@@ -407,7 +407,7 @@ int main(int argc, char **argv)
 	snap.mallinfo.releasable = mi.keepcost;
 	snap.rss_bytes = rss_bytes();
 	snap.time_ns = wall_ns();
-	if (embed && symbolize_embed(&snap, NULL, 0, &cause) < 0) {
+	if (embed && symbolize_embed(&snap, NULL, NULL, 0, &cause) < 0) {
 		fprintf(stderr, "mksnap: %s\n", cause);
 		return 1;
 	}
