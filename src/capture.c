@@ -389,6 +389,11 @@ static void capture_begin(struct capture *c, double t)
 		c->first_t = t;
 	}
 
+	if (c->o.refused && c->pid == c->o.exit_pid) {
+		/* memwatch run said why when it started the program without it */
+		capture_fail(c, t, "attach-failed", c->o.refused);
+		return;
+	}
 	if (!c->o.preloaded) {
 		struct inject_result r;
 		char *agent = find_agent_library();
@@ -426,7 +431,7 @@ static void capture_begin(struct capture *c, double t)
 	}
 	if (fd < 0 && c->o.preloaded) {
 		mw_error("pid %d: the preloaded agent did not start: %s", c->pid, cause);
-		mw_hint("LD_PRELOAD is ignored for static and set-uid programs; attach with memwatch -p PID once it runs, or check MEMWATCH_AGENT");
+		mw_hint("LD_PRELOAD is ignored for set-uid programs; attach with memwatch -p PID once it runs, or check MEMWATCH_AGENT");
 		capture_fail(c, t, "attach-failed", cause);
 		free(cause);
 		return;
