@@ -5,9 +5,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +49,68 @@ static int exit_file(void)
 		free(p);
 	}
 	return fd;
+}
+
+/* Make dir (a directory of ours that no one else may write into), or find it
+ * made. 0, or -1. */
+static int own_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -1;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022))
+		return -1;
+	return 0;
+}
+
+/* The agent as LD_PRELOAD is to name it: "DIR/$PLATFORM/libmemwatch-agent.so",
+ * where DIR/PLATFORM (this machine's AT_PLATFORM, x86_64) holds a link to it.
+ * glibc's loader expands $PLATFORM and loads the agent; musl's finds no such
+ * file and, as for any preload it cannot find, goes on without it: a musl
+ * program the command starts (sh -c, a script's exec) still starts, where
+ * the agent itself would stop it ("symbol not found"). DIR is
+ * TMPDIR/memwatch-UID/agent-DEV-INO, made once for that agent file and kept
+ * (programs the command leaves running may still exec others). The agent's
+ * own path when that cannot be made. Caller frees. */
+static char *preload_path(const char *agent)
+{
+	const char *plat = (const char *)getauxval(AT_PLATFORM), *tmp = getenv("TMPDIR");
+	char *real = realpath(agent, NULL), *top = NULL, *dir = NULL, *pdir = NULL, *link = NULL;
+	char *ret = NULL, target[PATH_MAX];
+	struct stat st, lst;
+	ssize_t n;
+
+	if (!real)
+		return xstrdup(agent);
+	if (!plat || !*plat || strpbrk(plat, "/: $") || stat(real, &st) < 0)
+		goto out;
+	top = xasprintf("%s/memwatch-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)geteuid());
+	dir = xasprintf("%s/agent-%llx-%llx", top, (unsigned long long)st.st_dev,
+			(unsigned long long)st.st_ino);
+	pdir = xasprintf("%s/%s", dir, plat);
+	link = xasprintf("%s/%s", pdir, base_name(real));
+	/* separators of LD_PRELOAD, or a token of the loader's own, in the path */
+	if (strpbrk(dir, ": \t$") || own_dir(top) < 0 || own_dir(dir) < 0 || own_dir(pdir) < 0)
+		goto out;
+	n = readlink(link, target, sizeof target - 1);
+	if (n < 0 || (size_t)n != strlen(real) || memcmp(target, real, (size_t)n)) {
+		unlink(link);
+		if (symlink(real, link) < 0 && errno != EEXIST)
+			goto out;
+	}
+	if (stat(link, &lst) == 0 && lst.st_dev == st.st_dev && lst.st_ino == st.st_ino)
+		ret = xasprintf("%s/$PLATFORM/%s", dir, base_name(real));
+out:
+	if (!ret)
+		ret = xstrdup(real);
+	free(real);
+	free(top);
+	free(dir);
+	free(pdir);
+	free(link);
+	return ret;
 }
 
 /* Set the environment the agent is preloaded with in the child. The exit file
@@ -143,7 +207,7 @@ static char *refusal(const char *cmd)
 int cmd_run(int argc, char **argv)
 {
 	struct watch_opts o;
-	char *agent, *cmdline, *cause = NULL, *refused = NULL;
+	char *agent, *cmdline, *cause = NULL, *refused = NULL, *preload;
 	int argi = 0, rc, pid, exit_fd;
 
 	watch_opts_init(&o);
@@ -185,8 +249,10 @@ int cmd_run(int argc, char **argv)
 	}
 	exit_fd = o.capture.mode != CAPTURE_NEVER && !refused ? exit_file() : -1;
 
-	pid = spawn(argv + argi, refused ? NULL : agent, &o.capture, o.children, exit_fd);
+	preload = refused ? NULL : preload_path(agent);
+	pid = spawn(argv + argi, preload, &o.capture, o.children, exit_fd);
 	free(agent);
+	free(preload);
 	if (pid < 0) {
 		mw_error("cannot run '%s': %s", argv[argi], strerror(-pid));
 		if (exit_fd >= 0)
