@@ -86,7 +86,8 @@ static char *preload_path(const char *agent)
 		return xstrdup(agent);
 	if (!plat || !*plat || strpbrk(plat, "/: $") || stat(real, &st) < 0)
 		goto out;
-	top = xasprintf("%s/memwatch-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)geteuid());
+	/* every program of the command's tree resolves it, from any directory */
+	top = xasprintf("%s/memwatch-%u", tmp && tmp[0] == '/' ? tmp : "/tmp", (unsigned)geteuid());
 	dir = xasprintf("%s/agent-%llx-%llx", top, (unsigned long long)st.st_dev,
 			(unsigned long long)st.st_ino);
 	pdir = xasprintf("%s/%s", dir, plat);
