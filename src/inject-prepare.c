@@ -3,7 +3,8 @@
  * that can take the agent (progkind.c), where dlopen and __restore_rt are,
  * the agent's start function), the checks repeated on a stopped thread
  * (still_ours, same_program), and the refusals explained (explain_eperm:
- * which of ptrace's permission rules forbids it, and the fix). The attach itself is inject.c. */
+ * which of ptrace's permission rules forbids it, and the fix). The attach
+ * itself is inject.c. */
 #include "config.h"
 #include "container.h"
 #include "inject-internal.h"
@@ -220,8 +221,9 @@ static int check_process(struct injector *ij, char **cause, char **hint)
 }
 
 /* Its maps and C library: readable (permissions), a program that can take
- * the agent (glibc, not Go) and has finished starting, its code files the same for us as for it; the
- * loader and libpthread too. 0 or -kind (-INJECT_EBUSY: another memwatch). */
+ * the agent (glibc, not Go) and has finished starting, its code files the
+ * same for us as for it; the loader and libpthread too. 0 or -kind
+ * (-INJECT_EBUSY: another memwatch). */
 static int read_target(struct injector *ij, char **cause, char **hint)
 {
 	int pid = ij->pid, r;
