@@ -17,6 +17,7 @@
 #include "container.h"
 #include "control.h"
 #include "inject.h"
+#include "progkind.h"
 #include "proc.h"
 #include "report.h"
 #include "snapshot.h"
@@ -421,6 +422,23 @@ static void capture_begin(struct capture *c, double t)
 		runlog_event(c->log, t, c->pid, "attach",
 			     "pause_ms=%.2f total_ms=%.1f tid=%d attempts=%u reused=%d", r.pause_ms,
 			     r.total_ms, r.tid, r.attempts, r.already_loaded);
+	}
+	if (c->o.preloaded) {
+		/* a program the command started that cannot take the agent (static,
+		 * musl, Go: its loader skipped the preload) is told at once, and
+		 * truly, rather than after the grace */
+		struct prog_info pi;
+		prog_judge_pid(c->pid, &pi);
+		if (prog_refused(pi.kind)) {
+			char what[400], *why = xasprintf("the process %s: %s",
+							 prog_what(&pi, what, sizeof what),
+							 prog_why(pi.kind));
+			mw_error("pid %d: its allocations cannot be sampled: %s", c->pid, why);
+			mw_hint("%s", prog_hint(pi.kind));
+			capture_fail(c, t, "attach-failed", why);
+			free(why);
+			return;
+		}
 	}
 	fd = control_connect(c->pid, CONTROL_TIMEOUT_MS, &cause);
 	if (fd < 0 && c->o.preloaded && (fd == -ECONNREFUSED || fd == -ENOENT) &&

@@ -13,21 +13,24 @@ unset LD_PRELOAD MEMWATCH_AGENT_OPTIONS
 # noagent_start NAME PROG: start PROG in the background, its output in
 # NAME.out; $na_pid once it said "up".
 noagent_start() {
-	rm -f "$tmp/$1.go"
+	# a stale NAME.out would say "up" before the new program does
+	rm -f "$tmp/$1.go" "$1.out"
 	"$2" "$tmp/$1.go" >"$1.out" 2>"$1.err" &
 	na_pid=$!
 	started_pids="$started_pids $na_pid"
 	wait_until "grep -q '^up ' '$1.out'" 30
 }
 
-# expect_nothing_loaded PID: the running process has no agent mapped and no
-# preload or agent options in its environment.
+# expect_nothing_loaded PID [inherited]: the running process has no agent
+# mapped and (unless it inherited them from a process that took the agent)
+# no preload or agent options in its environment.
 expect_nothing_loaded() {
 	if [ ! -r "/proc/$1/maps" ]; then
 		fail "pid $1 is not running"
 		return 0
 	fi
 	expect_no_grep 'libmemwatch-agent' "/proc/$1/maps"
+	[ "${2:-}" = inherited ] && return 0
 	tr '\0' '\n' <"/proc/$1/environ" >"environ.$1"
 	expect_no_grep '^(LD_PRELOAD|MEMWATCH_AGENT_OPTIONS)=' "environ.$1"
 }
@@ -67,7 +70,7 @@ check_noagent() {
 	noagent_end "$name" "$p"
 
 	# run: started without the agent, watched, its own exit status
-	rm -f "$tmp/$name.go"
+	rm -f "$tmp/$name.go" "$name.out"
 	"$MEMWATCH" run -o "$name-run.log" -- "$prog" "$tmp/$name.go" >"$name.out" 2>err &
 	mw=$!
 	started_pids="$started_pids $mw"
@@ -89,4 +92,33 @@ check_noagent() {
 	expect_grep '^done 1$' "$name.out"
 	expect_grep "^# event [0-9.]+ $p attach-failed cause=the%20program" "$name-run.log"
 	expect_grep "^# event [0-9.]+ $p exit status=3" "$name-run.log"
+}
+
+# check_noagent_child NAME PROG WHAT WHY HINT: PROG started by the command of
+# memwatch run --children (a glibc shell, which takes the agent) is told at
+# once as "the process WHAT: WHY", with the hint; it runs, nothing is loaded
+# into it, and its status comes back through the shell.
+check_noagent_child() {
+	local name=$1 prog=$2 what=$3 why=$4 hint=$5 p mw
+	rm -f "$tmp/$name.go" "$name.out"
+	"$MEMWATCH" run --children -i 200ms -o "$name-ch.log" -- \
+		sh -c '"$1" "$2"; exit $?' sh "$prog" "$tmp/$name.go" >"$name.out" 2>err &
+	mw=$!
+	started_pids="$started_pids $mw"
+	wait_until "grep -q '^up ' '$name.out'" 30
+	p=$(sed -n 's/^up \([0-9]*\) .*/\1/p' "$name.out")
+	if [ -n "$p" ]; then
+		wait_until "grep -q 'pid $p: its allocations cannot be sampled' err" 30
+		expect_nothing_loaded "$p" inherited
+	else
+		fail "$name: the program started by the command did not start"
+	fi
+	touch "$tmp/$name.go"
+	wait "$mw"
+	status=$?
+	[ "$status" -eq 3 ] || { fail "$name (child): memwatch run exited $status, expected 3"; sed 's/^/  stderr: /' err >&2; }
+	expect_grep '^done 1$' "$name.out"
+	expect_err_line "pid $p: its allocations cannot be sampled: the process $what: $why\$"
+	expect_grep "^  hint: $hint" err
+	expect_grep "^# event [0-9.]+ $p attach-failed cause=the%20process" "$name-ch.log"
 }

@@ -21,4 +21,9 @@ check_noagent go "$tmp/go_target" \
 	'is a Go program \(statically linked\)' \
 	'Go allocates from its own heap, which the agent does not see' \
 	"use Go's heap profiler, runtime/pprof"
+# started by the command, under --children
+check_noagent_child go "$tmp/go_target" \
+	'is a Go program \(statically linked\)' \
+	'Go allocates from its own heap, which the agent does not see' \
+	"use Go's heap profiler, runtime/pprof"
 finish

@@ -36,7 +36,7 @@ check_noagent renamed "$tmp/renamed" \
 # (its loader finds no agent to load) and its status comes back
 printf '#!/bin/sh\nexec "$@"\n' >wrap.sh
 chmod +x wrap.sh
-rm -f "$tmp/wrap.go"
+rm -f "$tmp/wrap.go" wrap.out
 "$MEMWATCH" run -o wrap.log -- ./wrap.sh "$tmp/musl_target" "$tmp/wrap.go" >wrap.out 2>err &
 mw=$!
 started_pids="$started_pids $mw"
@@ -66,4 +66,7 @@ for c in "" --children; do
 	expect_grep '^status 3$' forked.out
 	expect_no_grep 'Error (relocating|loading)' err
 done
+# started by the command, under --children
+check_noagent_child musl "$tmp/musl_target" \
+	'uses musl libc \(its ELF interpreter is /[^)]*\)' 'the agent is built for glibc' "$hint"
 finish

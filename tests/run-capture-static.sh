@@ -9,4 +9,8 @@ need_ptrace
 check_noagent static "$TARGETS/noagent_static" \
 	'is statically linked \(it has no ELF interpreter\)' 'no library can be loaded into it' \
 	"link it dynamically, or use its allocator's own profiler"
+# started by the command, under --children
+check_noagent_child static "$TARGETS/noagent_static" \
+	'is statically linked \(it has no ELF interpreter\)' 'no library can be loaded into it' \
+	"link it dynamically, or use its allocator's own profiler"
 finish
