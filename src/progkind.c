@@ -118,8 +118,11 @@ static void elf_facts_read(int fd, struct elf_facts *f)
 	f->go = has_go_sections(elf);
 	f->glibc_loader = defines_glibc_versions(elf);
 	/* musl's loader prints "musl libc (ARCH)" when run as a program: its own
-	 * words, in no other C library */
-	f->musl = !f->glibc_loader && memmem(raw, size, "musl libc (", 11) != NULL;
+	 * words, in no other C library. Looked for only in what may be a loader
+	 * (a shared object, no interpreter of its own), not in every static
+	 * program however large. */
+	f->musl = f->dyn && !f->has_interp && !f->go && !f->glibc_loader &&
+		  memmem(raw, size, "musl libc (", 11) != NULL;
 out:
 	elf_end(elf);
 }
