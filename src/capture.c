@@ -17,6 +17,7 @@
 #include "container.h"
 #include "control.h"
 #include "inject.h"
+#include "progkind.h"
 #include "proc.h"
 #include "report.h"
 #include "snapshot.h"
@@ -398,6 +399,11 @@ static void capture_begin(struct capture *c, double t)
 		c->first_t = t;
 	}
 
+	if (c->o.refused && c->pid == c->o.exit_pid) {
+		/* memwatch run said why when it started the program without it */
+		capture_fail(c, t, "attach-failed", c->o.refused);
+		return;
+	}
 	if (!c->o.preloaded) {
 		struct inject_result r;
 		char *agent = find_agent_library();
@@ -426,6 +432,23 @@ static void capture_begin(struct capture *c, double t)
 			     "pause_ms=%.2f total_ms=%.1f tid=%d attempts=%u reused=%d", r.pause_ms,
 			     r.total_ms, r.tid, r.attempts, r.already_loaded);
 	}
+	if (c->o.preloaded) {
+		/* a program the command started that cannot take the agent (static,
+		 * musl, Go: its loader skipped the preload) is told at once, and
+		 * truly, rather than after the grace */
+		struct prog_info pi;
+		prog_judge_pid(c->pid, &pi);
+		if (prog_refused(pi.kind)) {
+			char what[400], *why = xasprintf("the process %s: %s",
+							 prog_what(&pi, what, sizeof what),
+							 prog_why(pi.kind));
+			mw_error("pid %d: its allocations cannot be sampled: %s", c->pid, why);
+			mw_hint("%s", prog_hint(pi.kind));
+			capture_fail(c, t, "attach-failed", why);
+			free(why);
+			return;
+		}
+	}
 	fd = control_connect(c->pid, CONTROL_TIMEOUT_MS, &cause);
 	if (fd < 0 && c->o.preloaded && (fd == -ECONNREFUSED || fd == -ENOENT) &&
 	    t - c->first_t < PRELOAD_GRACE_S) {
@@ -435,7 +458,7 @@ static void capture_begin(struct capture *c, double t)
 	}
 	if (fd < 0 && c->o.preloaded) {
 		mw_error("pid %d: the preloaded agent did not start: %s", c->pid, cause);
-		mw_hint("LD_PRELOAD is ignored for static and set-uid programs; attach with memwatch -p PID once it runs, or check MEMWATCH_AGENT");
+		mw_hint("LD_PRELOAD is ignored for set-uid programs; attach with memwatch -p PID once it runs, or check MEMWATCH_AGENT");
 		capture_fail(c, t, "attach-failed", cause);
 		free(cause);
 		return;

@@ -25,6 +25,8 @@ struct capture_opts {
 	unsigned max_depth;              /* --max-depth (default 64) */
 	uint64_t max_stacks;             /* --max-stacks (0: the agent's default) */
 	bool preloaded;                  /* memwatch run: the agent is in already */
+	const char *refused;             /* memwatch run: why the agent cannot be in exit_pid
+					  * (its program cannot take it), or NULL */
 	bool report;                     /* print the growth report at the end (default yes) */
 	bool force;                      /* overwrite existing snapshot files */
 	const char *snap_prefix;         /* snapshot names: <prefix>.<pid>.<n>.snap */

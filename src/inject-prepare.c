@@ -1,20 +1,20 @@
 /* inject-prepare.c: what the injector learns of a process before it stops any
- * thread (inject_prepare: alive, a process, not traced or stopped, glibc and
- * not Go, where dlopen and __restore_rt are, the agent's start function), the
- * checks repeated on a stopped thread (still_ours, same_program), and the
- * refusals explained (explain_eperm: which of ptrace's permission rules
- * forbids it, and the fix). The attach itself is inject.c. */
+ * thread (inject_prepare: alive, a process, not traced or stopped, a program
+ * that can take the agent (progkind.c), where dlopen and __restore_rt are,
+ * the agent's start function), the checks repeated on a stopped thread
+ * (still_ours, same_program), and the refusals explained (explain_eperm:
+ * which of ptrace's permission rules forbids it, and the fix). The attach
+ * itself is inject.c. */
 #include "config.h"
 #include "container.h"
 #include "inject-internal.h"
+#include "progkind.h"
 #include "util.h"
 #include "agent/protocol.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,35 +78,6 @@ bool process_exists(int pid)
 	struct proc_status st;
 	snprintf(fn, sizeof fn, "/proc/%d/status", pid);
 	return proc_status_read(fn, &st) == 0 && st.state != 'Z' && st.state != 'X';
-}
-
-/* Whether the program is written in Go: its goroutines run on small stacks
- * of its own making, where a call into dlopen would overflow, and its threads
- * do not unwind through libc's tables. Recognised by Go's own ELF sections. */
-static bool is_go_program(int pid)
-{
-	char fn[64];
-	bool go = false;
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	Elf *elf;
-	int fd;
-
-	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
-	if ((fd = open(fn, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	elf_version(EV_CURRENT);
-	if ((elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) && elf_getshdrstrndx(elf, &shstrndx) == 0) {
-		while (!go && (scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			const char *name;
-			if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)))
-				go = !strcmp(name, ".go.buildinfo") || !strcmp(name, ".gopclntab");
-		}
-	}
-	elf_end(elf);
-	close(fd);
-	return go;
 }
 
 /* Is pid another memwatch (the same program as this one, or one named so)? */
@@ -249,9 +220,10 @@ static int check_process(struct injector *ij, char **cause, char **hint)
 	return 0;
 }
 
-/* Its maps and C library: readable (permissions), a glibc process that has
- * finished starting, not Go, its code files the same for us as for it; the
- * loader and libpthread too. 0 or -kind (-INJECT_EBUSY: another memwatch). */
+/* Its maps and C library: readable (permissions), a program that can take
+ * the agent (glibc, not Go) and has finished starting, its code files the
+ * same for us as for it; the loader and libpthread too. 0 or -kind
+ * (-INJECT_EBUSY: another memwatch). */
 static int read_target(struct injector *ij, char **cause, char **hint)
 {
 	int pid = ij->pid, r;
@@ -281,33 +253,34 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 			ij->cl.vdso_hi = ij->cl.maps.v[i].hi;
 		}
 
+	/* what the program is (its interpreter, Go), whatever its files are named:
+	 * one that cannot take the agent is told apart from one still starting */
+	struct prog_info pi;
+	prog_judge_pid(pid, &pi);
+	if (prog_refused(pi.kind)) {
+		char what[400];
+		return inject_fail(INJECT_EUNSUPPORTED, cause, hint, prog_hint(pi.kind),
+			    "the process %s: %s", prog_what(&pi, what, sizeof what), prog_why(pi.kind));
+	}
 	r = module_from_maps(pid, &ij->cl.maps, match_libc, 0, 0, true, NULL, &ij->cl.libc, cause);
 	if (r < 0)
 		return r == -2 ? -INJECT_EUNSUPPORTED : -INJECT_EINTERNAL;
 	if (r == 0) {
-		bool musl = false, any_loader = false;
-		for (size_t i = 0; i < ij->cl.maps.n; i++) {
-			const char *b = base_name(ij->cl.maps.v[i].path);
-			if (!strncmp(b, "ld-musl", 7) || !strncmp(b, "libc.musl", 9))
-				musl = true;
-			if (is_ldso_name(b))
+		bool any_loader = false;
+		for (size_t i = 0; i < ij->cl.maps.n; i++)
+			if (is_ldso_name(base_name(ij->cl.maps.v[i].path)))
 				any_loader = true;
+		/* the program could not be read: its maps say what they can */
+		if (!any_loader && pi.kind == PROG_UNKNOWN) {
+			pi.kind = PROG_STATIC;
+			return inject_fail(INJECT_EUNSUPPORTED, cause, hint, prog_hint(pi.kind),
+				    "the process has no C library or dynamic loader mapped: %s",
+				    prog_why(pi.kind));
 		}
-		if (musl)
-			return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
-				    "the process uses musl libc; only glibc processes can be attached to");
-		if (!any_loader)
-			return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
-				    "the process is statically linked (no libc.so or dynamic loader mapped)");
 		/* the dynamic loader and no C library yet: the program is starting */
 		return inject_fail(INJECT_ESTARTING, cause, hint, NULL,
 			    "the process is still starting (its C library is not loaded yet)");
 	}
-	if (is_go_program(pid))
-		return inject_fail(INJECT_EUNSUPPORTED, cause, hint,
-			    "Go programs have their own heap profiler (runtime/pprof)",
-			    "the process is a Go program: its goroutine stacks are too small "
-			    "to load a library on");
 	bool deleted;
 	const char *blind = unwind_blind_spot(pid, &ij->cl.maps, &deleted);
 	if (blind && deleted)

@@ -1,12 +1,15 @@
 /* run.c: memwatch run -- CMD ARGS: start a program with the agent preloaded and
- * watch it as memwatch -p does; exit with the program's own status. */
+ * watch it as memwatch -p does; exit with the program's own status. A program
+ * the agent cannot be loaded into (progkind.c) starts without it. */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +17,7 @@
 #include "agent/protocol.h"
 #include "capture.h"
 #include "commands.h"
+#include "progkind.h"
 #include "subproc.h"
 #include "util.h"
 #include "watch.h"
@@ -22,6 +26,9 @@ const char run_usage[] =
 	"  memwatch run [OPTIONS] [--] CMD [ARGS...]\n"
 	"      Start CMD with the agent preloaded and watch it like memwatch -p; every\n"
 	"      watch and capture option above applies except -p (default --capture now).\n"
+	"      A CMD the agent cannot be loaded into (statically linked, musl, Go, a C\n"
+	"      library other than glibc) starts without it and is watched only, with\n"
+	"      one line saying why.\n"
 	"      Waits for CMD and exits with its exit status (128+N when a signal N ended\n"
 	"      it). With -d the watch ends at the duration instead: memwatch exits 0 and\n"
 	"      CMD goes on running (its pid is said on stderr). Without -c, a CMD that\n"
@@ -42,6 +49,69 @@ static int exit_file(void)
 		free(p);
 	}
 	return fd;
+}
+
+/* Make dir (a directory of ours that no one else may write into), or find it
+ * made. 0, or -1. */
+static int own_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -1;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022))
+		return -1;
+	return 0;
+}
+
+/* The agent as LD_PRELOAD is to name it: "DIR/$PLATFORM/libmemwatch-agent.so",
+ * where DIR/PLATFORM (this machine's AT_PLATFORM, x86_64) holds a link to it.
+ * glibc's loader expands $PLATFORM and loads the agent; musl's finds no such
+ * file and, as for any preload it cannot find, goes on without it: a musl
+ * program the command starts (sh -c, a script's exec) still starts, where
+ * the agent itself would stop it ("symbol not found"). DIR is
+ * TMPDIR/memwatch-UID/agent-DEV-INO, made once for that agent file and kept
+ * (programs the command leaves running may still exec others). The agent's
+ * own path when that cannot be made. Caller frees. */
+static char *preload_path(const char *agent)
+{
+	const char *plat = (const char *)getauxval(AT_PLATFORM), *tmp = getenv("TMPDIR");
+	char *real = realpath(agent, NULL), *top = NULL, *dir = NULL, *pdir = NULL, *link = NULL;
+	char *ret = NULL, target[PATH_MAX];
+	struct stat st, lst;
+	ssize_t n;
+
+	if (!real)
+		return xstrdup(agent);
+	if (!plat || !*plat || strpbrk(plat, "/: $") || stat(real, &st) < 0)
+		goto out;
+	/* every program of the command's tree resolves it, from any directory */
+	top = xasprintf("%s/memwatch-%u", tmp && tmp[0] == '/' ? tmp : "/tmp", (unsigned)geteuid());
+	dir = xasprintf("%s/agent-%llx-%llx", top, (unsigned long long)st.st_dev,
+			(unsigned long long)st.st_ino);
+	pdir = xasprintf("%s/%s", dir, plat);
+	link = xasprintf("%s/%s", pdir, base_name(real));
+	/* separators of LD_PRELOAD, or a token of the loader's own, in the path */
+	if (strpbrk(dir, ": \t$") || own_dir(top) < 0 || own_dir(dir) < 0 || own_dir(pdir) < 0)
+		goto out;
+	n = readlink(link, target, sizeof target - 1);
+	if (n < 0 || (size_t)n != strlen(real) || memcmp(target, real, (size_t)n)) {
+		unlink(link);
+		if (symlink(real, link) < 0 && errno != EEXIST)
+			goto out;
+	}
+	if (stat(link, &lst) == 0 && lst.st_dev == st.st_dev && lst.st_ino == st.st_ino)
+		ret = xasprintf("%s/$PLATFORM/%s", dir, base_name(real));
+out:
+	if (!ret)
+		ret = xstrdup(real);
+	free(real);
+	free(top);
+	free(dir);
+	free(pdir);
+	free(link);
+	return ret;
 }
 
 /* Set the environment the agent is preloaded with in the child. The exit file
@@ -77,7 +147,8 @@ static void setup_preload(const char *agent, const struct capture_opts *co, bool
 	free(opts);
 }
 
-/* What the child needs before exec: the preload, when there is an agent. */
+/* What the child needs before exec: the preload, when there is an agent (NULL:
+ * the program cannot take it). */
 struct preload {
 	const char *agent;
 	const struct capture_opts *co;
@@ -88,7 +159,7 @@ struct preload {
 static void child_preload(void *arg)
 {
 	const struct preload *p = arg;
-	if (p->co->mode != CAPTURE_NEVER)
+	if (p->co->mode != CAPTURE_NEVER && p->agent)
 		setup_preload(p->agent, p->co, p->children, p->exit_fd);
 }
 
@@ -109,10 +180,35 @@ static int spawn(char **argv, const char *agent, const struct capture_opts *co, 
 	return pid == 0 ? -exec_errno : pid;
 }
 
+/* Whether the agent cannot be loaded into the program cmd starts (found on
+ * PATH as exec finds it; a script judged by its interpreter). Then says so
+ * once, with the fix, and returns the cause for the run log (caller frees);
+ * else NULL, and the agent is preloaded. */
+static char *refusal(const char *cmd)
+{
+	char *path = prog_find_in_path(cmd), what[400], *subject;
+	struct prog_info pi;
+
+	if (!path)
+		return NULL;      /* exec says what is wrong */
+	prog_judge_file(path, &pi);
+	free(path);
+	if (!prog_refused(pi.kind))
+		return NULL;
+	prog_what(&pi, what, sizeof what);
+	subject = pi.script ? xasprintf("'%s', the interpreter of '%s',", pi.judged, cmd)
+			    : xasprintf("'%s'", cmd);
+	mw_warn("%s %s: its allocations cannot be sampled (%s); its memory is watched only",
+		subject, what, prog_why(pi.kind));
+	mw_hint("%s", prog_hint(pi.kind));
+	free(subject);
+	return xasprintf("the program %s: %s", what, prog_why(pi.kind));
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct watch_opts o;
-	char *agent, *cmdline, *cause = NULL;
+	char *agent, *cmdline, *cause = NULL, *refused = NULL, *preload;
 	int argi = 0, rc, pid, exit_fd;
 
 	watch_opts_init(&o);
@@ -137,22 +233,32 @@ int cmd_run(int argc, char **argv)
 		watch_opts_release(&o);
 		return MW_EXIT_FAILURE;
 	}
+	/* never stop a program from starting: one the agent cannot be loaded
+	 * into (musl's loader fails on it) starts without it, watched from /proc;
+	 * what it starts is attached to as memwatch -p would */
+	if (o.capture.mode != CAPTURE_NEVER)
+		refused = refusal(argv[argi]);
+	o.capture.refused = refused;
+	o.capture.preloaded = !refused;
 	agent = find_agent_library();
-	if (o.capture.mode != CAPTURE_NEVER && access(agent, R_OK) != 0) {
+	if (o.capture.mode != CAPTURE_NEVER && !refused && access(agent, R_OK) != 0) {
 		mw_error("cannot find the agent library '%s': %s", agent, strerror(errno));
 		mw_hint("set MEMWATCH_AGENT to the path of libmemwatch-agent.so");
 		free(agent);
+		watch_opts_release(&o);
 		return MW_EXIT_FAILURE;
 	}
-	o.capture.preloaded = true;
-	exit_fd = o.capture.mode != CAPTURE_NEVER ? exit_file() : -1;
+	exit_fd = o.capture.mode != CAPTURE_NEVER && !refused ? exit_file() : -1;
 
-	pid = spawn(argv + argi, agent, &o.capture, o.children, exit_fd);
+	preload = refused ? NULL : preload_path(agent);
+	pid = spawn(argv + argi, preload, &o.capture, o.children, exit_fd);
 	free(agent);
+	free(preload);
 	if (pid < 0) {
 		mw_error("cannot run '%s': %s", argv[argi], strerror(-pid));
 		if (exit_fd >= 0)
 			close(exit_fd);
+		free(refused);
 		watch_opts_release(&o);
 		return -pid == ENOENT ? 127 : 126;
 	}
@@ -166,6 +272,7 @@ int cmd_run(int argc, char **argv)
 	free(cmdline);
 	if (exit_fd >= 0)
 		close(exit_fd);
+	free(refused);
 	watch_opts_release(&o);
 	return rc;
 }

@@ -98,7 +98,8 @@ s=$!
 started_pids="$started_pids $s"
 wait_exec "$s" "$TARGETS/attach_static"
 run_inject 5 "$s" "$PROBE" ""
-expect_err_line "pid $s: cannot attach: the process is statically linked"
+expect_err_line "pid $s: cannot attach: the process is statically linked \\(it has no ELF interpreter\\): no library can be loaded into it$"
+expect_grep "^  hint: link it dynamically, or use its allocator's own profiler$" err
 wait_target "$s" 30
 [ "$target_status" -eq 0 ] || fail "static target exited with $target_status"
 
@@ -108,7 +109,8 @@ g=$!
 started_pids="$started_pids $g"
 wait_exec "$g" "$TARGETS/attach_gofake"
 run_inject 5 "$g" "$PROBE" ""
-expect_err_line "pid $g: cannot attach: the process is a Go program"
+expect_err_line "pid $g: cannot attach: the process is a Go program \\(dynamically linked\\): Go allocates from its own heap"
+expect_grep "^  hint: use Go's heap profiler, runtime/pprof" err
 wait_target "$g" 30
 [ "$target_status" -eq 0 ] || fail "Go-like target exited with $target_status"
 
