@@ -318,6 +318,18 @@ bool same_program(const struct injector *ij)
 	return read_code(ij, now) && !memcmp(now, ij->code, sizeof now);
 }
 
+/* Whether any of libc's code is mapped executable in the process yet. */
+static bool libc_code_mapped(const struct injector *ij)
+{
+	for (size_t i = 0; i < ij->cl.maps.n; i++) {
+		const struct mapping *mp = &ij->cl.maps.v[i];
+		if (mp->perms[2] == 'x' && mp->inode == ij->cl.libc.inode &&
+		    !strcmp(mp->path, ij->cl.libc.path))
+			return true;
+	}
+	return false;
+}
+
 /* Where dlopen is: libc's (glibc >= 2.34), libdl's, or libc's private
  * __libc_dlopen_mode; and libc's __restore_rt, which our calls return into.
  * 0 or -kind. */
@@ -349,6 +361,11 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 	}
 	if (!(ij->rt_sigreturn_addr = find_rt_sigreturn(pid, &ij->cl.maps, &ij->cl.libc)) && errno == EPERM)
 		return explain_eperm(ij, cause, hint);
+	if (!ij->rt_sigreturn_addr && !libc_code_mapped(ij))
+		/* the loader has mapped libc's file but not yet its code: the
+		 * program is starting */
+		return inject_fail(INJECT_ESTARTING, cause, hint, NULL,
+			    "the process is still starting (its C library is being loaded)");
 	if (!ij->rt_sigreturn_addr)
 		return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 			    "no signal return code (__restore_rt) found in the process's libc (%s)",
