@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "container.h"
 #include "control.h"
+#include "hotspot.h"
 #include "inject.h"
 #include "maps.h"
 #include "proc.h"
@@ -466,6 +467,14 @@ int cmd_snap(int argc, char **argv)
 	if (!s) {
 		mw_error("pid %d: the agent sent an invalid snapshot: %s", o.pid, cause);
 		goto out;
+	}
+	{
+		/* a JVM's names of its compiled methods, written now */
+		struct hotspot jvm = { 0 };
+		char *why = NULL;
+		if (hotspot_perfmap(&jvm, o.pid, HOTSPOT_TIMEOUT_MS, &why) < 0)
+			fprintf(stderr, "memwatch: pid %d: %s\n", o.pid, why);
+		free(why);
 	}
 	/* where the RSS is, by mapping, and the names of JIT frames */
 	maps_enrich_snapshot(s, o.pid);
