@@ -1,0 +1,90 @@
+#!/bin/sh
+# run-capture-jvm.sh: a HotSpot JVM (Debian's OpenJDK) leaking native memory
+# through java.util.zip.Inflater objects never end()ed. memwatch asks the JVM
+# for its perf map itself before each snapshot (HotSpot's attach socket, as
+# jcmd does), so the report names the Inflater's compiled Java methods, with no
+# map made beforehand; the JVM goes on running. A JVM started with
+# -XX:+DisableAttachMechanism is told about in one line with the jcmd command,
+# is sent no SIGQUIT, and is watched with native names.
+. "$top_srcdir/tests/lib.sh"
+
+need_ptrace
+[ -f "$MEMWATCH_AGENT" ] || skip "the agent is not built ($MEMWATCH_AGENT)"
+unset DEBUGINFOD_URLS
+jdk=
+for d in /usr/lib/jvm/java-*-openjdk-*; do
+	[ -x "$d/bin/java" ] && [ -x "$d/bin/javac" ] || continue
+	v=${d#/usr/lib/jvm/java-}
+	v=${v%%-*}
+	case $v in '' | *[!0-9]*) continue ;; esac
+	# Compiler.perfmap came with JDK 17
+	[ "$v" -ge 17 ] && jdk=$d && break
+done
+[ -n "$jdk" ] || skip "Debian's OpenJDK 17 or later is not installed (openjdk-17-jdk-headless)"
+"$jdk/bin/javac" -d . "$top_srcdir/tests/targets/InflaterLeak.java" >javac.out 2>&1 ||
+	{ fail "javac InflaterLeak.java: $(cat javac.out)"; finish; }
+
+# jvm_start NAME JAVA-OPTIONS...: InflaterLeak as the fifo target NAME, until
+# it says "ready 0 PID", then leaking (ready 1); $j. Its perf map and attach
+# files are gone when it ends (the test's cleanup kills it otherwise).
+jvm_start() {
+	local name=$1
+	shift
+	start_fifo_target "$name" "$jdk/bin/java" -Xmx64m "$@" -cp . InflaterLeak
+	j=$target_pid
+	wait_ready "$name" "0 $j" 30 || return 1
+	# no map but the one memwatch asks for
+	rm -f "/tmp/perf-$j.map"
+	step "$name" && wait_ready "$name" 1
+}
+
+# jvm_end NAME: the JVM still answers: it stops leaking, says ok and exits 0,
+# having printed no thread dump (what a SIGQUIT does that the JVM does not
+# take as an attach trigger); memwatch left no trigger file behind.
+jvm_end() {
+	kill -0 "$j" 2>/dev/null || fail "$1: the JVM is gone after memwatch"
+	step "$1"
+	expect_target_exit "$j" "$1"
+	expect_no_grep 'Full thread dump' "$1.out"
+	[ ! -e ".attach_pid$j" ] && [ ! -e "/tmp/.attach_pid$j" ] ||
+		fail "$1: memwatch left the attach trigger .attach_pid$j"
+	rm -f "/tmp/perf-$j.map"
+}
+
+# 1. Watched with -p: the growth is the Inflaters', named from the map the
+# watch had the JVM write at its snapshots.
+if jvm_start a; then
+	run_mw 0 -p "$j" -i 200ms -d 8s -q --trigger +16MiB -o w.log
+	cp out w.report
+	expect_grep "^# event [0-9.]+ $j jvm-perfmap ms=[0-9.]+ signalled=1$" w.log
+	expect_no_grep 'jvm-perfmap-failed' w.log
+	[ -s "/tmp/perf-$j.map" ] || fail "the JVM wrote no /tmp/perf-$j.map"
+	# the top row: an Inflater method, compiled (an address in no module)
+	expect_grep '^ +1 +\+[0-9.]+ [KM]iB .*  [a-z]+ java\.util\.zip\.Inflater\.[a-z<>]+\(.*\)  \(0x[0-9a-f]+\)' w.report
+	expect_no_grep 'not named' err
+	# and a snapshot on demand, from a map written again for it
+	rm -f "/tmp/perf-$j.map"
+	run_mw 0 snap -p "$j" -w 2 -o s.snap
+	expect_no_grep 'not named' err
+	[ -s "/tmp/perf-$j.map" ] || fail "snap: the JVM wrote no /tmp/perf-$j.map"
+	run_mw 0 show s.snap
+	expect_grep '^ +1 +[0-9.]+ [KM]iB .*  [a-z]+ java\.util\.zip\.Inflater\.[a-z<>]+\(.*\)  \(0x[0-9a-f]+\)' out
+	jvm_end a
+fi
+
+# 2. A JVM that refuses attach: one line with the jcmd command, at the first
+# of its snapshots only; native frames are named still.
+if jvm_start b -XX:+DisableAttachMechanism; then
+	run_mw 0 -p "$j" -i 200ms -d 6s -q --trigger +16MiB --snap-every +8MiB -o d.log
+	cp err d.err
+	expect_err_line "pid $j: Java methods are not named: the JVM was started with -XX:\+DisableAttachMechanism, which \`jcmd $j Compiler\.perfmap\` needs too"
+	expect_grep "^# event [0-9.]+ $j jvm-perfmap-failed cause=" d.log
+	expect_grep "^# event [0-9.]+ $j snapshot path=.*\.([3-9]|[1-9][0-9])(-final)?\.snap" d.log
+	[ ! -e "/tmp/.java_pid$j" ] || fail "the JVM that refuses attach has an attach socket"
+	[ ! -e "/tmp/perf-$j.map" ] || fail "the JVM that refuses attach wrote a perf map"
+	run_mw 0 show --all-frames d.*-final.snap
+	expect_grep 'Java_java_util_zip_Inflater_init  ' out
+	expect_no_grep 'java\.util\.zip\.Inflater\.' out
+	jvm_end b
+fi
+finish
