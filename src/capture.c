@@ -14,6 +14,7 @@
 
 #include "capture.h"
 #include "maps.h"
+#include "perfmap.h"
 #include "container.h"
 #include "control.h"
 #include "hotspot.h"
@@ -98,6 +99,7 @@ struct capture {
 	bool rx_late;            /*   its lateness was logged */
 	enum owed rx_why;        /*   why it is owed */
 	struct hotspot jvm;      /* a HotSpot JVM asked for its perf map */
+	char *perfmap_here;      /* its perf map, readable once it is gone */
 	double call_t;           /* the watch's time at this call, */
 	uint64_t call_ns;        /*   and the monotonic clock then */
 };
@@ -220,6 +222,17 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		ask_jvm(c, t);
 	/* where the RSS is, by mapping, and the names of JIT frames */
 	maps_enrich_snapshot(s, c->pid);
+	if (strcmp(suffix, "-exit")) {
+		char *here = perfmap_path_here(c->pid);
+		if (here) {
+			free(c->perfmap_here);
+			c->perfmap_here = here;
+		}
+	} else if (!s->nsymbols && c->perfmap_here) {
+		/* the process is gone, its map is not: the names as written for
+		 * the last snapshot (a method compiled since is not named) */
+		perfmap_embed_file(s, c->perfmap_here);
+	}
 	/* a container's files are not ours: name its frames while it lives */
 	char **recorded = container_paths_into_root(s, c->pid);
 	if (recorded && symbolize_embed(s, NULL, 0, &cause) < 0) {
@@ -684,6 +697,7 @@ void capture_free(struct capture *c)
 	free(c->first_snap);
 	free(c->last_snap);
 	free(c->exit_snap);
+	free(c->perfmap_here);
 	free(c);
 }
 

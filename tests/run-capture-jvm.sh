@@ -5,7 +5,8 @@
 # jcmd does), so the report names the Inflater's compiled Java methods, with no
 # map made beforehand; the JVM goes on running. A JVM started with
 # -XX:+DisableAttachMechanism is told about in one line with the jcmd command,
-# is sent no SIGQUIT, and is watched with native names.
+# is sent no SIGQUIT, and is watched with native names. Under memwatch run
+# the report at exit names them from the map written for the last snapshot.
 . "$top_srcdir/tests/lib.sh"
 
 need_ptrace
@@ -72,7 +73,33 @@ if jvm_start a; then
 	jvm_end a
 fi
 
-# 2. A JVM that refuses attach: one line with the jcmd command, at the first
+# 2. Under memwatch run: the report at its exit (what was never freed) names
+# them too, from the map written for the snapshot before, read once the JVM
+# is gone (a method compiled after that snapshot is not named).
+rm -f r.log
+start_fifo_target r timeout -k 5 90 "$MEMWATCH" run -q --trigger +16MiB -o r.log -- \
+	"$jdk/bin/java" -Xmx64m -cp . InflaterLeak
+mw=$target_pid
+if wait_ready r "0 [0-9]*"; then
+	j=$(awk '$1 == "ready" && $2 == 0 { print $3 }' r.out)
+	rm -f "/tmp/perf-$j.map"
+	if step r && wait_ready r 1 &&
+		wait_until "grep -q ' $j jvm-perfmap .*' r.log && grep -q ' $j snapshot ' r.log" 40; then
+		step r
+	fi
+	wait "$mw"
+	st=$?
+	end_target r
+	[ "$st" -eq 0 ] || fail "memwatch run -- java exited $st"
+	expect_grep '^ok [0-9]+$' r.out
+	expect_grep "^# event [0-9.]+ $j snapshot path=.*-exit\.snap " r.log
+	# the exit report's rows, after its header
+	sed -n '/never freed at exit/,$p' r.out >r.exit
+	expect_grep '^ +[0-9]+ +[0-9.]+ [KM]iB .*  [a-z]+ java\.util\.zip\.Inflater\.[a-z<>]+\(.*\)  \(0x[0-9a-f]+\)' r.exit
+	rm -f "/tmp/perf-$j.map"
+fi
+
+# 3. A JVM that refuses attach: one line with the jcmd command, at the first
 # of its snapshots only; native frames are named still.
 if jvm_start b -XX:+DisableAttachMechanism; then
 	run_mw 0 -p "$j" -i 200ms -d 6s -q --trigger +16MiB --snap-every +8MiB -o d.log
