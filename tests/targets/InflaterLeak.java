@@ -4,7 +4,8 @@
 // referenced their cleaners never free them. Stepped through its stdin: it
 // prints "ready 0 PID"; at a line it leaks about 2000 Inflaters a second (long
 // enough for the JIT to compile the callers) and prints "ready 1"; at the
-// next line it stops and prints "ok N".
+// next line it stops and prints "ok N". With the arguments "leak SECONDS" it
+// reads no input: it leaks at once (ready 1) for that long, then says ok.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.util.ArrayList;
@@ -21,8 +22,9 @@ public class InflaterLeak {
 
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        boolean stepped = args.length < 2 || !args[0].equals("leak");
         System.out.println("ready 0 " + ProcessHandle.current().pid());
-        if (in.readLine() == null)
+        if (stepped && in.readLine() == null)
             return;
         Thread leaker = new Thread(() -> {
             while (!stop) {
@@ -36,7 +38,10 @@ public class InflaterLeak {
         });
         leaker.start();
         System.out.println("ready 1");
-        in.readLine();
+        if (stepped)
+            in.readLine();
+        else
+            Thread.sleep(Long.parseLong(args[1]) * 1000);
         stop = true;
         leaker.join();
         System.out.println("ok " + kept.size());
