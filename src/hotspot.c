@@ -396,6 +396,14 @@ int hotspot_perfmap(struct hotspot *h, int pid, int timeout_ms, char **why)
 	ret = 1;
 out:
 	h->ms = (double)(mono_ns() - t0) / 1e6;
+	if (ret < 0 && stop_signal_pending()) {
+		/* cut short by memwatch's own stop: nothing to tell */
+		free(*why);
+		*why = NULL;
+		free(cause);
+		cause = NULL;
+		ret = 0;
+	}
 	if (cause && !*why)
 		*why = xasprintf("Java methods are not named: %s; run `jcmd %d Compiler.perfmap` "
 				 "to have it write its perf map", cause, pid);

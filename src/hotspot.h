@@ -28,9 +28,10 @@ struct hotspot {
  * process that maps libjvm.so, is not OpenJ9, catches SIGQUIT and was not
  * started with -XX:+DisableAttachMechanism; the trigger file is removed
  * before returning. Returns 1 when the map was written, 0 when there was
- * nothing to ask (not a JVM, not running now, given up before), -1 when it
- * could not be asked: *why (caller frees) is one line for people, with the
- * command that would write the map or what else to do. */
+ * nothing to ask (not a JVM, not running now, given up before, or memwatch
+ * was told to stop meanwhile), -1 when it could not be asked: *why (caller
+ * frees) is one line for people, with the command that would write the map
+ * or what else to do. */
 int hotspot_perfmap(struct hotspot *h, int pid, int timeout_ms, char **why);
 
 #endif
