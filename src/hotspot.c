@@ -196,18 +196,28 @@ static bool socket_there(int dirfd, int nspid)
 /* Create the trigger .attach_pid<nspid> where the JVM looks for it: its
  * working directory, else its /tmp. Owned by its effective user and group,
  * as HotSpot takes only a trigger of its own user or root (and our root is
- * nobody in a user namespace of its own). *made: the path to remove (NULL:
- * another tool's trigger is there already, which serves as well and is not
- * ours to remove). 0 or -errno. */
-static int trigger_make(int pid, int nspid, const struct proc_status *st, char **made)
+ * nobody in a user namespace of its own). *dirfd: the directory it was made
+ * in, held so that it can be removed even once the process is gone (when
+ * /proc/PID/cwd leads nowhere); -1 when another tool's trigger is there
+ * already, which serves as well and is not ours to remove. 0 or -errno. */
+static int trigger_make(int pid, int nspid, const struct proc_status *st, int *dirfd)
 {
 	static const char *const where[] = { "cwd", "root/tmp" };
+	char name[32];
 	int err = ENOENT;
 
-	*made = NULL;
+	*dirfd = -1;
+	snprintf(name, sizeof name, ".attach_pid%d", nspid);
 	for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
-		char *path = xasprintf("/proc/%d/%s/.attach_pid%d", pid, where[i], nspid);
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		char dir[64];
+		int d, fd;
+
+		snprintf(dir, sizeof dir, "/proc/%d/%s", pid, where[i]);
+		if ((d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			err = errno;
+			continue;
+		}
+		fd = openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			/* best effort: a root-owned trigger is taken when we are
 			 * root in its namespace */
@@ -216,15 +226,28 @@ static int trigger_make(int pid, int nspid, const struct proc_status *st, char *
 				/* an NFS working directory may refuse it */
 			}
 			close(fd);
-			*made = path;
+			*dirfd = d;
 			return 0;
 		}
 		err = errno;
-		free(path);
+		close(d);
 		if (err == EEXIST)
 			return 0;
 	}
 	return -err;
+}
+
+/* Remove the trigger made in *dirfd (if one was) and close it. */
+static void trigger_remove(int *dirfd, int nspid)
+{
+	char name[32];
+
+	if (*dirfd < 0)
+		return;
+	snprintf(name, sizeof name, ".attach_pid%d", nspid);
+	unlinkat(*dirfd, name, 0);
+	close(*dirfd);
+	*dirfd = -1;
 }
 
 /* Send the request "jcmd Compiler.perfmap" on fd and read the reply until
@@ -293,8 +316,8 @@ int hotspot_perfmap(struct hotspot *h, int pid, int timeout_ms, char **why)
 	uint64_t t0 = mono_ns(), end = t0 + (uint64_t)timeout_ms * 1000000u;
 	struct proc_status st;
 	enum jvm_kind kind;
-	char fn[64], *cause = NULL, *trigger = NULL;
-	int nspid, dirfd = -1, fd = -1, r, ret = -1;
+	char fn[64], *cause = NULL;
+	int nspid, dirfd = -1, trigger_dir = -1, fd = -1, r, ret = -1;
 
 	*why = NULL;
 	if (h->given_up || proc_run_state(pid) != PROC_RUNNING)
@@ -347,7 +370,7 @@ int hotspot_perfmap(struct hotspot *h, int pid, int timeout_ms, char **why)
 					"listener (it may be starting)");
 			goto out;
 		}
-		if ((r = trigger_make(pid, nspid, &st, &trigger)) < 0) {
+		if ((r = trigger_make(pid, nspid, &st, &trigger_dir)) < 0) {
 			h->given_up = true;
 			cause = xasprintf("cannot create the JVM's attach trigger .attach_pid%d: %s",
 					  nspid, strerror(-r));
@@ -375,8 +398,7 @@ int hotspot_perfmap(struct hotspot *h, int pid, int timeout_ms, char **why)
 			}
 			nanosleep(&ts, NULL);
 		}
-		if (trigger)
-			unlink(trigger);
+		trigger_remove(&trigger_dir, nspid);
 		if (fd < 0) {
 			/* another SIGQUIT would print a thread dump: never again */
 			h->given_up = true;
@@ -408,7 +430,7 @@ out:
 		*why = xasprintf("Java methods are not named: %s; run `jcmd %d Compiler.perfmap` "
 				 "to have it write its perf map", cause, pid);
 	free(cause);
-	free(trigger);
+	trigger_remove(&trigger_dir, nspid);
 	if (fd >= 0)
 		close(fd);
 	if (dirfd >= 0)

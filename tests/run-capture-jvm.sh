@@ -5,8 +5,10 @@
 # jcmd does), so the report names the Inflater's compiled Java methods, with no
 # map made beforehand; the JVM goes on running. A JVM started with
 # -XX:+DisableAttachMechanism is told about in one line with the jcmd command,
-# is sent no SIGQUIT, and is watched with native names. Under memwatch run
-# the report at exit names them from the map written for the last snapshot.
+# is sent no SIGQUIT, and is watched with native names (also when the option
+# comes from JAVA_TOOL_OPTIONS). Under memwatch run the report at exit names
+# them from the map written for the last snapshot. A program that maps a
+# libjvm.so but does not catch SIGQUIT is sent none.
 . "$top_srcdir/tests/lib.sh"
 
 need_ptrace
@@ -43,7 +45,7 @@ jvm_start() {
 # having printed no thread dump (what a SIGQUIT does that the JVM does not
 # take as an attach trigger); memwatch left no trigger file behind.
 jvm_end() {
-	kill -0 "$j" 2>/dev/null || fail "$1: the JVM is gone after memwatch"
+	grep -Eq '^State:[[:space:]]+[RSD]' "/proc/$j/status" || fail "$1: the JVM is gone after memwatch"
 	step "$1"
 	expect_target_exit "$j" "$1"
 	expect_no_grep 'Full thread dump' "$1.out"
@@ -113,5 +115,47 @@ if jvm_start b -XX:+DisableAttachMechanism; then
 	expect_grep 'Java_java_util_zip_Inflater_init  ' out
 	expect_no_grep 'java\.util\.zip\.Inflater\.' out
 	jvm_end b
+fi
+
+# 4. The same option from JAVA_TOOL_OPTIONS, for a snapshot on demand.
+JAVA_TOOL_OPTIONS=-XX:+DisableAttachMechanism
+export JAVA_TOOL_OPTIONS
+jvm_start c
+started=$?
+unset JAVA_TOOL_OPTIONS
+if [ "$started" -eq 0 ]; then
+	run_mw 0 snap -p "$j" -w 1 -o c.snap
+	expect_grep "^memwatch: pid $j: Java methods are not named: the JVM was started with -XX:\+DisableAttachMechanism" err
+	[ "$(grep -c 'not named' err)" -eq 1 ] || fail "snap: not one line about the names"
+	[ ! -e "/tmp/.java_pid$j" ] || fail "the JVM that refuses attach has an attach socket"
+	jvm_end c
+fi
+
+# 5. Not a JVM: a program that maps a file named libjvm.so but does not catch
+# SIGQUIT (which would end it) is sent none.
+for z in /lib/*/libz.so.1 /usr/lib/*/libz.so.1 /usr/lib64/libz.so.1; do
+	[ -f "$z" ] && break
+done
+if [ -f "$z" ]; then
+	mkdir fake && cp "$z" fake/libjvm.so
+	# a background job of a script ignores SIGQUIT: as a program started
+	# otherwise, this one does not, and would end at one
+	LD_PRELOAD=$tmp/fake/libjvm.so start_target env --default-signal=QUIT \
+		"$TARGETS/demo" 60 >demo.out
+	wait_libc "$target_pid"
+	wait_until "grep -q '/libjvm\.so$' /proc/$target_pid/maps" 10
+	ign=$(awk '$1 == "SigIgn:" { print substr($2, length($2)) }' "/proc/$target_pid/status")
+	case $ign in [4567cdefCDEF]) fail "the false JVM ignores SIGQUIT: the case proves nothing" ;; esac
+	run_mw 0 snap -p "$target_pid" -w 1 -o f.snap
+	expect_grep "^memwatch: pid $target_pid: Java methods are not named: the JVM does not catch SIGQUIT" err
+	# (a child of ours that died stays a zombie: kill -0 would not tell)
+	grep -Eq '^State:[[:space:]]+[RSD]' "/proc/$target_pid/status" ||
+		fail "a program mapping libjvm.so died at memwatch snap"
+	[ ! -e "/tmp/.attach_pid$target_pid" ] && [ ! -e ".attach_pid$target_pid" ] ||
+		fail "memwatch left an attach trigger for a program that is no JVM"
+	kill "$target_pid"
+	wait "$target_pid" 2>/dev/null
+else
+	echo "no libz.so.1 found: the case of a false libjvm.so is skipped" >&2
 fi
 finish
