@@ -45,7 +45,9 @@ const char snap_usage[] =
 	"                         it can be reported where its binaries are not\n"
 	"    -h, --help           this help\n"
 	"    A stopped process (SIGSTOP, a debugger) is waited for up to 10s to run\n"
-	"    again, then snap gives up (status 5); it never continues the process.\n";
+	"    again, then snap gives up (status 5); it never continues the process.\n"
+	"    A HotSpot JVM is asked to write its perf map first (as by jcmd PID\n"
+	"    Compiler.perfmap), so that its compiled Java methods are named.\n";
 
 struct snap_opts {
 	int pid;
