@@ -57,7 +57,7 @@ jvm_end() {
 # 1. Watched with -p: the growth is the Inflaters', named from the map the
 # watch had the JVM write at its snapshots.
 if jvm_start a; then
-	run_mw 0 -p "$j" -i 200ms -d 8s -q --trigger +16MiB -o w.log
+	run_mw 0 -p "$j" -i 200ms -d 10s -q --trigger +8MiB -o w.log
 	cp out w.report
 	expect_grep "^# event [0-9.]+ $j jvm-perfmap ms=[0-9.]+ signalled=1$" w.log
 	expect_no_grep 'jvm-perfmap-failed' w.log
@@ -105,7 +105,7 @@ fi
 # 3. A JVM that refuses attach: one line with the jcmd command, at the first
 # of its snapshots only; native frames are named still.
 if jvm_start b -XX:+DisableAttachMechanism; then
-	run_mw 0 -p "$j" -i 200ms -d 6s -q --trigger +16MiB --snap-every +8MiB -o d.log
+	run_mw 0 -p "$j" -i 200ms -d 8s -q --trigger +8MiB --snap-every +4MiB -o d.log
 	cp err d.err
 	expect_err_line "pid $j: Java methods are not named: the JVM was started with -XX:\+DisableAttachMechanism, which \`jcmd $j Compiler\.perfmap\` needs too"
 	expect_grep "^# event [0-9.]+ $j jvm-perfmap-failed cause=" d.log

@@ -42,7 +42,7 @@ jvm_container() {
 # jvm_checks NAME: memwatch -p's report names the Inflater's methods from the
 # map the JVM wrote in its own /tmp, under its own pid; the JVM lives on.
 jvm_checks() {
-	run_mw 0 -p "$pid" -i 200ms -d 8s -q --trigger +16MiB -o "$1.log"
+	run_mw 0 -p "$pid" -i 200ms -d 10s -q --trigger +8MiB -o "$1.log"
 	cp out "$1.report"
 	expect_grep "^# event [0-9.]+ $pid jvm-perfmap ms=[0-9.]+ signalled=1$" "$1.log"
 	expect_no_grep 'not named' err
