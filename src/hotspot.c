@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -193,43 +194,67 @@ static bool socket_there(int dirfd, int nspid)
 	return fstatat(dirfd, name, &sb, 0) == 0 && S_ISSOCK(sb.st_mode);
 }
 
+/* The attach trigger memwatch made. */
+struct trigger {
+	int dirfd;       /* the directory it is in, held so that it can be removed
+			  * once the process is gone (when /proc/PID/cwd leads
+			  * nowhere); -1: none of ours */
+	bool as_user;    /* made with the JVM's user for file access */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* As root, act on files with the JVM's effective user and group (on) or our
+ * own again (off), in this thread: the trigger is made as its user would
+ * make it, where its user may write, owned by its user (HotSpot takes only a
+ * trigger of its own user or root, and our root is nobody in a user
+ * namespace of its own, whose file systems cannot even record us). */
+static void trigger_ids(const struct trigger *t, bool on)
+{
+	if (!t->as_user)
+		return;
+	if (on) {
+		setfsgid(t->gid);
+		setfsuid(t->uid);
+	} else {
+		setfsuid(geteuid());
+		setfsgid(getegid());
+	}
+}
+
 /* Create the trigger .attach_pid<nspid> where the JVM looks for it: its
- * working directory, else its /tmp. Owned by its effective user and group,
- * as HotSpot takes only a trigger of its own user or root (and our root is
- * nobody in a user namespace of its own). *dirfd: the directory it was made
- * in, held so that it can be removed even once the process is gone (when
- * /proc/PID/cwd leads nowhere); -1 when another tool's trigger is there
- * already, which serves as well and is not ours to remove. 0 or -errno. */
-static int trigger_make(int pid, int nspid, const struct proc_status *st, int *dirfd)
+ * working directory, else its /tmp. t->dirfd stays -1 when another tool's
+ * trigger is there already, which serves as well and is not ours to remove.
+ * 0 or -errno. */
+static int trigger_make(int pid, int nspid, const struct proc_status *st, struct trigger *t)
 {
 	static const char *const where[] = { "cwd", "root/tmp" };
 	char name[32];
 	int err = ENOENT;
 
-	*dirfd = -1;
+	*t = (struct trigger){ .dirfd = -1, .as_user = geteuid() == 0 && st->has_uid,
+			       .uid = (uid_t)st->uid[1], .gid = (gid_t)st->gid[1] };
 	snprintf(name, sizeof name, ".attach_pid%d", nspid);
 	for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
 		char dir[64];
 		int d, fd;
 
+		/* the directory is opened as ourselves: /proc/PID/cwd is ours
+		 * to follow, not necessarily its user's */
 		snprintf(dir, sizeof dir, "/proc/%d/%s", pid, where[i]);
 		if ((d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 			err = errno;
 			continue;
 		}
+		trigger_ids(t, true);
 		fd = openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		err = errno;
+		trigger_ids(t, false);
 		if (fd >= 0) {
-			/* best effort: a root-owned trigger is taken when we are
-			 * root in its namespace */
-			if (geteuid() == 0 && st->has_uid &&
-			    fchown(fd, (uid_t)st->uid[1], (gid_t)st->gid[1]) < 0) {
-				/* an NFS working directory may refuse it */
-			}
 			close(fd);
-			*dirfd = d;
+			t->dirfd = d;
 			return 0;
 		}
-		err = errno;
 		close(d);
 		if (err == EEXIST)
 			return 0;
@@ -237,17 +262,19 @@ static int trigger_make(int pid, int nspid, const struct proc_status *st, int *d
 	return -err;
 }
 
-/* Remove the trigger made in *dirfd (if one was) and close it. */
-static void trigger_remove(int *dirfd, int nspid)
+/* Remove the trigger t (if ours) and close its directory. */
+static void trigger_remove(struct trigger *t, int nspid)
 {
 	char name[32];
 
-	if (*dirfd < 0)
+	if (t->dirfd < 0)
 		return;
 	snprintf(name, sizeof name, ".attach_pid%d", nspid);
-	unlinkat(*dirfd, name, 0);
-	close(*dirfd);
-	*dirfd = -1;
+	trigger_ids(t, true);
+	unlinkat(t->dirfd, name, 0);
+	trigger_ids(t, false);
+	close(t->dirfd);
+	t->dirfd = -1;
 }
 
 /* Send the request "jcmd Compiler.perfmap" on fd and read the reply until
@@ -317,7 +344,8 @@ int hotspot_perfmap(struct hotspot *h, int pid, int timeout_ms, char **why)
 	struct proc_status st;
 	enum jvm_kind kind;
 	char fn[64], *cause = NULL;
-	int nspid, dirfd = -1, trigger_dir = -1, fd = -1, r, ret = -1;
+	struct trigger trigger = { .dirfd = -1 };
+	int nspid, dirfd = -1, fd = -1, r, ret = -1;
 
 	*why = NULL;
 	if (h->given_up || proc_run_state(pid) != PROC_RUNNING)
@@ -370,7 +398,7 @@ int hotspot_perfmap(struct hotspot *h, int pid, int timeout_ms, char **why)
 					"listener (it may be starting)");
 			goto out;
 		}
-		if ((r = trigger_make(pid, nspid, &st, &trigger_dir)) < 0) {
+		if ((r = trigger_make(pid, nspid, &st, &trigger)) < 0) {
 			h->given_up = true;
 			cause = xasprintf("cannot create the JVM's attach trigger .attach_pid%d: %s",
 					  nspid, strerror(-r));
@@ -398,7 +426,7 @@ int hotspot_perfmap(struct hotspot *h, int pid, int timeout_ms, char **why)
 			}
 			nanosleep(&ts, NULL);
 		}
-		trigger_remove(&trigger_dir, nspid);
+		trigger_remove(&trigger, nspid);
 		if (fd < 0) {
 			/* another SIGQUIT would print a thread dump: never again */
 			h->given_up = true;
@@ -430,7 +458,7 @@ out:
 		*why = xasprintf("Java methods are not named: %s; run `jcmd %d Compiler.perfmap` "
 				 "to have it write its perf map", cause, pid);
 	free(cause);
-	trigger_remove(&trigger_dir, nspid);
+	trigger_remove(&trigger, nspid);
 	if (fd >= 0)
 		close(fd);
 	if (dirfd >= 0)
