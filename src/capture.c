@@ -14,8 +14,10 @@
 
 #include "capture.h"
 #include "maps.h"
+#include "perfmap.h"
 #include "container.h"
 #include "control.h"
+#include "hotspot.h"
 #include "inject.h"
 #include "progkind.h"
 #include "proc.h"
@@ -98,6 +100,8 @@ struct capture {
 	bool rx_final;           /*   the one at the end */
 	bool rx_late;            /*   its lateness was logged */
 	enum owed rx_why;        /*   why it is owed */
+	struct hotspot jvm;      /* a HotSpot JVM asked for its perf map */
+	char *perfmap_here;      /* its perf map, readable once it is gone */
 	double call_t;           /* the watch's time at this call, */
 	uint64_t call_ns;        /*   and the monotonic clock then */
 };
@@ -171,6 +175,31 @@ static void capture_fail(struct capture *c, double t, const char *kind, const ch
 	c->state = ST_FAILED;
 }
 
+/* Ask a HotSpot JVM to write its perf map, just before the map is read for a
+ * snapshot (bounded: HOTSPOT_TIMEOUT_MS); one that cannot be asked is said
+ * once, with the command that would do it, and capture goes on with native
+ * names. Nothing is done for any other process. */
+static void ask_jvm(struct capture *c, double t)
+{
+	char *why = NULL, *esc;
+	bool first = !c->jvm.answered;
+	int r = hotspot_perfmap(&c->jvm, c->pid, HOTSPOT_TIMEOUT_MS, &why);
+
+	if (r > 0 && first)
+		runlog_event(c->log, t, c->pid, "jvm-perfmap", "ms=%.1f signalled=%d", c->jvm.ms,
+			     c->jvm.signalled);
+	if (r >= 0)
+		return;
+	if (!c->jvm.said) {
+		c->jvm.said = true;
+		fprintf(stderr, "memwatch: pid %d: %s\n", c->pid, why);
+		esc = runlog_encode(why);
+		runlog_event(c->log, t, c->pid, "jvm-perfmap-failed", "cause=%s", esc);
+		free(esc);
+	}
+	free(why);
+}
+
 /* Check the snapshot bytes the agent sent and store them as the next snapshot,
  * named with suffix ("", "-final", "-exit"), with an event whose detail ends in
  * tag. Returns the path written (caller frees), or NULL when it was unusable or
@@ -189,8 +218,23 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		return NULL;
 	}
 	path = snap_name(c, c->nsnaps + 1, suffix);
+	/* a JVM's names of its compiled methods, fresh (not at exit: it is
+	 * ending, and its map of a moment ago is as good) */
+	if (strcmp(suffix, "-exit"))
+		ask_jvm(c, t);
 	/* where the RSS is, by mapping, and the names of JIT frames */
 	maps_enrich_snapshot(s, c->pid);
+	if (strcmp(suffix, "-exit")) {
+		char *here = perfmap_path_here(c->pid);
+		if (here) {
+			free(c->perfmap_here);
+			c->perfmap_here = here;
+		}
+	} else if (!s->nsymbols && c->perfmap_here) {
+		/* the process is gone, its map is not: the names as written for
+		 * the last snapshot (a method compiled since is not named) */
+		perfmap_embed_file(s, c->perfmap_here);
+	}
 	/* modules whose files are not ours at their paths (a container, its own
 	 * mount namespace, a file replaced since): name their frames while it
 	 * lives */
@@ -685,6 +729,7 @@ void capture_free(struct capture *c)
 	free(c->first_snap);
 	free(c->last_snap);
 	free(c->exit_snap);
+	free(c->perfmap_here);
 	free(c);
 }
 

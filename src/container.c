@@ -514,15 +514,17 @@ int container_check_reach(int pid, char **cause, char **hint)
 	return -1;
 }
 
-int container_connect(int pid, const struct sockaddr *sa, socklen_t salen, int timeout_ms,
-		      char **cause)
+/* Connect to sa for pid: in its network namespace when net and it is another,
+ * as its owner when it has its own user namespace and we are root. */
+static int connect_for(int pid, const struct sockaddr *sa, socklen_t salen, int timeout_ms,
+		       bool net, char **cause)
 {
 	struct ns_connect a = { .pid = pid, .sa = sa, .salen = salen, .timeout_ms = timeout_ms,
 				.fd = -EINVAL, .what = "connect" };
 	pthread_t th;
 	int r;
 
-	a.enter_net = container_ns_differs(pid, "net");
+	a.enter_net = net && container_ns_differs(pid, "net");
 	a.as_owner = geteuid() == 0 && container_ns_differs(pid, "user") &&
 		     owner_of(pid, &a.uid, &a.gid) == 0;
 	if (!a.enter_net && !a.as_owner) {
@@ -540,4 +542,18 @@ int container_connect(int pid, const struct sockaddr *sa, socklen_t salen, int t
 	if (a.fd < 0 && strcmp(a.what, "connect"))
 		*cause = xasprintf("pid %d: cannot %s: %s", pid, a.what, strerror(-a.fd));
 	return a.fd;
+}
+
+int container_connect(int pid, const struct sockaddr *sa, socklen_t salen, int timeout_ms,
+		      char **cause)
+{
+	return connect_for(pid, sa, salen, timeout_ms, true, cause);
+}
+
+int container_connect_path(int pid, const struct sockaddr *sa, socklen_t salen, int timeout_ms,
+			   char **cause)
+{
+	/* a socket bound to a path is found by its file, whatever the network
+	 * namespace: entering it would only need more privilege */
+	return connect_for(pid, sa, salen, timeout_ms, false, cause);
 }

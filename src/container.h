@@ -59,6 +59,14 @@ int container_check_reach(int pid, char **cause, char **hint);
 int container_connect(int pid, const struct sockaddr *sa, socklen_t salen, int timeout_ms,
 		      char **cause);
 
+/* The same for sa, a Unix socket bound to a path (HotSpot's attach socket,
+ * /proc/PID/root/tmp/.java_pidNSPID): connected as the process's owner when
+ * it has its own user namespace and we are root (the JVM accepts a peer with
+ * its own effective uid and gid, or root as its namespace sees it), without
+ * entering its network namespace. The fd or -errno, as container_connect. */
+int container_connect_path(int pid, const struct sockaddr *sa, socklen_t salen, int timeout_ms,
+			   char **cause);
+
 /* Accessors for libunwind-ptrace (unw_accessors_t, for unw_create_addr_space)
  * that find unwind tables through /proc/PID/map_files, so the stacks of a
  * process in another root unwind with its own files, not the files its

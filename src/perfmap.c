@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Lines of perf maps written by a runtime that lives long can be many; a map
  * larger than this is read up to it. */
@@ -105,6 +106,28 @@ static int cmp_u64(const void *a, const void *b)
 size_t perfmap_embed(struct snapshot *s, pid_t pid)
 {
 	char path[96];
+
+	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pid, proc_inner_pid((int)pid));
+	return perfmap_embed_file(s, path);
+}
+
+char *perfmap_path_here(pid_t pid)
+{
+	char theirs[96], *ours;
+	struct stat a, b;
+	int inner = proc_inner_pid((int)pid);
+
+	snprintf(theirs, sizeof theirs, "/proc/%d/root/tmp/perf-%d.map", (int)pid, inner);
+	ours = xasprintf("/tmp/perf-%d.map", inner);
+	if (stat(theirs, &a) == 0 && stat(ours, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		return ours;
+	free(ours);
+	return NULL;
+}
+
+size_t perfmap_embed_file(struct snapshot *s, const char *path)
+{
 	struct perfmap_entry *v;
 	uint64_t *addrs = NULL;
 	size_t n, na = 0, cap = 0, named = 0;
@@ -112,7 +135,6 @@ size_t perfmap_embed(struct snapshot *s, pid_t pid)
 
 	if (s->nsymbols)
 		return 0;   /* symbols embedded already name what can be named */
-	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pid, proc_inner_pid((int)pid));
 	f = fopen(path, "re");
 	if (!f)
 		return 0;

@@ -32,5 +32,12 @@ const struct perfmap_entry *perfmap_find(const struct perfmap_entry *v, size_t n
  * in its own namespace), as entries of s's symbol section. Returns how many
  * addresses were named; 0 when there is no map. */
 size_t perfmap_embed(struct snapshot *s, pid_t pid);
+/* The same from the map at path. */
+size_t perfmap_embed_file(struct snapshot *s, const char *path);
+
+/* The path by which pid's perf map is reached without /proc/PID/root (ours:
+ * /tmp/perf-NSPID.map), when that is the same file, so that it can be read
+ * once the process is gone (its snapshot at exit); else NULL. Caller frees. */
+char *perfmap_path_here(pid_t pid);
 
 #endif

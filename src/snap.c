@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "container.h"
 #include "control.h"
+#include "hotspot.h"
 #include "inject.h"
 #include "maps.h"
 #include "proc.h"
@@ -44,7 +45,9 @@ const char snap_usage[] =
 	"                         it can be reported where its binaries are not\n"
 	"    -h, --help           this help\n"
 	"    A stopped process (SIGSTOP, a debugger) is waited for up to 10s to run\n"
-	"    again, then snap gives up (status 5); it never continues the process.\n";
+	"    again, then snap gives up (status 5); it never continues the process.\n"
+	"    A HotSpot JVM is asked to write its perf map first (as by jcmd PID\n"
+	"    Compiler.perfmap), so that its compiled Java methods are named.\n";
 
 struct snap_opts {
 	int pid;
@@ -466,6 +469,14 @@ int cmd_snap(int argc, char **argv)
 	if (!s) {
 		mw_error("pid %d: the agent sent an invalid snapshot: %s", o.pid, cause);
 		goto out;
+	}
+	{
+		/* a JVM's names of its compiled methods, written now */
+		struct hotspot jvm = { 0 };
+		char *why = NULL;
+		if (hotspot_perfmap(&jvm, o.pid, HOTSPOT_TIMEOUT_MS, &why) < 0)
+			fprintf(stderr, "memwatch: pid %d: %s\n", o.pid, why);
+		free(why);
 	}
 	/* where the RSS is, by mapping, and the names of JIT frames */
 	maps_enrich_snapshot(s, o.pid);

@@ -44,7 +44,9 @@ const char watch_usage[] =
 	"    shmem_kib swap_kib vsz_kib pss_kib uss_kib, and '# event' lines.\n"
 	"    A stopped process (SIGSTOP, a debugger, a frozen cgroup) is still sampled,\n"
 	"    with 'stopped' and 'continued' events; snapshots due meanwhile are taken\n"
-	"    once it runs again. memwatch never continues it.\n";
+	"    once it runs again. memwatch never continues it.\n"
+	"    A HotSpot JVM is asked to write its perf map before each snapshot (as by\n"
+	"    jcmd PID Compiler.perfmap), so that its compiled Java methods are named.\n";
 
 enum {
 	OPT_PSS = 256, OPT_CAPTURE, OPT_SNAP_EVERY, OPT_MAX_SNAPS, OPT_MAX_DEPTH,
