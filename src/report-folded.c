@@ -44,7 +44,7 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 	struct dframe *d;
 
 	for (i = 0; i < n; i++) {
-		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0);
+		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, NULL, 0);
 		if (nd == 0) {
 			free(d);
 			continue;

@@ -36,7 +36,7 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	for (int s = 0; s < 2; s++) {
 		for (i = 0; i < n[s]; i++) {
 			const struct row *w = v[s][i];
-			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0);
+			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, NULL, 0);
 			/* each row's labels over the last one's */
 			fseek(m, 0, SEEK_SET);
 			for (k = 0; k < nd; k++) {
