@@ -43,7 +43,7 @@ struct addr {
 enum {
 	A_PYMALLOC, A_TUPLE, A_DICTRESIZE, A_INSERTDICT, A_HOARD10, A_HOARD9, A_MAIN, A_MODULE,
 	A_EVALCODE, A_BYTESMAIN, A_LIBCSTART, A_PUSHBACK, A_STORE, A_STDFUNCTION, A_CXXMAIN,
-	NADDR
+	A_LEAKFN, A_JIT1, A_JIT2, NADDR
 };
 static const struct addr addrs[NADDR] = {
 	[A_PYMALLOC] = { M_PY, 0x100, { "_PyObject_Malloc", "PyObject_Malloc" },
@@ -68,6 +68,11 @@ static const struct addr addrs[NADDR] = {
 	[A_STDFUNCTION] = { M_APP, 0x900, { "std::function<void ()>::operator()() const" },
 			    { "std_function.h" }, { 591 } },
 	[A_CXXMAIN] = { M_APP, 0x810, { "main" }, { "cache.cc" }, { 30 } },
+	[A_LEAKFN] = { M_APP, 0x950, { "leak_fn" }, { "jit.c" }, { 10 } },
+	/* two copies of one JavaScript function that a JIT compiled at two
+	 * places, named from its perf map, in no module */
+	[A_JIT1] = { SNAP_NO_MODULE, 0x7f0000001010, { "LazyCompile:*handleRequest server.js:42" } },
+	[A_JIT2] = { SNAP_NO_MODULE, 0x7f0000052230, { "LazyCompile:*handleRequest server.js:42" } },
 };
 
 #define RATE 524288
@@ -79,7 +84,8 @@ struct mstack {
 	uint64_t bytes, blocks, samples;
 };
 enum {
-	S_TUPLE, S_DICT, S_NATIVE, S_LINE9, S_CXX_VECTOR, S_CXX_NEW, S_CXX_FUNCTION, NSTACKS
+	S_TUPLE, S_DICT, S_NATIVE, S_LINE9, S_CXX_VECTOR, S_CXX_NEW, S_CXX_FUNCTION, S_JIT1, S_JIT2,
+	NSTACKS
 };
 static const struct mstack stacks[NSTACKS] = {
 	/* line 10 through the tuple path and through the dict's */
@@ -98,6 +104,9 @@ static const struct mstack stacks[NSTACKS] = {
 	[S_CXX_VECTOR] = { { A_PUSHBACK, A_CXXMAIN, A_LIBCSTART }, 3, 4096, 1, 1 },
 	[S_CXX_NEW] = { { A_STORE, A_CXXMAIN, A_LIBCSTART }, 3, 80000, 20, 1 },
 	[S_CXX_FUNCTION] = { { A_STORE, A_STDFUNCTION, A_CXXMAIN, A_LIBCSTART }, 4, 8000, 2, 1 },
+	/* called from either copy of the JIT's function */
+	[S_JIT1] = { { A_LEAKFN, A_JIT1, A_CXXMAIN, A_LIBCSTART }, 4, 1048576, 1, 1 },
+	[S_JIT2] = { { A_LEAKFN, A_JIT2, A_CXXMAIN, A_LIBCSTART }, 4, 2097152, 1, 1 },
 };
 
 /* A snapshot with the stacks whose bits are in mask, each with its figures
@@ -133,7 +142,7 @@ static struct snapshot *made_up(unsigned mask, uint64_t scale)
 		y->frames = xcalloc(n, sizeof *y->frames);
 		for (uint32_t j = 0; j < n; j++) {
 			y->frames[j].function = xstrdup(addrs[i].fn[j]);
-			y->frames[j].file = xstrdup(addrs[i].file[j]);
+			y->frames[j].file = addrs[i].file[j] ? xstrdup(addrs[i].file[j]) : NULL;
 			y->frames[j].line = addrs[i].line[j];
 		}
 	}
@@ -408,6 +417,33 @@ static void test_cxx_std_frames(void **state)
 	fixture_free(&x);
 }
 
+/* JIT frames are known by their names: a stack through either copy of one
+ * compiled function is one row, apart with --all-frames. */
+static void test_jit_copies(void **state)
+{
+	struct fixture x = { 0 };
+	struct row *w;
+	char buf[1024], via[96];
+
+	(void)state;
+	options_init(&x.o);
+	report_of(&x, 1, 0, ALL);
+	w = row_at(&x, "leak_fn", 10, 0);
+	assert_non_null(w);
+	assert_null(row_at(&x, "leak_fn", 10, 1));
+	assert_int_equal(w->f[0].live_bytes, 1048576 + 2097152);
+	table_of(&x, w, buf, sizeof buf, via, sizeof via);
+	assert_string_equal(buf, "leak_fn:10|LazyCompile:*handleRequest server.js:42:0|main:30|"
+				 "__libc_start_call_main:58");
+	fixture_free(&x);
+
+	options_init(&x.o);
+	x.o.all_frames = true;
+	report_of(&x, 1, 0, ALL);
+	assert_non_null(row_at(&x, "leak_fn", 10, 1));
+	fixture_free(&x);
+}
+
 /* --by line and --by function group by the head as before, and their via is
  * over every stack of the row too. */
 static void test_by_line_via(void **state)
@@ -478,7 +514,7 @@ static void test_focus_per_stack(void **state)
 	assert_int_equal(w->f[0].live_bytes, 3000000);
 	/* the totals are of the whole snapshot still */
 	assert_int_equal(x.r.in[0].total.live_bytes, 1000000 + 3000000 + 500000 + 200000 + 4096 +
-						     80000 + 8000);
+						     80000 + 8000 + 1048576 + 2097152);
 	fixture_free(&x);
 }
 
@@ -490,6 +526,7 @@ int main(void)
 		cmocka_unit_test(test_impossible_caller_said),
 		cmocka_unit_test(test_whole_frames_shared),
 		cmocka_unit_test(test_cxx_std_frames),
+		cmocka_unit_test(test_jit_copies),
 		cmocka_unit_test(test_by_line_via),
 		cmocka_unit_test(test_diff_merged),
 		cmocka_unit_test(test_focus_per_stack),
