@@ -88,6 +88,7 @@ struct report {
 	uint32_t *visbuf;             /* the indexes of its visible frames */
 	size_t viscap;
 	struct hashmap fnclass;       /* what function names are (rows.c) */
+	struct hashmap fids;          /* the frames rows by stack are keyed by */
 	uint8_t *modclass;            /* what modules are, by global index */
 	size_t nmodclass;
 };

@@ -454,29 +454,72 @@ static bool dframe_same(const struct dframe *a, const struct dframe *b)
 	return a->gmod == b->gmod && a->offset == b->offset && a->sub == b->sub && a->file == b->file;
 }
 
+/* A frame as dframe_same knows it, numbered: rows by stack are keyed by the
+ * numbers of their visible frames (4 bytes a frame, not the 30 of the
+ * fields: 100 000 stacks of 40 frames). */
+struct fid {
+	const char *function, *file;
+	uint64_t offset;
+	uint32_t gmod, line, sub, id;
+	uint8_t tag, inlined;
+};
+
+static bool fid_eq(const void *entry, const void *key)
+{
+	const struct fid *a = entry, *b = key;
+	return a->tag == b->tag && a->function == b->function && a->file == b->file &&
+	       a->line == b->line && a->inlined == b->inlined && a->gmod == b->gmod &&
+	       a->offset == b->offset && a->sub == b->sub;
+}
+
 /* A visible frame into the key of a row by stack, by what dframe_same compares. */
 static void key_dframe(struct report *r, const struct dframe *d)
 {
-	uint8_t tag;
+	struct fid k, *e;
+	uint64_t h;
+	bool added;
 
+	memset(&k, 0, sizeof k);
+	k.function = d->function;
 	if (d->function && d->file) {
-		tag = 1;
-		key_add(r, &tag, 1);
-		key_add(r, &d->function, sizeof d->function);
-		key_add(r, &d->file, sizeof d->file);
-		key_add(r, &d->line, sizeof d->line);
-		key_add(r, &d->inlined, sizeof d->inlined);
+		k.tag = 1;
+		k.file = d->file;
+		k.line = d->line;
+		k.inlined = d->inlined;
 	} else if (d->function && d->gmod == SYM_NO_MODULE) {
-		tag = 2;
-		key_add(r, &tag, 1);
-		key_add(r, &d->function, sizeof d->function);
+		k.tag = 2;
 	} else {
-		tag = 3;
-		key_add(r, &tag, 1);
-		key_add(r, &d->gmod, sizeof d->gmod);
-		key_add(r, &d->offset, sizeof d->offset);
-		key_add(r, &d->sub, sizeof d->sub);
+		k.tag = 3;
+		k.file = d->file;
+		k.gmod = d->gmod;
+		k.offset = d->offset;
+		k.sub = d->sub;
 	}
+	h = hash_mix64((uint64_t)(uintptr_t)k.function ^ ((uint64_t)(uintptr_t)k.file << 1) ^
+		       ((uint64_t)k.line << 40) ^ k.offset ^ ((uint64_t)k.gmod << 48) ^
+		       ((uint64_t)k.sub << 56) ^ k.tag);
+	if (!r->fids.esize)
+		hashmap_init(&r->fids, sizeof(struct fid));
+	e = hashmap_put(&r->fids, h, fid_eq, &k, &added);
+	if (added) {
+		*e = k;
+		e->id = (uint32_t)r->fids.n;
+	}
+	key_add(r, &e->id, sizeof e->id);
+}
+
+/* The hash of a key, a word at a time (keys by stack are long). */
+static uint64_t hash_key(const char *p, size_t n)
+{
+	uint64_t h = HASH_FNV_START ^ n, w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = hash_mix64(h ^ w);
+	}
+	w = 0;
+	memcpy(&w, p, n);
+	return hash_mix64(h ^ w);
 }
 
 /* A row by stack is keyed by its visible frames (visible_frames): the stacks
@@ -816,7 +859,7 @@ void collect(struct report *r, int k)
 		}
 		if (keyed) {
 			key_add(r, &c.kind, sizeof c.kind);
-			c.hash = hash_bytes(r->kbuf, r->klen);
+			c.hash = hash_key(r->kbuf, r->klen);
 		}
 		c.sf = st->frames + top;
 		c.map = in->map;
@@ -1026,6 +1069,7 @@ void rows_free(struct report *r)
 	free(r->vbuf);
 	free(r->visbuf);
 	hashmap_release(&r->fnclass);
+	hashmap_release(&r->fids);
 	free(r->modclass);
 	hashmap_release(&r->index);
 	free(r->kbuf);
