@@ -37,6 +37,15 @@ void folded_name(FILE *f, struct report *r, const struct dframe *d)
 		fputs("_[i]", f);
 }
 
+/* Frames left out where the stacks a row merges differ, as a frame of folded
+ * stacks and flame graphs: "[2-4 frames in libc.so.6]". */
+void left_out_name(FILE *f, struct report *r, const struct gap *g)
+{
+	char b[96];
+	describe_gap(r, g, b, sizeof b);
+	fprintf(f, "[%s]", b);
+}
+
 /* The rows v as folded stacks, outermost frame first. */
 static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool diff)
 {
@@ -51,8 +60,15 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 		}
 		for (k = nd; k-- > 0;) {
 			folded_name(f, r, &d[k]);
-			if (k)
+			if (!k)
+				break;
+			fputc(';', f);
+			if (d[k - 1].after.lo) {
+				/* every stack of the row has frames here, not
+				 * the same: never a call that cannot be */
+				left_out_name(f, r, &d[k - 1].after);
 				fputc(';', f);
+			}
 		}
 		fprintf(f, " %" PRIu64 "\n", diff ? (uint64_t)v[i]->growth : v[i]->f[0].live_bytes);
 		free(d);

@@ -172,6 +172,8 @@ const char *fmt_signed(char *buf, size_t n, int64_t v);
 
 /* report-folded.c: a frame as folded stacks (and flame graphs) label it. */
 void folded_name(FILE *f, struct report *r, const struct dframe *d);
+/* report-folded.c: frames left out in a merged row's whole stack, likewise. */
+void left_out_name(FILE *f, struct report *r, const struct gap *g);
 
 /* report-svg.c: the flame graph, alone (a page) or inline (an <svg> element
  * for an HTML page). */

@@ -531,6 +531,7 @@ struct seg {
 	uint32_t start, len;          /* the first stack's frames there */
 	uint32_t keep;                /* of those, how many every stack has alike: all
 				       * or none, or above the head those next to it */
+	bool differs;                 /* some stack has other frames there */
 	struct gap gap;               /* the frames there, over all the stacks */
 };
 
@@ -587,11 +588,13 @@ static void row_merge(struct report *r, struct row *w, const struct dframe *d, s
 			g->keep = (uint32_t)k;
 			continue;
 		}
-		if (g->keep && clen != len)
-			g->keep = 0;
-		for (k = 0; g->keep && k < len; k++)
+		if (clen != len)
+			g->differs = true;
+		for (k = 0; !g->differs && k < len; k++)
 			if (!dframe_same(&e.d[st + k], &d[cst + k]))
-				g->keep = 0;
+				g->differs = true;
+		if (g->differs)
+			g->keep = 0;
 	}
 out:
 	free(rvis);
@@ -697,7 +700,7 @@ size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
 		for (i = 0; i < w->nsegs; i++) {
 			const struct seg *g = &w->segs[i];
 			size_t from = i == 0 ? g->start + g->len - g->keep : g->start;
-			if (g->keep < g->len && i > 0 && n > 0)
+			if (g->differs && i > 0 && n > 0)
 				e.d[n - 1].after = g->gap;
 			for (k = 0; k < g->keep; k++)
 				e.d[n++] = e.d[from + k];

@@ -43,7 +43,7 @@ struct addr {
 enum {
 	A_PYMALLOC, A_TUPLE, A_DICTRESIZE, A_INSERTDICT, A_HOARD10, A_HOARD9, A_MAIN, A_MODULE,
 	A_EVALCODE, A_BYTESMAIN, A_LIBCSTART, A_PUSHBACK, A_STORE, A_STDFUNCTION, A_CXXMAIN,
-	A_LEAKFN, A_JIT1, A_JIT2, NADDR
+	A_LEAKFN, A_JIT1, A_JIT2, A_LOAD, A_STDINVOKE, NADDR
 };
 static const struct addr addrs[NADDR] = {
 	[A_PYMALLOC] = { M_PY, 0x100, { "_PyObject_Malloc", "PyObject_Malloc" },
@@ -73,6 +73,9 @@ static const struct addr addrs[NADDR] = {
 	 * places, named from its perf map, in no module */
 	[A_JIT1] = { SNAP_NO_MODULE, 0x7f0000001010, { "LazyCompile:*handleRequest server.js:42" } },
 	[A_JIT2] = { SNAP_NO_MODULE, 0x7f0000052230, { "LazyCompile:*handleRequest server.js:42" } },
+	[A_LOAD] = { M_APP, 0xa00, { "Cache::load(int)" }, { "cache.cc" }, { 40 } },
+	[A_STDINVOKE] = { M_APP, 0xa10, { "void std::__invoke_impl<void, void (*&)()>(std::__invoke_other, void (*&)())" },
+			  { "invoke.h" }, { 61 } },
 };
 
 #define RATE 524288
@@ -85,7 +88,7 @@ struct mstack {
 };
 enum {
 	S_TUPLE, S_DICT, S_NATIVE, S_LINE9, S_CXX_VECTOR, S_CXX_NEW, S_CXX_FUNCTION, S_JIT1, S_JIT2,
-	NSTACKS
+	S_LOAD_FUNCTION, S_LOAD_INVOKE, NSTACKS
 };
 static const struct mstack stacks[NSTACKS] = {
 	/* line 10 through the tuple path and through the dict's */
@@ -107,6 +110,9 @@ static const struct mstack stacks[NSTACKS] = {
 	/* called from either copy of the JIT's function */
 	[S_JIT1] = { { A_LEAKFN, A_JIT1, A_CXXMAIN, A_LIBCSTART }, 4, 1048576, 1, 1 },
 	[S_JIT2] = { { A_LEAKFN, A_JIT2, A_CXXMAIN, A_LIBCSTART }, 4, 2097152, 1, 1 },
+	/* called from main through one std:: frame or through another */
+	[S_LOAD_FUNCTION] = { { A_LOAD, A_STDFUNCTION, A_CXXMAIN, A_LIBCSTART }, 4, 7000, 7, 7 },
+	[S_LOAD_INVOKE] = { { A_LOAD, A_STDINVOKE, A_CXXMAIN, A_LIBCSTART }, 4, 3000, 3, 3 },
 };
 
 /* A snapshot with the stacks whose bits are in mask, each with its figures
@@ -265,8 +271,12 @@ static void whole_of(struct fixture *x, const struct row *w, char *buf, size_t l
 	size_t n = row_frames(&x->r, w, 0, true, &d, NULL, head, NULL, 0), k = 0;
 
 	buf[0] = '\0';
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? "|" : "", d[i].function);
+		if (d[i].after.hi)
+			k += (size_t)snprintf(buf + k, len - k, "(%u-%u left out)", d[i].after.lo,
+					      d[i].after.hi);
+	}
 	free(d);
 }
 
@@ -404,7 +414,7 @@ static void test_cxx_std_frames(void **state)
 	/* the std::function frame is not in every stack: left out of the
 	 * whole stack, and said there */
 	whole_of(&x, w, buf, sizeof buf, &head);
-	assert_string_equal(buf, "Cache::store(int)|main|__libc_start_call_main");
+	assert_string_equal(buf, "Cache::store(int)(0-1 left out)|main|__libc_start_call_main");
 	assert_int_equal(head, 0);
 	fixture_free(&x);
 
@@ -414,6 +424,42 @@ static void test_cxx_std_frames(void **state)
 	assert_non_null(row_at(&x, "Cache::store(int)", 21, 0));
 	assert_non_null(row_at(&x, "Cache::store(int)", 21, 1));
 	assert_null(row_at(&x, "Cache::store(int)", 21, 2));
+	fixture_free(&x);
+}
+
+/* Where every stack of a merged row has frames, but not the same, between
+ * two that are shown: the whole stack leaves them out and says so, and so do
+ * folded stacks (never a call from main to Cache::load as if it were real). */
+static void test_differing_hidden_frames(void **state)
+{
+	struct fixture x = { 0 };
+	struct row *w;
+	char buf[1024], via[96], *text = NULL;
+	size_t head, len = 0;
+	FILE *f;
+
+	(void)state;
+	options_init(&x.o);
+	report_of(&x, 1, 0, ALL);
+	w = row_at(&x, "Cache::load(int)", 40, 0);
+	assert_non_null(w);
+	assert_int_equal(w->f[0].live_bytes, 10000);
+	table_of(&x, w, buf, sizeof buf, via, sizeof via);
+	assert_string_equal(buf, "Cache::load(int):40(1 std:: frame)|main:30|__libc_start_call_main:58");
+	whole_of(&x, w, buf, sizeof buf, &head);
+	assert_string_equal(buf, "Cache::load(int)(1-1 left out)|main|__libc_start_call_main");
+	x.o.top = 0;
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	assert_int_equal(report_folded_writer.show(f, &x.r), 0);
+	fclose(f);
+	assert_non_null(strstr(text, "\n__libc_start_call_main;main;[1 std:: frame];Cache::load(int) 10000\n"));
+	/* where some stack has none, nothing is said: a direct call is real */
+	assert_non_null(strstr(text, "\n__libc_start_call_main;main;Cache::store(int) 92096\n"));
+	/* a row of one stack has all its frames */
+	assert_non_null(strstr(text, "\n__libc_start_call_main;Py_BytesMain;PyEval_EvalCode;<module>;main;"
+				     "Hoard.hoard_tuples;PyObject_Malloc;_PyObject_Malloc_[i] 200000\n"));
+	free(text);
 	fixture_free(&x);
 }
 
@@ -514,7 +560,7 @@ static void test_focus_per_stack(void **state)
 	assert_int_equal(w->f[0].live_bytes, 3000000);
 	/* the totals are of the whole snapshot still */
 	assert_int_equal(x.r.in[0].total.live_bytes, 1000000 + 3000000 + 500000 + 200000 + 4096 +
-						     80000 + 8000 + 1048576 + 2097152);
+						     80000 + 8000 + 1048576 + 2097152 + 7000 + 3000);
 	fixture_free(&x);
 }
 
@@ -526,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_impossible_caller_said),
 		cmocka_unit_test(test_whole_frames_shared),
 		cmocka_unit_test(test_cxx_std_frames),
+		cmocka_unit_test(test_differing_hidden_frames),
 		cmocka_unit_test(test_jit_copies),
 		cmocka_unit_test(test_by_line_via),
 		cmocka_unit_test(test_diff_merged),
