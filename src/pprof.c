@@ -30,6 +30,7 @@ typedef Perftools__Profiles__Function Function;
 struct ploc {
 	uint32_t gmod;
 	uint64_t offset;
+	uint32_t first, n;            /* its source frames (n 0: all) */
 	size_t first_line, nlines;
 };
 
@@ -130,10 +131,10 @@ static uint64_t mapping_id(struct builder *b, uint32_t gmod)
 static void loc_lines(struct builder *b, struct ploc *l)
 {
 	const struct sym_loc *s = symbolizer_lookup(b->z, l->gmod, l->offset);
-	uint32_t j;
+	uint32_t j, end = l->n && l->first + l->n < s->nframes ? l->first + l->n : s->nframes;
 
 	l->first_line = b->nlines;
-	for (j = 0; j < s->nframes; j++) {
+	for (j = l->first; j < end; j++) {
 		const struct sym_frame *fr = &s->frames[j];
 		if (!fr->function)
 			continue;   /* pprof shows the address of a location without lines */
@@ -153,23 +154,29 @@ struct lockey {
 	uint32_t gmod;
 	uint32_t loc;                 /* location index */
 	uint64_t offset;
+	uint32_t first, n;
 };
 
 static bool loc_eq(const void *entry, const void *key)
 {
 	const struct lockey *a = entry, *k = key;
-	return a->gmod == k->gmod && a->offset == k->offset;
+	return a->gmod == k->gmod && a->offset == k->offset && a->first == k->first && a->n == k->n;
 }
 
-/* The id of the location of a frame, added (and symbolized) if new. */
-static uint64_t loc_id(struct builder *b, uint32_t gmod, uint64_t offset)
+/* The id of the location of a frame (its source frames from first, n of
+ * them; n 0: all), added (and symbolized) if new. */
+static uint64_t loc_id(struct builder *b, uint32_t gmod, uint64_t offset, uint32_t first,
+		       uint32_t n)
 {
-	struct lockey key = { gmod, 0, offset }, *e;
+	struct lockey key = { gmod, 0, offset, first, n }, *e;
 	struct ploc *l;
 	bool added;
 
-	e = hashmap_put(&b->locindex, hash_mix64(offset ^ ((uint64_t)gmod << 40)), loc_eq, &key,
-			&added);
+	if (n && first == 0 && n >= symbolizer_lookup(b->z, gmod, offset)->nframes)
+		key.n = 0;   /* all of them: the location of the address */
+	e = hashmap_put(&b->locindex,
+			hash_mix64(offset ^ ((uint64_t)gmod << 40) ^ ((uint64_t)first << 20) ^ key.n),
+			loc_eq, &key, &added);
 	if (!added)
 		return (uint64_t)e->loc + 1;
 	*e = key;
@@ -181,6 +188,8 @@ static uint64_t loc_id(struct builder *b, uint32_t gmod, uint64_t offset)
 	l = &b->locs[b->nlocs++];
 	l->gmod = gmod;
 	l->offset = offset;
+	l->first = first;
+	l->n = key.n;
 	loc_lines(b, l);
 	mapping_id(b, gmod);
 	return b->nlocs;
@@ -365,7 +374,7 @@ static void put_samples(struct builder *b, const struct pprof_sample *v, size_t 
 	size_t i, j, nids = 0;
 
 	for (i = 0; i < n; i++)
-		nids += v[i].nframes;
+		nids += v[i].parts ? v[i].nparts : v[i].nframes;
 	m->ids = array(nids, sizeof *m->ids);
 	m->values = array(n, PPROF_NVALUES * sizeof *m->values);
 	m->samples = array(n, sizeof *m->samples);
@@ -377,12 +386,16 @@ static void put_samples(struct builder *b, const struct pprof_sample *v, size_t 
 		Sample *s = &m->samples[i];
 		perftools__profiles__sample__init(s);
 		s->location_id = m->ids + nids;
-		for (j = 0; j < v[i].nframes; j++) {
+		for (j = 0; v[i].parts && j < v[i].nparts; j++) {
+			const struct pprof_part *pt = &v[i].parts[j];
+			m->ids[nids++] = loc_id(b, pt->gmod, pt->offset, pt->first, pt->n);
+		}
+		for (j = 0; !v[i].parts && j < v[i].nframes; j++) {
 			const struct snap_frame *fr = &v[i].frames[j];
 			uint32_t g = fr->module < v[i].nmodules ? v[i].map[fr->module] : SYM_NO_MODULE;
-			m->ids[nids++] = loc_id(b, g, fr->offset);
+			m->ids[nids++] = loc_id(b, g, fr->offset, 0, 0);
 		}
-		s->n_location_id = v[i].nframes;
+		s->n_location_id = v[i].parts ? v[i].nparts : v[i].nframes;
 		memcpy(m->values + i * PPROF_NVALUES, v[i].value, sizeof v[i].value);
 		s->value = m->values + i * PPROF_NVALUES;
 		s->n_value = PPROF_NVALUES;

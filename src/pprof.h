@@ -24,6 +24,16 @@ enum pprof_value {
 	PPROF_NVALUES
 };
 
+/* Some of the source frames of one address (global module index, offset):
+ * n of them from the first-th (inlined ones first); n 0: all. A stack whose
+ * frames are not all shown (a report row that merges stacks keeps only the
+ * frames they share) is given as parts. */
+struct pprof_part {
+	uint32_t gmod;
+	uint64_t offset;
+	uint32_t first, n;
+};
+
 /* One call stack and its values. The frames are those of a snapshot, innermost
  * first; map turns their module indexes into the symbolizer's (as
  * symbolizer_add returned it, nmodules entries). Nothing is copied. */
@@ -34,6 +44,9 @@ struct pprof_sample {
 	size_t nmodules;
 	int64_t value[PPROF_NVALUES];
 	const char *kind;             /* the sample label "kind" (malloc, mmap...); NULL: none */
+	/* when not NULL, the locations instead of frames: parts of addresses */
+	const struct pprof_part *parts;
+	uint32_t nparts;
 };
 
 /* What the profile is of: one snapshot (show), or the change from in[0] to

@@ -37,6 +37,15 @@ void folded_name(FILE *f, struct report *r, const struct dframe *d)
 		fputs("_[i]", f);
 }
 
+/* Frames left out where the stacks a row merges differ, as a frame of folded
+ * stacks and flame graphs: "[2-4 frames in libc.so.6]". */
+void left_out_name(FILE *f, struct report *r, const struct gap *g)
+{
+	char b[96];
+	describe_gap(r, g, b, sizeof b);
+	fprintf(f, "[%s]", b);
+}
+
 /* The rows v as folded stacks, outermost frame first. */
 static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool diff)
 {
@@ -44,15 +53,22 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 	struct dframe *d;
 
 	for (i = 0; i < n; i++) {
-		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0);
+		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, NULL, 0);
 		if (nd == 0) {
 			free(d);
 			continue;
 		}
 		for (k = nd; k-- > 0;) {
 			folded_name(f, r, &d[k]);
-			if (k)
+			if (!k)
+				break;
+			fputc(';', f);
+			if (d[k - 1].after.lo) {
+				/* every stack of the row has frames here, not
+				 * the same: never a call that cannot be */
+				left_out_name(f, r, &d[k - 1].after);
 				fputc(';', f);
+			}
 		}
 		fprintf(f, " %" PRIu64 "\n", diff ? (uint64_t)v[i]->growth : v[i]->f[0].live_bytes);
 		free(d);

@@ -28,6 +28,17 @@ struct figures {
 	double live_var;              /* variance of the live_bytes estimate */
 };
 
+/* Frames a row leaves out at one place of its stack: how many (lo to hi over
+ * the stacks the row merges; hi 0: none) and whose. */
+enum gap_what { GAP_STD = 1, GAP_MODULE, GAP_LIBRARY };
+struct gap {
+	uint32_t lo, hi;
+	uint32_t gmod;                /* GAP_MODULE: the module they are all in */
+	uint8_t what;                 /* enum gap_what */
+};
+
+struct seg;
+
 struct row {
 	uint64_t hash;
 	char *key;                    /* by function or line: what rows match on */
@@ -41,6 +52,11 @@ struct row {
 	uint32_t nframes;
 	bool truncated;
 	uint8_t kind;                 /* enum snap_kind of its stacks */
+	struct gap via;               /* frames passed over above the head */
+	/* by stack: where the stacks merged into the row differ from the first
+	 * (NULL while they are all alike; see rows.c) */
+	struct seg *segs;
+	uint32_t nsegs;
 	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
 	int64_t growth;               /* diff: f[1].live_bytes - f[0].live_bytes */
 	double sd;                    /* standard error of what the row shows: its live
@@ -67,6 +83,14 @@ struct report {
 	struct hashmap index;         /* of rows: uint32_t row indexes */
 	char *kbuf;                   /* key being built */
 	size_t klen, kcap;
+	struct dframe *vbuf;          /* a stack being keyed, expanded */
+	size_t vcap;
+	uint32_t *visbuf;             /* the indexes of its visible frames */
+	size_t viscap;
+	struct hashmap fnclass;       /* what function names are (rows.c) */
+	struct hashmap fids;          /* the frames rows by stack are keyed by */
+	uint8_t *modclass;            /* what modules are, by global index */
+	size_t nmodclass;
 };
 
 /* A source frame ready to print. */
@@ -76,6 +100,8 @@ struct dframe {
 	bool inlined;
 	uint32_t gmod;
 	uint64_t offset;
+	uint32_t sub;                 /* its index among the frames of its address */
+	struct gap after;             /* frames left out between it and the next one given */
 };
 
 
@@ -112,14 +138,15 @@ void rows_free(struct report *r);
 void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head);
 /* The source frames a row shows, into *out (caller frees): see rows.c. */
 size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
-		  struct dframe **out, size_t *total, char *via, size_t vialen);
+		  struct dframe **out, size_t *total, size_t *head, char *via, size_t vialen);
+/* A gap in words: "5 frames in libc.so.6", "4-9 std:: frames" ("" for none). */
+void describe_gap(const struct report *r, const struct gap *g, char *buf, size_t len);
 
 /* Orders of rows (for qsort over struct row *), and which rows a report keeps. */
 int cmp_seq(const struct row *a, const struct row *b);
 int cmp_live(const void *pa, const void *pb);
 int cmp_growth_desc(const void *pa, const void *pb);
 int cmp_growth_asc(const void *pa, const void *pb);
-bool focused(const struct report *r, const struct row *w);
 bool pred_live(const struct report *r, const struct row *w);
 bool pred_grown(const struct report *r, const struct row *w);
 bool pred_shrunk(const struct report *r, const struct row *w);
@@ -145,6 +172,8 @@ const char *fmt_signed(char *buf, size_t n, int64_t v);
 
 /* report-folded.c: a frame as folded stacks (and flame graphs) label it. */
 void folded_name(FILE *f, struct report *r, const struct dframe *d);
+/* report-folded.c: frames left out in a merged row's whole stack, likewise. */
+void left_out_name(FILE *f, struct report *r, const struct gap *g);
 
 /* report-svg.c: the flame graph, alone (a page) or inline (an <svg> element
  * for an HTML page). */

@@ -107,17 +107,16 @@ static void json_snapshot(FILE *f, const struct input *in)
 	}
 }
 
-/* A row's "frames" array, innermost first. */
+/* A row's "frames" array, innermost first: the frames all its stacks share. */
 static void json_frames(FILE *f, struct report *r, const struct row *w)
 {
 	struct dframe *d;
-	size_t n = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0), i;
-	struct expanded e;
+	size_t head, i;
+	size_t n = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, &head, NULL, 0);
 
 	/* the frame tables head the row with: the user's own */
-	row_expand(r, w, &e, true);
-	free(e.d);
-	fprintf(f, "\"head\": %zu, \"frames\": [", r->o->by == REPORT_BY_STACK ? e.head : 0);
+	fprintf(f, "\"merged\": %s, \"head\": %zu, \"frames\": [", w->segs ? "true" : "false",
+		r->o->by == REPORT_BY_STACK ? head : 0);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ",\n      {\"function\": " : "\n      {\"function\": ", f);
 		json_str(f, d[i].function);
@@ -129,7 +128,12 @@ static void json_frames(FILE *f, struct report *r, const struct row *w)
 		fputs(", \"build_id\": ", f);
 		json_str(f, d[i].gmod == SYM_NO_MODULE ? NULL
 						      : symbolizer_module_build_id(r->z, d[i].gmod));
-		fprintf(f, ", \"offset\": \"0x%" PRIx64 "\"}", d[i].offset);
+		fprintf(f, ", \"offset\": \"0x%" PRIx64 "\"", d[i].offset);
+		/* where the row's stacks differ: how many frames are left out */
+		if (d[i].after.hi)
+			fprintf(f, ", \"left_out\": {\"min\": %" PRIu32 ", \"max\": %" PRIu32 "}",
+				d[i].after.lo, d[i].after.hi);
+		fputc('}', f);
 	}
 	fputc(']', f);
 	free(d);

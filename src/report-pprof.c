@@ -13,8 +13,6 @@
 
 static bool pred_pprof(const struct report *r, const struct row *w)
 {
-	if (!focused(r, w))
-		return false;
 	if (r->nin == 2)
 		return (w->growth || w->f[0].live_blocks != w->f[1].live_blocks ||
 			w->f[0].alloc_bytes != w->f[1].alloc_bytes) &&
@@ -29,6 +27,34 @@ static int cmp_change(const void *pa, const void *pb)
 	if (llabs(a->growth) != llabs(b->growth))
 		return llabs(a->growth) > llabs(b->growth) ? -1 : 1;
 	return cmp_seq(a, b);
+}
+
+/* The locations of a row: the frames its stacks share (row_frames), as
+ * parts of addresses, at most max addresses (0: all). *n of them, caller
+ * frees. */
+static struct pprof_part *row_parts(struct report *r, const struct row *w, size_t max, uint32_t *n)
+{
+	struct dframe *d;
+	size_t nd = row_frames(r, w, 0, true, &d, NULL, NULL, NULL, 0), k = 0;
+	struct pprof_part *p = xcalloc(nd ? nd : 1, sizeof *p);
+
+	for (size_t i = 0; i < nd; i++) {
+		struct pprof_part *last = k ? &p[k - 1] : NULL;
+		if (last && last->gmod == d[i].gmod && last->offset == d[i].offset &&
+		    last->first + last->n == d[i].sub) {
+			last->n++;
+			continue;
+		}
+		if (max && k == max)
+			break;
+		p[k].gmod = d[i].gmod;
+		p[k].offset = d[i].offset;
+		p[k].first = d[i].sub;
+		p[k++].n = 1;
+	}
+	free(d);
+	*n = (uint32_t)k;
+	return p;
 }
 
 /* Write the report as a pprof profile. 0, or -1 (said). */
@@ -46,12 +72,8 @@ static int pprof_out(FILE *f, struct report *r)
 	for (i = 0; i < n; i++) {
 		const struct figures *a = &v[i]->f[0], *b = &v[i]->f[r->nin == 2 ? 1 : 0];
 		bool diff = r->nin == 2;
-		p[i].frames = v[i]->sf;
-		p[i].nframes = r->o->depth_set && r->o->depth && r->o->depth < v[i]->nframes
-				       ? (uint32_t)r->o->depth : v[i]->nframes;
-		p[i].map = v[i]->map;
+		p[i].parts = row_parts(r, v[i], r->o->depth_set ? r->o->depth : 0, &p[i].nparts);
 		p[i].kind = snap_kind_name(v[i]->kind);
-		p[i].nmodules = v[i]->nmodules;
 		p[i].value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
 		p[i].value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
 		p[i].value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
@@ -67,6 +89,8 @@ static int pprof_out(FILE *f, struct report *r)
 		mw_error("%s", cause);
 		free(cause);
 	}
+	for (i = 0; i < n; i++)
+		free((void *)p[i].parts);
 	free(p);
 	free(v);
 	return rc;

@@ -16,7 +16,7 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	bool diff = r->nin == 2;
 	struct flame *fl = flame_new(diff);
 	struct row **v[2];
-	size_t n[2] = { 0, 0 }, i, k, nd, len;
+	size_t n[2] = { 0, 0 }, i, k, nd, ne, e, len;
 	struct flame_frame *fr = NULL;
 	struct dframe *d;
 	char *labels = NULL, *title, *sub, b[32];
@@ -36,25 +36,37 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	for (int s = 0; s < 2; s++) {
 		for (i = 0; i < n[s]; i++) {
 			const struct row *w = v[s][i];
-			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, 0);
-			/* each row's labels over the last one's */
+			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, NULL, 0);
+			/* each row's labels over the last one's; where the stacks
+			 * of a merged row differ, a box says frames are left out */
 			fseek(m, 0, SEEK_SET);
+			ne = 0;
 			for (k = 0; k < nd; k++) {
 				folded_name(m, r, &d[k]);
 				fputc('\0', m);
+				ne++;
+				if (d[k].after.lo && k + 1 < nd) {
+					left_out_name(m, r, &d[k].after);
+					fputc('\0', m);
+					ne++;
+				}
 			}
 			fflush(m);
-			fr = xrealloc(fr, (nd ? nd : 1) * sizeof *fr);
-			for (k = 0; k < nd; k++) {
-				struct flame_frame *x = &fr[nd - 1 - k];
-				x->label = k ? x[1].label + strlen(x[1].label) + 1 : labels;
-				x->file = d[k].file;
-				x->line = d[k].line;
-				x->module = d[k].gmod == SYM_NO_MODULE ? NULL
-								   : symbolizer_module_name(r->z, d[k].gmod);
-				x->inlined = d[k].inlined;
+			fr = xrealloc(fr, (ne ? ne : 1) * sizeof *fr);
+			for (k = 0, e = 0; k < nd; k++) {
+				bool gap = d[k].after.lo && k + 1 < nd;
+				for (int j = 0; j < 1 + gap; j++, e++) {
+					struct flame_frame *x = &fr[ne - 1 - e];
+					x->label = e ? x[1].label + strlen(x[1].label) + 1 : labels;
+					x->file = j ? NULL : d[k].file;
+					x->line = j ? 0 : d[k].line;
+					x->module = j || d[k].gmod == SYM_NO_MODULE
+							    ? NULL
+							    : symbolizer_module_name(r->z, d[k].gmod);
+					x->inlined = !j && d[k].inlined;
+				}
 			}
-			flame_add(fl, fr, nd, diff ? w->f[0].live_bytes : 0, diff ? w->f[1].live_bytes : w->f[0].live_bytes,
+			flame_add(fl, fr, ne, diff ? w->f[0].live_bytes : 0, diff ? w->f[1].live_bytes : w->f[0].live_bytes,
 				  diff ? w->f[0].live_blocks : 0, diff ? w->f[1].live_blocks : w->f[0].live_blocks);
 			free(d);
 		}

@@ -80,7 +80,7 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 	struct dframe *d;
 	char via[96];
 
-	n = row_frames(r, w, max, false, &d, &total, via, sizeof via);
+	n = row_frames(r, w, max, false, &d, &total, NULL, via, sizeof via);
 	if (n == 0) {
 		fputs("<no frames>\n", f);
 	}
@@ -88,6 +88,13 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 		if (i > 0)
 			fprintf(f, "%*s", width, "");
 		print_frame(f, r, &d[i], i == 0 ? via : NULL, i == 0 ? w->kind : SNAP_KIND_MALLOC);
+		/* frames left out between two shown: never an impossible caller
+		 * (a Python function under __libc_start_call_main) as if real */
+		if (i + 1 < n && d[i].after.hi) {
+			char gap[96];
+			describe_gap(r, &d[i].after, gap, sizeof gap);
+			fprintf(f, "%*s... %s hidden\n", width, "", gap);
+		}
 	}
 	if (total > n)
 		fprintf(f, "%*s... %zu more frame%s%s\n", width, "", total - n,

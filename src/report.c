@@ -32,8 +32,9 @@
 	"                           mappings), brk (its own brk/sbrk growth), file (its\n" \
 	"                           mappings of files, memfd, shm) or all (default); rows\n" \
 	"                           of the last three say [mmap], [brk] or [file]\n" \
-	"        --all-frames       head rows with the innermost frame, not the user's own,\n" \
-	"                           and show a Python interpreter's own frames\n" \
+	"        --all-frames       every frame: rows headed by the innermost one, not the\n" \
+	"                           user's own, and one per path (without it, stacks that\n" \
+	"                           differ only in the frames hidden are one row)\n" \
 	"        --full-names       C++ names with their template arguments in tables\n"
 
 const char diff_usage[] =

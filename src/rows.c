@@ -10,6 +10,7 @@
 #include "report-internal.h"
 #include "util.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -103,17 +104,17 @@ static bool row_eq(const void *entry, const void *key)
 }
 
 /* The row of candidate c, created if new. */
-static struct row *row_get(struct report *r, const struct cand *c, bool keyed, bool truncated)
+static struct row *row_get(struct report *r, const struct cand *c, bool keyed, bool truncated,
+			   bool *added)
 {
 	struct row_query q = { r, c };
 	struct row *w;
 	uint32_t *idx;
-	bool added;
 
 	if (!r->index.esize)
 		hashmap_init(&r->index, sizeof(uint32_t));
-	idx = hashmap_put(&r->index, c->hash, row_eq, &q, &added);
-	if (!added)
+	idx = hashmap_put(&r->index, c->hash, row_eq, &q, added);
+	if (!*added)
 		return &r->rows[*idx];
 	if (r->nrows == r->arows) {
 		r->arows = r->arows ? r->arows * 2 : 256;
@@ -180,7 +181,14 @@ static bool trimmed_frame(struct report *r, const struct gframe *g)
 /* A symbolized frame as a dframe. */
 static struct dframe make_dframe(const struct sym_frame *sf, struct gframe g)
 {
-	struct dframe d = { sf->function, sf->file, sf->line, sf->inlined, g.gmod, g.offset };
+	struct dframe d;
+	memset(&d, 0, sizeof d);
+	d.function = sf->function;
+	d.file = sf->file;
+	d.line = sf->line;
+	d.inlined = sf->inlined;
+	d.gmod = g.gmod;
+	d.offset = g.offset;
 	return d;
 }
 
@@ -245,105 +253,428 @@ static bool hidden_frame(const struct report *r, const struct dframe *d)
 	return r->o->has_hide && d->function && regexec(&r->o->hide, d->function, 0, NULL, 0) == 0;
 }
 
+/* What a frame's function name and module say of it, found once per name and
+ * per module (each rule is a few string compares, and every frame of every
+ * stack is asked when rows are keyed by what they show). */
+enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };
+enum { MOD_SYSTEM = 1 << 0, MOD_INTERP = 1 << 1, MOD_KNOWN = 1 << 2 };
+
+struct fnclass {
+	const char *fn;               /* the symbolizer's interned name */
+	uint8_t flags;
+};
+
+static bool fnclass_eq(const void *entry, const void *key)
+{
+	return ((const struct fnclass *)entry)->fn == key;
+}
+
+static uint8_t fn_flags(struct report *r, const struct dframe *d)
+{
+	struct fnclass *e;
+	bool added;
+
+	if (!d->function)
+		return 0;
+	if (!r->fnclass.esize)
+		hashmap_init(&r->fnclass, sizeof(struct fnclass));
+	e = hashmap_put(&r->fnclass, hash_mix64((uint64_t)(uintptr_t)d->function), fnclass_eq,
+			d->function, &added);
+	if (added) {
+		e->fn = d->function;
+		e->flags = (uint8_t)(FN_KNOWN | (hidden_frame(r, d) ? FN_HIDE : 0) |
+				     (std_name(d->function) ? FN_STD : 0) |
+				     (allocator_function(d->function) ? FN_ALLOC : 0));
+	}
+	return e->flags;
+}
+
+static uint8_t mod_flags(struct report *r, uint32_t gmod)
+{
+	if (gmod == SYM_NO_MODULE)
+		return 0;
+	if (gmod >= r->nmodclass) {
+		size_t n = symbolizer_nmodules(r->z) > gmod ? symbolizer_nmodules(r->z) : gmod + 1;
+		r->modclass = xrealloc(r->modclass, n);
+		memset(r->modclass + r->nmodclass, 0, n - r->nmodclass);
+		r->nmodclass = n;
+	}
+	if (!r->modclass[gmod])
+		r->modclass[gmod] = (uint8_t)(MOD_KNOWN | (system_module(r, gmod) ? MOD_SYSTEM : 0) |
+					      (interpreter_module(r, gmod) ? MOD_INTERP : 0));
+	return r->modclass[gmod];
+}
+
 /* Is d a frame of the user's own code? Not: a frame --hide names, a frame of
  * the C++ standard library by name, one of the allocator, one in a system
  * library, or one of a CPython interpreter. A frame with no name outside the
  * system's libraries is the user's. */
 static bool user_frame(struct report *r, const struct dframe *d)
 {
-	return !hidden_frame(r, d) && !std_name(d->function) && !allocator_function(d->function) &&
-	       !system_module(r, d->gmod) && !interpreter_module(r, d->gmod);
+	return !(fn_flags(r, d) & (FN_HIDE | FN_STD | FN_ALLOC)) &&
+	       !(mod_flags(r, d->gmod) & (MOD_SYSTEM | MOD_INTERP));
 }
 
-void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head)
+/* Is d left out of a row's stack below its head (in tables; and what rows are
+ * keyed by): a frame --hide names, and unless --all-frames a frame of a CPython
+ * interpreter (its Python frames stand where the eval loop's were) or of the
+ * C++ standard library (std::function's invokers, std::thread's launchers). */
+static bool hidden_below(struct report *r, const struct dframe *d)
 {
-	size_t cap = 0;
-	uint32_t i, j;
+	uint8_t f = fn_flags(r, d);
 
-	e->d = NULL;
-	e->n = 0;
-	for (i = 0; i < w->nframes; i++) {
-		struct gframe g = row_frame(w, i);
-		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
-		for (j = 0; j < loc->nframes; j++) {
-			if (e->n == cap) {
-				cap = cap ? cap * 2 : 16;
-				e->d = xrealloc(e->d, cap * sizeof *e->d);
-			}
-			e->d[e->n++] = make_dframe(&loc->frames[j], g);
-		}
-	}
-	/* whole stacks (folded, flame graphs) need no head: the rule costs a few
-	 * string compares per frame, a third of an SVG of 100 000 stacks */
-	for (e->head = 0; want_head && !r->o->all_frames && e->head < e->n; e->head++)
-		if (user_frame(r, &e->d[e->head]))
-			break;
-	if (e->head == e->n)
-		e->head = 0;
+	if (f & FN_HIDE)
+		return true;
+	return !r->o->all_frames && ((f & FN_STD) || (mod_flags(r, d->gmod) & MOD_INTERP));
 }
 
-/* The first frame of a stack (from frame top) that a keyed row (by function or
- * line) is grouped by: the user's own, as row_expand would find it. */
-static struct dframe key_frame_of(struct report *r, const struct snap_frame *sf,
-				  const uint32_t *map, size_t nm, uint32_t n)
+/* Every source frame of the n frames sf (innermost first), inlined ones
+ * expanded, into *d (*cap entries, grown as needed). Returns how many. */
+static size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32_t *map,
+			    size_t nm, uint32_t n, struct dframe **d, size_t *cap)
 {
-	struct dframe first = { 0 };
-	bool have = false;
+	size_t k = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct gframe g = global_frame(sf, map, nm, i);
 		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
 		for (uint32_t j = 0; j < loc->nframes; j++) {
+			if (k == *cap) {
+				*cap = *cap ? *cap * 2 : 16;
+				*d = xrealloc(*d, *cap * sizeof **d);
+			}
+			(*d)[k] = make_dframe(&loc->frames[j], g);
+			(*d)[k++].sub = j;
+		}
+	}
+	return k;
+}
+
+/* The index of the frame that heads a stack of n expanded frames: the first
+ * of the user's own; the innermost when there is none, or with --all-frames. */
+static size_t head_of(struct report *r, const struct dframe *d, size_t n)
+{
+	size_t h;
+
+	if (r->o->all_frames)
+		return 0;
+	for (h = 0; h < n; h++)
+		if (user_frame(r, &d[h]))
+			return h;
+	return 0;
+}
+
+/* The frames of a stack the tables show, as indexes into d (into *vis, *cap
+ * entries, grown as needed): its head and every frame below it that is not
+ * hidden. Returns how many (0 only for a stack with no frames). */
+static size_t visible_frames(struct report *r, const struct dframe *d, size_t n, size_t head,
+			     uint32_t **vis, size_t *cap)
+{
+	size_t k = 0;
+
+	for (size_t i = head; i < n; i++) {
+		if (i > head && hidden_below(r, &d[i]))
+			continue;
+		if (k == *cap) {
+			*cap = *cap ? *cap * 2 : 16;
+			*vis = xrealloc(*vis, *cap * sizeof **vis);
+		}
+		(*vis)[k++] = (uint32_t)i;
+	}
+	return k;
+}
+
+/* The n frames d as a gap: how many, and whose. */
+static void gap_of(struct report *r, const struct dframe *d, size_t n, struct gap *g)
+{
+	bool all_std = true, one_module = true;
+
+	memset(g, 0, sizeof *g);
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		all_std = all_std && (fn_flags(r, &d[i]) & FN_STD);
+		one_module = one_module && d[i].gmod == d[0].gmod && d[0].gmod != SYM_NO_MODULE;
+	}
+	g->lo = g->hi = (uint32_t)n;
+	g->what = all_std ? GAP_STD : one_module ? GAP_MODULE : GAP_LIBRARY;
+	g->gmod = one_module ? d[0].gmod : SYM_NO_MODULE;
+}
+
+/* The gap b of another stack at the same place, into a. */
+static void gap_merge(struct gap *a, const struct gap *b)
+{
+	uint32_t lo = a->lo < b->lo ? a->lo : b->lo, hi = a->hi > b->hi ? a->hi : b->hi;
+
+	if (a->hi == 0) {
+		*a = *b;
+	} else if (b->hi != 0 && (a->what != b->what || (a->what == GAP_MODULE && a->gmod != b->gmod))) {
+		a->what = GAP_LIBRARY;
+		a->gmod = SYM_NO_MODULE;
+	}
+	a->lo = lo;
+	a->hi = hi;
+}
+
+void describe_gap(const struct report *r, const struct gap *g, char *buf, size_t len)
+{
+	char n[32];
+	const char *s = g->hi == 1 ? "" : "s";
+
+	buf[0] = '\0';
+	if (g->hi == 0)
+		return;
+	if (g->lo == g->hi)
+		snprintf(n, sizeof n, "%" PRIu32, g->hi);
+	else if (g->lo == 0)
+		snprintf(n, sizeof n, "up to %" PRIu32, g->hi);
+	else
+		snprintf(n, sizeof n, "%" PRIu32 "-%" PRIu32, g->lo, g->hi);
+	if (g->what == GAP_STD)
+		snprintf(buf, len, "%s std:: frame%s", n, s);
+	else if (g->what == GAP_MODULE)
+		snprintf(buf, len, "%s frame%s in %s", n, s, symbolizer_module_name(r->z, g->gmod));
+	else
+		snprintf(buf, len, "%s library frame%s", n, s);
+}
+
+/* Are a and b the same frame as a report shows it? By function, file, line
+ * and inlining when the frame has them all; a JIT frame (in no module) by its
+ * name alone, so that the copies a runtime compiled of one function at
+ * several places are one; any other by its address. Names are the
+ * symbolizer's interned strings: equal strings are equal pointers. */
+static bool dframe_same(const struct dframe *a, const struct dframe *b)
+{
+	if (a->function != b->function)
+		return false;
+	if (a->function && a->file)
+		return a->file == b->file && a->line == b->line && a->inlined == b->inlined;
+	if (a->function && a->gmod == SYM_NO_MODULE)
+		return b->gmod == SYM_NO_MODULE && !b->file;
+	return a->gmod == b->gmod && a->offset == b->offset && a->sub == b->sub && a->file == b->file;
+}
+
+/* A frame as dframe_same knows it, numbered: rows by stack are keyed by the
+ * numbers of their visible frames (4 bytes a frame, not the 30 of the
+ * fields: 100 000 stacks of 40 frames). */
+struct fid {
+	const char *function, *file;
+	uint64_t offset;
+	uint32_t gmod, line, sub, id;
+	uint8_t tag, inlined;
+};
+
+static bool fid_eq(const void *entry, const void *key)
+{
+	const struct fid *a = entry, *b = key;
+	return a->tag == b->tag && a->function == b->function && a->file == b->file &&
+	       a->line == b->line && a->inlined == b->inlined && a->gmod == b->gmod &&
+	       a->offset == b->offset && a->sub == b->sub;
+}
+
+/* A visible frame into the key of a row by stack, by what dframe_same compares. */
+static void key_dframe(struct report *r, const struct dframe *d)
+{
+	struct fid k, *e;
+	uint64_t h;
+	bool added;
+
+	memset(&k, 0, sizeof k);
+	k.function = d->function;
+	if (d->function && d->file) {
+		k.tag = 1;
+		k.file = d->file;
+		k.line = d->line;
+		k.inlined = d->inlined;
+	} else if (d->function && d->gmod == SYM_NO_MODULE) {
+		k.tag = 2;
+	} else {
+		k.tag = 3;
+		k.file = d->file;
+		k.gmod = d->gmod;
+		k.offset = d->offset;
+		k.sub = d->sub;
+	}
+	h = hash_mix64((uint64_t)(uintptr_t)k.function ^ ((uint64_t)(uintptr_t)k.file << 1) ^
+		       ((uint64_t)k.line << 40) ^ k.offset ^ ((uint64_t)k.gmod << 48) ^
+		       ((uint64_t)k.sub << 56) ^ k.tag);
+	if (!r->fids.esize)
+		hashmap_init(&r->fids, sizeof(struct fid));
+	e = hashmap_put(&r->fids, h, fid_eq, &k, &added);
+	if (added) {
+		*e = k;
+		e->id = (uint32_t)r->fids.n;
+	}
+	key_add(r, &e->id, sizeof e->id);
+}
+
+/* The hash of a key, a word at a time (keys by stack are long). */
+static uint64_t hash_key(const char *p, size_t n)
+{
+	uint64_t h = HASH_FNV_START ^ n, w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = hash_mix64(h ^ w);
+	}
+	w = 0;
+	memcpy(&w, p, n);
+	return hash_mix64(h ^ w);
+}
+
+/* A row by stack is keyed by its visible frames (visible_frames): the stacks
+ * merged into it differ only in the frames left out. Where they differ is
+ * kept in segments of the first stack's expanded frames: segment 0 the frames
+ * above the head, segment i (1 to nvis) those between visible frame i - 1 and
+ * the next one (the last: below the last visible frame). */
+struct seg {
+	uint32_t start, len;          /* the first stack's frames there */
+	uint32_t keep;                /* of those, how many every stack has alike: all
+				       * or none, or above the head those next to it */
+	bool differs;                 /* some stack has other frames there */
+	struct gap gap;               /* the frames there, over all the stacks */
+};
+
+/* Segment i of a stack of n frames with the nvis visible ones vis. */
+static void seg_bounds(const uint32_t *vis, size_t nvis, size_t n, size_t i, uint32_t *start,
+		       uint32_t *len)
+{
+	if (i == 0) {
+		*start = 0;
+		*len = nvis ? vis[0] : (uint32_t)n;
+	} else {
+		*start = vis[i - 1] + 1;
+		*len = (i < nvis ? vis[i] : (uint32_t)n) - *start;
+	}
+}
+
+/* Merge a stack (expanded into d, n frames, nvis visible ones vis) that has
+ * the visible frames of row w but not its frames into w's segments. */
+static void row_merge(struct report *r, struct row *w, const struct dframe *d, size_t n,
+		      const uint32_t *vis, size_t nvis)
+{
+	struct expanded e;
+	uint32_t *rvis = NULL, st, len, cst, clen;
+	size_t rcap = 0, rn, i, k;
+
+	row_expand(r, w, &e, true);
+	rn = visible_frames(r, e.d, e.n, e.head, &rvis, &rcap);
+	if (rn != nvis)
+		goto out;   /* cannot be: the key holds the visible frames */
+	if (!w->segs) {
+		w->nsegs = (uint32_t)rn + 1;
+		w->segs = xcalloc(w->nsegs, sizeof *w->segs);
+		for (i = 0; i < w->nsegs; i++) {
+			struct seg *g = &w->segs[i];
+			seg_bounds(rvis, rn, e.n, i, &g->start, &g->len);
+			g->keep = g->len;
+			gap_of(r, e.d + g->start, g->len, &g->gap);
+		}
+	}
+	for (i = 0; i < w->nsegs; i++) {
+		struct seg *g = &w->segs[i];
+		struct gap cg;
+		seg_bounds(vis, nvis, n, i, &cst, &clen);
+		st = g->start;
+		len = g->len;
+		gap_of(r, d + cst, clen, &cg);
+		gap_merge(&g->gap, &cg);
+		if (i == 0) {
+			/* above the head: the frames next to it that all share */
+			for (k = 0; k < g->keep && k < clen &&
+				    dframe_same(&e.d[st + len - 1 - k], &d[cst + clen - 1 - k]);
+			     k++)
+				;
+			g->keep = (uint32_t)k;
+			continue;
+		}
+		if (clen != len)
+			g->differs = true;
+		for (k = 0; !g->differs && k < len; k++)
+			if (!dframe_same(&e.d[st + k], &d[cst + k]))
+				g->differs = true;
+		if (g->differs)
+			g->keep = 0;
+	}
+out:
+	free(rvis);
+	free(e.d);
+}
+
+void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head)
+{
+	size_t cap = 0;
+
+	e->d = NULL;
+	e->n = expand_frames(r, w->sf, w->map, w->nmodules, w->nframes, &e->d, &cap);
+	/* whole stacks (folded, flame graphs) need no head: the rule costs a few
+	 * string compares per frame, a third of an SVG of 100 000 stacks */
+	e->head = want_head ? head_of(r, e->d, e->n) : 0;
+}
+
+/* The first frame of a stack (from frame top) that a keyed row (by function or
+ * line) is grouped by: the user's own, as row_expand would find it; the
+ * frames above it into *skipped (r->vbuf), their number into *nskipped. */
+static struct dframe key_frame_of(struct report *r, const struct snap_frame *sf,
+				  const uint32_t *map, size_t nm, uint32_t n, size_t *nskipped)
+{
+	struct dframe first = { 0 };
+	bool have = false;
+	size_t k = 0;
+
+	*nskipped = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct gframe g = global_frame(sf, map, nm, i);
+		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
+		for (uint32_t j = 0; j < loc->nframes; j++) {
 			struct dframe d = make_dframe(&loc->frames[j], g);
+			d.sub = j;
 			if (!have) {
 				first = d;
 				have = true;
 			}
-			if (r->o->all_frames || user_frame(r, &d))
+			if (r->o->all_frames || user_frame(r, &d)) {
+				*nskipped = k;
 				return d;
+			}
+			if (k == r->vcap) {
+				r->vcap = r->vcap ? r->vcap * 2 : 16;
+				r->vbuf = xrealloc(r->vbuf, r->vcap * sizeof *r->vbuf);
+			}
+			r->vbuf[k++] = d;
 		}
 	}
 	return first;
 }
 
-/* What the head of a row skipped, in a few words: "via 5 std:: frames", "via 2
- * frames in libc.so.6", "via 3 library frames" ("" when nothing was). */
-static void describe_skipped(struct report *r, const struct dframe *d, size_t n, char *buf,
-			     size_t len)
-{
-	bool all_std = true, one_module = true;
-	size_t i;
-
-	buf[0] = '\0';
-	if (n == 0)
-		return;
-	for (i = 0; i < n; i++) {
-		all_std = all_std && std_name(d[i].function);
-		one_module = one_module && d[i].gmod == d[0].gmod && d[0].gmod != SYM_NO_MODULE;
-	}
-	if (all_std)
-		snprintf(buf, len, "via %zu std:: frame%s", n, n == 1 ? "" : "s");
-	else if (one_module)
-		snprintf(buf, len, "via %zu frame%s in %s", n, n == 1 ? "" : "s",
-			 symbolizer_module_name(r->z, d[0].gmod));
-	else
-		snprintf(buf, len, "via %zu library frame%s", n, n == 1 ? "" : "s");
-}
-
-/* The source frames a row shows, into *out (caller frees): by stack, from its
- * head, at most max (0: all; with whole, every frame from the innermost); by
- * function or line, the one frame it is grouped by. *total: how many there are
- * from the head; via (vialen bytes, may be NULL): what the head skipped. */
+/* The source frames a row shows, into *out (caller frees).
+ * By stack: without whole, the frames the tables show, from its head: the
+ * visible ones (visible_frames), each with the frames left out below it in
+ * its after (over all the row's stacks); at most max (0: all). With whole,
+ * every frame from the innermost (folded, JSON, flame graphs): of a row that
+ * merges stacks with different hidden frames, the frames they all share, and
+ * where they differ the frame above says what was left out; *head (may be
+ * NULL) is then the index of the head among them.
+ * By function or line: the one frame the row is grouped by.
+ * *total: how many there are; via (vialen bytes, may be NULL): what the head
+ * passed over, over all the row's stacks. */
 size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
-			 struct dframe **out, size_t *total, char *via, size_t vialen)
+		  struct dframe **out, size_t *total, size_t *head, char *via, size_t vialen)
 {
 	struct expanded e;
-	size_t from, n = 0, k;
+	uint32_t *vis = NULL;
+	size_t vcap = 0, nvis, n = 0, i, k;
 
-	row_expand(r, w, &e, !whole || via || r->o->by != REPORT_BY_STACK);
-	from = whole ? 0 : e.head;
-	if (via)
-		describe_skipped(r, e.d, e.head, via, vialen);
+	row_expand(r, w, &e, !whole || head || w->segs || r->o->by != REPORT_BY_STACK);
+	if (via && w->via.hi) {
+		char gap[96];
+		describe_gap(r, &w->via, gap, sizeof gap);
+		snprintf(via, vialen, "via %s", gap);
+	} else if (via) {
+		via[0] = '\0';
+	}
+	if (head)
+		*head = 0;
 	if (r->o->by != REPORT_BY_STACK) {
 		n = e.n ? 1 : 0;
 		if (n) {
@@ -359,12 +690,37 @@ size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
 		*out = e.d;
 		return n;
 	}
-	/* frames --hide names are left out below the head too, in tables, and
-	 * so are the interpreter's own unless --all-frames */
-	for (k = from; k < e.n; k++)
-		if (whole || k == from ||
-		    (!hidden_frame(r, &e.d[k]) && (r->o->all_frames || !interpreter_module(r, e.d[k].gmod))))
-			e.d[n++] = e.d[k];
+	if (whole && !w->segs) {
+		n = e.n;
+		if (head)
+			*head = e.head;
+	} else if (whole) {
+		nvis = visible_frames(r, e.d, e.n, e.head, &vis, &vcap);
+		/* in place: what is kept never comes after where it is moved from */
+		for (i = 0; i < w->nsegs; i++) {
+			const struct seg *g = &w->segs[i];
+			size_t from = i == 0 ? g->start + g->len - g->keep : g->start;
+			if (g->differs && i > 0 && n > 0)
+				e.d[n - 1].after = g->gap;
+			for (k = 0; k < g->keep; k++)
+				e.d[n++] = e.d[from + k];
+			if (i == 0 && head)
+				*head = n;
+			if (i < nvis)
+				e.d[n++] = e.d[vis[i]];
+		}
+	} else {
+		nvis = visible_frames(r, e.d, e.n, e.head, &vis, &vcap);
+		for (i = 0; i < nvis; i++) {
+			struct dframe d = e.d[vis[i]];
+			if (i + 1 < nvis && w->segs && i + 1 < w->nsegs)
+				d.after = w->segs[i + 1].gap;
+			else if (i + 1 < nvis)
+				gap_of(r, e.d + vis[i] + 1, vis[i + 1] - vis[i] - 1, &d.after);
+			e.d[n++] = d;
+		}
+	}
+	free(vis);
 	if (total)
 		*total = n;
 	if (max && n > max)
@@ -388,7 +744,44 @@ static double stack_variance(const struct snap_stack *st, uint64_t rate)
 	return e * e * exp(-s / (double)rate) / (double)st->live_samples;
 }
 
-/* Add every stack of input k to the rows. */
+/* --focus: does some frame of the stack (its function or file) match? Rows
+ * are made of the stacks that do, so that a row merging several stacks holds
+ * only those through the frame. */
+static bool stack_focused(struct report *r, const struct snap_frame *sf, const uint32_t *map,
+			  size_t nm, uint32_t n)
+{
+	size_t nd;
+
+	if (!r->o->has_focus)
+		return true;
+	nd = expand_frames(r, sf, map, nm, n, &r->vbuf, &r->vcap);
+	for (size_t i = 0; i < nd; i++) {
+		const struct dframe *d = &r->vbuf[i];
+		if ((d->function && !regexec(&r->o->focus, d->function, 0, NULL, 0)) ||
+		    (d->file && !regexec(&r->o->focus, d->file, 0, NULL, 0)))
+			return true;
+	}
+	return false;
+}
+
+/* Are the frames of candidate c those of row w's first stack? */
+static bool same_frames(const struct row *w, const struct cand *c)
+{
+	if (w->nframes != c->n)
+		return false;
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct gframe a = row_frame(w, i), b = global_frame(c->sf, c->map, c->nmodules, i);
+		if (a.gmod != b.gmod || a.offset != b.offset)
+			return false;
+	}
+	return true;
+}
+
+/* Add every stack of input k to the rows. By stack, a row is keyed by the
+ * frames it shows (its head and the visible frames below it), so stacks that
+ * differ only in the frames it leaves out (the interpreter's, the
+ * allocator's, the C++ standard library's: the path from a line of the
+ * user's code to malloc) are one row; with --all-frames, by every frame. */
 void collect(struct report *r, int k)
 {
 	struct input *in = &r->in[k];
@@ -397,9 +790,11 @@ void collect(struct report *r, int k)
 	for (i = 0; i < in->s->nstacks; i++) {
 		const struct snap_stack *st = &in->s->stacks[i];
 		uint32_t n = st->nframes, j, top = 0;
+		size_t nd = 0, nvis = 0, nskipped = 0;
 		struct cand c;
 		struct gframe g;
-		bool keyed = true;
+		struct gap via = { 0 };
+		bool keyed = true, added, visible = false;
 		struct row *w;
 
 		c.kind = (uint8_t)snap_stack_kind(st->flags);
@@ -418,10 +813,20 @@ void collect(struct report *r, int k)
 		if (top == n)
 			top = 0;   /* nothing but allocator frames: keep them all */
 
+		in->total.live_bytes += st->live_bytes;
+		in->total.live_blocks += st->live_blocks;
+		in->total.live_samples += st->live_samples;
+		in->total.live_var += stack_variance(st, in->s->sample_rate);
+		in->total.alloc_bytes += st->alloc_bytes;
+		in->total.alloc_blocks += st->alloc_blocks;
+		in->total.live_stacks += st->live_bytes > 0;
+		if (!stack_focused(r, st->frames + top, in->map, nm, n - top))
+			continue;
+
 		key_reset(r);
 		if (n == 0) {
 			key_str(r, "<no frames>");
-		} else if (r->o->by == REPORT_BY_STACK) {
+		} else if (r->o->by == REPORT_BY_STACK && r->o->all_frames) {
 			uint64_t h = UINT64_C(1469598103934665603);
 			for (j = top; j < n; j++) {
 				g = global_frame(st->frames, in->map, nm, j);
@@ -430,8 +835,18 @@ void collect(struct report *r, int k)
 			}
 			c.hash = h ^ c.kind;
 			keyed = false;
+		} else if (r->o->by == REPORT_BY_STACK) {
+			size_t head;
+			nd = expand_frames(r, st->frames + top, in->map, nm, n - top, &r->vbuf, &r->vcap);
+			head = head_of(r, r->vbuf, nd);
+			nvis = visible_frames(r, r->vbuf, nd, head, &r->visbuf, &r->viscap);
+			for (j = 0; j < nvis; j++)
+				key_dframe(r, &r->vbuf[r->visbuf[j]]);
+			gap_of(r, r->vbuf, head, &via);
+			visible = true;
 		} else {
-			struct dframe f = key_frame_of(r, st->frames + top, in->map, nm, n - top);
+			struct dframe f = key_frame_of(r, st->frames + top, in->map, nm, n - top, &nskipped);
+			gap_of(r, r->vbuf, nskipped, &via);
 			if (!f.function || (r->o->by == REPORT_BY_LINE && !f.file)) {
 				/* nothing to group by but the address itself */
 				g.gmod = f.gmod;
@@ -447,26 +862,30 @@ void collect(struct report *r, int k)
 		}
 		if (keyed) {
 			key_add(r, &c.kind, sizeof c.kind);
-			c.hash = hash_bytes(r->kbuf, r->klen);
+			c.hash = hash_key(r->kbuf, r->klen);
 		}
 		c.sf = st->frames + top;
 		c.map = in->map;
 		c.nmodules = nm;
 		c.n = n - top;
-		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED);
+		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED, &added);
+		if (added) {
+			w->via = via;
+		} else {
+			gap_merge(&w->via, &via);
+			w->truncated = w->truncated || (st->flags & SNAP_STACK_TRUNCATED);
+			if (visible && !same_frames(w, &c))
+				row_merge(r, w, r->vbuf, nd, r->visbuf, nvis);
+		}
 		w->f[k].live_bytes += st->live_bytes;
 		w->f[k].live_blocks += st->live_blocks;
 		w->f[k].live_samples += st->live_samples;
+		/* the variance of the row's estimate is the sum over its samples,
+		 * taken stack by stack (each with its own block size): the merged
+		 * estimate is a sum of independent ones */
 		w->f[k].live_var += stack_variance(st, in->s->sample_rate);
 		w->f[k].alloc_bytes += st->alloc_bytes;
 		w->f[k].alloc_blocks += st->alloc_blocks;
-		in->total.live_bytes += st->live_bytes;
-		in->total.live_blocks += st->live_blocks;
-		in->total.live_samples += st->live_samples;
-		in->total.live_var += stack_variance(st, in->s->sample_rate);
-		in->total.alloc_bytes += st->alloc_bytes;
-		in->total.alloc_blocks += st->alloc_blocks;
-		in->total.live_stacks += st->live_bytes > 0;
 	}
 }
 
@@ -545,35 +964,19 @@ struct row **select_rows(struct report *r, bool (*pred)(const struct report *,
 	return v;
 }
 
-/* --focus: does some frame of the row's stack (its function or file) match? */
-bool focused(const struct report *r, const struct row *w)
-{
-	struct expanded e;
-	bool hit = false;
-
-	if (!r->o->has_focus)
-		return true;
-	row_expand((struct report *)r, w, &e, false);
-	for (size_t i = 0; i < e.n && !hit; i++)
-		hit = (e.d[i].function && !regexec(&r->o->focus, e.d[i].function, 0, NULL, 0)) ||
-		      (e.d[i].file && !regexec(&r->o->focus, e.d[i].file, 0, NULL, 0));
-	free(e.d);
-	return hit;
-}
-
 bool pred_live(const struct report *r, const struct row *w)
 {
-	return w->f[0].live_bytes > 0 && w->f[0].live_bytes >= r->o->min_bytes && focused(r, w);
+	return w->f[0].live_bytes > 0 && w->f[0].live_bytes >= r->o->min_bytes;
 }
 
 bool pred_grown(const struct report *r, const struct row *w)
 {
-	return w->growth > 0 && (uint64_t)w->growth >= r->o->min_bytes && focused(r, w);
+	return w->growth > 0 && (uint64_t)w->growth >= r->o->min_bytes;
 }
 
 bool pred_shrunk(const struct report *r, const struct row *w)
 {
-	return w->growth < 0 && (uint64_t)-w->growth >= r->o->min_bytes && focused(r, w);
+	return w->growth < 0 && (uint64_t)-w->growth >= r->o->min_bytes;
 }
 
 /* Rows that hold live bytes in some snapshot (stacks whose blocks were all
@@ -661,9 +1064,16 @@ double explained_share(const struct report *r)
 
 void rows_free(struct report *r)
 {
-	for (size_t i = 0; i < r->nrows; i++)
+	for (size_t i = 0; i < r->nrows; i++) {
 		free(r->rows[i].key);
+		free(r->rows[i].segs);
+	}
 	free(r->rows);
+	free(r->vbuf);
+	free(r->visbuf);
+	hashmap_release(&r->fnclass);
+	hashmap_release(&r->fids);
+	free(r->modclass);
 	hashmap_release(&r->index);
 	free(r->kbuf);
 }

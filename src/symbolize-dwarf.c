@@ -152,7 +152,8 @@ static struct cucache *cu_functions(struct symbolizer *z, uint32_t g, Dwarf_Die 
 	c->gmod = g;
 	c->cu = p.offset;
 	collect_functions(c, &cap, cu, 0);
-	qsort(c->fns, c->nfns, sizeof *c->fns, cmp_fnrange);
+	if (c->nfns)   /* a CU without functions has no array: qsort's is nonnull */
+		qsort(c->fns, c->nfns, sizeof *c->fns, cmp_fnrange);
 	return c;
 }
 

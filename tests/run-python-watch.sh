@@ -30,7 +30,13 @@ if [ -z "$last" ]; then
 	fail "no final snapshot"
 else
 	run_mw 0 show -F folded "$last"
-	# <module> calls grow_bytes, which calls into the interpreter's C code
+	# <module> calls grow_bytes: one line, whatever paths of the
+	# interpreter's C code led from its line to the allocator (they are
+	# hidden: a row and its line are per stack the user sees)
+	n=$(grep -c ';<module>;for_seconds;grow_bytes[; ]' out)
+	[ "$n" -eq 1 ] || fail "folded: $n lines through grow_bytes, expected 1"
+	# which calls into the interpreter's C code (--all-frames shows its frames)
+	run_mw 0 show --all-frames -F folded "$last"
 	expect_grep ';<module>;for_seconds;grow_bytes;[^;]+;.* [0-9]+$' out
 	# deep enough for the interpreter's frames, inlined ones included where
 	# its debug info is installed (python3.11-dbg brings it)
