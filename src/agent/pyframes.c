@@ -518,7 +518,7 @@ int mw_py_check(char *why, size_t len)
 	const char *forced = getenv("MEMWATCH_TEST_PY_LAYOUT");
 
 	if (forced && strcmp(forced, "fail") == 0) {
-		snprintf(why, len, "its structures are not as expected (MEMWATCH_TEST_PY_LAYOUT)");
+		snprintf(why, len, "the check made to fail by MEMWATCH_TEST_PY_LAYOUT");
 		return -1;
 	}
 	if (!mw_py.interp_head || !mw_py.thread_head || !mw_py.unicode_type ||
