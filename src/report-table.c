@@ -456,15 +456,14 @@ static void print_explained(FILE *f, const struct report *r)
 	double share = explained_share(r);
 	uint32_t kind = SNAP_REGION_OTHER;
 	char g[32];
-	/* a CPython whose objects were not sampled (in either snapshot) */
-	const struct snapshot *py = b->python == SNAP_PYTHON_NATIVE || b->python == SNAP_PYTHON_PAUSED ? b
-				    : a->python == SNAP_PYTHON_NATIVE || a->python == SNAP_PYTHON_PAUSED ? a : NULL;
+	/* a CPython captured native-only (a moment before the swap, or after
+	 * finalization, is not said) */
+	const struct snapshot *py = b->python == SNAP_PYTHON_NATIVE ? b : a->python == SNAP_PYTHON_NATIVE ? a : NULL;
 
 	if (py)
-		fprintf(f, "  CPython %u.%u %s: its small objects and Python frames are not in these stacks\n",
-			py->python_version >> 8, py->python_version & 0xff,
-			py->python == SNAP_PYTHON_NATIVE ? "captured native-only (memwatch cannot read it)"
-							 : "not sampled for part of the capture");
+		fprintf(f, "  CPython %u.%u captured native-only (memwatch cannot read it): its small objects "
+			"and Python frames are not in these stacks\n",
+			py->python_version >> 8, py->python_version & 0xff);
 	if (share < 0)
 		return;
 	fmt_signed(g, sizeof g, rss_growth(r));
@@ -478,9 +477,8 @@ static void print_explained(FILE *f, const struct report *r)
 		/* pymalloc's arenas are anonymous mappings of its own */
 		fmt_bytes(g, sizeof g, (double)largest_region_growth(r, &kind));
 		fprintf(f, "    %s of it is in anonymous mappings: the growth is in CPython's object arenas\n"
-			"    (pymalloc), which %s: see \"resident memory by mapping\" below\n", g,
-			py->python == SNAP_PYTHON_NATIVE ? "this version's objects cannot be sampled in"
-							 : "were not sampled while the growth happened");
+			"    (pymalloc), which this version's objects cannot be sampled in: see \"resident\n"
+			"    memory by mapping\" below\n", g);
 		return;
 	}
 	if (largest_region_growth(r, &kind) > 0) {

@@ -90,7 +90,7 @@ grep -q ' python=waiting$' hx.ctl ||
 start_script fake "$TARGETS/py_fake"
 pz=$t
 run_mw 0 snap -p "$pz" -w 1 -o z.snap
-expect_grep "^memwatch: pid $pz: CPython 3\.12 is not supported \(3\.11 and 3\.13 are\): captured native-only" err
+expect_grep "^memwatch: pid $pz: CPython 3\.7 cannot be read \(3\.8 to 3\.13 can\): captured native-only" err
 "$CTL" "$pz" status >z.ctl 2>&1 || fail "agentctl status: $(cat z.ctl)"
 expect_grep ' python=unsupported$' z.ctl
 step fake

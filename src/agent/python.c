@@ -335,10 +335,15 @@ static void probe(void)
 	}
 	mw_py.version = ver ? *(const uint32_t *)ver : version_of(get_version());
 	/* 3.8 to 3.12 (the structures pyframes.c mirrors) and 3.13 (its table) */
-	if (!mw_py.version || !mw_py_layout(runtime) || !mw_py.is_finalizing || !mw_py.this_tstate ||
-	    !mw_py.gil_ensure || !mw_py.gil_release || !mw_py.code_type ||
-	    (mw_py.version >= 0x030b0000 && !mw_py.addr2line) || !mw_py.eval_lo) {
+	if (!mw_py.version || !mw_py_layout(runtime)) {
 		py_state = MW_PY_UNSUPPORTED;
+		return;
+	}
+	if (!mw_py.is_finalizing || !mw_py.this_tstate || !mw_py.gil_ensure || !mw_py.gil_release ||
+	    !mw_py.code_type || (mw_py.version >= 0x030b0000 && !mw_py.addr2line) || !mw_py.eval_lo) {
+		snprintf(why_unread, sizeof why_unread, "functions or types it reads through are not exported");
+		unreadable = true;
+		py_state = MW_PY_UNREADABLE;
 		return;
 	}
 	/* the structures as this interpreter has them: checked once it runs */
