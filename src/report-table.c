@@ -362,6 +362,10 @@ static int table_show(FILE *f, struct report *r)
 			fprintf(f, ", RSS %s", fmt_bytes(b, sizeof b, (double)in->s->rss_bytes));
 		fputc('\n', f);
 	}
+	if (in->s->python == SNAP_PYTHON_NATIVE)
+		fprintf(f, "  CPython %u.%u captured native-only (memwatch cannot read it): its small objects "
+			"and Python frames are not in these stacks\n",
+			in->s->python_version >> 8, in->s->python_version & 0xff);
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
 	fprintf(f, "\nlive heap by %s (%zu of %zu rows)\n",
 		r->o->by == REPORT_BY_STACK ? "call stack" : r->o->by == REPORT_BY_FUNCTION ? "function" : "line",

@@ -8,8 +8,9 @@
 # by memwatch -p: memwatch says once on stderr that it captures native-only
 # (the version, or what the check found), the run log has the event, the
 # report says it and names CPython's object arenas as where the unexplained
-# growth is; the sampled stacks explain little of it (pymalloc's objects are
-# not sampled: its allocator was not wrapped).
+# growth is, and so does memwatch show of a snapshot (table and JSON); the
+# sampled stacks explain little of it (pymalloc's objects are not sampled: its
+# allocator was not wrapped).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
@@ -28,6 +29,16 @@ native() {
 	expect_grep "^    \(pymalloc\), which this version's objects cannot be sampled in" "$name.report"
 	expect_no_grep 'outside malloc' "$name.report"
 	expect_grep '^  unexplained: sampled stacks explain only ' "$name.report"
+	# one snapshot says it too, in a table and in JSON
+	last=$(ls "$name".*-final.snap 2>/dev/null | head -n 1)
+	if [ -n "$last" ]; then
+		run_mw 0 show "$last"
+		expect_grep '^  CPython 3\.[0-9]+ captured native-only \(memwatch cannot read it\)' out
+		run_mw 0 show -F json "$last"
+		expect_grep '"python": \{"state": "native-only", "version": "3\.[0-9]+"\}' out
+	else
+		fail "$name: memwatch wrote no final snapshot"
+	fi
 	ran=$((ran + 1))
 }
 
