@@ -12,7 +12,7 @@ small_line=$(grep -n 'kept.append((i, "item-' "$script" | cut -d: -f1)
 bytes_line=$(grep -n 'kept.append(bytes(' "$script" | cut -d: -f1)
 after_line=$(grep -n 'kept.append((i, "after-' "$script" | cut -d: -f1)
 
-# need_py311: Debian's python3, CPython 3.11 (the version the agent reads), as $py.
+# need_py311: Debian's python3, CPython 3.11 (the CPython every Debian 12 machine has), as $py.
 need_py311() {
 	py=/usr/bin/python3
 	[ -x "$py" ] || skip "$py is not installed (tests/install-deps.sh)"

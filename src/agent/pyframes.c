@@ -3,9 +3,12 @@
  * into its native stack where the eval loop's frames stand (mw_python_merge),
  * each frame interned as (qualified name, file, line), and the frames a
  * snapshot uses named in it (mw_python_snapshot). The structures read are
- * mirrored here from CPython 3.11's internal headers (pycore_frame.h,
+ * mirrored here from each version's headers (3.8 to 3.10: cpython/pystate.h,
+ * frameobject.h, code.h; 3.11 and 3.12: internal/pycore_frame.h,
  * cpython/code.h, cpython/unicodeobject.h), or read from the table 3.13
- * publishes for debuggers (_Py_DebugOffsets, at the start of _PyRuntime). */
+ * publishes for debuggers (_Py_DebugOffsets, at the start of _PyRuntime), and
+ * checked against the running interpreter before any frame is read
+ * (mw_py_check). */
 #include "config.h"
 
 #define _GNU_SOURCE 1
