@@ -9,29 +9,36 @@
 # medians and their ratios to the plain run; variants are interleaved so that
 # a noisy machine hurts them alike.
 #
-# Usage: bench/python-overhead.sh [-r REPEATS] [-n ROUNDS] [-w objects|json] [BUILDDIR]
+# Usage: bench/python-overhead.sh [-r REPEATS] [-n ROUNDS] [-w objects|json]
+#                                 [-p PYTHON]... [BUILDDIR]
 #   BUILDDIR holds memwatch and tests/tools/agentctl (make check builds it).
 #   -w json: records encoded to JSON and decoded back instead (see the workload).
+#   -p PYTHON: the interpreter (default /usr/bin/python3); given more than
+#   once, each is measured in turn, its variants side by side.
 set -u
 
 repeats=5
 rounds=40
 kind=objects
-while getopts r:n:w: opt; do
+pythons=
+while getopts r:n:w:p: opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) rounds=$OPTARG ;;
 	w) kind=$OPTARG ;;
-	*) sed -n '2,16s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	p) pythons="$pythons $OPTARG" ;;
+	*) sed -n '2,19s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 build=${1:-.}
-py=/usr/bin/python3
+pythons=${pythons:-/usr/bin/python3}
 mw=$build/memwatch
 ctl=$build/tests/tools/agentctl
 wl=$(dirname "$0")/py_workload.py
-[ -x "$py" ] || { echo "python-overhead.sh: $py is not installed" >&2; exit 1; }
+for py in $pythons; do
+	[ -x "$py" ] || { echo "python-overhead.sh: $py is not installed" >&2; exit 1; }
+done
 [ -x "$mw" ] && [ -x "$ctl" ] || { echo "python-overhead.sh: build memwatch and tests/tools/agentctl (make check)" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-pybench.XXXXXX")
@@ -69,26 +76,29 @@ median() {
 	sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
-# the order turns at every repeat, so that no variant always follows another
-i=0
-while [ $i -lt "$repeats" ]; do
-	case $((i % 3)) in
-	0) order="plain attached capture" ;;
-	1) order="attached capture plain" ;;
-	*) order="capture plain attached" ;;
-	esac
-	for v in $order; do
-		run $v
+for py in $pythons; do
+	rm -f "$tmp/plain" "$tmp/attached" "$tmp/capture"
+	# the order turns at every repeat, so that no variant always follows another
+	i=0
+	while [ $i -lt "$repeats" ]; do
+		case $((i % 3)) in
+		0) order="plain attached capture" ;;
+		1) order="attached capture plain" ;;
+		*) order="capture plain attached" ;;
+		esac
+		for v in $order; do
+			run $v
+		done
+		i=$((i + 1))
 	done
-	i=$((i + 1))
-done
-pw=$(cut -d' ' -f1 "$tmp/plain" | median)
-pc=$(cut -d' ' -f2 "$tmp/plain" | median)
-echo "python-overhead: $py, $kind, $rounds rounds, $repeats repeats, medians"
-printf '%-10s %9s %9s %8s %8s\n' variant wall_s cpu_s wall/x cpu/x
-for v in plain attached capture; do
-	w=$(cut -d' ' -f1 "$tmp/$v" | median)
-	c=$(cut -d' ' -f2 "$tmp/$v" | median)
-	awk -v v=$v -v w="$w" -v c="$c" -v pw="$pw" -v pc="$pc" \
-		'BEGIN { printf "%-10s %9.3f %9.3f %8.3f %8.3f\n", v, w, c, w / pw, c / pc }'
+	pw=$(cut -d' ' -f1 "$tmp/plain" | median)
+	pc=$(cut -d' ' -f2 "$tmp/plain" | median)
+	echo "python-overhead: $py, $kind, $rounds rounds, $repeats repeats, medians"
+	printf '%-10s %9s %9s %8s %8s\n' variant wall_s cpu_s wall/x cpu/x
+	for v in plain attached capture; do
+		w=$(cut -d' ' -f1 "$tmp/$v" | median)
+		c=$(cut -d' ' -f2 "$tmp/$v" | median)
+		awk -v v=$v -v w="$w" -v c="$c" -v pw="$pw" -v pc="$pc" \
+			'BEGIN { printf "%-10s %9.3f %9.3f %8.3f %8.3f\n", v, w, c, w / pw, c / pc }'
+	done
 done

@@ -342,6 +342,11 @@ static void decode_process(struct reader *r, struct snapshot *s)
 	s->dropped_bytes = get_u64(r);
 	s->exe = get_str32(r, "exe");
 	s->cmdline = get_str32(r, "cmdline");
+	/* fields appended later: absent in older files */
+	if (!r->failed && r->end - r->pos >= 8) {
+		s->python = get_u32(r);
+		s->python_version = get_u32(r);
+	}
 	if (!r->failed && s->sample_rate == 0) {
 		r->failed = true;
 		set_cause(r->cause, "section 'process': sample rate 0 at byte %zu is not valid",

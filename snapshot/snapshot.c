@@ -165,6 +165,9 @@ static void encode_into(struct writer *w, const struct snapshot *s)
 	put_u64(w, s->dropped_bytes);
 	put_str32(w, s->exe);
 	put_str32(w, s->cmdline);
+	/* appended to the section: readers that predate them ignore them */
+	put_u32(w, s->python);
+	put_u32(w, s->python_version);
 	end_section(w, at);
 
 	if (s->mallinfo.present) {

@@ -116,6 +116,14 @@ struct snap_symbol {
 	struct snap_symframe *frames;
 };
 
+/* CPython in the process, as the agent found it when the snapshot was taken. */
+enum snap_python {
+	SNAP_PYTHON_NONE = 0,        /* no CPython found (or a writer that predates the field) */
+	SNAP_PYTHON_SAMPLED = 1,     /* its object allocator sampled and its frames read */
+	SNAP_PYTHON_NATIVE = 2,      /* a version or build the agent cannot read: native-only */
+	SNAP_PYTHON_PAUSED = 3,      /* one it reads, not sampled now (GIL not had yet, finalized) */
+};
+
 struct snapshot {
 	uint32_t version;            /* format version read (SNAPSHOT_VERSION written) */
 	int32_t pid;
@@ -128,6 +136,8 @@ struct snapshot {
 	uint64_t rss_bytes;          /* process RSS when taken (0: unknown) */
 	uint64_t dropped_stacks;     /* distinct stacks not stored because of the stack limit */
 	uint64_t dropped_bytes;      /* estimated live bytes of the dropped stacks */
+	uint32_t python;             /* enum snap_python: what the agent made of CPython */
+	uint32_t python_version;     /* its version, major << 8 | minor (0: none) */
 	struct snap_mallinfo mallinfo;
 	size_t nmodules;
 	struct snap_module *modules;

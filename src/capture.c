@@ -535,11 +535,11 @@ static void capture_begin(struct capture *c, double t)
 	{
 		/* a CPython the agent cannot read is said once, at the start */
 		struct control_status st;
-		char note[160];
+		char note[320];
 		if (control_status(fd, &st, &cause) < 0) {
 			free(cause);
 			cause = NULL;
-		} else if (!strcmp(st.python, "unsupported") &&
+		} else if ((!strcmp(st.python, "unsupported") || !strcmp(st.python, "unreadable")) &&
 			   control_python_note(&st, note, sizeof note)) {
 			runlog_event(c->log, t, c->pid, "python-native-only", "version=%u.%u",
 				     st.python_major, st.python_minor);

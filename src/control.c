@@ -412,15 +412,27 @@ int control_status(int fd, struct control_status *st, char **cause)
 		p = strstr(buf, " python-version=");
 		if (p)
 			sscanf(p, " python-version=%u.%u", &st->python_major, &st->python_minor);
+		/* the last field: words to the end of the line */
+		p = strstr(buf, " python-why=");
+		if (p)
+			snprintf(st->python_why, sizeof st->python_why, "%.*s",
+				 (int)strcspn(p + 12, "\n"), p + 12);
 	}
 	return 0;
 }
 
 const char *control_python_note(const struct control_status *st, char *buf, size_t len)
 {
-	if (!strcmp(st->python, "unsupported"))
-		snprintf(buf, len, "CPython %u.%u is not supported (3.11 and 3.13 are): captured native-only, "
+	if (!strcmp(st->python, "unsupported") && st->python_major)
+		snprintf(buf, len, "CPython %u.%u cannot be read (3.8 to 3.13 can): captured native-only, "
 			 "without its small objects and Python frames", st->python_major, st->python_minor);
+	else if (!strcmp(st->python, "unsupported"))
+		snprintf(buf, len, "CPython of a version memwatch cannot tell: captured native-only, "
+			 "without its small objects and Python frames");
+	else if (!strcmp(st->python, "unreadable"))
+		snprintf(buf, len, "CPython %u.%u is not laid out as memwatch reads it (%s): captured "
+			 "native-only, without its small objects and Python frames", st->python_major,
+			 st->python_minor, st->python_why[0] ? st->python_why : "the check failed");
 	else if (!strcmp(st->python, "waiting"))
 		snprintf(buf, len, "CPython: the GIL was not had yet: small objects are not sampled "
 			 "until it is");

@@ -13,8 +13,10 @@ struct control_status {
 	uint64_t stacks;
 	uint64_t live_bytes;
 	uint64_t hooks;          /* GOT slots patched now; 0 when the hooks are removed */
-	char python[16];         /* CPython: none, unsupported, off, waiting, on, finalized ("" unknown) */
+	char python[16];         /* CPython: none, unsupported, unreadable, off, waiting, on,
+				  * finalized ("" unknown) */
 	unsigned python_major, python_minor;   /* its version, where one was found */
+	char python_why[96];     /* unreadable: why its structures cannot be read */
 };
 
 /* Connect to the agent of pid. Returns a socket fd, or -errno with *cause set:

@@ -76,10 +76,18 @@ static void json_snapshot(FILE *f, const struct input *in)
 		", \"sample_rate\": %" PRIu64 ", \"rss_bytes\": %" PRIu64 ", \"stacks\": %zu"
 		", \"dropped_stacks\": %" PRIu64 ", \"dropped_bytes\": %" PRIu64
 		", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
-		", \"live_samples\": %" PRIu64 ", \"mallinfo\": ",
+		", \"live_samples\": %" PRIu64 ", \"python\": ",
 		s->time_ns, s->capture_start_ns, s->sample_rate, s->rss_bytes, s->nstacks,
 		s->dropped_stacks, s->dropped_bytes, in->total.live_bytes, in->total.live_blocks,
 		in->total.live_samples);
+	if (s->python)
+		fprintf(f, "{\"state\": \"%s\", \"version\": \"%u.%u\"}",
+			s->python == SNAP_PYTHON_SAMPLED ? "sampled" :
+			s->python == SNAP_PYTHON_NATIVE ? "native-only" : "not-sampled",
+			s->python_version >> 8, s->python_version & 0xff);
+	else
+		fputs("null", f);
+	fputs(", \"mallinfo\": ", f);
 	if (s->mallinfo.present)
 		fprintf(f,
 			"{\"arena\": %" PRIu64 ", \"mmapped\": %" PRIu64 ", \"in_use\": %" PRIu64

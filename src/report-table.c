@@ -369,6 +369,10 @@ static int table_show(FILE *f, struct report *r)
 			fprintf(f, ", RSS %s", fmt_bytes(b, sizeof b, (double)in->s->rss_bytes));
 		fputc('\n', f);
 	}
+	if (in->s->python == SNAP_PYTHON_NATIVE)
+		fprintf(f, "  CPython %u.%u captured native-only (memwatch cannot read it): its small objects "
+			"and Python frames are not in these stacks\n",
+			in->s->python_version >> 8, in->s->python_version & 0xff);
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
 	fprintf(f, "\nlive heap by %s (%zu of %zu rows)\n",
 		r->o->by == REPORT_BY_STACK ? "call stack" : r->o->by == REPORT_BY_FUNCTION ? "function" : "line",
@@ -463,7 +467,14 @@ static void print_explained(FILE *f, const struct report *r)
 	double share = explained_share(r);
 	uint32_t kind = SNAP_REGION_OTHER;
 	char g[32];
+	/* a CPython captured native-only (a moment before the swap, or after
+	 * finalization, is not said) */
+	const struct snapshot *py = b->python == SNAP_PYTHON_NATIVE ? b : a->python == SNAP_PYTHON_NATIVE ? a : NULL;
 
+	if (py)
+		fprintf(f, "  CPython %u.%u captured native-only (memwatch cannot read it): its small objects "
+			"and Python frames are not in these stacks\n",
+			py->python_version >> 8, py->python_version & 0xff);
 	if (share < 0)
 		return;
 	fmt_signed(g, sizeof g, rss_growth(r));
@@ -473,6 +484,14 @@ static void print_explained(FILE *f, const struct report *r)
 	}
 	fprintf(f, "  unexplained: sampled stacks explain only %.0f %% of the RSS growth (%s)\n", 100 * share,
 		g);
+	if (largest_region_growth(r, &kind) > 0 && py && kind == SNAP_REGION_ANON) {
+		/* pymalloc's arenas are anonymous mappings of its own */
+		fmt_bytes(g, sizeof g, (double)largest_region_growth(r, &kind));
+		fprintf(f, "    %s of it is in anonymous mappings: the growth is in CPython's object arenas\n"
+			"    (pymalloc), which this version's objects cannot be sampled in: see \"resident\n"
+			"    memory by mapping\" below\n", g);
+		return;
+	}
 	if (largest_region_growth(r, &kind) > 0) {
 		fmt_bytes(g, sizeof g, (double)largest_region_growth(r, &kind));
 		fprintf(f, "    %s of it is in %s%s: see \"resident memory by mapping\" below\n", g,

@@ -452,7 +452,7 @@ int cmd_snap(int argc, char **argv)
 		goto out;
 	}
 	{
-		char note[160];
+		char note[320];
 		if (control_python_note(&st, note, sizeof note))
 			fprintf(stderr, "memwatch: pid %d: %s\n", o.pid, note);
 	}

@@ -12,7 +12,7 @@ small_line=$(grep -n 'kept.append((i, "item-' "$script" | cut -d: -f1)
 bytes_line=$(grep -n 'kept.append(bytes(' "$script" | cut -d: -f1)
 after_line=$(grep -n 'kept.append((i, "after-' "$script" | cut -d: -f1)
 
-# need_py311: Debian's python3, CPython 3.11 (the version the agent reads), as $py.
+# need_py311: Debian's python3, CPython 3.11 (the CPython every Debian 12 machine has), as $py.
 need_py311() {
 	py=/usr/bin/python3
 	[ -x "$py" ] || skip "$py is not installed (sh tests/install-deps.sh --tests)"
@@ -192,4 +192,100 @@ grown_end() {
 	st=$?
 	[ "$st" -eq 0 ] || { fail "$3: status $st"; sed 's/^/  | /' "$1.err" >&2; }
 	expect_grep '^ok 300$' "$1.out"
+}
+
+# The CPythons of run-python-objects.sh, run-python-buffers.sh and
+# run-python-native.sh. find_cpython MINOR: $found, a CPython 3.MINOR
+# interpreter of pyenv's (a build with a shared libpython) or the system's
+# (Debian's links libpython into the executable), or nothing.
+find_cpython() {
+	found=
+	for p in "${HOME:-/nonexistent}"/.pyenv/versions/3."$1".*/bin/python3."$1" \
+		 /usr/local/bin/python3."$1" /usr/bin/python3."$1"; do
+		if [ -x "$p" ] && "$p" -c "import sys; sys.exit(sys.version_info[:2] != (3, $1))" 2>/dev/null; then
+			found=$p
+			return 0
+		fi
+	done
+}
+
+# readable_cpythons: $cpythons, "LABEL=PATH" words, one for each CPython the
+# agent reads that is installed: Debian's python3 (3.11, static) and its debug
+# build python3.11-dbg, and 3.8 to 3.13 (pyenv's builds, or the system's). A
+# missing one is said on stderr, with the reason.
+readable_cpythons() {
+	local m
+	cpythons=
+	if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+		cpythons="debian-3.11=/usr/bin/python3"
+	else
+		echo "note: Debian's python3 (3.11) is not installed: not tested" >&2
+	fi
+	if [ -x /usr/bin/python3.11-dbg ]; then
+		cpythons="$cpythons debian-3.11-dbg=/usr/bin/python3.11-dbg"
+	else
+		echo "note: python3.11-dbg is not installed: the debug build is not tested" >&2
+	fi
+	for m in 8 9 10 11 12 13; do
+		find_cpython "$m"
+		case $found in
+		'') echo "note: no CPython 3.$m is installed (a pyenv build): not tested" >&2 ;;
+		/usr/bin/python3.11) ;;   # Debian's, above
+		*) cpythons="$cpythons 3.$m=$found" ;;
+		esac
+	done
+}
+
+# watch_hoard NAME PYTHON MODE [OPTIONS...]: py_hoard.py MODE for 12 s,
+# watched by memwatch -p for 8 s with a +32 MiB trigger and OPTIONS; the report
+# in NAME.report, the run log in NAME.log. memwatch exits 0, the trigger fires,
+# the script ends with ok. With $hoard_env set (VAR=VALUE), the script runs
+# with it in its environment.
+hoard=${top_srcdir:?}/tests/targets/py_hoard.py
+hoard_env=
+watch_hoard() {
+	local name=$1 python=$2 mode=$3 st
+	shift 3
+	env ${hoard_env:+"$hoard_env"} "$python" "$hoard" "$mode" 12 >"$name.out" 2>"$name.err" &
+	t=$!
+	started_pids="$started_pids $t"
+	wait_until "grep -q ready $name.out 2>/dev/null" 30 || { fail "$name: the script never got ready"; return 0; }
+	run_mw 0 -p "$t" -i 200ms -d 8s -q --trigger +32MiB -o "$name.log" "$@"
+	cp out "$name.report"
+	cp err "$name.stderr"
+	expect_grep "^# event [0-9.]+ $t capture-start " "$name.log"
+	wait "$t"
+	st=$?
+	[ "$st" -eq 0 ] || { fail "$name: python exited with status $st"; sed 's/^/  | /' "$name.err" >&2; }
+	expect_grep '^ok$' "$name.out"
+	expect_no_grep 'Fatal Python error|Segmentation|Traceback' "$name.err"
+}
+
+# top_stack_share WHAT REPORT: $share, the percentage of the sampled growth
+# (the change of the live heap) that REPORT's growth rows whose visible stack
+# is the top row's hold together (rows told apart only by the interpreter
+# frames they hide, "(via N frames in ...)", are one stack the user sees).
+top_stack_share() {
+	share=$(awk '
+	function bytes(v, u) {
+		sub(/^\+/, "", v); sub(/,$/, "", u)
+		return v * (u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 1)
+	}
+	/^change +live heap/ { total = bytes($4, $5) }
+	/^growth by call stack/ { intable = 1; next }
+	intable && /^$/ { intable = 0 }
+	intable && /^ +[0-9]+ +[+-][0-9.]+ / {
+		if (key != "") { sum[key] += g; if (rows == 1) first = key }
+		g = bytes($2, $3); key = $0
+		sub(/^.* (new|grown|shrunk|gone|unchanged) +/, "", key)
+		sub(/ +\(via [^)]*\)/, "", key)
+		rows++
+		next
+	}
+	intable && key != "" { k = $0; sub(/^ +/, "", k); key = key ";" k; next }
+	END {
+		if (key != "") { sum[key] += g; if (rows == 1) first = key }
+		if (total > 0 && first != "") printf "%d\n", 100 * sum[first] / total
+	}' "$2")
+	echo "$1: the top visible stack holds ${share:-no} % of the sampled growth"
 }

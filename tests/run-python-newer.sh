@@ -7,7 +7,7 @@
 # the RSS growth; a script growing bytes objects has the Python caller above
 # the native allocation path; under PYTHONMALLOC=mimalloc, which serves every
 # size itself (malloc sees none of it), the bytes objects are counted too.
-# 3.12 is captured native-only, said in one line.
+# (3.12 and the other versions: run-python-objects.sh, run-python-buffers.sh.)
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
@@ -20,47 +20,25 @@ find_python() {
 	done
 }
 py13=$(find_python 13)
-py12=$(find_python 12)
-[ -n "$py13$py12" ] || skip "no CPython 3.13 or 3.12 is installed (pyenv builds): nothing to test"
+[ -n "$py13" ] || skip "no CPython 3.13 is installed (a pyenv build): nothing to test"
 
-if [ -n "$py13" ]; then
-	echo "CPython 3.13: $py13"
-	watch_script objects "$py13" objects -r 64KiB
-	expect_top_row 3.13 objects.report grow_small_objects "$small_line"
-	expect_explained 3.13 objects.report 90
-	watch_script bytes "$py13" bytes
-	expect_top_row 3.13 bytes.report grow_bytes "$bytes_line"
-	last=$(ls bytes.*-final.snap 2>/dev/null | head -n 1)
-	if [ -n "$last" ]; then
-		run_mw 0 show -F folded "$last"
-		expect_grep ';<module>;for_seconds;grow_bytes;[^;]+;.* [0-9]+$' out
-	else
-		fail "3.13: no final snapshot"
-	fi
-	pymalloc=mimalloc
-	watch_script mimalloc "$py13" bytes -r 64KiB
-	pymalloc=
-	expect_top_row "3.13 mimalloc" mimalloc.report grow_bytes "$bytes_line"
-	expect_explained "3.13 mimalloc" mimalloc.report 60
+echo "CPython 3.13: $py13"
+watch_script objects "$py13" objects -r 64KiB
+expect_top_row 3.13 objects.report grow_small_objects "$small_line"
+expect_explained 3.13 objects.report 90
+watch_script bytes "$py13" bytes
+expect_top_row 3.13 bytes.report grow_bytes "$bytes_line"
+last=$(ls bytes.*-final.snap 2>/dev/null | head -n 1)
+if [ -n "$last" ]; then
+	run_mw 0 show -F folded "$last"
+	expect_grep ';<module>;for_seconds;grow_bytes;[^;]+;.* [0-9]+$' out
 else
-	echo "note: no CPython 3.13 installed: not tested" >&2
+	fail "3.13: no final snapshot"
 fi
+pymalloc=mimalloc
+watch_script mimalloc "$py13" bytes -r 64KiB
+pymalloc=
+expect_top_row "3.13 mimalloc" mimalloc.report grow_bytes "$bytes_line"
+expect_explained "3.13 mimalloc" mimalloc.report 60
 
-if [ -n "$py12" ]; then
-	echo "CPython 3.12: $py12"
-	"$py12" "$script" objects 6 >p12.out 2>p12.err &
-	t=$!
-	started_pids="$started_pids $t"
-	if wait_until "grep -q ready p12.out 2>/dev/null" 30; then
-		run_mw 0 snap -p "$t" -w 1 -o p12.snap
-		expect_grep "^memwatch: pid $t: CPython 3\.12 is not supported \(3\.11 and 3\.13 are\): captured native-only" err
-		[ "$(grep -c 'not supported' err)" -eq 1 ] || fail "3.12: said more than once: $(cat err)"
-	fi
-	wait "$t"
-	st=$?
-	[ "$st" -eq 0 ] || fail "3.12: python exited with status $st"
-	expect_grep '^ok$' p12.out
-else
-	echo "note: no CPython 3.12 installed: not tested" >&2
-fi
 finish

@@ -5,7 +5,8 @@
 # build's (libpython3.11-dev) and the debug build's (Py_DEBUG, libpython3.11-dbg),
 # which the agent reads at the same offsets. And where a CPython 3.13 is
 # installed with its headers (a pyenv build; Debian 12 has none), where its
-# _Py_DebugOffsets table holds the offsets the agent reads from it.
+# _Py_DebugOffsets table holds the offsets the agent reads from it. And those
+# of 3.8, 3.9, 3.10 and 3.12, against their headers where installed (pyenv).
 . "$top_srcdir/tests/lib.sh"
 
 [ -r /usr/include/python3.11/internal/pycore_frame.h ] ||
@@ -62,6 +63,89 @@ if [ -r /usr/include/python3.11d/pyconfig.h ]; then
 else
 	echo "note: the debug build's headers are not installed (libpython3.11-dbg): not checked" >&2
 fi
+
+# 3.8, 3.9, 3.10 and 3.12 (pyenv's builds, where installed): the offsets the
+# agent mirrors for each ("#define PY38_X", "PY310_X", "PY312_X" and the ones
+# every version shares), against that version's own headers, release and
+# Py_DEBUG alike
+cat > older.c <<'C'
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <frameobject.h>
+#if PY_VERSION_HEX >= 0x030b0000
+#include <internal/pycore_frame.h>
+#endif
+#include <stddef.h>
+#include <stdio.h>
+#define P(name, value) printf("%s %zu\n", name, (size_t)(value))
+int main(void)
+{
+	P("PY_TSTATE_NEXT", offsetof(PyThreadState, next));
+	P("PY_TSTATE_INTERP", offsetof(PyThreadState, interp));
+	P("PY_OB_TYPE", offsetof(PyObject, ob_type));
+	P("PY_STR_LENGTH", offsetof(PyASCIIObject, length));
+	P("PY_STR_STATE", offsetof(PyASCIIObject, state));
+#if PY_VERSION_HEX < 0x030b0000
+	P("PY38_TSTATE_FRAME", offsetof(PyThreadState, frame));
+	P("PY38_FRAME_BACK", offsetof(PyFrameObject, f_back));
+	P("PY38_FRAME_CODE", offsetof(PyFrameObject, f_code));
+#if PY_VERSION_HEX >= 0x030a0000
+	P("PY310_FRAME_LASTI", offsetof(PyFrameObject, f_lasti));
+	P("PY38_CODE_LNOTAB", offsetof(PyCodeObject, co_linetable));
+#else
+	P("PY38_FRAME_LASTI", offsetof(PyFrameObject, f_lasti));
+	P("PY38_CODE_LNOTAB", offsetof(PyCodeObject, co_lnotab));
+#endif
+	P("PY38_CODE_FIRSTLINENO", offsetof(PyCodeObject, co_firstlineno));
+	P("PY38_CODE_FILENAME", offsetof(PyCodeObject, co_filename));
+	P("PY38_CODE_NAME", offsetof(PyCodeObject, co_name));
+	P("PY_BYTES_SIZE", offsetof(PyVarObject, ob_size));
+	P("PY_BYTES_DATA", offsetof(PyBytesObject, ob_sval));
+	P("PY_STR_ASCII_DATA", sizeof(PyASCIIObject));
+	P("PY_STR_COMPACT_DATA", sizeof(PyCompactUnicodeObject));
+#else
+	P("PY312_TSTATE_CFRAME", offsetof(PyThreadState, cframe));
+	P("PY312_CFRAME_CURRENT", offsetof(_PyCFrame, current_frame));
+	P("PY312_FRAME_CODE", offsetof(_PyInterpreterFrame, f_code));
+	P("PY312_FRAME_PREVIOUS", offsetof(_PyInterpreterFrame, previous));
+	P("PY312_FRAME_PREV_INSTR", offsetof(_PyInterpreterFrame, prev_instr));
+	P("PY312_FRAME_OWNER", offsetof(_PyInterpreterFrame, owner));
+	P("PY313_OWNED_BY_CSTACK", FRAME_OWNED_BY_CSTACK);
+	P("PY312_CODE_FILENAME", offsetof(PyCodeObject, co_filename));
+	P("PY312_CODE_QUALNAME", offsetof(PyCodeObject, co_qualname));
+	P("PY312_CODE_FIRSTTRACEABLE", offsetof(PyCodeObject, _co_firsttraceable));
+	P("PY312_CODE_ADAPTIVE", offsetof(PyCodeObject, co_code_adaptive));
+	P("PY312_STR_ASCII_DATA", sizeof(PyASCIIObject));
+	P("PY312_STR_COMPACT_DATA", sizeof(PyCompactUnicodeObject));
+#endif
+	return 0;
+}
+C
+sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyframes.c" >agent-older.txt
+for m in 8 9 10 12; do
+	inc=
+	for d in "${HOME:-/nonexistent}"/.pyenv/versions/3.$m.*/include/python3.$m /usr/include/python3.$m; do
+		[ -r "$d/frameobject.h" ] && inc=$d
+	done
+	if [ -z "$inc" ]; then
+		echo "note: no CPython 3.$m headers (a pyenv build): its offsets not checked" >&2
+		continue
+	fi
+	for mode in release debug; do
+		flags=
+		[ "$mode" = debug ] && flags=-DPy_DEBUG
+		if ! "$cc" -I"$inc" $flags older.c -o older >cco.out 2>&1; then
+			fail "cannot compile against $inc ($mode): $(head -n 5 cco.out)"
+			continue
+		fi
+		./older >older.txt || { fail "older failed"; continue; }
+		while read -r name value; do
+			mine=$(awk -v n="$name" '$1 == n { print $2 }' agent-older.txt)
+			[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, CPython 3.$m's headers in $inc ($mode) say $value"
+		done <older.txt
+		echo "$inc ($mode): $(grep -c '' older.txt) offsets as the agent reads them"
+	done
+done
 
 # 3.13: the positions in _Py_DebugOffsets ("#define DO_X 123" in the agent)
 inc13=

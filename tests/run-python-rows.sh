@@ -15,15 +15,15 @@ need_ptrace
 need_py311
 need_python
 
-script=$top_srcdir/tests/targets/py_hoard.py
+script=$top_srcdir/tests/targets/py_rows.py
 L=$(grep -n 'LINE:hoard' "$script" | cut -d: -f1)
 
 watch_script hoard "$py" 12
 [ "$alive" = yes ] || fail "hoard: python died while or after being watched"
 r=hoard.report
-expect_grep "^ +1 +\+[0-9.]+ [KMG]iB .*   Hoard\.hoard_tuples  py_hoard\.py:$L  \(via [^)]*frames in python3\.11\)$" $r
+expect_grep "^ +1 +\+[0-9.]+ [KMG]iB .*   Hoard\.hoard_tuples  py_rows\.py:$L  \(via [^)]*frames in python3\.11\)$" $r
 # no second row with the same visible stack, told apart by hidden frames
-expect_no_grep "^ +([2-9]|[1-9][0-9]+) +[-+].*   Hoard\.hoard_tuples  py_hoard\.py:$L( |$)" $r
+expect_no_grep "^ +([2-9]|[1-9][0-9]+) +[-+].*   Hoard\.hoard_tuples  py_rows\.py:$L( |$)" $r
 
 # bytes N UNIT: N UNIT in bytes (the table's figures)
 bytes() {
@@ -63,10 +63,10 @@ d = json.load(open(sys.argv[1]))
 line, all_frames = int(sys.argv[2]), sys.argv[3] != ""
 def at_line(r):
     return any(f["function"] == "Hoard.hoard_tuples" and f["line"] == line
-               and (f["file"] or "").endswith("py_hoard.py") for f in r["frames"])
+               and (f["file"] or "").endswith("py_rows.py") for f in r["frames"])
 rows = [r for r in d["grown"] if at_line(r)]
 growth = d["growth_bytes"]
-print("json%s: %d rows through py_hoard.py:%d, the first +%d of +%d bytes" %
+print("json%s: %d rows through py_rows.py:%d, the first +%d of +%d bytes" %
       (" --all-frames" if all_frames else "", len(rows), line,
        rows[0]["growth_bytes"] if rows else 0, growth))
 if all_frames:
@@ -76,7 +76,7 @@ if all_frames:
 top = d["grown"][0]
 head = top["frames"][top["head"]]
 assert head["function"] == "Hoard.hoard_tuples", head
-assert head["file"].endswith("py_hoard.py") and head["line"] == line, head
+assert head["file"].endswith("py_rows.py") and head["line"] == line, head
 assert len(rows) == 1, [r["growth_bytes"] for r in rows]
 assert growth > 0 and top["growth_bytes"] >= 0.8 * growth, (top["growth_bytes"], growth)
 assert top.get("merged") is True, top.get("merged")

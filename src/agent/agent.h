@@ -281,7 +281,7 @@ void mw_maps_atfork_child(void) MW_HIDDEN;
 extern size_t mw_page_size MW_HIDDEN;  /* set by mw_hooks_init (patch.c) */
 
 /* ================================================================ python.c, pyframes.c
- * CPython 3.11's and 3.13's object allocator sampled (python.c), and the
+ * CPython's object allocator sampled (3.8 to 3.13, python.c), and the
  * Python frames of each sample merged into its native stack (pyframes.c);
  * both use heap.c, and share python.h. */
 enum mw_python_state {
@@ -291,6 +291,8 @@ enum mw_python_state {
 	MW_PY_WAITING,       /* capture on, waiting for the GIL (or the start) to swap */
 	MW_PY_ON,            /* object allocator wrapped, Python frames recorded */
 	MW_PY_FINALIZED,     /* the interpreter finalized: native-only */
+	MW_PY_UNREADABLE,    /* a version the agent reads, but its structures are not as
+			      * expected (the check at start-up): native-only */
 };
 /* A Python frame in a recorded stack: never a user-space address. */
 #define MW_PYFRAME_TAG 0xFA00000000000000ull
@@ -299,6 +301,8 @@ void mw_python_capture_start(void) MW_HIDDEN;
 void mw_python_capture_stop(void) MW_HIDDEN;
 int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
 const char *mw_python_state_name(int state) MW_HIDDEN;
+/* MW_PY_UNREADABLE: what the check found, in a few words; else "" */
+const char *mw_python_why(void) MW_HIDDEN;
 void mw_python_atfork_prepare(void) MW_HIDDEN;
 void mw_python_atfork_parent(void) MW_HIDDEN;
 void mw_python_atfork_child(void) MW_HIDDEN;

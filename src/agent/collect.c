@@ -227,6 +227,14 @@ int mw_collect(unsigned char **buf, size_t *len)
 		goto out;
 	qsort(s->modules, s->nmodules, sizeof *s->modules, module_cmp);
 	s->rss_bytes = read_rss();
+	{
+		unsigned long v;
+		int py = mw_python_state(&v);
+		s->python = py == MW_PY_NONE ? SNAP_PYTHON_NONE : py == MW_PY_ON ? SNAP_PYTHON_SAMPLED :
+			    py == MW_PY_UNSUPPORTED || py == MW_PY_UNREADABLE ? SNAP_PYTHON_NATIVE :
+			    SNAP_PYTHON_PAUSED;
+		s->python_version = py == MW_PY_NONE ? 0 : (uint32_t)((v >> 16) & 0xffff);
+	}
 	mw_loader_enter();
 	read_mallinfo(&s->mallinfo);
 	mw_loader_leave();

@@ -3,18 +3,46 @@
  * into its native stack where the eval loop's frames stand (mw_python_merge),
  * each frame interned as (qualified name, file, line), and the frames a
  * snapshot uses named in it (mw_python_snapshot). The structures read are
- * mirrored here from CPython 3.11's internal headers (pycore_frame.h,
+ * mirrored here from each version's headers (3.8 to 3.10: cpython/pystate.h,
+ * frameobject.h, code.h; 3.11 and 3.12: internal/pycore_frame.h,
  * cpython/code.h, cpython/unicodeobject.h), or read from the table 3.13
- * publishes for debuggers (_Py_DebugOffsets, at the start of _PyRuntime). */
+ * publishes for debuggers (_Py_DebugOffsets, at the start of _PyRuntime), and
+ * checked against the running interpreter before any frame is read
+ * (mw_py_check). */
 #include "config.h"
 
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
 #include "python.h"
 #include "snapshot.h"
+
+/* CPython 3.8, 3.9 and 3.10 keep a chain of frame objects (PyFrameObject): the
+ * thread state's frame, each frame's f_back, f_code and f_lasti (the last
+ * instruction run: a byte offset in 3.8 and 3.9, a count of code units in
+ * 3.10), and the code's line table (co_lnotab, co_linetable in 3.10), a bytes
+ * object. Offsets checked against the headers of pyenv's 3.8.18, 3.9.18 and
+ * 3.10.13 builds, x86_64, release and Py_DEBUG alike
+ * (tests/run-python-offsets.sh). */
+#define PY38_TSTATE_FRAME 24         /* PyThreadState.frame */
+#define PY38_FRAME_BACK 24           /* PyFrameObject.f_back */
+#define PY38_FRAME_CODE 32           /* .f_code */
+#define PY38_FRAME_LASTI 104         /* .f_lasti (int) */
+#define PY310_FRAME_LASTI 96         /* 3.10: .f_lasti (int, in code units) */
+#define PY38_CODE_FIRSTLINENO 40     /* PyCodeObject.co_firstlineno (int) */
+#define PY38_CODE_FILENAME 104       /* .co_filename */
+#define PY38_CODE_NAME 112           /* .co_name */
+#define PY38_CODE_LNOTAB 120         /* .co_lnotab; 3.10: .co_linetable */
+#define PY_BYTES_SIZE 16             /* PyVarObject.ob_size */
+#define PY_BYTES_DATA 32             /* PyBytesObject.ob_sval */
 
 /* CPython 3.11, as far as the agent reads it (offsets checked against the
  * internal headers of Debian's libpython3.11-dev, x86_64). */
@@ -34,6 +62,24 @@
 #define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
 #define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
 #define PY_OB_TYPE 8                 /* PyObject.ob_type (every version, without Py_TRACE_REFS) */
+#define PY_TSTATE_NEXT 8             /* PyThreadState.next (3.8 to 3.13) */
+#define PY_TSTATE_INTERP 16          /* .interp */
+
+/* CPython 3.12: 3.11's _PyInterpreterFrame reordered, each C call of the eval
+ * loop starting its frames with one of its own (owner FRAME_OWNED_BY_CSTACK),
+ * str without its wstr (checked against pyenv's 3.12.1 headers, x86_64). */
+#define PY312_TSTATE_CFRAME 56       /* PyThreadState.cframe */
+#define PY312_CFRAME_CURRENT 0       /* _PyCFrame.current_frame */
+#define PY312_FRAME_CODE 0           /* _PyInterpreterFrame.f_code */
+#define PY312_FRAME_PREVIOUS 8       /* .previous */
+#define PY312_FRAME_PREV_INSTR 56    /* .prev_instr */
+#define PY312_FRAME_OWNER 70         /* .owner (char) */
+#define PY312_CODE_FILENAME 112      /* PyCodeObject.co_filename */
+#define PY312_CODE_QUALNAME 128      /* .co_qualname */
+#define PY312_CODE_FIRSTTRACEABLE 176   /* ._co_firsttraceable (int) */
+#define PY312_CODE_ADAPTIVE 192      /* .co_code_adaptive */
+#define PY312_STR_ASCII_DATA 40      /* sizeof (PyASCIIObject) */
+#define PY312_STR_COMPACT_DATA 56    /* sizeof (PyCompactUnicodeObject) */
 
 /* CPython 3.13: where _Py_DebugOffsets (the first member of _PyRuntime) holds
  * the offsets read (checked against 3.13's pycore_runtime.h, x86_64, where
@@ -55,46 +101,98 @@
 #define DO_END 568                   /* what is read of the table */
 #define PY313_OWNED_BY_CSTACK 3      /* the entry frame of a C call of the eval loop */
 
+/* How a frame's line is found. */
+enum py_lines {
+	LINES_ADDR2LINE,        /* 3.11+: PyCode_Addr2Line (reads the code's table, allocates nothing) */
+	LINES_LNOTAB,           /* 3.8, 3.9: co_lnotab, decoded here */
+	LINES_LINETABLE310,     /* 3.10: co_linetable, decoded here */
+};
+
 /* Where the frame walk reads, for the version found. */
 static struct {
-	bool cframe;            /* 3.11: the thread state's frame is behind _PyCFrame */
-	size_t ts_frame;        /* PyThreadState: cframe (3.11) or current_frame */
+	bool frameobj;          /* 3.8-3.10: a chain of frame objects */
+	bool cframe;            /* 3.11, 3.12: the thread state's frame is behind _PyCFrame */
+	size_t cf_current;      /* _PyCFrame.current_frame */
+	size_t ts_frame;        /* PyThreadState: frame, cframe or current_frame */
 	size_t f_previous, f_code, f_instr;
 	size_t f_entry;         /* 3.11: is_entry (bool); 0: none */
-	size_t f_owner;         /* 3.13: owner (char); 0: none */
-	size_t co_filename, co_qualname, co_adaptive;
-	size_t co_firsttraceable;   /* 3.11 only; 0: none */
+	size_t f_owner;         /* 3.12+: owner (char); 0: none */
+	size_t co_filename, co_qualname, co_adaptive;   /* co_qualname: co_name before 3.11 */
+	size_t co_firsttraceable;   /* 3.11, 3.12; 0: none */
+	size_t co_firstlineno, co_lines;   /* 3.8-3.10: the line table (a bytes object) */
+	int lasti_unit;         /* 3.8-3.10: bytes per unit of f_lasti */
+	enum py_lines lines;
 	size_t str_state, str_length, str_ascii_data, str_compact_data;
-	bool str_ready_bit;     /* 3.11: state bit 7 says the str is ready */
+	bool str_ready_bit;     /* up to 3.11: state bit 7 says the str is ready */
 } lay;
+
+/* The str layout of 3.8 to 3.11 (with wstr), and 3.12's (without). */
+static void str_layout(bool wstr)
+{
+	lay.str_state = PY_STR_STATE;
+	lay.str_length = PY_STR_LENGTH;
+	lay.str_ascii_data = wstr ? PY_STR_ASCII_DATA : PY312_STR_ASCII_DATA;
+	lay.str_compact_data = wstr ? PY_STR_COMPACT_DATA : PY312_STR_COMPACT_DATA;
+	lay.str_ready_bit = wstr;
+}
 
 bool mw_py_layout(const char *runtime)
 {
 	uint64_t o[DO_END / 8];
+	unsigned minor = (unsigned)(mw_py.version >> 16);
 
-	if ((mw_py.version >> 16) == 0x030b) {
+	memset(&lay, 0, sizeof lay);
+	if (minor >= 0x0308 && minor <= 0x030a) {
+		lay.frameobj = true;
+		lay.ts_frame = PY38_TSTATE_FRAME;
+		lay.f_previous = PY38_FRAME_BACK;
+		lay.f_code = PY38_FRAME_CODE;
+		lay.f_instr = minor == 0x030a ? PY310_FRAME_LASTI : PY38_FRAME_LASTI;
+		lay.lasti_unit = minor == 0x030a ? 2 : 1;
+		lay.co_filename = PY38_CODE_FILENAME;
+		lay.co_qualname = PY38_CODE_NAME;
+		lay.co_firstlineno = PY38_CODE_FIRSTLINENO;
+		lay.co_lines = PY38_CODE_LNOTAB;
+		lay.lines = minor == 0x030a ? LINES_LINETABLE310 : LINES_LNOTAB;
+		str_layout(true);
+		return true;
+	}
+	if (minor == 0x030b) {
 		lay.cframe = true;
 		lay.ts_frame = PY_TSTATE_CFRAME;
+		lay.cf_current = PY_CFRAME_CURRENT;
 		lay.f_previous = PY_FRAME_PREVIOUS;
 		lay.f_code = PY_FRAME_CODE;
 		lay.f_instr = PY_FRAME_PREV_INSTR;
 		lay.f_entry = PY_FRAME_IS_ENTRY;
-		lay.f_owner = 0;
 		lay.co_filename = PY_CODE_FILENAME;
 		lay.co_qualname = PY_CODE_QUALNAME;
 		lay.co_adaptive = PY_CODE_ADAPTIVE;
 		lay.co_firsttraceable = PY_CODE_FIRSTTRACEABLE;
-		lay.str_state = PY_STR_STATE;
-		lay.str_length = PY_STR_LENGTH;
-		lay.str_ascii_data = PY_STR_ASCII_DATA;
-		lay.str_compact_data = PY_STR_COMPACT_DATA;
-		lay.str_ready_bit = true;
+		lay.lines = LINES_ADDR2LINE;
+		str_layout(true);
+		return true;
+	}
+	if (minor == 0x030c) {
+		lay.cframe = true;
+		lay.ts_frame = PY312_TSTATE_CFRAME;
+		lay.cf_current = PY312_CFRAME_CURRENT;
+		lay.f_previous = PY312_FRAME_PREVIOUS;
+		lay.f_code = PY312_FRAME_CODE;
+		lay.f_instr = PY312_FRAME_PREV_INSTR;
+		lay.f_owner = PY312_FRAME_OWNER;
+		lay.co_filename = PY312_CODE_FILENAME;
+		lay.co_qualname = PY312_CODE_QUALNAME;
+		lay.co_adaptive = PY312_CODE_ADAPTIVE;
+		lay.co_firsttraceable = PY312_CODE_FIRSTTRACEABLE;
+		lay.lines = LINES_ADDR2LINE;
+		str_layout(false);
 		return true;
 	}
 	/* 3.13: the table must say it describes this very build (the same
 	 * version, with the GIL); each offset must lie inside a structure of
 	 * sane size */
-	if ((mw_py.version >> 16) != 0x030d || !runtime)
+	if (minor != 0x030d || !runtime)
 		return false;
 	memcpy(o, runtime, sizeof o);
 	if (memcmp(runtime, DO_COOKIE, 8) != 0 || o[DO_VERSION / 8] != mw_py.version ||
@@ -103,17 +201,15 @@ bool mw_py_layout(const char *runtime)
 	for (size_t i = DO_TS_CURRENT_FRAME / 8; i < DO_END / 8; i++)
 		if (o[i] > 4096)
 			return false;
-	lay.cframe = false;
 	lay.ts_frame = o[DO_TS_CURRENT_FRAME / 8];
 	lay.f_previous = o[DO_FRAME_PREVIOUS / 8];
 	lay.f_code = o[DO_FRAME_EXECUTABLE / 8];
 	lay.f_instr = o[DO_FRAME_INSTR_PTR / 8];
-	lay.f_entry = 0;
 	lay.f_owner = o[DO_FRAME_OWNER / 8];
 	lay.co_filename = o[DO_CODE_FILENAME / 8];
 	lay.co_qualname = o[DO_CODE_QUALNAME / 8];
 	lay.co_adaptive = o[DO_CODE_ADAPTIVE / 8];
-	lay.co_firsttraceable = 0;
+	lay.lines = LINES_ADDR2LINE;
 	lay.str_state = o[DO_STR_STATE / 8];
 	lay.str_length = o[DO_STR_LENGTH / 8];
 	lay.str_ascii_data = o[DO_STR_ASCII_SIZE / 8];
@@ -275,6 +371,47 @@ struct pyf_ref {
 
 #define PY_MAX_FRAMES 128   /* read per sample (1 KiB of the allocating thread's stack) */
 
+/* 3.8-3.10: the line of the instruction at byte offset addr of a code object,
+ * from its line table, decoded here as CPython's own PyCode_Addr2Line does
+ * (which would report a malformed table through the thread's error state).
+ * 0 when the instruction has no line. */
+static int frameobj_line(const char *code, int addr)
+{
+	const char *tab = *(const char *const *)(code + lay.co_lines);
+	int line = *(const int *)(code + lay.co_firstlineno);
+	const signed char *p;
+	int64_t size;
+	int start, end = 0;
+
+	if (!tab || addr < 0)
+		return line;
+	size = *(const int64_t *)(tab + PY_BYTES_SIZE);
+	if (size < 0 || size > (1 << 24))
+		return 0;
+	p = (const signed char *)(tab + PY_BYTES_DATA);
+	if (lay.lines == LINES_LNOTAB) {
+		/* pairs (address increment, signed line increment) */
+		for (int64_t i = 0; i + 1 < size; i += 2) {
+			end += (unsigned char)p[i];
+			if (end > addr)
+				break;
+			line += p[i + 1];
+		}
+		return line;
+	}
+	/* 3.10: pairs (length in bytes, signed line increment; -128: none) */
+	for (int64_t i = 0; i + 1 < size; i += 2) {
+		int ld = p[i + 1];
+		start = end;
+		end += (unsigned char)p[i];
+		if (ld != -128)
+			line += ld;
+		if (addr >= start && addr < end)
+			return ld == -128 ? 0 : line;
+	}
+	return 0;
+}
+
 /* Read this thread's Python frames, newest first. */
 static unsigned read_frames(struct pyf_ref *out, unsigned max)
 {
@@ -287,12 +424,25 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 	if (!ts)
 		return 0;
 	f = *(const char *const *)(ts + lay.ts_frame);
+	if (lay.frameobj) {
+		/* one C call of the eval loop per frame: each is its own entry */
+		for (; f && n < max; f = *(const char *const *)(f + lay.f_previous)) {
+			const char *code = *(const char *const *)(f + lay.f_code);
+			int lasti = *(const int *)(f + lay.f_instr);
+			if (!code || *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type)
+				continue;
+			out[n].id = pyframe_id(code, frameobj_line(code, lasti < 0 ? -1 : lasti * lay.lasti_unit));
+			out[n].entry = true;
+			n++;
+		}
+		return n;
+	}
 	if (lay.cframe && f)
-		f = *(const char *const *)(f + PY_CFRAME_CURRENT);
+		f = *(const char *const *)(f + lay.cf_current);
 	for (; f && n < max; f = *(const char *const *)(f + lay.f_previous)) {
 		const char *code, *instr, *first;
 		bool entry = lay.f_entry && *(const bool *)(f + lay.f_entry);
-		/* 3.13: each C call of the eval loop starts its frames with one
+		/* 3.12+: each C call of the eval loop starts its frames with one
 		 * of its own (on the C stack), which runs no code */
 		if (lay.f_owner && *(const char *)(f + lay.f_owner) == PY313_OWNED_BY_CSTACK) {
 			if (n)
@@ -317,6 +467,133 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 		n++;
 	}
 	return n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The layout checked against the running interpreter, while it runs: every
+ * thread state of the main
+ * interpreter names it as its own, and every frame of theirs (up to a bound) is
+ * readable and runs a code object (its type PyCode_Type) whose file and name
+ * are str objects and, before 3.11, whose line table is a bytes object. Each
+ * word is read by process_vm_readv on this very process, which fails where a
+ * plain load would fault. */
+
+static int check_pipe[2] = { -1, -1 };
+
+static bool safe_word(const char *at, const void **w)
+{
+	struct iovec mine = { (void *)w, sizeof *w }, theirs = { (void *)at, sizeof *w };
+	ssize_t r;
+
+	if ((uintptr_t)at < 4096 || ((uintptr_t)at & (sizeof *w - 1)))
+		return false;
+	if (check_pipe[0] < 0) {
+		r = process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0);
+		if (r == (ssize_t)sizeof *w)
+			return true;
+		if (r >= 0 || (errno != EPERM && errno != ENOSYS))
+			return false;
+		/* refused (seccomp): through a pipe, whose write fails with
+		 * EFAULT where a load would fault */
+		if (pipe2(check_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			return false;
+	}
+	if (write(check_pipe[1], at, sizeof *w) != (ssize_t)sizeof *w)
+		return false;
+	return read(check_pipe[0], w, sizeof *w) == (ssize_t)sizeof *w;
+}
+
+static bool safe_type(const char *obj, const void *type)
+{
+	const void *t;
+	return type && safe_word(obj + PY_OB_TYPE, &t) && t == type;
+}
+
+/* A frame may be popped while it is read: the caller tries again before
+ * believing a failure. */
+#define CHECK_THREADS 256
+#define CHECK_FRAMES 64
+
+int mw_py_check(char *why, size_t len)
+{
+	const char *interp, *ts, *f, *code, *w;
+	unsigned threads = 0, frames = 0, k;
+	const char *forced = getenv("MEMWATCH_TEST_PY_LAYOUT");
+
+	if (forced && strcmp(forced, "fail") == 0) {
+		snprintf(why, len, "the check made to fail by MEMWATCH_TEST_PY_LAYOUT");
+		return -1;
+	}
+	if (!mw_py.interp_head || !mw_py.thread_head || !mw_py.unicode_type ||
+	    (lay.frameobj && !mw_py.bytes_type)) {
+		snprintf(why, len, "the functions to list its threads are missing");
+		return -1;
+	}
+	interp = mw_py.interp_head();
+	/* the list is followed by safe reads (PyThreadState.next): a thread may
+	 * end meanwhile */
+	for (ts = interp ? mw_py.thread_head(interp) : NULL; ts && threads < CHECK_THREADS; threads++) {
+		if (!safe_word(ts + PY_TSTATE_INTERP, (const void **)&w) || w != interp) {
+			snprintf(why, len, "a thread state does not name its interpreter where expected");
+			return -1;
+		}
+		if (!safe_word(ts + lay.ts_frame, (const void **)&f) ||
+		    (f && lay.cframe && !safe_word(f + lay.cf_current, (const void **)&f))) {
+			snprintf(why, len, "a thread state's frame is not readable");
+			return -1;
+		}
+		for (k = 0; f && k < CHECK_FRAMES; k++) {
+			if (lay.f_owner) {
+				const void *ow;
+				unsigned char owner;
+				if (!safe_word((const char *)((uintptr_t)(f + lay.f_owner) & ~(uintptr_t)7), &ow)) {
+					snprintf(why, len, "a frame is not readable");
+					return -1;
+				}
+				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + lay.f_owner) & 7), 1);
+				if (owner > PY313_OWNED_BY_CSTACK) {
+					snprintf(why, len, "a frame's owner is %u, not one of 0 to 3", owner);
+					return -1;
+				}
+				if (owner == PY313_OWNED_BY_CSTACK)
+					goto next;
+			}
+			if (!safe_word(f + lay.f_code, (const void **)&code) || !code) {
+				snprintf(why, len, "a frame's code is not readable");
+				return -1;
+			}
+			if (!safe_type(code, mw_py.code_type)) {
+				snprintf(why, len, "a frame's code object is not of the code type");
+				return -1;
+			}
+			if (!safe_word(code + lay.co_filename, (const void **)&w) || !safe_type(w, mw_py.unicode_type) ||
+			    !safe_word(code + lay.co_qualname, (const void **)&w) || !safe_type(w, mw_py.unicode_type)) {
+				snprintf(why, len, "a code object's file or name is not a str");
+				return -1;
+			}
+			if (lay.frameobj &&
+			    (!safe_word(code + lay.co_lines, (const void **)&w) || !safe_type(w, mw_py.bytes_type))) {
+				snprintf(why, len, "a code object's line table is not a bytes object");
+				return -1;
+			}
+			frames++;
+		next:
+			if (!safe_word(f + lay.f_previous, (const void **)&f)) {
+				snprintf(why, len, "a frame's caller is not readable");
+				return -1;
+			}
+		}
+		if (!safe_word(ts + PY_TSTATE_NEXT, (const void **)&ts)) {
+			snprintf(why, len, "a thread state's next is not readable");
+			return -1;
+		}
+	}
+	if (!threads) {
+		snprintf(why, len, "it lists no thread");
+		return -1;
+	}
+	snprintf(why, len, "no Python frame to check yet");
+	return frames ? 1 : 0;
 }
 
 unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max)

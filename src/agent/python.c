@@ -1,10 +1,12 @@
-/* python.c: CPython inside the target. When the process is a CPython 3.11 or
- * 3.13 interpreter (found through the dynamic linker, never linked against), its
+/* python.c: CPython inside the target. When the process is a CPython 3.8 to
+ * 3.13 interpreter (found through the dynamic linker, never linked against, and
+ * its version read from what it publishes itself), its
  * object allocator (the PYMEM_DOMAIN_MEM and OBJ domains) is wrapped so that
  * pymalloc's small objects are sampled one by one; a helper thread swaps the
  * wrappers in and out with the GIL held. Every sample then carries the Python
  * frames of the allocating thread, read by pyframes.c, which also says which
- * versions are read; other versions are captured native-only. */
+ * versions are read and checks their layout against the running interpreter;
+ * other versions, and one whose check fails, are captured native-only. */
 #include "config.h"
 
 #define _GNU_SOURCE 1
@@ -257,12 +259,55 @@ static void *sym(const char *name)
 	return dlsym(RTLD_DEFAULT, name);
 }
 
+/* The version of a CPython without Py_Version (before 3.11), from the string
+ * Py_GetVersion() makes of PY_VERSION ("3.9.18 (main, ...)"), as Py_Version
+ * would hold it (release level and serial left 0). 0 if it does not read. */
+static unsigned long version_of(const char *s)
+{
+	unsigned long part[3] = { 0, 0, 0 };
+	int i = 0;
+
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	for (; i < 3 && *s >= '0' && *s <= '9'; i++) {
+		while (*s >= '0' && *s <= '9' && part[i] < 256)
+			part[i] = part[i] * 10 + (unsigned long)(*s++ - '0');
+		if (part[i] > 255 || *s != '.')
+			break;
+		s++;
+	}
+	if (part[0] > 255 || part[1] > 255 || part[2] > 255 || part[0] == 0)
+		return 0;
+	return part[0] << 24 | part[1] << 16 | part[2] << 8;
+}
+
+static char why_unread[96];   /* why the layout check failed */
+static bool layout_checked;   /* the check passed: samples may read frames */
+static bool unreadable;       /* the check failed: native-only for good */
+
+/* The layout check (pyframes.c), tried again before a failure is believed (a
+ * frame may be popped while it is read). 1 passed, 0 nothing to check yet,
+ * -1 failed (why_unread says how). */
+static int check_layout(void)
+{
+	int r = -1;
+	for (int i = 0; i < 5; i++) {
+		struct timespec ts = { 0, 10 * 1000000 };
+		r = mw_py_check(why_unread, sizeof why_unread);
+		if (r >= 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	return r;
+}
+
 /* Look CPython up in the process: once found (or found unreadable), for
  * good; not found, again at the next capture (a program may load libpython
  * later). Called with py_lock held, from the control thread. */
 static void probe(void)
 {
 	const unsigned long *ver;
+	const char *(*get_version)(void);
 	const char *runtime;
 	void *eval;
 	Dl_info info;
@@ -272,6 +317,7 @@ static void probe(void)
 		return;
 	mw_loader_enter();
 	ver = sym("Py_Version");
+	get_version = (const char *(*)(void))sym("Py_GetVersion");
 	mw_py.is_initialized = (int (*)(void))sym("Py_IsInitialized");
 	mw_py.is_finalizing = (int (*)(void))sym("_Py_IsFinalizing");
 	if (!mw_py.is_finalizing)     /* public from 3.13 on */
@@ -285,22 +331,45 @@ static void probe(void)
 	mw_py.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
 	mw_py.allocator_name = (const char *(*)(void))sym("_PyMem_GetCurrentAllocatorName");
 	mw_py.code_type = sym("PyCode_Type");
+	mw_py.unicode_type = sym("PyUnicode_Type");
+	mw_py.bytes_type = sym("PyBytes_Type");
+	mw_py.interp_head = (void *(*)(void))sym("PyInterpreterState_Head");
+	mw_py.thread_head = (void *(*)(const void *))sym("PyInterpreterState_ThreadHead");
 	eval = sym("_PyEval_EvalFrameDefault");
 	if (eval && dladdr1(eval, &info, (void **)&es, RTLD_DL_SYMENT) && es && es->st_size) {
 		mw_py.eval_lo = (uintptr_t)eval;
 		mw_py.eval_hi = (uintptr_t)eval + es->st_size;
 	}
 	mw_loader_leave();
-	if (!ver || !mw_py.is_initialized || !mw_py.set_allocator || !mw_py.get_allocator) {
+	/* a CPython: its version published (Py_Version from 3.11 on, the
+	 * string of Py_GetVersion() in every version) and its allocator API */
+	if ((!ver && !get_version) || !mw_py.is_initialized || !mw_py.set_allocator ||
+	    !mw_py.get_allocator) {
 		py_state = MW_PY_NONE;
 		return;
 	}
-	mw_py.version = *(const uint32_t *)ver;
-	/* 3.11 (the structures pyframes.c mirrors) and 3.13 (its table) */
-	if (!mw_py_layout(runtime) || !mw_py.is_finalizing || !mw_py.this_tstate ||
-	    !mw_py.gil_ensure || !mw_py.gil_release || !mw_py.addr2line || !mw_py.eval_lo) {
+	mw_py.version = ver ? *(const uint32_t *)ver : version_of(get_version());
+	/* 3.8 to 3.12 (the structures pyframes.c mirrors) and 3.13 (its table) */
+	if (!mw_py.version || !mw_py_layout(runtime)) {
 		py_state = MW_PY_UNSUPPORTED;
 		return;
+	}
+	if (!mw_py.is_finalizing || !mw_py.this_tstate || !mw_py.gil_ensure || !mw_py.gil_release ||
+	    !mw_py.code_type || (mw_py.version >= 0x030b0000 && !mw_py.addr2line) || !mw_py.eval_lo) {
+		snprintf(why_unread, sizeof why_unread, "functions or types it reads through are not exported");
+		unreadable = true;
+		py_state = MW_PY_UNREADABLE;
+		return;
+	}
+	/* the structures as this interpreter has them: checked once it runs */
+	if (mw_py.is_initialized()) {
+		int r = check_layout();
+		if (r < 0) {
+			unreadable = true;
+			py_state = MW_PY_UNREADABLE;
+			return;
+		}
+		layout_checked = r > 0;
 	}
 	supported = true;
 	py_state = MW_PY_OFF;
@@ -373,6 +442,28 @@ static void swap_locked_gil(bool on)
 	}
 }
 
+/* The layout not checked yet at the start (no frame to check it on, or the
+ * interpreter not started): checked again at each turn of the helper until it
+ * passes or fails. Failed, the wrappers come out and stay out. py_lock held. */
+static void recheck_layout(void)
+{
+	int r;
+
+	if (!supported || layout_checked || !interpreter_alive())
+		return;
+	r = check_layout();
+	if (r > 0) {
+		layout_checked = true;
+		mw_python_frames = installed && want_installed;
+	} else if (r < 0) {
+		supported = false;
+		unreadable = true;
+		want_installed = false;
+		mw_python_frames = false;
+		py_state = MW_PY_UNREADABLE;
+	}
+}
+
 static void helper_exit(void *arg)
 {
 	(void)arg;
@@ -392,8 +483,10 @@ static void *helper_main(void *arg)
 	pthread_cleanup_push(helper_exit, NULL);
 	pthread_mutex_lock(&py_lock);
 	for (;;) {
-		bool want = want_installed;
+		bool want;
 		struct timespec ts;
+		recheck_layout();
+		want = want_installed;
 		if (want == (installed != 0)) {
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 1;
@@ -405,7 +498,8 @@ static void *helper_main(void *arg)
 			 * finalizing, no swap will ever be made: what is wanted is
 			 * taken as done, and the wrappers that are in stay in,
 			 * passing through once capture stops. */
-			py_state = mw_py.is_initialized() ? MW_PY_FINALIZED : MW_PY_WAITING;
+			py_state = mw_py.is_initialized() ? MW_PY_FINALIZED :
+				   unreadable ? MW_PY_UNREADABLE : MW_PY_WAITING;
 			mw_python_frames = false;
 			if (py_state == MW_PY_FINALIZED)
 				installed = want;
@@ -418,7 +512,7 @@ static void *helper_main(void *arg)
 			pthread_cond_timedwait(&py_cond, &py_lock, &ts);
 			continue;
 		}
-		if (want)
+		if (want && !unreadable)
 			py_state = MW_PY_WAITING;
 		pthread_mutex_unlock(&py_lock);
 		{
@@ -429,8 +523,8 @@ static void *helper_main(void *arg)
 				swap_locked_gil(want);
 				installed = want;
 			}
-			py_state = installed ? MW_PY_ON : MW_PY_OFF;
-			mw_python_frames = installed != 0;
+			py_state = unreadable ? MW_PY_UNREADABLE : installed ? MW_PY_ON : MW_PY_OFF;
+			mw_python_frames = installed && layout_checked;
 			pthread_mutex_unlock(&py_lock);
 			mw_py.gil_release(g);
 		}
@@ -475,7 +569,7 @@ void mw_python_capture_start(void)
 		/* samples read Python frames at once; only pymalloc's small
 		 * objects wait for the swap */
 		mw_frames_merge = mw_python_merge;
-		mw_python_frames = interpreter_alive();
+		mw_python_frames = interpreter_alive() && layout_checked;
 		if (!installed)
 			py_state = MW_PY_WAITING;
 		helper_start();
@@ -498,6 +592,11 @@ void mw_python_capture_stop(void)
 	mw_tls.guard--;
 }
 
+const char *mw_python_why(void)
+{
+	return __atomic_load_n(&py_state, __ATOMIC_RELAXED) == MW_PY_UNREADABLE ? why_unread : "";
+}
+
 int mw_python_state(unsigned long *version)
 {
 	if (version)
@@ -509,6 +608,7 @@ const char *mw_python_state_name(int s)
 {
 	switch (s) {
 	case MW_PY_UNSUPPORTED: return "unsupported";
+	case MW_PY_UNREADABLE: return "unreadable";
 	case MW_PY_WAITING: return "waiting";
 	case MW_PY_ON: return "on";
 	case MW_PY_OFF: return "off";

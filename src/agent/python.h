@@ -30,8 +30,12 @@ struct mw_py {
 	const char *(*allocator_name)(void);   /* _PyMem_GetCurrentAllocatorName */
 	int (*addr2line)(void *code, int byte_offset);
 	const void *code_type;        /* &PyCode_Type */
+	const void *unicode_type;     /* &PyUnicode_Type */
+	const void *bytes_type;       /* &PyBytes_Type */
+	void *(*interp_head)(void);   /* PyInterpreterState_Head */
+	void *(*thread_head)(const void *);   /* PyInterpreterState_ThreadHead */
 	uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's text */
-	unsigned long version;        /* Py_Version */
+	unsigned long version;        /* Py_Version, or read from Py_GetVersion() */
 };
 extern struct mw_py mw_py MW_HIDDEN;
 
@@ -39,6 +43,10 @@ extern struct mw_py mw_py MW_HIDDEN;
  * it is a version the agent reads. runtime: _PyRuntime, or NULL. Called once,
  * by python.c's probe, before any frame is read. */
 bool mw_py_layout(const char *runtime) MW_HIDDEN;
+/* pyframes.c: check the layout against the running interpreter (without the
+ * GIL: a frame popped meanwhile can make it fail once): 1 it holds, 0 nothing to check it on yet (no Python frame in any
+ * thread), -1 it does not hold (why says how, in a few words). */
+int mw_py_check(char *why, size_t len) MW_HIDDEN;
 /* fork: the child must not inherit the frame table's lock half-held. */
 void mw_pyframes_atfork_prepare(void) MW_HIDDEN;
 void mw_pyframes_atfork_parent(void) MW_HIDDEN;

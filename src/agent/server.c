@@ -222,11 +222,11 @@ static int do_status(int fd)
 	int py = mw_python_state(&pyv);
 	mw_heap_figures(&f);
 	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u "
-		     "holders=%u python=%s python-version=%lu.%lu",
+		     "holders=%u python=%s python-version=%lu.%lu python-why=%s",
 		     on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
 		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid(),
 		     mw_hooks_installed() ? mw_hooks_slots() : 0, holders(), mw_python_state_name(py),
-		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff);
+		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff, mw_python_why());
 }
 
 static int do_snapshot(int fd)

@@ -1,5 +1,6 @@
 /* py_fake.c: a program that looks like a CPython the agent cannot read: it
- * exports Py_Version (3.12) and the allocator API by name, and allocates with
+ * publishes its version as 3.7 does (Py_GetVersion, no Py_Version) and exports
+ * the allocator API by name, and allocates with
  * malloc from a known function until its stdin closes or says so. The agent
  * must capture it native-only and say so. */
 #include <stdio.h>
@@ -7,7 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-const unsigned long Py_Version = 0x030c00f0;
+const char *Py_GetVersion(void)
+{
+	return "3.7.16 (default, a program posing as CPython) [GCC]";
+}
 
 typedef struct {
 	void *ctx;

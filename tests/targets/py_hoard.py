@@ -1,33 +1,49 @@
-# py_hoard.py: a CPython target for tests/run-python-rows.sh: one method of a
-# class grows a dict of small tuples and strings, all of it on one line (the
-# dict's tables, the tuples, their ints and strings are allocated by different
-# paths of the interpreter's C code under that one line). SECONDS; prints
-# "ready" once running, "ok" at the end, and exits 0.
+# py_hoard.py: a CPython target for tests/run-python-versions.sh, written to
+# run unchanged on CPython 3.6 and later. MODE SECONDS; prints "ready" once
+# running, grows for SECONDS, prints "ok" and exits 0.
+#   objects   small objects (a tuple of an int and a short str each), every
+#             one of them made on one line of one method, Hoard.grow
+#   buffers   64 KiB buffers made by C functions (bytes, bytearray and
+#             array.array), from the method Hoard.grow_buffers
+import array
 import sys
 import time
 
-CAP = 1200000   # entries: ~250 MiB
+CAP = 160 * 2**20
 
 
 class Hoard:
     def __init__(self):
-        self.items = {}
+        self.items = []
 
-    def hoard_tuples(self, n):
-        base = len(self.items)
-        for i in range(n):
-            self.items[base + i] = (base + i, "item-%d" % i, "v%x" % (base + i))  # LINE:hoard
+    def grow(self, n):
+        items = self.items
+        for _ in range(n):
+            items.append((len(items) * 7 + 100000, "item-%d" % len(items)))
+
+    def grow_buffers(self, n):
+        items = self.items
+        for _ in range(n):
+            items.append(bytes(65536))
+            items.append(bytearray(65536))
+            items.append(array.array("b", bytes(65536)))
 
 
-def main(seconds):
-    h = Hoard()
+def main():
+    mode = sys.argv[1]
+    seconds = float(sys.argv[2])
+    hoard = Hoard()
+    grow, per_tick, item_bytes = {
+        "objects": (hoard.grow, 3000, 150),
+        "buffers": (hoard.grow_buffers, 3, 3 * 65600),
+    }[mode]
     print("ready", flush=True)
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        if len(h.items) < CAP:
-            h.hoard_tuples(3000)
+        if len(hoard.items) * item_bytes < CAP:
+            grow(per_tick)
         time.sleep(0.01)
     print("ok", flush=True)
 
 
-main(float(sys.argv[1]) if len(sys.argv) > 1 else 10)
+main()

@@ -68,6 +68,9 @@ static void dump(const struct snapshot *s)
 	printf("rss_bytes %" PRIu64 "\n", s->rss_bytes);
 	printf("dropped_stacks %" PRIu64 "\n", s->dropped_stacks);
 	printf("dropped_bytes %" PRIu64 "\n", s->dropped_bytes);
+	if (s->python || s->python_version)
+		printf("python %" PRIu32 " %" PRIu32 ".%" PRIu32 "\n", s->python,
+		       s->python_version >> 8, s->python_version & 0xff);
 	if (s->mallinfo.present)
 		printf("mallinfo arena=%" PRIu64 " mmapped=%" PRIu64 " in_use=%" PRIu64
 		       " free_bytes=%" PRIu64 " releasable=%" PRIu64 "\n",
@@ -468,6 +471,12 @@ static void parse_line(struct parser *ps, struct snapshot *s, char *line)
 		s->dropped_stacks = number(ps, word(ps), key);
 	} else if (strcmp(key, "dropped_bytes") == 0) {
 		s->dropped_bytes = number(ps, word(ps), key);
+	} else if (strcmp(key, "python") == 0) {
+		char *v;
+		s->python = (uint32_t)number(ps, word(ps), key);
+		v = word(ps);
+		s->python_version = (uint32_t)(strtoul(v, &v, 10) << 8);
+		s->python_version |= (uint32_t)(*v == '.' ? strtoul(v + 1, NULL, 10) & 0xff : 0);
 	} else if (strcmp(key, "mallinfo") == 0) {
 		skip_blanks(ps);
 		if (strcmp(ps->p, "none") == 0) {

@@ -40,6 +40,8 @@ static struct snapshot *rich_snapshot(size_t nstacks)
 	s->rss_bytes = UINT64_MAX;
 	s->dropped_stacks = 7;
 	s->dropped_bytes = 1ull << 40;
+	s->python = SNAP_PYTHON_NATIVE;
+	s->python_version = 3 << 8 | 7;
 	s->mallinfo = (struct snap_mallinfo){ true, 1, 2, UINT64_MAX, 4, 5 };
 
 	s->nmodules = 3;
@@ -183,6 +185,8 @@ static void assert_snapshots_equal(const struct snapshot *a, const struct snapsh
 	assert_true(a->rss_bytes == b->rss_bytes);
 	assert_true(a->dropped_stacks == b->dropped_stacks);
 	assert_true(a->dropped_bytes == b->dropped_bytes);
+	assert_int_equal(a->python, b->python);
+	assert_int_equal(a->python_version, b->python_version);
 	assert_int_equal(a->mallinfo.present, b->mallinfo.present);
 	if (a->mallinfo.present)
 		assert_memory_equal(&a->mallinfo.arena, &b->mallinfo.arena, 5 * sizeof(uint64_t));
@@ -570,6 +574,20 @@ static void test_forward_compat(void **state)
 	assert_snapshots_equal(s, d);
 	snapshot_free(d);
 	free(f);
+
+	/* a process section that ends after cmdline (written before the
+	 * CPython fields were appended) reads with both 0 */
+	more[p].len -= 12 + 8;
+	f = assemble(1, more, m, &len2);
+	d = expect_ok(f, len2);
+	assert_int_equal(d->python, 0);
+	assert_int_equal(d->python_version, 0);
+	d->python = s->python;
+	d->python_version = s->python_version;
+	assert_snapshots_equal(s, d);
+	snapshot_free(d);
+	free(f);
+	more[p].len += 12 + 8;
 
 	more[0].flags = 1; /* required */
 	f = assemble(1, more, m, &len2);
