@@ -30,7 +30,9 @@ watch_script bytes "$py13" bytes
 expect_top_row 3.13 bytes.report grow_bytes "$bytes_line"
 last=$(ls bytes.*-final.snap 2>/dev/null | head -n 1)
 if [ -n "$last" ]; then
-	run_mw 0 show -F folded "$last"
+	# the native frames under the Python caller (a merged row's folded stack
+	# ends at its head: --all-frames gives each stack whole)
+	run_mw 0 show -F folded --all-frames "$last"
 	expect_grep ';<module>;for_seconds;grow_bytes;[^;]+;.* [0-9]+$' out
 else
 	fail "3.13: no final snapshot"
