@@ -402,8 +402,9 @@ static bool live_grow(struct shard *sh)
 		n[j] = sh->live[i];
 	}
 	mw_unmap(sh->live, sh->cap * sizeof *sh->live);
-	sh->live = n;
-	sh->cap = ncap;
+	/* (stored atomically: record() reads them unlocked, to prefetch) */
+	__atomic_store_n(&sh->live, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->cap, ncap, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -503,6 +504,17 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	struct shard *sh;
 	int n;
 
+	/* the block's slot in the live table, fetched while the stack is
+	 * unwound: in a table larger than the caches its first read was a
+	 * miss at nearly every sample (what is read here unlocked may be
+	 * stale; a prefetch of any address is harmless) */
+	sh = shard_of((uintptr_t)p);
+	{
+		struct live *live = __atomic_load_n(&sh->live, __ATOMIC_RELAXED);
+		size_t c = __atomic_load_n(&sh->cap, __ATOMIC_RELAXED);
+		if (live && c)
+			__builtin_prefetch(&live[live_slot((uintptr_t)p, c)], 1);
+	}
 	mw_loader_enter();
 	n = mw_unwind(ips, (int)cap);
 	mw_loader_leave();
@@ -530,7 +542,6 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	mw_weights(size, &wb, &wn);
 	wn = blocks_q(wn);
 
-	sh = shard_of((uintptr_t)p);
 	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
 		id = mw_intern(frames, nf, flags, h);
@@ -651,8 +662,9 @@ static void reset_locked(void)
 	for (i = 0; i < NSHARDS; i++) {
 		struct shard *sh = &shards[i];
 		mw_unmap(sh->live, sh->cap * sizeof *sh->live);
-		sh->live = NULL;
-		sh->cap = sh->n = 0;
+		__atomic_store_n(&sh->live, NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&sh->cap, 0, __ATOMIC_RELAXED);
+		sh->n = 0;
 		sh->samples = sh->dropped_live_bytes = 0;
 		memset(sh->delta, 0, sizeof sh->delta);
 	}

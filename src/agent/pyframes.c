@@ -412,6 +412,63 @@ static int frameobj_line(const char *code, int addr)
 	return 0;
 }
 
+/* The frames last named, by code object and instruction offset: a frame's
+ * line is found by walking its code's line table and its name and file are
+ * copied and hashed, which with every allocation sampled was half the cost of
+ * capture; most samples come from a few lines. Direct-mapped and shared by
+ * the threads without a lock: an entry is taken only when its check word
+ * matches what it holds, so one torn by two writers is a miss, and only while
+ * the code object still names the same name and file objects. (A code object
+ * freed and another made at its address with the same name and file objects,
+ * code that exec makes again from the same text, may be named with the line
+ * of the first at the same offset.) */
+#define FRAME_CACHE 4096
+static struct frame_cached {
+	uintptr_t code, name, file;
+	uint64_t at;            /* offset << 32 | id */
+	uint64_t check;
+} frame_cache[FRAME_CACHE];
+
+static uint64_t frame_check(uintptr_t code, uintptr_t name, uintptr_t file, uint64_t at)
+{
+	uint64_t h = code * 0x9E3779B97F4A7C15ull;
+	h = (h ^ name) * 0xC2B2AE3D27D4EB4Full;
+	h = (h ^ file) * 0x165667B19E3779F9ull;
+	h = (h ^ at) * 0x9E3779B97F4A7C15ull;
+	return h ^ (h >> 29);
+}
+
+/* The id of the frame that runs code at instruction byte offset off (-1: not
+ * started). */
+static uint32_t frame_at(const char *code, int off)
+{
+	uintptr_t c = (uintptr_t)code;
+	uintptr_t name = *(const uintptr_t *)(code + lay.co_qualname);
+	uintptr_t file = *(const uintptr_t *)(code + lay.co_filename);
+	struct frame_cached *e = &frame_cache[((c >> 4) * 0x9E3779B97F4A7C15ull + (uint32_t)off * 0x85EBCA6Bu) >>
+					      (64 - 12) & (FRAME_CACHE - 1)];
+	uint64_t at = __atomic_load_n(&e->at, __ATOMIC_RELAXED);
+	uint32_t id;
+	int line;
+
+	if (__atomic_load_n(&e->code, __ATOMIC_RELAXED) == c &&
+	    __atomic_load_n(&e->name, __ATOMIC_RELAXED) == name &&
+	    __atomic_load_n(&e->file, __ATOMIC_RELAXED) == file && (uint32_t)(at >> 32) == (uint32_t)off &&
+	    __atomic_load_n(&e->check, __ATOMIC_RELAXED) == frame_check(c, name, file, at))
+		return (uint32_t)at;
+	line = lay.frameobj ? frameobj_line(code, off) : mw_py.addr2line((void *)code, off);
+	id = pyframe_id(code, line);
+	if (!id)
+		return 0;
+	at = (uint64_t)(uint32_t)off << 32 | id;
+	__atomic_store_n(&e->code, c, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->name, name, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->file, file, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->at, at, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->check, frame_check(c, name, file, at), __ATOMIC_RELAXED);
+	return id;
+}
+
 /* Read this thread's Python frames, newest first. */
 static unsigned read_frames(struct pyf_ref *out, unsigned max)
 {
@@ -431,7 +488,7 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 			int lasti = *(const int *)(f + lay.f_instr);
 			if (!code || *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type)
 				continue;
-			out[n].id = pyframe_id(code, frameobj_line(code, lasti < 0 ? -1 : lasti * lay.lasti_unit));
+			out[n].id = frame_at(code, lasti < 0 ? -1 : lasti * lay.lasti_unit);
 			out[n].entry = true;
 			n++;
 		}
@@ -462,7 +519,7 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 				out[n - 1].entry = true;
 			continue;
 		}
-		out[n].id = pyframe_id(code, mw_py.addr2line((void *)code, (int)(instr - first)));
+		out[n].id = frame_at(code, (int)(instr - first));
 		out[n].entry = entry;
 		n++;
 	}
