@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -543,4 +544,139 @@ int cmd_diff(int argc, char **argv)
 int cmd_show(int argc, char **argv)
 {
 	return run_command(argc, argv, show_usage, 1);
+}
+
+/* --------------------------------------------------------------------------- */
+/* The stacks over time (memwatch plot, memwatch report). */
+
+/* The label of row w of r (one snapshot): "PID: " when asked, then its head
+ * frame as flame graphs name it. Caller frees. */
+static char *series_label(struct report *r, const struct row *w, int pid)
+{
+	struct expanded e;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return xstrdup("?");
+	if (pid)
+		fprintf(f, "%d: ", pid);
+	row_expand(r, w, &e, true);
+	if (e.n)
+		folded_name(f, r, &e.d[e.head]);
+	else
+		fputs("[no frames]", f);
+	if (w->kind != SNAP_KIND_MALLOC)
+		fprintf(f, " [%s]", snap_kind_name(w->kind));
+	free(e.d);
+	if (fclose(f) != 0) {
+		free(text);
+		return xstrdup("?");
+	}
+	return text;
+}
+
+/* Free what the n series at v hold (not v itself). */
+static void series_release(struct report_series *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].label);
+		free(v[i].bytes);
+	}
+}
+
+/* Larger peak first, then the label: the same order at every run. */
+static int cmp_series(const void *pa, const void *pb)
+{
+	const struct report_series *a = pa, *b = pb;
+	if (a->peak != b->peak)
+		return a->peak > b->peak ? -1 : 1;
+	return strcmp(a->label, b->label);
+}
+
+void report_stack_series(char *const *paths, const int *pids, size_t npaths, const char **dirs,
+			 size_t ndirs, size_t top, struct report_series **out, size_t *nout)
+{
+	struct report_options o;
+	struct strtab labels;
+	struct report_series *v = NULL;
+	size_t n = 0, i, k;
+	bool several = false, *bad = xcalloc(npaths ? npaths : 1, sizeof *bad);
+	char *cause = NULL;
+
+	*out = NULL;
+	*nout = 0;
+	for (i = 1; i < npaths; i++)
+		if (pids[i] != pids[0])
+			several = true;
+	report_options_init(&o);
+	o.by = REPORT_BY_FUNCTION;
+	o.dirs = dirs;
+	o.ndirs = ndirs;
+	strtab_init(&labels);
+	for (i = 0; i < npaths; i++) {
+		struct report r = { .o = &o };
+		struct snapshot *s = snapshot_read(paths[i], &cause);
+
+		if (!s) {
+			mw_warn("%s: left out of the stacks over time", cause);
+			free(cause);
+			cause = NULL;
+			bad[i] = true;
+			for (k = 0; k < n; k++)
+				v[k].bytes[i] = NAN;
+			continue;
+		}
+		r.in[0].path = paths[i];
+		r.in[0].s = s;
+		r.nin = 1;
+		r.z = symbolizer_new(o.dirs, o.ndirs);
+		r.in[0].map = symbolizer_add(r.z, s);
+		collect(&r, 0);
+		for (k = 0; k < r.nrows; k++) {
+			struct row *w = &r.rows[k];
+			char *label;
+			uint32_t id;
+			if (!w->f[0].live_bytes)
+				continue;
+			label = series_label(&r, w, several ? pids[i] : 0);
+			id = strtab_id(&labels, label);
+			free(label);
+			if (id == n) {
+				v = xrealloc(v, (n + 1) * sizeof *v);
+				v[n].label = xstrdup(labels.s[id]);
+				v[n].pid = pids[i];
+				v[n].peak = 0;
+				v[n].bytes = xcalloc(npaths, sizeof *v[n].bytes);
+				/* a process's snapshots before this one did not hold it;
+				 * those of other processes say nothing of it */
+				for (size_t j = 0; j < npaths; j++)
+					v[n].bytes[j] = pids[j] == pids[i] && !bad[j] ? 0 : NAN;
+				n++;
+			}
+			v[id].bytes[i] += (double)w->f[0].live_bytes;
+		}
+		report_free(&r);
+	}
+	for (k = 0; k < n; k++) {
+		for (i = 0; i < npaths; i++)
+			if (v[k].bytes[i] > v[k].peak)
+				v[k].peak = v[k].bytes[i];
+	}
+	strtab_release(&labels);
+	free(bad);
+	qsort(v, n, sizeof *v, cmp_series);
+	if (top && n > top) {
+		series_release(v + top, n - top);
+		n = top;
+	}
+	*out = v;
+	*nout = n;
+}
+
+void report_series_free(struct report_series *v, size_t n)
+{
+	series_release(v, n);
+	free(v);
 }

@@ -60,4 +60,24 @@ int report_write(const struct report_options *o, char *const *paths, int npaths)
 int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs, FILE *table,
 		 FILE *svg);
 
+/* One stack's estimated live bytes across the snapshots of a run
+ * (report_stack_series). */
+struct report_series {
+	char *label;                  /* its head frame, as flame graphs name it */
+	int pid;                      /* the process its snapshots are of */
+	double *bytes;                /* at each snapshot; NaN at those of other pids */
+	double peak;                  /* the largest of them */
+};
+
+/* The rows by function (the user's own frame as head) of the npaths
+ * snapshots at paths, taken one by one: the top rows by their largest live
+ * bytes, at most top of them, each with its bytes at every snapshot (0 where
+ * a snapshot of its process does not hold it). pids[i] is the process of
+ * snapshot i; the label is "PID: " prefixed when they are not all one. A
+ * snapshot that cannot be read is warned about and has NaN everywhere.
+ * *out (caller frees with report_series_free), *nout of them. */
+void report_stack_series(char *const *paths, const int *pids, size_t npaths, const char **dirs,
+			 size_t ndirs, size_t top, struct report_series **out, size_t *nout);
+void report_series_free(struct report_series *v, size_t n);
+
 #endif
