@@ -376,7 +376,8 @@ static void stacks_read(const struct plot_opts *o, const struct runlog_data *d,
 	free(missing);
 	st->nsnaps = n;
 	if (n)
-		report_stack_series(paths, pids, n, o->dirs, o->ndirs, o->stacks, &st->v, &st->n);
+		report_stack_series(paths, pids, n, o->dirs, o->ndirs, o->stacks, o->quiet, &st->v,
+				    &st->n);
 	for (i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);

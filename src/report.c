@@ -36,7 +36,10 @@
 	"        --all-frames       every frame: rows headed by the innermost one, not the\n" \
 	"                           user's own, and one per path (without it, stacks that\n" \
 	"                           differ only in the frames hidden are one row)\n" \
-	"        --full-names       C++ names with their template arguments in tables\n"
+	"        --full-names       C++ names with their template arguments in tables\n" \
+	"        --sample WHAT      rank by live (the live heap, default), alloc (every byte\n" \
+	"                           allocated since capture start, freed or not) or temp\n" \
+	"                           (blocks freed within about 10 ms of their allocation)\n"
 
 const char diff_usage[] =
 	"  memwatch diff [options] BEFORE.snap AFTER.snap\n"
@@ -95,7 +98,10 @@ void report_options_release(struct report_options *o)
 }
 
 /* Options with no short form. */
-enum { OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS, OPT_KIND, OPT_DEPTH };
+enum {
+	OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS, OPT_KIND, OPT_DEPTH,
+	OPT_SAMPLE
+};
 
 /* Compile a --hide or --focus pattern into re. 0, or an exit status (said). */
 static int compile_pattern(const char *cmd, const char *opt, const char *pat, regex_t *re,
@@ -169,6 +175,7 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 {
 	static const char *const bys[] = { "stack", "function", "line" };
 	static const char *const kinds[] = { "all", "malloc", "mmap", "brk", "file" };
+	static const char *const samples[] = { "live", "alloc", "temp" };
 	char *cause = NULL;
 	int i;
 
@@ -222,6 +229,12 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 	case OPT_FULL_NAMES:
 		o->full_names = true;
 		return 0;
+	case OPT_SAMPLE:
+		i = pick(cmd, "--sample", optarg, samples, 3, "live, alloc or temp");
+		if (i < 0)
+			return MW_EXIT_USAGE;
+		o->sample = (enum report_sample)i;
+		return 0;
 	case OPT_DETAILS:
 		o->details = true;
 		return 0;
@@ -271,6 +284,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct report_op
 		{ "all-frames", no_argument, NULL, OPT_ALL_FRAMES },
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
+		{ "sample", required_argument, NULL, OPT_SAMPLE },
 		{ "details", no_argument, NULL, OPT_DETAILS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -416,7 +430,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 	for (i = 0; i < npaths; i++)
 		collect(r, i);
 	for (size_t k = 0; k < r->nrows; k++)
-		row_finish(&r->rows[k], npaths == 2);
+		row_finish(&r->rows[k], npaths == 2, o->sample);
 	return MW_EXIT_OK;
 }
 
@@ -596,7 +610,8 @@ static int cmp_series(const void *pa, const void *pb)
 }
 
 void report_stack_series(char *const *paths, const int *pids, size_t npaths, const char **dirs,
-			 size_t ndirs, size_t top, struct report_series **out, size_t *nout)
+			 size_t ndirs, size_t top, bool quiet, struct report_series **out,
+			 size_t *nout)
 {
 	struct report_options o;
 	struct strtab labels;
@@ -620,7 +635,8 @@ void report_stack_series(char *const *paths, const int *pids, size_t npaths, con
 		struct snapshot *s = snapshot_read(paths[i], &cause);
 
 		if (!s) {
-			mw_warn("%s: left out of the stacks over time", cause);
+			if (!quiet)
+				mw_warn("%s: left out of the stacks over time", cause);
 			free(cause);
 			cause = NULL;
 			bad[i] = true;

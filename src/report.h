@@ -15,6 +15,10 @@ enum report_by { REPORT_BY_STACK, REPORT_BY_FUNCTION, REPORT_BY_LINE };
 enum report_kind { REPORT_KIND_ALL, REPORT_KIND_MALLOC, REPORT_KIND_MMAP, REPORT_KIND_BRK, REPORT_KIND_FILE };
 /* The output formats; each is written by its own file (report-FORMAT.c), and
  * report.c's table of formats names them. */
+/* --sample: the figure rows are ranked and diffed by: the live heap, every
+ * byte allocated since capture start, or the bytes freed soon after their
+ * allocation (temporary). */
+enum report_sample { REPORT_SAMPLE_LIVE, REPORT_SAMPLE_ALLOC, REPORT_SAMPLE_TEMP };
 enum report_format {
 	REPORT_FMT_TABLE, REPORT_FMT_FOLDED, REPORT_FMT_JSON, REPORT_FMT_PPROF, REPORT_FMT_SVG,
 };
@@ -35,6 +39,7 @@ struct report_options {
 	const char *embed;            /* show --embed-symbols FILE */
 	bool all_frames;              /* rows headed by their innermost frame, not the user's */
 	enum report_kind kind;        /* --kind: the stacks kept */
+	enum report_sample sample;    /* --sample: what rows are ranked by */
 	bool full_names;              /* C++ names with their template arguments in tables */
 	bool details;                 /* the long header: every figure of every snapshot */
 	bool has_hide, has_focus;
@@ -74,10 +79,12 @@ struct report_series {
  * bytes, at most top of them, each with its bytes at every snapshot (0 where
  * a snapshot of its process does not hold it). pids[i] is the process of
  * snapshot i; the label is "PID: " prefixed when they are not all one. A
- * snapshot that cannot be read is warned about and has NaN everywhere.
+ * snapshot that cannot be read has NaN everywhere (and is warned about unless
+ * quiet).
  * *out (caller frees with report_series_free), *nout of them. */
 void report_stack_series(char *const *paths, const int *pids, size_t npaths, const char **dirs,
-			 size_t ndirs, size_t top, struct report_series **out, size_t *nout);
+			 size_t ndirs, size_t top, bool quiet, struct report_series **out,
+			 size_t *nout);
 void report_series_free(struct report_series *v, size_t n);
 
 #endif
