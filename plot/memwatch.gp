@@ -23,6 +23,13 @@
 #                        a label each share one); label i is mw_label_text[i]
 #                        at mw_label_t[i] seconds, in mw_label_color[i], left
 #                        of its line unless mw_label_right[i] (no room there)
+#   mw_nstacks           number of stacks drawn over time below the memory (0:
+#                        no such panel); stack i is block i-1 of $mw_stacks
+#                        (columns: time_s live_kib, one row per snapshot of
+#                        its process), drawn with mw_stack_title[i] (its head
+#                        frame) and mw_stack_color[i]; mw_stack_ydiv,
+#                        mw_stack_yunit and mw_stack_ymax are its memory axis,
+#                        mw_stack_panel the height of its panel in pixels
 
 set encoding utf8
 if (mw_format eq 'svg') {
@@ -63,9 +70,35 @@ do for [i=1:mw_nlabels] {
 		textcolor rgb mw_label_color[i] font ',9' front
 }
 
+# with stacks, the memory takes the top of the image and they the bottom, the
+# two on one time axis (the same margins, so that a time is at one x in both)
+if (mw_nstacks > 0) {
+	set multiplot
+	mw_stack_frac = real(mw_stack_panel) / mw_height
+	set lmargin 10
+	set rmargin 4
+	set origin 0, mw_stack_frac
+	set size 1, 1 - mw_stack_frac
+}
+
 # lines, and a dot for a series with a single sample (no line to draw)
 plot for [i=1:mw_nseries] $mw_data index (i - 1) using ($1 / mw_xdiv):($2 / mw_ydiv) \
 	with lines lw mw_series_width[i] lc rgb mw_series_color[i] title mw_series_title[i], \
      for [i=1:mw_nseries] $mw_data index (i - 1) \
 	using ($1 / mw_xdiv):(mw_series_points[i] ? $2 / mw_ydiv : NaN) \
 	with points pt 7 ps 1.2 lc rgb mw_series_color[i] notitle
+
+# the stacks over time: each stack's estimated live heap at each snapshot,
+# under the same event lines (their labels are in the panel above)
+if (mw_nstacks > 0) {
+	unset title
+	unset label
+	set origin 0, 0
+	set size 1, mw_stack_frac
+	set ylabel sprintf('live heap by stack (%s)', mw_stack_yunit)
+	set yrange [0:(mw_stack_ymax > 0 ? mw_stack_ymax * 1.08 : 1) / mw_stack_ydiv]
+	set key below vertical maxrows 4 spacing 1.1 width 1 font ',9'
+	plot for [i=1:mw_nstacks] $mw_stacks index (i - 1) using ($1 / mw_xdiv):($2 / mw_stack_ydiv) \
+		with linespoints lw 2 pt 7 ps 0.6 lc rgb mw_stack_color[i] title mw_stack_title[i]
+	unset multiplot
+}

@@ -32,6 +32,7 @@ static const char *section_name(uint32_t type)
 	case SEC_STACKS: return "stacks";
 	case SEC_SYMBOLS: return "symbols";
 	case SEC_REGIONS: return "regions";
+	case SEC_TEMPORARY: return "temporary";
 	default: return "unknown";
 	}
 }
@@ -440,6 +441,31 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 	}
 }
 
+/* The temporary section: the window, then a varint count that is the stacks'
+ * and their temp_bytes and temp_blocks in the stacks' order. */
+static void decode_temporary(struct reader *r, struct snapshot *s)
+{
+	size_t at;
+	uint64_t n;
+
+	s->temp_window_ns = get_varint(r);
+	at = r->pos;
+	n = get_varint(r);
+	if (!r->failed && n != s->nstacks) {
+		r->failed = true;
+		set_cause(r->cause, "section 'temporary': %llu stacks at byte %zu, the stacks section has %zu",
+			  (unsigned long long)n, at, s->nstacks);
+		return;
+	}
+	r->what = "stack";
+	for (size_t i = 0; i < s->nstacks && !r->failed; i++) {
+		r->index = i;
+		s->stacks[i].temp_bytes = get_varint(r);
+		s->stacks[i].temp_blocks = get_varint(r);
+	}
+	s->has_temp = !r->failed;
+}
+
 /* The symbols section: varint count, then per address its resolved frames. */
 static void decode_symbols(struct reader *r, struct snapshot *s)
 {
@@ -600,7 +626,8 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 		return -1;
 	}
 	for (uint32_t t = SEC_PROCESS; t <= SEC_KNOWN_MAX; t++) {
-		if (!locs[t].seen && t != SEC_MALLINFO && t != SEC_SYMBOLS && t != SEC_REGIONS) {
+		if (!locs[t].seen && t != SEC_MALLINFO && t != SEC_SYMBOLS && t != SEC_REGIONS &&
+		    t != SEC_TEMPORARY) {
 			set_cause(cause, "section '%s' is missing", section_name(t));
 			return -1;
 		}
@@ -649,6 +676,10 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 	if (!r.failed && locs[SEC_REGIONS].seen) {
 		enter_section(&r, &locs[SEC_REGIONS], SEC_REGIONS);
 		decode_regions(&r, s);
+	}
+	if (!r.failed && locs[SEC_TEMPORARY].seen) {
+		enter_section(&r, &locs[SEC_TEMPORARY], SEC_TEMPORARY);
+		decode_temporary(&r, s);
 	}
 	if (r.failed) {
 		snapshot_free(s);

@@ -146,7 +146,7 @@ uint32_t snap_crc(const unsigned char *p, size_t len)
 static void encode_into(struct writer *w, const struct snapshot *s)
 {
 	uint32_t nsections = 3 + (s->mallinfo.present ? 1 : 0) + (s->nsymbols ? 1 : 0) +
-			     (s->has_regions ? 1 : 0);
+			     (s->has_regions ? 1 : 0) + (s->has_temp ? 1 : 0);
 	size_t at;
 
 	put_bytes(w, SNAPSHOT_MAGIC, SNAP_MAGIC_LEN);
@@ -224,6 +224,19 @@ static void encode_into(struct writer *w, const struct snapshot *s)
 				put_optstr(w, sym->frames[f].file);
 				put_varint(w, sym->frames[f].line);
 			}
+		}
+		end_section(w, at);
+	}
+
+	if (s->has_temp) {
+		/* a section of its own, after the stacks in their order: readers
+		 * that do not know it read the stacks as before */
+		at = begin_section(w, SEC_TEMPORARY, 0);
+		put_varint(w, s->temp_window_ns);
+		put_varint(w, s->nstacks);
+		for (size_t i = 0; i < s->nstacks; i++) {
+			put_varint(w, s->stacks[i].temp_bytes);
+			put_varint(w, s->stacks[i].temp_blocks);
 		}
 		end_section(w, at);
 	}

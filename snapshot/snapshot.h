@@ -63,6 +63,8 @@ struct snap_stack {
 	uint64_t live_samples;       /* sampled blocks still allocated (exact count) */
 	uint64_t alloc_bytes;        /* estimated bytes allocated since capture start */
 	uint64_t alloc_blocks;       /* estimated blocks allocated since capture start */
+	uint64_t temp_bytes;         /* estimated bytes of blocks freed soon after their */
+	uint64_t temp_blocks;        /* allocation (within temp_window_ns), and blocks */
 };
 
 /* The allocator's own view at snapshot time (glibc mallinfo2). */
@@ -148,6 +150,8 @@ struct snapshot {
 	bool has_regions;            /* the mapping breakdown was read (it may be empty) */
 	size_t nregions;
 	struct snap_region *regions;
+	bool has_temp;               /* the stacks' temp_ figures were counted */
+	uint64_t temp_window_ns;     /* a block freed this soon is temporary */
 };
 
 /* Encode s into a malloc'd buffer (*buf, *len; caller frees). One allocation of

@@ -91,24 +91,6 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 	return -1;
 }
 
-/* The snapshot a log names, where it is: as named (relative to where the watch
- * ran), else beside the log. Caller frees; NULL when neither exists. */
-static char *find_snapshot(const char *log, const char *path)
-{
-	const char *slash = strrchr(log, '/'), *base = strrchr(path, '/');
-	char *p;
-
-	if (access(path, R_OK) == 0)
-		return xstrdup(path);
-	if (path[0] == '/' || !slash)
-		return NULL;
-	p = xasprintf("%.*s/%s", (int)(slash - log), log, base ? base + 1 : path);
-	if (access(p, R_OK) == 0)
-		return p;
-	free(p);
-	return NULL;
-}
-
 /* The snapshots the log names, in its order; missing files are warned about. */
 static size_t find_snapshots(const struct report_opts *o, const struct runlog_data *d,
 			     struct snap_ev **out)
@@ -124,7 +106,7 @@ static size_t find_snapshots(const struct report_opts *o, const struct runlog_da
 		path = runlog_field(ev->detail, "path");
 		if (!path)
 			continue;
-		found = find_snapshot(o->log, path);
+		found = cmdfile_find_snapshot(o->log, path);
 		if (!found) {
 			mw_warn("report: snapshot '%s' named in '%s' not found: left out", path, o->log);
 			free(path);
@@ -350,6 +332,7 @@ int cmd_report(int argc, char **argv)
 	struct outfile *of = NULL;
 	struct snap_ev *snaps = NULL;
 	size_t nsnaps = 0, imglen = 0;
+	unsigned plot_height = 500;
 	char *cause = NULL, *img = NULL;
 	const char *hint = NULL;
 	int ret;
@@ -377,7 +360,8 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	f = outfile_stream(of);
-	ret = plot_image(o.log, d, true, 1200, 500, &img, &imglen, &cause, &hint);
+	ret = plot_image(o.log, d, true, 1200, &plot_height, 8, o.dirs, o.ndirs, &img, &imglen,
+			 &cause, &hint);
 	if (ret >= MW_EXIT_SIGNAL)
 		goto out;
 	if (ret != MW_EXIT_OK) {
@@ -391,7 +375,9 @@ int cmd_report(int argc, char **argv)
 	head(f, &o, d);
 	fputs("<h2>memory</h2>\n", f);
 	if (img) {
-		fputs("<img class=\"plot\" alt=\"memory of the run\" width=\"1200\" height=\"500\" src=\"data:image/svg+xml;base64,", f);
+		fprintf(f, "<img class=\"plot\" alt=\"memory of the run%s\" width=\"1200\" "
+			   "height=\"%u\" src=\"data:image/svg+xml;base64,",
+			plot_height > 500 ? ", and its top stacks over time" : "", plot_height);
 		base64(f, (const unsigned char *)img, imglen);
 		fputs("\">\n", f);
 	} else {

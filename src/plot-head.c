@@ -45,6 +45,12 @@ static const char *const process_colors[] = {
 	"#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 };
 
+/* The stacks' lines: apart from the processes' colours, which sit just above. */
+static const char *const stack_colors[] = {
+	"#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00",
+	"#a65628", "#f781bf", "#999999", "#66c2a5", "#b3b300",
+};
+
 /* Write s as a gnuplot single-quoted string: no escapes are interpreted there
  * but '' for a quote; control characters become spaces so a line stays a line. */
 static void gp_string(FILE *f, const char *s)
@@ -453,10 +459,58 @@ static char *default_title(const struct runlog_data *d, const char *log, unsigne
 	return xasprintf("memory (%s)", base);
 }
 
+/* The stacks over time: their variables and data (none: mw_nstacks = 0). */
+static void write_stacks(FILE *f, const struct plot_opts *o, const struct plot_stacks *st)
+{
+	double ymax = 0;
+	struct scale ys;
+	size_t i, k, n = st->n;
+
+	for (i = 0; i < n; i++)
+		if (st->v[i].peak > ymax)
+			ymax = st->v[i].peak;
+	ys = memory_scale(ymax / 1024);
+	fputs("# the stacks over time: the live heap of the top stacks at each snapshot,\n"
+	      "# one line each: block i-1 of $mw_stacks (time_s value_kib); their own\n"
+	      "# memory axis (mw_stack_ydiv, mw_stack_yunit, mw_stack_ymax), and the height\n"
+	      "# in pixels of their panel at the bottom of the image (no block: none)\n", f);
+	fprintf(f, "mw_nstacks = %zu\n", n);
+	fprintf(f, "mw_stack_ydiv = %.1f\nmw_stack_yunit = '%s'\nmw_stack_ymax = %.1f\n", ys.div,
+		ys.unit, ymax / 1024);
+	fprintf(f, "mw_stack_panel = %u\n",
+		n ? (o->height > 2 * STACKS_PANEL_HEIGHT ? STACKS_PANEL_HEIGHT : o->height * 2 / 5) : 0);
+	fprintf(f, "array mw_stack_title[%zu]\narray mw_stack_color[%zu]\n", n ? n : 1, n ? n : 1);
+	for (i = 0; i < n; i++) {
+		fprintf(f, "mw_stack_title[%zu] = ", i + 1);
+		gp_string(f, st->v[i].label);
+		fprintf(f, "; mw_stack_color[%zu] = '%s'\n", i + 1,
+			stack_colors[i % (sizeof stack_colors / sizeof stack_colors[0])]);
+	}
+	/* no block without stacks: the script draws none then */
+	if (!n)
+		return;
+	fputs("$mw_stacks << EOD\n", f);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			fputs("\n\n", f);
+		fprintf(f, "# stack %zu: ", i + 1);
+		for (const char *p = st->v[i].label; *p; p++)
+			fputc((unsigned char)*p < 0x20 ? ' ' : *p, f);
+		fputc('\n', f);
+		for (k = 0; k < st->nsnaps; k++) {
+			/* the snapshots of other processes are no point of this line */
+			if (isnan(st->v[i].bytes[k]))
+				continue;
+			fprintf(f, "%.3f %.1f\n", st->t[k], st->v[i].bytes[k] / 1024);
+		}
+	}
+	fputs("EOD\n", f);
+}
+
 /* Write the head of the gnuplot program: the variables and the data that the
  * script (written after it) draws. */
 void write_head(FILE *f, const struct plot_opts *o, const struct runlog_data *d,
-		       const char *script_path)
+		const struct plot_stacks *st, const char *script_path)
 {
 	struct series *series;
 	struct mark *marks;
@@ -562,6 +616,7 @@ void write_head(FILE *f, const struct plot_opts *o, const struct runlog_data *d,
 		}
 	}
 	fputs("EOD\n", f);
+	write_stacks(f, o, st);
 	fputs("# ---- the script: ", f);
 	fputs(script_path, f);
 	fputs(" ----\n", f);

@@ -35,6 +35,11 @@ const char plot_usage[] =
 	"                         else " DEFAULT_GNUPLOT ")\n"
 	"  -S, --script           print the gnuplot program (script and data) instead\n"
 	"                         of running it\n"
+	"  -n, --stacks N         below the memory, the N stacks with the most live heap\n"
+	"                         at any snapshot the log names, over time, each labelled\n"
+	"                         by its head frame (default: 8; 0: none; the image gets\n"
+	"                         " "400 pixels taller unless --size is given)\n"
+	"  -D, --debug-dir DIR    look for debug files by build-id in DIR too (repeatable)\n"
 	"  -h, --help             this help\n"
 	"    The script is memwatch.gp in the data directory ($MEMWATCH_DATADIR, else\n"
 	"    " PKGDATADIR "); copy and change it as you like.\n"
@@ -45,6 +50,7 @@ const char plot_usage[] =
 
 #define DEFAULT_WIDTH 1200
 #define DEFAULT_HEIGHT 700
+#define DEFAULT_STACKS 8
 
 /* Parse "1200x700" (or 1200,700) into pixels within sane limits. */
 static int parse_wh(const char *arg, unsigned *w, unsigned *h, char **cause)
@@ -77,6 +83,22 @@ bad:
 	return -1;
 }
 
+/* --stacks N into *n. 0, or -1 (said). */
+static int parse_stacks(const char *arg, unsigned *n)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (!*arg || *arg == '-' || *end || errno || v > 50) {
+		mw_error("plot: invalid --stacks '%s' (0 to 50; 0: no stacks panel)", arg);
+		return -1;
+	}
+	*n = (unsigned)v;
+	return 0;
+}
+
 /* Does name end with suffix, ignoring case? */
 static bool ends_with(const char *name, const char *suffix)
 {
@@ -95,6 +117,8 @@ static int parse_args(int argc, char **argv, struct plot_opts *o)
 		{ "title", required_argument, NULL, 't' },
 		{ "gnuplot", required_argument, NULL, 'g' },
 		{ "script", no_argument, NULL, 'S' },
+		{ "stacks", required_argument, NULL, 'n' },
+		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -105,9 +129,10 @@ static int parse_args(int argc, char **argv, struct plot_opts *o)
 	memset(o, 0, sizeof *o);
 	o->width = DEFAULT_WIDTH;
 	o->height = DEFAULT_HEIGHT;
+	o->stacks = DEFAULT_STACKS;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:fF:s:t:g:Sh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:fF:s:t:g:Sn:D:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o->output = optarg;
@@ -129,6 +154,7 @@ static int parse_args(int argc, char **argv, struct plot_opts *o)
 		case 's':
 			if (parse_wh(optarg, &o->width, &o->height, &cause) < 0)
 				return mw_usage_error("plot", cause);
+			o->size_given = true;
 			break;
 		case 't':
 			o->title = optarg;
@@ -138,6 +164,15 @@ static int parse_args(int argc, char **argv, struct plot_opts *o)
 			break;
 		case 'S':
 			o->script = true;
+			break;
+		case 'n':
+			if (parse_stacks(optarg, &o->stacks) < 0)
+				return MW_EXIT_USAGE;
+			o->stacks_given = true;
+			break;
+		case 'D':
+			o->dirs = xrealloc(o->dirs, (o->ndirs + 1) * sizeof *o->dirs);
+			o->dirs[o->ndirs++] = optarg;
 			break;
 		case 'h':
 			return mw_usage_print(plot_usage);
@@ -294,13 +329,75 @@ static bool any_figure(const struct runlog_data *d)
 	return false;
 }
 
+/* The stacks over time of the run log d into *st: the top o->stacks stacks of
+ * the snapshots it names (those found; the others are warned about unless
+ * o->quiet), none
+ * without snapshots or when o->stacks is 0. */
+static void stacks_read(const struct plot_opts *o, const struct runlog_data *d,
+			struct plot_stacks *st)
+{
+	char **paths = NULL, *missing = NULL;
+	int *pids = NULL;
+	size_t n = 0, nmissing = 0, i;
+
+	memset(st, 0, sizeof *st);
+	for (i = 0; i < d->nevents && o->stacks; i++) {
+		const struct runlog_event_rec *ev = &d->events[i];
+		char *path, *found;
+		if (strcmp(ev->kind, "snapshot") != 0)
+			continue;
+		path = runlog_field(ev->detail, "path");
+		if (!path)
+			continue;
+		found = cmdfile_find_snapshot(o->log, path);
+		if (!found) {
+			if (!missing)
+				missing = path;
+			else
+				free(path);
+			nmissing++;
+			continue;
+		}
+		free(path);
+		paths = xrealloc(paths, (n + 1) * sizeof *paths);
+		pids = xrealloc(pids, (n + 1) * sizeof *pids);
+		st->t = xrealloc(st->t, (n + 1) * sizeof *st->t);
+		paths[n] = found;
+		pids[n] = ev->pid;
+		st->t[n] = ev->t;
+		n++;
+	}
+	/* a log whose snapshots all stayed behind (copied alone) is drawn as one
+	 * without them, unless the stacks were asked for */
+	if (nmissing && !o->quiet && (n || o->stacks_given))
+		mw_warn("plot: %zu snapshot%s named in '%s' not found ('%s'%s): left out of the "
+			"stacks over time", nmissing, nmissing == 1 ? "" : "s", o->log, missing,
+			nmissing > 1 ? " and more" : "");
+	free(missing);
+	st->nsnaps = n;
+	if (n)
+		report_stack_series(paths, pids, n, o->dirs, o->ndirs, o->stacks, o->quiet, &st->v,
+				    &st->n);
+	for (i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(pids);
+}
+
+static void stacks_free(struct plot_stacks *st)
+{
+	report_series_free(st->v, st->n);
+	free(st->t);
+}
+
 /* The gnuplot program for o and d (the head, then the script) into *prog, and
  * the line of the program where the script starts. 0, or an exit status with
  * *cause set (caller frees) and maybe *hint. */
-static int make_program(const struct plot_opts *o, const struct runlog_data *d, char **prog,
+static int make_program(struct plot_opts *o, const struct runlog_data *d, char **prog,
 			size_t *proglen, size_t *script_line, char **script_path, char **cause,
 			const char **hint)
 {
+	struct plot_stacks st;
 	char *script;
 	FILE *mf;
 
@@ -317,7 +414,12 @@ static int make_program(const struct plot_opts *o, const struct runlog_data *d, 
 		free(script);
 		return MW_EXIT_FAILURE;
 	}
-	write_head(mf, o, d, *script_path);
+	stacks_read(o, d, &st);
+	/* the stacks get a panel of their own below the memory */
+	if (st.n && !o->size_given)
+		o->height += STACKS_PANEL_HEIGHT;
+	write_head(mf, o, d, &st, *script_path);
+	stacks_free(&st);
 	/* gnuplot counts lines in the whole program; the script starts here */
 	fflush(mf);
 	*script_line = lines_before(*prog, *proglen) + 1;
@@ -383,10 +485,12 @@ static int render(const struct plot_opts *o, const char *prog, size_t proglen, s
 }
 
 int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned width,
-	       unsigned height, char **img, size_t *len, char **cause, const char **hint)
+	       unsigned *height, unsigned nstacks, const char **dirs, size_t ndirs, char **img,
+	       size_t *len, char **cause, const char **hint)
 {
 	struct plot_opts o = { .log = log, .format = svg ? FMT_SVG : FMT_PNG, .width = width,
-			       .height = height };
+			       .height = *height, .stacks = nstacks, .dirs = dirs, .ndirs = ndirs,
+			       .quiet = true };
 	const char *env = getenv("MEMWATCH_GNUPLOT");
 	char *prog = NULL, *script_path = NULL;
 	size_t proglen = 0, script_line = 0;
@@ -403,6 +507,7 @@ int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned 
 	ret = make_program(&o, d, &prog, &proglen, &script_line, &script_path, cause, hint);
 	if (ret == MW_EXIT_OK)
 		ret = render(&o, prog, proglen, script_line, script_path, &run, cause);
+	*height = o.height;
 	if (ret == MW_EXIT_OK) {
 		*img = run.out.p;
 		*len = run.out.len;
@@ -456,6 +561,22 @@ int cmdfile_commit(const char *cmd, struct outfile *of)
 	return MW_EXIT_OK;
 }
 
+char *cmdfile_find_snapshot(const char *log, const char *path)
+{
+	const char *slash = strrchr(log, '/'), *base = strrchr(path, '/');
+	char *p;
+
+	if (access(path, R_OK) == 0)
+		return xstrdup(path);
+	if (path[0] == '/' || !slash)
+		return NULL;
+	p = xasprintf("%.*s/%s", (int)(slash - log), log, base ? base + 1 : path);
+	if (access(p, R_OK) == 0)
+		return p;
+	free(p);
+	return NULL;
+}
+
 int cmd_plot(int argc, char **argv)
 {
 	struct plot_opts o;
@@ -469,13 +590,16 @@ int cmd_plot(int argc, char **argv)
 
 	memset(&run, 0, sizeof run);
 	ret = parse_args(argc, argv, &o);
-	if (ret >= 0)
+	if (ret >= 0) {
+		free(o.dirs);
 		return ret;
+	}
 	if (!o.output && !o.script && isatty(STDOUT_FILENO)) {
 		mw_error("plot: will not write a%s image to a terminal: use -o FILE, or redirect "
 			 "(memwatch plot RUN.LOG > mem.%s)",
 			 o.format == FMT_SVG ? "n SVG" : " PNG", o.format == FMT_SVG ? "svg" : "png");
-		return MW_EXIT_USAGE;
+		ret = MW_EXIT_USAGE;
+		goto out;
 	}
 	d = cmdfile_read_log("plot", o.log);
 	if (!d) {
@@ -529,6 +653,7 @@ out:
 	free(run.err.p);
 	free(prog);
 	free(script_path);
+	free(o.dirs);
 	runlog_data_free(d);
 	return ret;
 }

@@ -11,15 +11,23 @@
 struct outfile;
 
 /* Draw the run log d (read from the file log) through gnuplot ($MEMWATCH_GNUPLOT,
- * else the default), as memwatch plot does: SVG, or PNG; width x height pixels.
+ * else the default), as memwatch plot does: SVG, or PNG; width x height pixels,
+ * and below, when the log names snapshots, the live bytes of their top stacks
+ * (nstacks of them, 0: none; dirs: more directories for debug files) over
+ * time in a panel that makes the image taller: *height is its height.
  * The image goes to *img (caller frees), its size to *len. Returns 0, or an
  * exit status (enum mw_exit) with *cause set (caller frees) and maybe *hint
  * (static). SIGINT and SIGTERM stop gnuplot when stop_signals_install() is in
  * force: the status is then 128 + the signal, without a cause. */
 int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned width,
-	       unsigned height, char **img, size_t *len, char **cause, const char **hint);
+	       unsigned *height, unsigned nstacks, const char **dirs, size_t ndirs, char **img,
+	       size_t *len, char **cause, const char **hint);
 
 /* What the commands that make one file of a run log share (plot, report). */
+
+/* The snapshot a log names, where it is: as named (relative to where the watch
+ * ran), else beside the log. Caller frees; NULL when neither exists. */
+char *cmdfile_find_snapshot(const char *log, const char *path);
 
 /* The run log at path, read (caller frees with runlog_data_free); NULL once
  * "memwatch: CMD: why" is said. */

@@ -286,6 +286,9 @@ static size_t comments(struct builder *b, const struct pprof_source *src, int64_
 	if (src->nin == 2)
 		t = xasprintf("memwatch diff %s %s: the change of the live heap by call stack "
 			      "(after minus before; negative: freed)", src->path[0], src->path[1]);
+	else if (src->alloc_default)
+		t = xasprintf("memwatch show --sample alloc %s: the bytes allocated since capture start "
+			      "by call stack (alloc_space), and the live heap (inuse_space)", src->path[0]);
 	else
 		t = xasprintf("memwatch show %s: the live heap by call stack", src->path[0]);
 	c[n++] = str_index(b, t);
@@ -491,7 +494,7 @@ static void put_header(struct builder *b, const struct pprof_source *src, struct
 
 	prof->n_sample_type = PPROF_NVALUES;
 	prof->sample_type = m->vtp;
-	prof->default_sample_type = m->vt[PPROF_INUSE_SPACE].type;
+	prof->default_sample_type = m->vt[src->alloc_default ? PPROF_ALLOC_SPACE : PPROF_INUSE_SPACE].type;
 	perftools__profiles__value_type__init(&m->period_type);
 	m->period_type.type = str_index(b, "space");
 	m->period_type.unit = str_index(b, "bytes");

@@ -54,6 +54,7 @@ struct pprof_sample {
  * as `pprof -diff_base` shows them). Each snapshot with its module map. */
 struct pprof_source {
 	int nin;
+	bool alloc_default;           /* alloc_space is the default sample type, not inuse_space */
 	const char *path[2];
 	const struct snapshot *s[2];
 	const uint32_t *map[2];

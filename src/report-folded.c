@@ -70,7 +70,7 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 				fputc(';', f);
 			}
 		}
-		fprintf(f, " %" PRIu64 "\n", diff ? (uint64_t)v[i]->growth : v[i]->f[0].live_bytes);
+		fprintf(f, " %" PRIu64 "\n", diff ? (uint64_t)v[i]->growth : v[i]->val[0]);
 		free(d);
 	}
 }

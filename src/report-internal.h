@@ -24,8 +24,10 @@ struct gframe {
 /* What is attributed to a row in one snapshot. */
 struct figures {
 	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
+	uint64_t temp_bytes, temp_blocks;  /* allocated, and freed soon after */
 	uint64_t live_stacks;         /* totals only: stacks holding live bytes */
 	double live_var;              /* variance of the live_bytes estimate */
+	double alloc_var, temp_var;   /* likewise (bounds: see rows.c) */
 };
 
 /* Frames a row leaves out at one place of its stack: how many (lo to hi over
@@ -58,7 +60,8 @@ struct row {
 	struct seg *segs;
 	uint32_t nsegs;
 	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
-	int64_t growth;               /* diff: f[1].live_bytes - f[0].live_bytes */
+	uint64_t val[2];              /* the bytes --sample ranks by, in f[0] and f[1] */
+	int64_t growth;               /* diff: val[1] - val[0] */
 	double sd;                    /* standard error of what the row shows: its live
 				       * bytes (show) or its growth (diff) */
 	bool weak;                    /* within two standard errors of 0: as likely
@@ -132,7 +135,12 @@ extern const struct report_writer report_table_writer, report_folded_writer,
 /* Add every stack of input k to the rows. */
 void collect(struct report *r, int k);
 /* A row's change and its uncertainty, once every snapshot is collected. */
-void row_finish(struct row *w, bool diff);
+void row_finish(struct row *w, bool diff, enum report_sample sample);
+/* The bytes, blocks and variance of f that --sample picks. */
+uint64_t sample_bytes(const struct figures *f, enum report_sample sample);
+uint64_t sample_blocks(const struct figures *f, enum report_sample sample);
+/* What --sample shows, in words: "live heap", "allocated", "temporary". */
+const char *sample_words(enum report_sample sample);
 /* Free the rows of r and their index. */
 void rows_free(struct report *r);
 void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head);

@@ -152,6 +152,12 @@ const char *by_name(enum report_by by)
 	return by == REPORT_BY_STACK ? "stack" : by == REPORT_BY_FUNCTION ? "function" : "line";
 }
 
+/* --sample as it is given. */
+static const char *sample_name(enum report_sample sample)
+{
+	return sample == REPORT_SAMPLE_ALLOC ? "alloc" : sample == REPORT_SAMPLE_TEMP ? "temp" : "live";
+}
+
 /* memwatch show as JSON. */
 static int json_show(FILE *f, struct report *r)
 {
@@ -159,22 +165,23 @@ static int json_show(FILE *f, struct report *r)
 	size_t n, i;
 
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
-	fprintf(f, "{\"version\": %d, \"kind\": \"show\", \"by\": \"%s\",\n \"snapshot\": ",
-		JSON_VERSION, by_name(r->o->by));
+	fprintf(f, "{\"version\": %d, \"kind\": \"show\", \"by\": \"%s\", \"sample\": \"%s\",\n \"snapshot\": ",
+		JSON_VERSION, by_name(r->o->by), sample_name(r->o->sample));
 	json_snapshot(f, &r->in[0]);
 	fprintf(f, ",\n \"rows_total\": %zu,\n \"rows\": [", held_rows(r));
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
-		double share = r->in[0].total.live_bytes ? (double)w->f[0].live_bytes /
-								   (double)r->in[0].total.live_bytes
-							 : 0;
+		uint64_t total = sample_bytes(&r->in[0].total, r->o->sample);
+		double share = total ? (double)w->val[0] / (double)total : 0;
 		fprintf(f,
 			"%s\n  {\"rank\": %zu, \"kind\": \"%s\", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
 			", \"live_samples\": %" PRIu64 ", \"share\": %.4f, \"alloc_bytes\": %" PRIu64
-			", \"alloc_blocks\": %" PRIu64 ", \"stderr_bytes\": %.0f, \"weak\": %s"
+			", \"alloc_blocks\": %" PRIu64 ", \"temp_bytes\": %" PRIu64 ", \"temp_blocks\": %" PRIu64
+			", \"stderr_bytes\": %.0f, \"weak\": %s"
 			", \"truncated\": %s,\n    ",
 			i ? "," : "", i + 1, snap_kind_name(w->kind), w->f[0].live_bytes, w->f[0].live_blocks,
-			w->f[0].live_samples, share, w->f[0].alloc_bytes, w->f[0].alloc_blocks, w->sd,
+			w->f[0].live_samples, share, w->f[0].alloc_bytes, w->f[0].alloc_blocks,
+			w->f[0].temp_bytes, w->f[0].temp_blocks, w->sd,
 			w->weak ? "true" : "false", w->truncated ? "true" : "false");
 		json_frames(f, r, w);
 		fputc('}', f);
@@ -187,6 +194,7 @@ static int json_show(FILE *f, struct report *r)
 /* The ROW objects of a diff. */
 static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 {
+	enum report_sample sample = r->o->sample;
 	size_t i;
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
@@ -198,9 +206,9 @@ static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 			", \"after_samples\": %" PRIu64 ", \"stderr_bytes\": %.0f, \"weak\": %s"
 			", \"truncated\": %s,\n    ",
 			i ? "," : "", i + 1, status_of(w), snap_kind_name(w->kind), w->growth,
-			(int64_t)w->f[1].live_blocks - (int64_t)w->f[0].live_blocks,
-			w->f[0].live_bytes, w->f[1].live_bytes, w->f[0].live_blocks,
-			w->f[1].live_blocks, w->f[0].live_samples, w->f[1].live_samples, w->sd,
+			(int64_t)sample_blocks(&w->f[1], sample) - (int64_t)sample_blocks(&w->f[0], sample),
+			w->val[0], w->val[1], sample_blocks(&w->f[0], sample),
+			sample_blocks(&w->f[1], sample), w->f[0].live_samples, w->f[1].live_samples, w->sd,
 			w->weak ? "true" : "false", w->truncated ? "true" : "false");
 		json_frames(f, r, w);
 		fputc('}', f);
@@ -215,8 +223,8 @@ static int json_diff(FILE *f, struct report *r)
 
 	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
 	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);
-	fprintf(f, "{\"version\": %d, \"kind\": \"diff\", \"by\": \"%s\",\n \"before\": ",
-		JSON_VERSION, by_name(r->o->by));
+	fprintf(f, "{\"version\": %d, \"kind\": \"diff\", \"by\": \"%s\", \"sample\": \"%s\",\n \"before\": ",
+		JSON_VERSION, by_name(r->o->by), sample_name(r->o->sample));
 	json_snapshot(f, &r->in[0]);
 	fputs(",\n \"after\": ", f);
 	json_snapshot(f, &r->in[1]);

@@ -17,7 +17,7 @@ static bool pred_pprof(const struct report *r, const struct row *w)
 		return (w->growth || w->f[0].live_blocks != w->f[1].live_blocks ||
 			w->f[0].alloc_bytes != w->f[1].alloc_bytes) &&
 		       (uint64_t)llabs(w->growth) >= r->o->min_bytes;
-	return (w->f[0].live_bytes || w->f[0].alloc_bytes) && w->f[0].live_bytes >= r->o->min_bytes;
+	return (w->f[0].live_bytes || w->f[0].alloc_bytes) && w->val[0] >= r->o->min_bytes;
 }
 
 /* Largest change first, growth or not. */
@@ -60,7 +60,9 @@ static struct pprof_part *row_parts(struct report *r, const struct row *w, size_
 /* Write the report as a pprof profile. 0, or -1 (said). */
 static int pprof_out(FILE *f, struct report *r)
 {
-	struct pprof_source src = { .nin = r->nin };
+	/* --sample alloc: what go tool pprof shows without -sample_index (pprof
+	 * has no type for temporary bytes: temp leaves the default alone) */
+	struct pprof_source src = { .nin = r->nin, .alloc_default = r->o->sample == REPORT_SAMPLE_ALLOC };
 	struct pprof_sample *p;
 	struct row **v;
 	size_t n, i;

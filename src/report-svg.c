@@ -14,6 +14,7 @@
 void report_svg(FILE *f, struct report *r, bool inline_svg)
 {
 	bool diff = r->nin == 2;
+	enum report_sample sample = r->o->sample;
 	struct flame *fl = flame_new(diff);
 	struct row **v[2];
 	size_t n[2] = { 0, 0 }, i, k, nd, ne, e, len;
@@ -66,14 +67,25 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 					x->inlined = !j && d[k].inlined;
 				}
 			}
-			flame_add(fl, fr, ne, diff ? w->f[0].live_bytes : 0, diff ? w->f[1].live_bytes : w->f[0].live_bytes,
-				  diff ? w->f[0].live_blocks : 0, diff ? w->f[1].live_blocks : w->f[0].live_blocks);
+			flame_add(fl, fr, ne, diff ? w->val[0] : 0, diff ? w->val[1] : w->val[0],
+				  diff ? sample_blocks(&w->f[0], sample) : 0,
+				  sample_blocks(&w->f[diff ? 1 : 0], sample));
 			free(d);
 		}
 	}
 	fclose(m);
 	free(labels);
-	if (diff) {
+	if (sample != REPORT_SAMPLE_LIVE) {
+		uint64_t t0 = sample_bytes(&r->in[0].total, sample);
+		uint64_t t1 = diff ? sample_bytes(&r->in[1].total, sample) : t0;
+		title = diff ? xasprintf("%s between %s and %s", sample_words(sample),
+					 base_name(r->in[0].path), base_name(r->in[1].path))
+			     : xasprintf("%s: %s", sample_words(sample), base_name(r->in[0].path));
+		sub = xasprintf("%s %s (sampled estimate), pid %" PRId32 "; widths by bytes %s",
+				fmt_bytes(b, sizeof b, (double)(diff ? t1 - t0 : t0)),
+				sample == REPORT_SAMPLE_ALLOC ? "allocated" : "freed soon after allocation",
+				r->in[0].s->pid, sample == REPORT_SAMPLE_ALLOC ? "allocated" : "temporary");
+	} else if (diff) {
 		title = xasprintf("memory growth: %s -> %s", base_name(r->in[0].path),
 				  base_name(r->in[1].path));
 		sub = xasprintf("%s of sampled heap; widths by bytes changed: red grew, blue shrank",

@@ -243,7 +243,26 @@ static void print_sd(FILE *f, double sd, int width)
 /* The sample count of a row, marked when it is too few to tell from noise. */
 static void print_samples(FILE *f, const struct row *w, uint64_t n)
 {
-	fprintf(f, " %7" PRIu64 "%c", n, w->weak ? '?' : ' ');
+	/* (no count of samples is kept for what was allocated or freed) */
+	if (n == UINT64_MAX)
+		fprintf(f, " %7s%c", "-", w->weak ? '?' : ' ');
+	else
+		fprintf(f, " %7" PRIu64 "%c", n, w->weak ? '?' : ' ');
+}
+
+/* --sample alloc or temp: what the snapshot says of them, above the rows. */
+static void print_volume(FILE *f, const struct input *in)
+{
+	char b1[32], b2[32];
+
+	fprintf(f, "         allocated %s in %" PRIu64 " blocks since capture start",
+		fmt_bytes(b1, sizeof b1, (double)in->total.alloc_bytes), in->total.alloc_blocks);
+	if (in->s->has_temp)
+		fprintf(f, "; temporary %s in %" PRIu64 " blocks (freed within %.1f ms)\n",
+			fmt_bytes(b2, sizeof b2, (double)in->total.temp_bytes), in->total.temp_blocks,
+			(double)in->s->temp_window_ns / 1e6);
+	else
+		fputs("; no temporary figures (a snapshot of an older agent)\n", f);
 }
 
 /* The note under a table that shows weak rows. */
@@ -348,6 +367,7 @@ static void print_regions(FILE *f, const struct snapshot *s)
 static int table_show(FILE *f, struct report *r)
 {
 	const struct input *in = &r->in[0];
+	enum report_sample sample = r->o->sample;
 	struct row **v;
 	size_t n, i;
 	char b[32];
@@ -373,21 +393,22 @@ static int table_show(FILE *f, struct report *r)
 		fprintf(f, "  CPython %u.%u captured native-only (memwatch cannot read it): its small objects "
 			"and Python frames are not in these stacks\n",
 			in->s->python_version >> 8, in->s->python_version & 0xff);
+	if (sample != REPORT_SAMPLE_LIVE)
+		print_volume(f, in);
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
-	fprintf(f, "\nlive heap by %s (%zu of %zu rows)\n",
+	fprintf(f, "\n%s by %s (%zu of %zu rows)\n", sample_words(sample),
 		r->o->by == REPORT_BY_STACK ? "call stack" : r->o->by == REPORT_BY_FUNCTION ? "function" : "line",
 		n, held_rows(r));
 	fprintf(f, "%4s %12s %10s %7s %13s %8s  %s\n", "#", "bytes", "\u00b1", "share", "blocks",
 		"samples", "where");
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
-		double share = in->total.live_bytes
-				       ? 100.0 * (double)w->f[0].live_bytes / (double)in->total.live_bytes
-				       : 0;
-		fprintf(f, "%4zu %12s ", i + 1, fmt_bytes(b, sizeof b, (double)w->f[0].live_bytes));
+		uint64_t total = sample_bytes(&in->total, sample);
+		double share = total ? 100.0 * (double)w->val[0] / (double)total : 0;
+		fprintf(f, "%4zu %12s ", i + 1, fmt_bytes(b, sizeof b, (double)w->val[0]));
 		print_sd(f, w->sd, 10);
-		fprintf(f, " %6.1f%% %13" PRIu64, share, w->f[0].live_blocks);
-		print_samples(f, w, w->f[0].live_samples);
+		fprintf(f, " %6.1f%% %13" PRIu64, share, sample_blocks(&w->f[0], sample));
+		print_samples(f, w, sample == REPORT_SAMPLE_LIVE ? w->f[0].live_samples : UINT64_MAX);
 		fputs("  ", f);
 		print_row_frames(f, r, w, width);
 	}
@@ -407,12 +428,14 @@ static void table_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 		"after", "blocks", "samples", "status", "where");
 	for (i = 0; i < n; i++) {
 		const struct row *w = v[i];
-		int64_t db = (int64_t)w->f[1].live_blocks - (int64_t)w->f[0].live_blocks;
+		enum report_sample sample = r->o->sample;
+		int64_t db = (int64_t)sample_blocks(&w->f[1], sample) -
+			     (int64_t)sample_blocks(&w->f[0], sample);
 		fprintf(f, "%4zu %11s ", i + 1, fmt_signed(b1, sizeof b1, w->growth));
 		print_sd(f, w->sd, 10);
-		fprintf(f, " %11s %11s %+10" PRId64, fmt_bytes(b2, sizeof b2, (double)w->f[0].live_bytes),
-			fmt_bytes(b3, sizeof b3, (double)w->f[1].live_bytes), db);
-		print_samples(f, w, w->f[1].live_samples);
+		fprintf(f, " %11s %11s %+10" PRId64, fmt_bytes(b2, sizeof b2, (double)w->val[0]),
+			fmt_bytes(b3, sizeof b3, (double)w->val[1]), db);
+		print_samples(f, w, sample == REPORT_SAMPLE_LIVE ? w->f[1].live_samples : UINT64_MAX);
 		fprintf(f, " %-6s  ", status_of(w));
 		print_row_frames(f, r, w, width);
 	}
@@ -579,7 +602,13 @@ static int table_diff(FILE *f, struct report *r)
 rows:
 	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
 	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);
-	fprintf(f, "\ngrowth by %s, largest first\n",
+	if (r->o->sample != REPORT_SAMPLE_LIVE) {
+		print_volume(f, &r->in[0]);
+		print_volume(f, &r->in[1]);
+	}
+	fprintf(f, "\n%s by %s, largest first\n",
+		r->o->sample == REPORT_SAMPLE_ALLOC ? "allocated between the snapshots"
+		: r->o->sample == REPORT_SAMPLE_TEMP ? "temporary between the snapshots" : "growth",
 		r->o->by == REPORT_BY_STACK ? "call stack" : r->o->by == REPORT_BY_FUNCTION ? "function" : "line");
 	if (ng)
 		table_diff_rows(f, r, grown, ng);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,10 @@
 	"        --all-frames       every frame: rows headed by the innermost one, not the\n" \
 	"                           user's own, and one per path (without it, stacks that\n" \
 	"                           differ only in the frames hidden are one row)\n" \
-	"        --full-names       C++ names with their template arguments in tables\n"
+	"        --full-names       C++ names with their template arguments in tables\n" \
+	"        --sample WHAT      rank by live (the live heap, default), alloc (every byte\n" \
+	"                           allocated since capture start, freed or not) or temp\n" \
+	"                           (blocks freed within about 10 ms of their allocation)\n"
 
 const char diff_usage[] =
 	"  memwatch diff [options] BEFORE.snap AFTER.snap\n"
@@ -94,7 +98,10 @@ void report_options_release(struct report_options *o)
 }
 
 /* Options with no short form. */
-enum { OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS, OPT_KIND, OPT_DEPTH };
+enum {
+	OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS, OPT_KIND, OPT_DEPTH,
+	OPT_SAMPLE
+};
 
 /* Compile a --hide or --focus pattern into re. 0, or an exit status (said). */
 static int compile_pattern(const char *cmd, const char *opt, const char *pat, regex_t *re,
@@ -168,6 +175,7 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 {
 	static const char *const bys[] = { "stack", "function", "line" };
 	static const char *const kinds[] = { "all", "malloc", "mmap", "brk", "file" };
+	static const char *const samples[] = { "live", "alloc", "temp" };
 	char *cause = NULL;
 	int i;
 
@@ -221,6 +229,12 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 	case OPT_FULL_NAMES:
 		o->full_names = true;
 		return 0;
+	case OPT_SAMPLE:
+		i = pick(cmd, "--sample", optarg, samples, 3, "live, alloc or temp");
+		if (i < 0)
+			return MW_EXIT_USAGE;
+		o->sample = (enum report_sample)i;
+		return 0;
 	case OPT_DETAILS:
 		o->details = true;
 		return 0;
@@ -270,6 +284,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct report_op
 		{ "all-frames", no_argument, NULL, OPT_ALL_FRAMES },
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
+		{ "sample", required_argument, NULL, OPT_SAMPLE },
 		{ "details", no_argument, NULL, OPT_DETAILS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -415,7 +430,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 	for (i = 0; i < npaths; i++)
 		collect(r, i);
 	for (size_t k = 0; k < r->nrows; k++)
-		row_finish(&r->rows[k], npaths == 2);
+		row_finish(&r->rows[k], npaths == 2, o->sample);
 	return MW_EXIT_OK;
 }
 
@@ -543,4 +558,141 @@ int cmd_diff(int argc, char **argv)
 int cmd_show(int argc, char **argv)
 {
 	return run_command(argc, argv, show_usage, 1);
+}
+
+/* --------------------------------------------------------------------------- */
+/* The stacks over time (memwatch plot, memwatch report). */
+
+/* The label of row w of r (one snapshot): "PID: " when asked, then its head
+ * frame as flame graphs name it. Caller frees. */
+static char *series_label(struct report *r, const struct row *w, int pid)
+{
+	struct expanded e;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return xstrdup("?");
+	if (pid)
+		fprintf(f, "%d: ", pid);
+	row_expand(r, w, &e, true);
+	if (e.n)
+		folded_name(f, r, &e.d[e.head]);
+	else
+		fputs("[no frames]", f);
+	if (w->kind != SNAP_KIND_MALLOC)
+		fprintf(f, " [%s]", snap_kind_name(w->kind));
+	free(e.d);
+	if (fclose(f) != 0) {
+		free(text);
+		return xstrdup("?");
+	}
+	return text;
+}
+
+/* Free what the n series at v hold (not v itself). */
+static void series_release(struct report_series *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].label);
+		free(v[i].bytes);
+	}
+}
+
+/* Larger peak first, then the label: the same order at every run. */
+static int cmp_series(const void *pa, const void *pb)
+{
+	const struct report_series *a = pa, *b = pb;
+	if (a->peak != b->peak)
+		return a->peak > b->peak ? -1 : 1;
+	return strcmp(a->label, b->label);
+}
+
+void report_stack_series(char *const *paths, const int *pids, size_t npaths, const char **dirs,
+			 size_t ndirs, size_t top, bool quiet, struct report_series **out,
+			 size_t *nout)
+{
+	struct report_options o;
+	struct strtab labels;
+	struct report_series *v = NULL;
+	size_t n = 0, i, k;
+	bool several = false, *bad = xcalloc(npaths ? npaths : 1, sizeof *bad);
+	char *cause = NULL;
+
+	*out = NULL;
+	*nout = 0;
+	for (i = 1; i < npaths; i++)
+		if (pids[i] != pids[0])
+			several = true;
+	report_options_init(&o);
+	o.by = REPORT_BY_FUNCTION;
+	o.dirs = dirs;
+	o.ndirs = ndirs;
+	strtab_init(&labels);
+	for (i = 0; i < npaths; i++) {
+		struct report r = { .o = &o };
+		struct snapshot *s = snapshot_read(paths[i], &cause);
+
+		if (!s) {
+			if (!quiet)
+				mw_warn("%s: left out of the stacks over time", cause);
+			free(cause);
+			cause = NULL;
+			bad[i] = true;
+			for (k = 0; k < n; k++)
+				v[k].bytes[i] = NAN;
+			continue;
+		}
+		r.in[0].path = paths[i];
+		r.in[0].s = s;
+		r.nin = 1;
+		r.z = symbolizer_new(o.dirs, o.ndirs);
+		r.in[0].map = symbolizer_add(r.z, s);
+		collect(&r, 0);
+		for (k = 0; k < r.nrows; k++) {
+			struct row *w = &r.rows[k];
+			char *label;
+			uint32_t id;
+			if (!w->f[0].live_bytes)
+				continue;
+			label = series_label(&r, w, several ? pids[i] : 0);
+			id = strtab_id(&labels, label);
+			free(label);
+			if (id == n) {
+				v = xrealloc(v, (n + 1) * sizeof *v);
+				v[n].label = xstrdup(labels.s[id]);
+				v[n].pid = pids[i];
+				v[n].peak = 0;
+				v[n].bytes = xcalloc(npaths, sizeof *v[n].bytes);
+				/* a process's snapshots before this one did not hold it;
+				 * those of other processes say nothing of it */
+				for (size_t j = 0; j < npaths; j++)
+					v[n].bytes[j] = pids[j] == pids[i] && !bad[j] ? 0 : NAN;
+				n++;
+			}
+			v[id].bytes[i] += (double)w->f[0].live_bytes;
+		}
+		report_free(&r);
+	}
+	for (k = 0; k < n; k++) {
+		for (i = 0; i < npaths; i++)
+			if (v[k].bytes[i] > v[k].peak)
+				v[k].peak = v[k].bytes[i];
+	}
+	strtab_release(&labels);
+	free(bad);
+	qsort(v, n, sizeof *v, cmp_series);
+	if (top && n > top) {
+		series_release(v + top, n - top);
+		n = top;
+	}
+	*out = v;
+	*nout = n;
+}
+
+void report_series_free(struct report_series *v, size_t n)
+{
+	series_release(v, n);
+	free(v);
 }

@@ -15,6 +15,10 @@ enum report_by { REPORT_BY_STACK, REPORT_BY_FUNCTION, REPORT_BY_LINE };
 enum report_kind { REPORT_KIND_ALL, REPORT_KIND_MALLOC, REPORT_KIND_MMAP, REPORT_KIND_BRK, REPORT_KIND_FILE };
 /* The output formats; each is written by its own file (report-FORMAT.c), and
  * report.c's table of formats names them. */
+/* --sample: the figure rows are ranked and diffed by: the live heap, every
+ * byte allocated since capture start, or the bytes freed soon after their
+ * allocation (temporary). */
+enum report_sample { REPORT_SAMPLE_LIVE, REPORT_SAMPLE_ALLOC, REPORT_SAMPLE_TEMP };
 enum report_format {
 	REPORT_FMT_TABLE, REPORT_FMT_FOLDED, REPORT_FMT_JSON, REPORT_FMT_PPROF, REPORT_FMT_SVG,
 };
@@ -35,6 +39,7 @@ struct report_options {
 	const char *embed;            /* show --embed-symbols FILE */
 	bool all_frames;              /* rows headed by their innermost frame, not the user's */
 	enum report_kind kind;        /* --kind: the stacks kept */
+	enum report_sample sample;    /* --sample: what rows are ranked by */
 	bool full_names;              /* C++ names with their template arguments in tables */
 	bool details;                 /* the long header: every figure of every snapshot */
 	bool has_hide, has_focus;
@@ -59,5 +64,27 @@ int report_write(const struct report_options *o, char *const *paths, int npaths)
  * mw_exit) once the error is said on stderr. */
 int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs, FILE *table,
 		 FILE *svg);
+
+/* One stack's estimated live bytes across the snapshots of a run
+ * (report_stack_series). */
+struct report_series {
+	char *label;                  /* its head frame, as flame graphs name it */
+	int pid;                      /* the process its snapshots are of */
+	double *bytes;                /* at each snapshot; NaN at those of other pids */
+	double peak;                  /* the largest of them */
+};
+
+/* The rows by function (the user's own frame as head) of the npaths
+ * snapshots at paths, taken one by one: the top rows by their largest live
+ * bytes, at most top of them, each with its bytes at every snapshot (0 where
+ * a snapshot of its process does not hold it). pids[i] is the process of
+ * snapshot i; the label is "PID: " prefixed when they are not all one. A
+ * snapshot that cannot be read has NaN everywhere (and is warned about unless
+ * quiet).
+ * *out (caller frees with report_series_free), *nout of them. */
+void report_stack_series(char *const *paths, const int *pids, size_t npaths, const char **dirs,
+			 size_t ndirs, size_t top, bool quiet, struct report_series **out,
+			 size_t *nout);
+void report_series_free(struct report_series *v, size_t n);
 
 #endif

@@ -735,6 +735,21 @@ size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
  * = E^2 e^(-s/R) / n: one sample of a small block is as likely noise as not,
  * while a block far larger than R is always sampled and carries no error. The
  * stack's mean block size stands for s (exact when its blocks are alike). */
+/* The variance of an estimate of bytes in blocks (allocated in all, or
+ * temporary) at sample rate rate, for which no count of samples is kept: as
+ * if every block had the mean size s, it is bytes * s * (1 - p) / p, with p
+ * the chance of sampling a block of s bytes (about bytes * rate for small
+ * blocks); blocks of other sizes make it smaller. */
+static double volume_variance(uint64_t bytes, uint64_t blocks, uint64_t rate)
+{
+	double e = (double)bytes, s, p;
+	if (rate <= 1 || !bytes || !blocks)
+		return 0;
+	s = e / (double)blocks;
+	p = -expm1(-(s + 1) / (double)rate);
+	return e * s * (1 - p) / p;
+}
+
 static double stack_variance(const struct snap_stack *st, uint64_t rate)
 {
 	double e = (double)st->live_bytes, s;
@@ -819,6 +834,8 @@ void collect(struct report *r, int k)
 		in->total.live_var += stack_variance(st, in->s->sample_rate);
 		in->total.alloc_bytes += st->alloc_bytes;
 		in->total.alloc_blocks += st->alloc_blocks;
+		in->total.temp_bytes += st->temp_bytes;
+		in->total.temp_blocks += st->temp_blocks;
 		in->total.live_stacks += st->live_bytes > 0;
 		if (!stack_focused(r, st->frames + top, in->map, nm, n - top))
 			continue;
@@ -886,6 +903,12 @@ void collect(struct report *r, int k)
 		w->f[k].live_var += stack_variance(st, in->s->sample_rate);
 		w->f[k].alloc_bytes += st->alloc_bytes;
 		w->f[k].alloc_blocks += st->alloc_blocks;
+		w->f[k].temp_bytes += st->temp_bytes;
+		w->f[k].temp_blocks += st->temp_blocks;
+		w->f[k].alloc_var += volume_variance(st->alloc_bytes, st->alloc_blocks,
+						     in->s->sample_rate);
+		w->f[k].temp_var += volume_variance(st->temp_bytes, st->temp_blocks,
+						    in->s->sample_rate);
 	}
 }
 
@@ -895,13 +918,39 @@ void collect(struct report *r, int k)
 /* A row's change and its uncertainty, once every snapshot is collected. In a
  * diff the two estimates are taken as independent (they are, across runs;
  * within one run they share samples, and the error is smaller than said). */
-void row_finish(struct row *w, bool diff)
+uint64_t sample_bytes(const struct figures *f, enum report_sample sample)
+{
+	return sample == REPORT_SAMPLE_ALLOC ? f->alloc_bytes
+	       : sample == REPORT_SAMPLE_TEMP ? f->temp_bytes : f->live_bytes;
+}
+
+uint64_t sample_blocks(const struct figures *f, enum report_sample sample)
+{
+	return sample == REPORT_SAMPLE_ALLOC ? f->alloc_blocks
+	       : sample == REPORT_SAMPLE_TEMP ? f->temp_blocks : f->live_blocks;
+}
+
+static double sample_var(const struct figures *f, enum report_sample sample)
+{
+	return sample == REPORT_SAMPLE_ALLOC ? f->alloc_var
+	       : sample == REPORT_SAMPLE_TEMP ? f->temp_var : f->live_var;
+}
+
+const char *sample_words(enum report_sample sample)
+{
+	return sample == REPORT_SAMPLE_ALLOC ? "allocated"
+	       : sample == REPORT_SAMPLE_TEMP ? "temporary" : "live heap";
+}
+
+void row_finish(struct row *w, bool diff, enum report_sample sample)
 {
 	double v;
-	w->growth = (int64_t)w->f[1].live_bytes - (int64_t)w->f[0].live_bytes;
-	v = w->f[0].live_var + (diff ? w->f[1].live_var : 0);
+	w->val[0] = sample_bytes(&w->f[0], sample);
+	w->val[1] = sample_bytes(&w->f[1], sample);
+	w->growth = (int64_t)w->val[1] - (int64_t)w->val[0];
+	v = sample_var(&w->f[0], sample) + (diff ? sample_var(&w->f[1], sample) : 0);
 	w->sd = sqrt(v);
-	w->weak = fabs(diff ? (double)w->growth : (double)w->f[0].live_bytes) <= 2 * w->sd;
+	w->weak = fabs(diff ? (double)w->growth : (double)w->val[0]) <= 2 * w->sd;
 }
 
 /* Rows with the evidence of enough samples come before the weak ones. */
@@ -920,8 +969,8 @@ int cmp_live(const void *pa, const void *pb)
 	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
 	if (cmp_weak(a, b))
 		return cmp_weak(a, b);
-	if (a->f[0].live_bytes != b->f[0].live_bytes)
-		return a->f[0].live_bytes > b->f[0].live_bytes ? -1 : 1;
+	if (a->val[0] != b->val[0])
+		return a->val[0] > b->val[0] ? -1 : 1;
 	return cmp_seq(a, b);
 }
 
@@ -966,7 +1015,7 @@ struct row **select_rows(struct report *r, bool (*pred)(const struct report *,
 
 bool pred_live(const struct report *r, const struct row *w)
 {
-	return w->f[0].live_bytes > 0 && w->f[0].live_bytes >= r->o->min_bytes;
+	return w->val[0] > 0 && w->val[0] >= r->o->min_bytes;
 }
 
 bool pred_grown(const struct report *r, const struct row *w)
@@ -979,13 +1028,13 @@ bool pred_shrunk(const struct report *r, const struct row *w)
 	return w->growth < 0 && (uint64_t)-w->growth >= r->o->min_bytes;
 }
 
-/* Rows that hold live bytes in some snapshot (stacks whose blocks were all
- * freed are in a snapshot too, with zeros). */
+/* Rows that hold bytes of the --sample figure in some snapshot (stacks whose
+ * blocks were all freed are in a snapshot too, with no live bytes). */
 size_t held_rows(const struct report *r)
 {
 	size_t i, n = 0;
 	for (i = 0; i < r->nrows; i++)
-		n += r->rows[i].f[0].live_bytes > 0 || r->rows[i].f[1].live_bytes > 0;
+		n += r->rows[i].val[0] > 0 || r->rows[i].val[1] > 0;
 	return n;
 }
 

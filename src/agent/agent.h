@@ -123,7 +123,7 @@ void mw_sampled_free(const void *p) MW_HIDDEN;            /* remove the record o
 bool mw_sampled_mmap(void *p, size_t len, uint32_t kind) MW_HIDDEN;
 /* realloc: take p's record out (returns true and its fields when there was one),
  * and put it back if the realloc failed. */
-struct mw_taken { uint64_t bytes, blocks_fx; uint32_t stack; };
+struct mw_taken { uint64_t bytes, blocks_fx; uint32_t stack; uint16_t tick; };
 bool mw_take_record(const void *p, struct mw_taken *t) MW_HIDDEN;
 void mw_put_record(const void *p, const struct mw_taken *t) MW_HIDDEN;
 void mw_heap_reset(void) MW_HIDDEN;                      /* drop every record and stack */
@@ -198,7 +198,10 @@ struct mw_stack_copy {
 	uint32_t flags, nframes;
 	const uintptr_t *frames;     /* interned, stable until mw_heap_reset */
 	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
+	uint64_t temp_bytes, temp_blocks;   /* of blocks freed soon after their allocation */
 };
+/* How soon after its allocation a freed block counts as temporary. */
+uint64_t mw_temp_window_ns(void) MW_HIDDEN;
 struct mw_heap_figures {
 	uint64_t samples;            /* samples taken since capture start */
 	uint64_t live_samples;

@@ -247,6 +247,8 @@ int mw_collect(unsigned char **buf, size_t *len)
 	s->max_depth = mw_depth;
 	s->dropped_stacks = fig.dropped_stacks;
 	s->dropped_bytes = fig.dropped_bytes;
+	s->has_temp = true;
+	s->temp_window_ns = mw_temp_window_ns();
 	if (nst) {
 		s->stacks = calloc(nst, sizeof *s->stacks);
 		if (!s->stacks)
@@ -260,6 +262,8 @@ int mw_collect(unsigned char **buf, size_t *len)
 		d->live_samples = st[i].live_samples;
 		d->alloc_bytes = st[i].alloc_bytes;
 		d->alloc_blocks = st[i].alloc_blocks;
+		d->temp_bytes = st[i].temp_bytes;
+		d->temp_blocks = st[i].temp_blocks;
 		d->frames = calloc(st[i].nframes ? st[i].nframes : 1, sizeof *d->frames);
 		if (!d->frames)
 			goto out;

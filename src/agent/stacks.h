@@ -20,6 +20,7 @@ struct stack {
 	uint32_t nframes, flags;
 	uintptr_t *frames;
 	uint64_t live_bytes, live_blocks_fx, live_samples, alloc_bytes, alloc_blocks_fx;
+	uint64_t temp_bytes, temp_blocks_fx;  /* of blocks freed soon after (heap.c) */
 };
 
 /* Stacks live in chunks that never move while capture runs: chunk k holds

@@ -194,7 +194,7 @@ static void report_of(struct fixture *x, int nin, unsigned a, unsigned b)
 	for (int k = 0; k < nin; k++)
 		collect(&x->r, k);
 	for (size_t i = 0; i < x->r.nrows; i++)
-		row_finish(&x->r.rows[i], nin == 2);
+		row_finish(&x->r.rows[i], nin == 2, x->o.sample);
 }
 
 /* The defaults of diff and show (report.c's report_options_init). */

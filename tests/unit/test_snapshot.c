@@ -332,6 +332,58 @@ static void test_round_trip(void **state)
 	snapshot_free(s);
 }
 
+/* The temporary section: its figures read back by stack; one whose count is
+ * not the stacks' is refused; without it, a snapshot has no temporary
+ * figures (not zeros that mean none). */
+static void test_temporary(void **state)
+{
+	(void)state;
+	struct snapshot *s = rich_snapshot(40), *d;
+	struct section sec[16];
+	size_t len, n, k, len2;
+	unsigned char *buf, *bad;
+
+	s->has_temp = true;
+	s->temp_window_ns = 10485760;
+	for (size_t i = 0; i < s->nstacks; i++) {
+		s->stacks[i].temp_bytes = 1000 * i + 7;
+		s->stacks[i].temp_blocks = i;
+	}
+	buf = encode(s, &len);
+	d = expect_ok(buf, len);
+	assert_true(d->has_temp);
+	assert_int_equal(d->temp_window_ns, 10485760);
+	for (size_t i = 0; i < s->nstacks; i++) {
+		assert_int_equal(d->stacks[i].temp_bytes, 1000 * i + 7);
+		assert_int_equal(d->stacks[i].temp_blocks, i);
+	}
+	snapshot_free(d);
+
+	/* the count one short of the stacks' (40 < 128: one varint byte) */
+	n = split(buf, len, sec, 16);
+	k = find_section(sec, n, 7);
+	assert_true(sec[k].len > 5);
+	assert_int_equal(sec[k].payload[4], 40);   /* after the 4-byte varint window */
+	sec[k].payload[4] = 39;
+	bad = assemble(SNAPSHOT_VERSION, sec, n, &len2);
+	expect_reject(bad, len2, "section 'temporary': 39 stacks");
+	free(bad);
+
+	/* without the section */
+	free(sec[k].payload);
+	sec[k] = sec[n - 1];
+	bad = assemble(SNAPSHOT_VERSION, sec, n - 1, &len2);
+	d = expect_ok(bad, len2);
+	assert_false(d->has_temp);
+	assert_int_equal(d->stacks[3].temp_bytes, 0);
+	snapshot_free(d);
+	free(bad);
+	sec[n - 1].payload = NULL;
+	free_sections(sec, n);
+	free(buf);
+	snapshot_free(s);
+}
+
 /* An empty snapshot (no modules, no stacks, no mallinfo) round-trips too. */
 static void test_round_trip_empty(void **state)
 {
@@ -790,6 +842,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_round_trip_empty),
+		cmocka_unit_test(test_temporary),
 		cmocka_unit_test(test_compact),
 		cmocka_unit_test(test_every_truncation),
 		cmocka_unit_test(test_every_bit_flip),
