@@ -24,7 +24,8 @@ for v in $cpythons; do
 		fail "$name: memwatch wrote no final snapshot"
 		continue
 	fi
-	run_mw 0 show -F folded "$last"
+	# (--all-frames: each stack whole, its native frames under the Python caller)
+	run_mw 0 show -F folded --all-frames "$last"
 	cp out "$name.folded"
 	# main, Hoard.grow_buffers, then the native path of each C function
 	for c in bytes_new "bytearray_(__)?init(__)?" array_new; do
