@@ -422,12 +422,12 @@ static int frameobj_line(const char *code, int addr)
  * freed and another made at its address with the same name and file objects,
  * code that exec makes again from the same text, may be named with the line
  * of the first at the same offset.) */
-#define FRAME_CACHE 4096
+#define FRAME_CACHE_BITS 12
 static struct frame_cached {
 	uintptr_t code, name, file;
 	uint64_t at;            /* offset << 32 | id */
 	uint64_t check;
-} frame_cache[FRAME_CACHE];
+} frame_cache[1u << FRAME_CACHE_BITS];
 
 static uint64_t frame_check(uintptr_t code, uintptr_t name, uintptr_t file, uint64_t at)
 {
@@ -445,8 +445,8 @@ static uint32_t frame_at(const char *code, int off)
 	uintptr_t c = (uintptr_t)code;
 	uintptr_t name = *(const uintptr_t *)(code + lay.co_qualname);
 	uintptr_t file = *(const uintptr_t *)(code + lay.co_filename);
-	struct frame_cached *e = &frame_cache[((c >> 4) * 0x9E3779B97F4A7C15ull + (uint32_t)off * 0x85EBCA6Bu) >>
-					      (64 - 12) & (FRAME_CACHE - 1)];
+	uint64_t slot = ((c >> 4) + (uint64_t)(uint32_t)off * 0x100000001B3ull) * 0x9E3779B97F4A7C15ull;
+	struct frame_cached *e = &frame_cache[slot >> (64 - FRAME_CACHE_BITS)];
 	uint64_t at = __atomic_load_n(&e->at, __ATOMIC_RELAXED);
 	uint32_t id;
 	int line;
