@@ -5,7 +5,7 @@
 # JSON and decodes them back (the work of a web service), keeping a tenth.
 # Prints "ready", waits for a line on stdin, runs the rounds, and prints their
 # wall and CPU time (CPU of the whole process, every thread included) as
-# "wall_s=W cpu_s=C".
+# "wall_s=W cpu_s=C maxrss_kib=K" (K: the peak RSS of the whole run).
 import json
 import resource
 import sys
@@ -55,4 +55,4 @@ work() if kind == "objects" else work_json()
 c1 = resource.getrusage(resource.RUSAGE_SELF)
 t1 = time.perf_counter()
 cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
-print("wall_s=%.4f cpu_s=%.4f" % (t1 - t0, cpu), flush=True)
+print("wall_s=%.4f cpu_s=%.4f maxrss_kib=%d" % (t1 - t0, cpu, c1.ru_maxrss), flush=True)

@@ -15,6 +15,8 @@
 #   -w json: records encoded to JSON and decoded back instead (see the workload).
 #   -p PYTHON: the interpreter (default /usr/bin/python3); given more than
 #   once, each is measured in turn, its variants side by side.
+#   RATE=BYTES in the environment: the capture's sample rate (default 512 KiB;
+#   RATE=1 records every allocation). peak_MiB is each run's peak RSS.
 set -u
 
 repeats=5
@@ -27,7 +29,7 @@ while getopts r:n:w:p: opt; do
 	n) rounds=$OPTARG ;;
 	w) kind=$OPTARG ;;
 	p) pythons="$pythons $OPTARG" ;;
-	*) sed -n '2,19s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,22s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -44,7 +46,7 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-pybench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# run VARIANT: one run; appends "wall cpu" to $tmp/VARIANT
+# run VARIANT: one run; appends "wall cpu peak_rss_kib" to $tmp/VARIANT
 run() {
 	local v=$1 pid hold c=""
 	rm -f "$tmp/in" "$tmp/out"
@@ -69,7 +71,7 @@ run() {
 	kill "$hold" 2>/dev/null
 	[ -n "$c" ] && kill "$c" 2>/dev/null
 	wait 2>/dev/null
-	sed -n 's/^wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\)$/\1 \2/p' "$tmp/out" >>"$tmp/$v"
+	sed -n 's/^wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\) maxrss_kib=\([0-9]*\)$/\1 \2 \3/p' "$tmp/out" >>"$tmp/$v"
 }
 
 median() {
@@ -93,12 +95,14 @@ for py in $pythons; do
 	done
 	pw=$(cut -d' ' -f1 "$tmp/plain" | median)
 	pc=$(cut -d' ' -f2 "$tmp/plain" | median)
-	echo "python-overhead: $py, $kind, $rounds rounds, $repeats repeats, medians"
-	printf '%-10s %9s %9s %8s %8s\n' variant wall_s cpu_s wall/x cpu/x
+	pr=$(cut -d' ' -f3 "$tmp/plain" | median)
+	echo "python-overhead: $py, $kind, $rounds rounds, $repeats repeats, rate ${RATE:-524288}, medians"
+	printf '%-10s %9s %9s %8s %8s %9s %7s\n' variant wall_s cpu_s wall/x cpu/x peak_MiB rss/x
 	for v in plain attached capture; do
 		w=$(cut -d' ' -f1 "$tmp/$v" | median)
 		c=$(cut -d' ' -f2 "$tmp/$v" | median)
-		awk -v v=$v -v w="$w" -v c="$c" -v pw="$pw" -v pc="$pc" \
-			'BEGIN { printf "%-10s %9.3f %9.3f %8.3f %8.3f\n", v, w, c, w / pw, c / pc }'
+		r=$(cut -d' ' -f3 "$tmp/$v" | median)
+		awk -v v=$v -v w="$w" -v c="$c" -v r="$r" -v pw="$pw" -v pc="$pc" -v pr="$pr" \
+			'BEGIN { printf "%-10s %9.3f %9.3f %8.3f %8.3f %9.1f %7.2f\n", v, w, c, w / pw, c / pc, r / 1024, r / pr }'
 	done
 done
