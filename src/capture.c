@@ -883,6 +883,15 @@ int capture_end(struct capture *c, double t, enum end_reason reason, bool proces
 	if (c->fd >= 0)
 		close(c->fd);     /* closing the connection drops its hold in any case */
 	c->fd = -1;
+	/* killed: a peak snapshot taken after the last one, and holding more, is
+	 * the closest the report can come to the kill */
+	if (c->oom.killed && c->peak.file && c->peak.path && !strcmp(c->peak.path, c->peak.file) &&
+	    c->peak.t > c->last_snap_t && c->peak.live > c->last_live && c->last_snap) {
+		free(c->last_snap);
+		c->last_snap = xstrdup(c->peak.file);
+		c->last_snap_t = c->peak.t;
+		c->last_live = c->peak.live;
+	}
 	print_oom(c);
 	if (c->state == ST_CAPTURING || c->nsnaps)
 		print_report(c);

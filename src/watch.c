@@ -42,7 +42,8 @@ struct member {
 	struct cgmem *cg;        /* its memory cgroup */
 	struct cgmem_trend cgtrend; /*   the cgroup's recent usage, for the time to its limit */
 	bool have_oom;           /*   the kernel counts its OOM kills: */
-	uint64_t oom_kills;      /*   so many at the last sample */
+	uint64_t oom_kills;      /*   so many at the last sample, */
+	uint64_t oom_kills_before; /*   and at the one before it */
 	uint64_t cg_limit;       /*   its limit (bytes, 0 none) at the last sample */
 	double to_limit;         /*   seconds until the limit at the current rate, -1 none */
 };
@@ -483,9 +484,13 @@ static void member_gone(struct watch *w, struct member *m, double t)
 	uint64_t kills;
 
 	status_clear(&w->sl);
-	/* killed by the OOM killer: its cgroup counted a kill since the last
-	 * sample (read through the cgroup's file: the process's own are gone) */
-	if (m->have_oom && cgmem_oom_kills_now(m->cg, &kills) == 0 && kills > m->oom_kills) {
+	/* killed by the OOM killer: its cgroup counted a kill since the sample
+	 * before the last (read through the cgroup's file: the process's own are
+	 * gone). The last one counts too: it may have read the cgroup between
+	 * the kill and the end of the process, which takes a while to give back
+	 * its memory. */
+	if (m->have_oom && cgmem_oom_kills_now(m->cg, &kills) == 0 &&
+	    (kills > m->oom_kills || m->oom_kills > m->oom_kills_before)) {
 		if (m->cg_limit)
 			snprintf(oom, sizeof oom, "oom=1 limit=%llu", (unsigned long long)m->cg_limit);
 		else
@@ -516,16 +521,16 @@ static void member_cgroup(struct member *m, double t, struct mem_sample *s)
 	double rate;
 
 	m->to_limit = -1;
-	if (cgmem_read(m->cg, &cs) < 0) {
-		/* out of its cgroup (removed, or moved to none): no kill to tell */
-		m->cg_limit = 0;
+	/* none (a process that is exiting may show none any more): the limit
+	 * of the last reading stays, for the OOM kill said at its end */
+	if (cgmem_read(m->cg, &cs) < 0)
 		return;
-	}
 	s->cg_usage = cs.usage / 1024;
 	s->cg_limit = cs.limit ? cs.limit / 1024 : RUNLOG_NONE;
 	m->cg_limit = cs.limit;
-	m->have_oom = cs.have_oom_kills;
+	m->oom_kills_before = m->have_oom ? m->oom_kills : cs.oom_kills;
 	m->oom_kills = cs.oom_kills;
+	m->have_oom = cs.have_oom_kills;
 	cgmem_trend_push(&m->cgtrend, t, (double)cs.usage);
 	if (cs.limit && cgmem_trend_rate(&m->cgtrend, &rate))
 		m->to_limit = cgmem_seconds_to_limit(cs.usage, cs.limit, rate);

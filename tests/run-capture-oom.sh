@@ -37,12 +37,13 @@ grep -q "^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:$own/memwatch-test-$$\
 "$MEMWATCH" -p "$l" -t +32MiB -i 250ms -d 40s -q -o oom.log --metrics oom.prom >out 2>err &
 w=$!
 started_pids="$started_pids $w"
-# while it grows: the seconds until the limit
+# while it grows: the seconds until the limit, which come down to what the
+# growth of 25 MiB/s leaves (the first figures, as it starts, are longer)
 wait_until "grep -Eq '^memwatch_seconds_to_limit\{pid=\"$l\",command=\"[^\"]*oom_leaker 1500\"\} [0-9.]+\$' oom.prom 2>/dev/null" 30
-expect_grep "^memwatch_cgroup_limit_bytes\{pid=\"$l\",[^}]*\} $((160 << 20))\$" oom.prom
-expect_grep "^memwatch_cgroup_usage_bytes\{pid=\"$l\",[^}]*\} [0-9]+\$" oom.prom
-left=$(sed -n "s/^memwatch_seconds_to_limit{pid=\"$l\",[^}]*} \([0-9]*\)\..*/\1/p" oom.prom)
-expect_range "seconds to the limit" "${left:-x}" 0 30
+cp oom.prom first.prom
+expect_grep "^memwatch_cgroup_limit_bytes\{pid=\"$l\",[^}]*\} $((160 << 20))\$" first.prom
+expect_grep "^memwatch_cgroup_usage_bytes\{pid=\"$l\",[^}]*\} [0-9]+\$" first.prom
+wait_until "awk '/^memwatch_seconds_to_limit\{pid=\"$l\"/ { found = 1; exit !(\$NF < 10) } END { if (!found) exit 1 }' oom.prom 2>/dev/null" 30
 
 # the OOM killer ends the program, and with it the watch (a -p process gone: 7)
 wait "$w"
@@ -53,8 +54,9 @@ lst=$?
 [ "$lst" -eq 137 ] || fail "the program exited $lst, expected 137 (SIGKILL)"
 grep -q '^oom_kill [1-9]' "$cg/memory.oom_control" || fail "the cgroup counted no OOM kill"
 
-# the run log: usage and limit in every sample; the exit says oom
-awk -v p="$l" '$2 == p { n++; if ($13 != 163840 || $12 !~ /^[0-9]+$/) bad = 1 }
+# the run log: usage and limit in every sample (but one of a process that is
+# exiting, whose memory is gone already); the exit says oom
+awk -v p="$l" '$2 == p && $3 > 0 { n++; if ($13 != 163840 || $12 !~ /^[0-9]+$/) bad = 1 }
 	END { exit bad || !n }' oom.log || fail "a sample without the cgroup's usage and limit"
 expect_grep "^# event [0-9.]+ $l exit oom=1 limit=$((160 << 20))\$" oom.log
 # the end: who killed it, at which limit, how close the last snapshot was;
