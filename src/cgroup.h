@@ -31,10 +31,11 @@ struct cgmem_sample {
 	bool have_oom_kills;     /* ... when the kernel counts them */
 };
 
-/* Read the cgroup now: /proc/PID/cgroup again (a process may move; its
- * files are opened again then), then the three files of its cgroup, each one
- * pread. Returns 0, or -1 when it is in no memory cgroup we can read
- * (out->found false). */
+/* Read the cgroup now: the three files of its cgroup, each one pread; and
+ * first, at the first reading and every 16th, /proc/PID/cgroup (a process may
+ * move: its new cgroup's files are opened then; and when its cgroup's files
+ * can no longer be read). Returns 0, or -1 when it is in no memory cgroup we
+ * can read (out->found false). */
 int cgmem_read(struct cgmem *cg, struct cgmem_sample *out);
 
 /* The count of OOM kills of the cgroup of the last reading, read again

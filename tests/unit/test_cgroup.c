@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cgroup.h"
@@ -155,6 +156,36 @@ static void test_read_v2(void **state)
 	free(root);
 }
 
+/* A process that moves to another cgroup is followed at the 16th reading. */
+static void test_moved(void **state)
+{
+	char proc[] = "/tmp/test_cgroup.XXXXXX", *root = data("v2/sys");
+	int fd = mkstemp(proc);
+	struct cgmem *cg;
+	struct cgmem_sample s;
+	FILE *f;
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0::/app.slice/leak.scope\n", 25), 25);
+	close(fd);
+	cg = cgmem_new_at(proc, NULL, root);
+	assert_int_equal(cgmem_read(cg, &s), 0);
+	assert_int_equal(s.limit, 167772160);
+	f = fopen(proc, "w");
+	fputs("0::/app.slice/nolimit.scope\n", f);
+	fclose(f);
+	for (int i = 1; i < 16; i++) {
+		assert_int_equal(cgmem_read(cg, &s), 0);
+		assert_int_equal(s.limit, 167772160);
+	}
+	assert_int_equal(cgmem_read(cg, &s), 0);
+	assert_int_equal(s.limit, 0);
+	assert_int_equal(s.usage, 4096000);
+	cgmem_free(cg);
+	unlink(proc);
+	free(root);
+}
+
 static void test_read_v1(void **state)
 {
 	char *proc = data("v1/proc-cgroup"), *root = data("v1/memory"), *v2 = data("v2/sys");
@@ -190,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_seconds_to_limit),
 		cmocka_unit_test(test_trend),
 		cmocka_unit_test(test_read_v2),
+		cmocka_unit_test(test_moved),
 		cmocka_unit_test(test_read_v1),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
