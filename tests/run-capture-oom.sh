@@ -63,11 +63,26 @@ expect_grep "^# event [0-9.]+ $l exit oom=1 limit=$((160 << 20))\$" oom.log
 # then the leak, with its file and line, and no section at the peak (the
 # last snapshot is the peak)
 expect_grep "^memwatch: pid $l was killed by the OOM killer at [0-9.]+ s: its cgroup's limit is 160 MiB; the last snapshot, [0-9.]+ s before, is the report's end\$" out
-expect_grep "^ +1 +\+[0-9.]+ MiB .* new +fill_orders +oom_leaker\.c:[0-9]+$" out
+expect_grep "^ +1 +\+[0-9.]+ MiB .* (new|grown) +fill_orders +oom_leaker\.c:[0-9]+$" out
 expect_no_grep "at the peak" out
 # the last snapshot came within a few intervals of the kill
 before=$(sed -n "s/.*the last snapshot, \([0-9]*\)\.[0-9] s before.*/\1/p" out)
 expect_range "seconds from the last snapshot to the kill" "${before:-x}" 0 3
+
+# On a terminal, the status line says the time left until the limit, and the
+# kill is said at the end without a capture too.
+if command -v script >/dev/null 2>&1; then
+	sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" 500' sh "$cg" "$TARGETS/oom_leaker" > leaker2.out &
+	l2=$!
+	started_pids="$started_pids $l2"
+	wait_exec "$l2" "$TARGETS/oom_leaker"
+	script -qec "'$MEMWATCH' -p $l2 --capture never -i 250ms -d 40s -o tty.log" typescript >/dev/null 2>&1 </dev/null
+	wait "$l2"
+	grep -aEq 'RSS [0-9.]+ MiB .* elapsed  limit in [0-9.]+ m?s' typescript ||
+		fail "no time to the limit on the status line: $(tr '\r' '\n' < typescript | cat -v | tail -n 5)"
+	grep -aq "memwatch: pid $l2 was killed by the OOM killer at [0-9.]* s: its cgroup's limit is 160 MiB" typescript ||
+		fail "the kill is not said without a capture: $(cat -v typescript | tail -n 3)"
+fi
 
 # A process in no limited cgroup: nothing said of OOM or limits.
 start_target "$TARGETS/grow" 1024 50 40
