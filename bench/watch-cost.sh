@@ -2,7 +2,10 @@
 # watch-cost.sh: what watching costs: memwatch's CPU time per sample (us), its
 # share of one core at 1 s and 100 ms intervals, and its own peak RSS, while it
 # watches a 1 GiB and an 8 GiB process (anonymous memory, every page touched),
-# with and without --pss, and what --metrics adds.
+# with and without --pss, and what --metrics adds. Each sample also reads the
+# watched process's memory cgroup (its usage, limit and OOM kills: three
+# preads, and /proc/PID/cgroup every 16th sample); the closing note says which
+# cgroup the targets were in (none: those reads are not in the figures).
 #
 # Run from the build directory after `make check` (which builds the helpers):
 #   sh /path/to/src/bench/watch-cost.sh
@@ -101,6 +104,8 @@ for gib in $SIZES_GIB; do
 		fi
 		sleep 0.1
 	done
+	cgline=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:\(\/..*\)$/cgroup v1 \3/p' "/proc/$target/cgroup")
+	[ -n "$cgline" ] || cgline=$(sed -n 's/^0::\(\/..*\)$/cgroup v2 \1/p' "/proc/$target/cgroup")
 	for pss in no yes; do
 		opt=
 		[ "$pss" = yes ] && opt=--pss
@@ -156,6 +161,7 @@ echo "us/sample: memwatch's CPU per sample, timer wake-up included; -wake: witho
 echo "CPU%: memwatch's share of one core in the middle of a run (start-up left out)"
 echo "peak RSS counts the shared libraries' resident pages; anon is memwatch's own memory"
 echo "--metrics rows: -wake us is there what --metrics adds to the plain row's us/sample"
+echo "memory cgroup of the targets, read with every sample: ${cgline:-none (not measured)}"
 # verdict: the targets, each on its own
 verdict() {
 	if awk -v v="$2" -v t="$3" 'BEGIN { exit !(v < t) }'; then

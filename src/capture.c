@@ -75,6 +75,27 @@ static enum owed owed_of_run(enum proc_run run)
 	       : run == PROC_GONE ? OWED_GONE : OWED_STOPPED;
 }
 
+/* The high-water mark of the live heap: the agent marks a peak when its
+ * estimate passes the last one by a margin; the watch then takes a peak
+ * snapshot (one file, replaced as the peak rises), and the report shows it
+ * when it is well above the end. */
+struct peak_state {
+	bool off;                /* the agent cannot say (older than "peak") */
+	bool rx;                 /* the snapshot in flight is a peak snapshot */
+	uint64_t seen;           /* the agent's count of peaks last seen */
+	char *path;              /* the snapshot with the most live heap, */
+	double t;                /*   taken then, */
+	uint64_t rss, live;      /*   with this RSS and live heap */
+	char *file;              /* the peak snapshot's own file, once written */
+};
+
+/* Set by the watch when the process died while its cgroup's OOM kills rose. */
+struct oom_note {
+	bool killed;
+	double t;
+	uint64_t limit;          /* bytes; 0 when unknown */
+};
+
 struct capture {
 	struct capture_opts o;
 	int pid;
@@ -104,6 +125,11 @@ struct capture {
 	char *perfmap_here;      /* its perf map, readable once it is gone */
 	double call_t;           /* the watch's time at this call, */
 	uint64_t call_ns;        /*   and the monotonic clock then */
+	uint64_t stored_live;    /* live heap of the snapshot store_snapshot wrote last */
+	uint64_t last_live;      /* ... of the last snapshot (the report's end) */
+	double last_snap_t;      /* when the last snapshot came */
+	struct peak_state peak;  /* the high-water mark */
+	struct oom_note oom;     /* the process was killed by the OOM killer */
 };
 
 /* How long a control request may take before the agent is considered stuck. */
@@ -158,6 +184,11 @@ static char *snap_name(const struct capture *c, unsigned n, const char *suffix)
 	if (!c->o.snap_prefix && len > 4 && strcmp(lp + len - 4, ".log") == 0)
 		len -= 4;
 	olen = snprintf(own, sizeof own, "-%d", c->pid);
+	/* n 0: the peak snapshot, "<log>.peak.snap" (suffix "-peak") */
+	if (n == 0 && len >= (size_t)olen && memcmp(lp + len - olen, own, (size_t)olen) == 0)
+		return xasprintf("%.*s.peak.snap", (int)len, lp);
+	if (n == 0)
+		return xasprintf("%.*s.%d.peak.snap", (int)len, lp, c->pid);
 	if (len >= (size_t)olen && memcmp(lp + len - olen, own, (size_t)olen) == 0)
 		return xasprintf("%.*s.%u%s.snap", (int)len, lp, n, suffix);
 	return xasprintf("%.*s.%d.%u%s.snap", (int)len, lp, c->pid, n, suffix);
@@ -210,6 +241,9 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	char *cause = NULL, *path;
 	struct snapshot *s = snapshot_decode(buf, len, &cause);
 	uint64_t live = 0;
+	/* the peak snapshot is one file, replaced as the peak rises, outside
+	 * the numbered ones */
+	bool peak = strcmp(suffix, "-peak") == 0;
 
 	if (!s) {
 		mw_warn("pid %d: the agent sent a bad snapshot: %s", c->pid, cause);
@@ -217,7 +251,7 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		free(cause);
 		return NULL;
 	}
-	path = snap_name(c, c->nsnaps + 1, suffix);
+	path = snap_name(c, peak ? 0 : c->nsnaps + 1, suffix);
 	/* a JVM's names of its compiled methods, fresh (not at exit: it is
 	 * ending, and its map of a moment ago is as good) */
 	if (strcmp(suffix, "-exit"))
@@ -251,7 +285,7 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		c->unread_said = true;
 	}
 	container_files_restore(s, &tf);
-	if (snapshot_write(s, path, c->o.force, &cause) < 0) {
+	if (snapshot_write(s, path, c->o.force || (peak && c->peak.file), &cause) < 0) {
 		/* said once; the log has every one (a full disk fails them all) */
 		if (!c->lost++)
 			mw_warn("pid %d: %s", c->pid, cause);
@@ -267,10 +301,13 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	}
 	for (size_t i = 0; i < s->nstacks; i++)
 		live += s->stacks[i].live_bytes;
-	c->nsnaps++;
+	c->stored_live = live;
+	if (!peak)
+		c->nsnaps++;
 	{
 		char *epath = runlog_encode(path);
-		runlog_event(c->log, t, c->pid, "snapshot", "path=%s live=%llu stacks=%zu%s", epath,
+		runlog_event(c->log, t, c->pid, peak ? "peak-snapshot" : "snapshot",
+			     "path=%s live=%llu stacks=%zu%s", epath,
 			     (unsigned long long)live, s->nstacks, tag);
 		free(epath);
 	}
@@ -284,6 +321,38 @@ static double capture_now(const struct capture *c)
 	return c->call_t + (double)(mono_ns() - c->call_ns) / 1e9;
 }
 
+/* A snapshot stored at t with live bytes of heap: the peak when it holds more
+ * than any before (path copied). */
+static void peak_consider(struct capture *c, double t, const char *path, uint64_t live)
+{
+	if (c->peak.path && live <= c->peak.live)
+		return;
+	free(c->peak.path);
+	c->peak.path = xstrdup(path);
+	c->peak.t = t;
+	c->peak.rss = c->rss;
+	c->peak.live = live;
+}
+
+/* Store the peak snapshot that came whole, in place of the last one. */
+static void peak_in(struct capture *c, double t, const unsigned char *buf, size_t len,
+		    const char *tag)
+{
+	char *path = store_snapshot(c, t, buf, len, "-peak", tag);
+
+	if (!path)
+		return;
+	free(c->peak.file);
+	c->peak.file = xstrdup(path);
+	/* the one before it was replaced: no other snapshot names its file */
+	if (c->peak.path && strcmp(c->peak.path, path) == 0) {
+		free(c->peak.path);
+		c->peak.path = NULL;
+	}
+	peak_consider(c, t, path, c->stored_live);
+	free(path);
+}
+
 /* Store a snapshot that came whole, as the next one (or the final one). */
 static void snapshot_in(struct capture *c, double t, unsigned char *buf, size_t len, bool final,
 			double delayed)
@@ -292,12 +361,22 @@ static void snapshot_in(struct capture *c, double t, unsigned char *buf, size_t 
 
 	tag = delayed > 0 ? xasprintf("%s delayed_s=%.1f", final ? " final=1" : "", delayed) :
 			    xstrdup(final ? " final=1" : "");
+	if (c->peak.rx) {
+		c->peak.rx = false;
+		peak_in(c, t, buf, len, tag);
+		free(tag);
+		free(buf);
+		return;
+	}
 	path = store_snapshot(c, t, buf, len, final ? "-final" : "", tag);
 	if (path) {
 		if (!c->first_snap)
 			c->first_snap = xstrdup(path);
 		free(c->last_snap);
 		c->last_snap = path;
+		c->last_live = c->stored_live;
+		c->last_snap_t = t;
+		peak_consider(c, t, path, c->stored_live);
 	}
 	free(tag);
 	free(buf);
@@ -382,6 +461,7 @@ static int take_snapshot(struct capture *c, double t, bool final, int wait_ms)
 		free(cause);
 		return -1;
 	}
+	c->peak.rx = false;
 	/* a snapshot put off while the process was stopped is as late as that */
 	c->rx_t = c->deferred ? c->due_t : t;
 	c->rx_late = c->deferred;
@@ -390,6 +470,54 @@ static int take_snapshot(struct capture *c, double t, bool final, int wait_ms)
 	c->last_t = t;
 	c->last_rss = c->rss;
 	return snapshot_wait(c, wait_ms);
+}
+
+static bool may_ask(struct capture *c, double t, const char *what);
+
+/* A peak snapshot is taken when the live heap is this far above the most any
+ * snapshot held: 10 % and 8 MiB, as the agent marks its peaks. */
+static bool peak_above(uint64_t live, uint64_t best)
+{
+	uint64_t margin = best / 10 > (8u << 20) ? best / 10 : (8u << 20);
+	return live > best + margin;
+}
+
+/* Ask the agent for its high-water mark (no lock in it: cheap at every
+ * sample); a new peak well above every snapshot's live heap is taken as the
+ * peak snapshot. An agent that cannot say is not asked again. */
+static void peak_check(struct capture *c, double t)
+{
+	struct control_peak pk;
+	char *cause = NULL;
+
+	if (c->peak.off || c->rx.active || c->fd < 0)
+		return;
+	if (control_peak(c->fd, &pk, &cause) < 0) {
+		free(cause);
+		c->peak.off = true;
+		return;
+	}
+	if (pk.count == c->peak.seen)
+		return;
+	c->peak.seen = pk.count;
+	if (!peak_above(pk.live, c->peak.path ? c->peak.live : 0) || !may_ask(c, t, "snapshot-deferred"))
+		return;
+	if (control_snapshot_send(c->fd, &c->rx, &cause) < 0) {
+		if (control_interrupted()) {
+			free(cause);
+			c->rx_why = OWED_INTERRUPTED;
+			return;
+		}
+		mw_warn("pid %d: snapshot failed: %s", c->pid, cause);
+		capture_fail(c, t, "snapshot-failed", cause);
+		free(cause);
+		return;
+	}
+	c->rx_t = t;
+	c->rx_late = false;
+	c->rx_final = false;
+	c->peak.rx = true;
+	snapshot_wait(c, SNAP_WAIT_MS);
 }
 
 /* Whether the agent may be asked (or loaded) now: not while the process is
@@ -426,6 +554,7 @@ static void take_exit_snapshot(struct capture *c, double t)
 		if (path) {
 			free(c->exit_snap);
 			c->exit_snap = path;
+			c->last_live = c->stored_live;
 		}
 	}
 	free(buf);
@@ -602,6 +731,8 @@ void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 				     snap_step_due(&c->o.snap_every, t, c->rss, c->last_t, c->last_rss))) &&
 		    may_ask(c, t, "snapshot-deferred"))
 			take_snapshot(c, t, false, SNAP_WAIT_MS);
+		else if (!c->stopped && !c->deferred)
+			peak_check(c, t);
 		break;
 	default:
 		break;
@@ -624,6 +755,60 @@ static void print_snap_report(int top, char *a, char *b)
 	fflush(stdout);
 }
 
+/* The report's section "at the peak", when the snapshot that held the most
+ * live heap holds well more than the end (a burst freed again, a peak before a
+ * kill): what grew from the first snapshot to it. */
+static void print_peak(struct capture *c)
+{
+	char rss[32], live[32], end[32];
+	uint64_t margin = c->peak.live / 4 > (8u << 20) ? c->peak.live / 4 : (8u << 20);
+
+	if (!c->peak.path || c->peak.live < c->last_live + margin ||
+	    (c->last_snap && strcmp(c->peak.path, c->last_snap) == 0))
+		return;
+	fmt_bytes(rss, sizeof rss, (double)c->peak.rss);
+	fmt_bytes(live, sizeof live, (double)c->peak.live);
+	fmt_bytes(end, sizeof end, (double)c->last_live);
+	printf("\nmemwatch: pid %d: at the peak, %.1f s: RSS %s, live heap %s (%s at the end); ",
+	       c->pid, c->peak.t, rss, live, end);
+	if (c->first_snap && strcmp(c->first_snap, c->peak.path) != 0) {
+		printf("growth between %s and the peak %s:\n", c->first_snap, c->peak.path);
+		print_snap_report(5, c->first_snap, c->peak.path);
+	} else {
+		printf("live heap in %s:\n", c->peak.path);
+		print_snap_report(5, c->peak.path, NULL);
+	}
+}
+
+/* The line that says the process was killed by the OOM killer, before its
+ * report: the limit, and how close the last snapshot came to the kill. */
+static void print_oom(struct capture *c)
+{
+	FILE *f = c->o.report ? stdout : stderr;
+	char lim[32];
+
+	if (!c->oom.killed)
+		return;
+	fflush(stdout);
+	fprintf(f, "%smemwatch: pid %d was killed by the OOM killer at %.1f s", f == stdout ? "\n" : "",
+		c->pid, c->oom.t);
+	if (c->oom.limit) {
+		fmt_bytes(lim, sizeof lim, (double)c->oom.limit);
+		fprintf(f, ": its cgroup's limit is %s", lim);
+	}
+	if (c->last_snap && c->nsnaps)
+		fprintf(f, "; the last snapshot, %.1f s before, is the report's end", c->oom.t - c->last_snap_t);
+	fputs("\n", f);
+	fflush(f);
+}
+
+void capture_oom_killed(struct capture *c, double t, uint64_t limit)
+{
+	c->oom.killed = true;
+	c->oom.t = t;
+	c->oom.limit = limit;
+}
+
 /* Print what grew between the first and the last snapshot, with the report of
  * memwatch diff (or show, when there is only one). */
 static void print_report(struct capture *c)
@@ -632,6 +817,7 @@ static void print_report(struct capture *c)
 		fflush(stdout);
 		printf("\nmemwatch: pid %d: never freed at exit (%s):\n", c->pid, c->exit_snap);
 		print_snap_report(10, c->exit_snap, NULL);
+		print_peak(c);
 		return;
 	}
 	if (!c->o.report || !c->last_snap)
@@ -650,6 +836,7 @@ static void print_report(struct capture *c)
 		       c->last_snap);
 		print_snap_report(5, c->last_snap, NULL);
 	}
+	print_peak(c);
 }
 
 int capture_end(struct capture *c, double t, enum end_reason reason, bool process_gone)
@@ -696,6 +883,16 @@ int capture_end(struct capture *c, double t, enum end_reason reason, bool proces
 	if (c->fd >= 0)
 		close(c->fd);     /* closing the connection drops its hold in any case */
 	c->fd = -1;
+	/* killed: a peak snapshot taken after the last one, and holding more, is
+	 * the closest the report can come to the kill */
+	if (c->oom.killed && c->peak.file && c->peak.path && !strcmp(c->peak.path, c->peak.file) &&
+	    c->peak.t > c->last_snap_t && c->peak.live > c->last_live && c->last_snap) {
+		free(c->last_snap);
+		c->last_snap = xstrdup(c->peak.file);
+		c->last_snap_t = c->peak.t;
+		c->last_live = c->peak.live;
+	}
+	print_oom(c);
 	if (c->state == ST_CAPTURING || c->nsnaps)
 		print_report(c);
 	c->state = ST_DONE;
@@ -730,6 +927,8 @@ void capture_free(struct capture *c)
 	free(c->last_snap);
 	free(c->exit_snap);
 	free(c->perfmap_here);
+	free(c->peak.path);
+	free(c->peak.file);
 	free(c);
 }
 

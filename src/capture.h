@@ -60,6 +60,10 @@ const char *end_reason_name(enum end_reason r);
  * could not be written (said, unless reason is END_ERROR). */
 int capture_end(struct capture *c, double t, enum end_reason reason, bool process_gone);
 void capture_free(struct capture *c);
+/* The process died at t while its memory cgroup's count of OOM kills rose:
+ * the end says it was killed by the OOM killer, at limit (bytes, 0 unknown),
+ * and how close the last snapshot came. Before capture_end. */
+void capture_oom_killed(struct capture *c, double t, uint64_t limit);
 /* The state of c in a word ("off", "idle", "capturing", "failed", "stopped")
  * and the snapshots it wrote, for the metrics. */
 const char *capture_state_name(const struct capture *c);

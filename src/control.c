@@ -421,6 +421,21 @@ int control_status(int fd, struct control_status *st, char **cause)
 	return 0;
 }
 
+int control_peak(int fd, struct control_peak *pk, char **cause)
+{
+	char buf[REPLY_MAX];
+	if (request(fd, "peak", buf, sizeof buf, cause) < 0)
+		return -1;
+	memset(pk, 0, sizeof *pk);
+	if (!status_field(buf, "peaks", &pk->count) || !status_field(buf, "peak", &pk->bytes) ||
+	    !status_field(buf, "live", &pk->live) || !status_field(buf, "age-ms", &pk->age_ms)) {
+		*cause = xasprintf("pid %d: the memwatch agent sent a malformed peak: %s",
+				   peer_pid_of(fd), buf);
+		return -1;
+	}
+	return 0;
+}
+
 const char *control_python_note(const struct control_status *st, char *buf, size_t len)
 {
 	if (!strcmp(st->python, "unsupported") && st->python_major)

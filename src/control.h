@@ -48,6 +48,14 @@ int control_status(int fd, struct control_status *st, char **cause);
  * unsupported version, the GIL not yet had, the interpreter finalized), as one
  * line into buf; NULL when there is nothing to say. */
 const char *control_python_note(const struct control_status *st, char *buf, size_t len);
+/* The high-water mark of the agent's estimated live heap ("peak" in
+ * protocol.h): peaks marked so far, the last one's bytes and age, the live
+ * bytes now. 0, or -1 with *cause (an agent older than the request refuses
+ * it). */
+struct control_peak {
+	uint64_t count, bytes, live, age_ms;
+};
+int control_peak(int fd, struct control_peak *pk, char **cause);
 /* Ask for a snapshot; *buf (caller frees) holds the .snap bytes. 0 or -1. */
 int control_snapshot(int fd, unsigned char **buf, size_t *len, char **cause);
 

@@ -170,6 +170,23 @@ int metrics_write(const char *path, const struct metrics_proc *v, size_t n, doub
 		  offsetof(struct mem_sample, pss));
 	gauge_kib(f, "memwatch_uss_bytes", "Unique set size (with --pss).", v, n,
 		  offsetof(struct mem_sample, uss));
+	gauge_kib(f, "memwatch_rss_peak_bytes", "The most RSS the process ever had (VmHWM).", v, n,
+		  offsetof(struct mem_sample, hwm));
+	gauge_kib(f, "memwatch_cgroup_usage_bytes", "Memory its memory cgroup uses.", v, n,
+		  offsetof(struct mem_sample, cg_usage));
+	gauge_kib(f, "memwatch_cgroup_limit_bytes", "Its memory cgroup's limit (none: not shown).", v,
+		  n, offsetof(struct mem_sample, cg_limit));
+	for (i = 0, k = 0; i < n; i++) {
+		if (v[i].to_limit < 0)
+			continue;
+		if (k++ == 0)
+			fputs("# HELP memwatch_seconds_to_limit Seconds until its memory cgroup's usage reaches "
+			      "the limit, at its growth over the last 10 s.\n"
+			      "# TYPE memwatch_seconds_to_limit gauge\n", f);
+		fputs("memwatch_seconds_to_limit", f);
+		labels(f, &v[i]);
+		fprintf(f, " %.1f\n", v[i].to_limit);
+	}
 
 	for (i = 0, k = 0; i < n; i++) {
 		if (!v[i].have_growth)

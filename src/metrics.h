@@ -18,6 +18,8 @@ struct metrics_proc {
 	double growth_bps;              /* RSS growth, bytes per second, over the last minute */
 	const char *capture;            /* "idle", "capturing", "stopped", "failed", "off" */
 	unsigned snapshots;             /* written so far */
+	double to_limit;                /* seconds until its memory cgroup's limit at the
+					 * cgroup's growth over the last 10 s; -1 none */
 };
 
 /* Write the metrics of procs[0..n) to path atomically (a temporary file beside

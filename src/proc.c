@@ -264,6 +264,8 @@ void proc_status_parse(char *buf, struct proc_status *st)
 				st->vm_size = dec(line + 7);
 			else if (KEY("VmSwap:"))
 				st->vm_swap = dec(line + 7);
+			else if (KEY("VmHWM:"))
+				st->vm_hwm = dec(line + 6);
 			break;
 		case 'R':
 			if (KEY("RssAnon:"))
@@ -340,6 +342,7 @@ static void parse_status(char *buf, struct proc_stat *ps)
 	ps->s.anon = st.rss_anon;
 	ps->s.file = st.rss_file;
 	ps->s.shmem = st.rss_shmem;
+	ps->s.hwm = st.vm_hwm;
 }
 
 /* The mount point of the cgroup v2 hierarchy (/sys/fs/cgroup, or
@@ -457,6 +460,7 @@ int proc_read(struct proc_reader *r, const int *pids, size_t n, struct proc_stat
 		memset(p, 0, sizeof *p);
 		p->s.pid = pids[i];
 		p->s.pss = p->s.uss = RUNLOG_NONE;
+		p->s.hwm = p->s.cg_usage = p->s.cg_limit = RUNLOG_NONE;
 		sf->used = true;
 		if (fd == -2)
 			continue;

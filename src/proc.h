@@ -27,6 +27,7 @@ struct proc_status {
 	bool has_sigblk;         /* a SigBlk: line was there */
 	unsigned long long capeff; /* CapEff: its effective capabilities */
 	uint64_t vm_rss, vm_size, vm_swap;          /* KiB */
+	uint64_t vm_hwm;                            /* KiB: the most RSS it ever had */
 	uint64_t rss_anon, rss_file, rss_shmem;     /* KiB */
 };
 /* Parse the text of a status file into *st; buf is changed (lines cut). */

@@ -15,7 +15,8 @@
 #include "runlog.h"
 #include "util.h"
 
-#define COLUMNS "time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib\n"
+#define COLUMNS "time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib " \
+	"hwm_kib cgroup_kib cgroup_limit_kib\n"
 
 struct runlog {
 	char *path;
@@ -198,6 +199,9 @@ void runlog_sample(struct runlog *log, double t, const struct mem_sample *s)
 	put_kib(buf, sizeof buf, &n, s->vsz);
 	put_kib(buf, sizeof buf, &n, s->pss);
 	put_kib(buf, sizeof buf, &n, s->uss);
+	put_kib(buf, sizeof buf, &n, s->hwm);
+	put_kib(buf, sizeof buf, &n, s->cg_usage);
+	put_kib(buf, sizeof buf, &n, s->cg_limit);
 	buf[n++] = '\n';
 	put(log, buf, (size_t)n);
 }

@@ -1,16 +1,16 @@
 /* runlog.h: the run.log file: one memory sample per line, with metadata and events.
  *
- * Format (version 1), plain text, readable by gnuplot, awk and people:
+ * Format (version 2), plain text, readable by gnuplot, awk and people:
  *
- *   # memwatch run.log 1
+ *   # memwatch run.log 2
  *   # command: memwatch -p 1234 -i 1s
  *   # start: 2026-11-22T10:00:00Z 1763805600.123
  *   # interval_ms: 1000
  *   # process: 1234 /usr/bin/foo --flag          (one per process, as found)
  *   # pss: yes|no
- *   time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib
- *   0.000 1234 10240 8192 2048 0 0 65536 - -
- *   1.000 1234 10300 8252 2048 0 0 65536 - -
+ *   time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib hwm_kib cgroup_kib cgroup_limit_kib
+ *   0.000 1234 10240 8192 2048 0 0 65536 - - 10240 51200 163840
+ *   1.000 1234 10300 8252 2048 0 0 65536 - - 10300 51260 163840
  *   1.000 total 20600 ...                        (--children / several pids: the sum)
  *   # event 5.002 1234 trigger rss=75000 baseline=10240 rule=+64MiB
  *   # event 5.011 1234 attach pause_ms=9.8 tid=1236
@@ -20,13 +20,20 @@
  *
  * Sample lines: time in seconds since start, the pid (or "total"), then KiB;
  * "-" where a figure was not measured (pss/uss without --pss) or could not be read.
+ * hwm_kib is VmHWM, the most RSS the process ever had; cgroup_kib and
+ * cgroup_limit_kib its memory cgroup's usage and limit ("-" when it is in none
+ * we can read, or the cgroup has no limit); the total line has "-" in these.
+ * Version 1 had the first ten columns only; the reader takes both.
  * The column header is the first line that does not start with '#'.
  * Event lines: "# event <time_s> <pid or -> <kind> [key=value ...]"; a value
  * that is text (a path, a command, a cause) is written through runlog_encode:
  * bytes up to the space, '%' and DEL as %XX, so it holds no space and reads
  * back whole with runlog_field. Kinds: start,
  * process (a child joined), trigger, attach, attach-failed, capture-start,
- * snapshot, snapshot-failed, capture-stop, exit, signal, end; for a process
+ * snapshot, peak-snapshot (the snapshot at the high-water mark of the live
+ * heap: one file, replaced as the peak rises, so only the last such event
+ * names what the file holds), snapshot-failed, capture-stop, exit (oom=1 and
+ * the cgroup's limit=<bytes> when the OOM killer killed it), signal, end; for a process
  * that is stopped: stopped, continued, snapshot-deferred, attach-deferred.
  * Every line is flushed when written, so a killed memwatch loses at most one line. */
 #ifndef MEMWATCH_RUNLOG_H
@@ -37,7 +44,7 @@
 #include <stdint.h>
 
 #define RUNLOG_MAGIC "# memwatch run.log "
-#define RUNLOG_VERSION 1
+#define RUNLOG_VERSION 2
 #define RUNLOG_NONE UINT64_MAX /* a figure that was not measured */
 
 /* One memory sample of one process (or the total). All sizes in KiB. */
@@ -45,6 +52,10 @@ struct mem_sample {
 	int pid;                 /* 0 for the "total" line */
 	uint64_t rss, anon, file, shmem, swap, vsz;
 	uint64_t pss, uss;       /* RUNLOG_NONE unless measured */
+	/* version 2: RUNLOG_NONE where unknown (and in the lines of version 1) */
+	uint64_t hwm;            /* VmHWM: the most RSS the process ever had */
+	uint64_t cg_usage;       /* its memory cgroup's usage */
+	uint64_t cg_limit;       /*   and limit (RUNLOG_NONE: none) */
 };
 
 /* ---- writing ---- */

@@ -11,12 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The column header of version 1, in order. */
+/* The column header of version 2, in order; version 1 has the first
+ * NCOLUMNS_V1. */
 static const char *const columns[] = {
 	"time_s", "pid", "rss_kib", "anon_kib", "file_kib", "shmem_kib",
-	"swap_kib", "vsz_kib", "pss_kib", "uss_kib",
+	"swap_kib", "vsz_kib", "pss_kib", "uss_kib", "hwm_kib", "cgroup_kib", "cgroup_limit_kib",
 };
-#define NCOLUMNS (sizeof columns / sizeof columns[0])
+#define NCOLUMNS_V2 (sizeof columns / sizeof columns[0])
+#define NCOLUMNS_V1 10
+#define NCOLUMNS (r->ncols)
 
 /* Tokens kept per line: more than any valid line has, so that a line with too
  * many columns is still counted right without storing them. */
@@ -32,6 +35,7 @@ struct reader {
 	int *pidset;             /* slots hold pid + 1 (0 = empty; total is 0 -> 1) */
 	size_t pidset_cap;
 	bool header_seen;
+	size_t ncols;            /* columns of the file's version */
 };
 
 /* Split s in place on blanks; store up to MAXTOK tokens, return how many there are. */
@@ -212,7 +216,8 @@ static int read_header(struct reader *r, char *line, char **cause)
 	return 0;
 bad:
 	return line_error(r, cause, "expected the column header 'time_s pid rss_kib anon_kib "
-			  "file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib'");
+			  "file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib%s'",
+			  NCOLUMNS == NCOLUMNS_V2 ? " hwm_kib cgroup_kib cgroup_limit_kib" : "");
 }
 
 /* One sample line: time, pid or "total", eight figures in KiB or "-". */
@@ -224,6 +229,7 @@ static int read_sample(struct reader *r, char *line, char **cause)
 	uint64_t *fig[] = {
 		&rec.s.rss, &rec.s.anon, &rec.s.file, &rec.s.shmem,
 		&rec.s.swap, &rec.s.vsz, &rec.s.pss, &rec.s.uss,
+		&rec.s.hwm, &rec.s.cg_usage, &rec.s.cg_limit,
 	};
 	size_t n = split(line, tok), i;
 	char cb[64];
@@ -231,13 +237,14 @@ static int read_sample(struct reader *r, char *line, char **cause)
 	if (n != NCOLUMNS)
 		return line_error(r, cause, "expected %zu columns, found %zu", NCOLUMNS, n);
 	memset(&rec, 0, sizeof rec);
+	rec.s.hwm = rec.s.cg_usage = rec.s.cg_limit = RUNLOG_NONE;
 	if (parse_time(tok[0], &rec.t) < 0)
 		return line_error(r, cause, "invalid time_s '%s'", clip(tok[0], cb));
 	if (strcmp(tok[1], "total") == 0)
 		rec.s.pid = 0;
 	else if (parse_pid_field(tok[1], &rec.s.pid) < 0)
 		return line_error(r, cause, "invalid pid '%s'", clip(tok[1], cb));
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < NCOLUMNS - 2; i++)
 		if (parse_kib(tok[2 + i], fig[i]) < 0)
 			return line_error(r, cause, "invalid %s '%s'", columns[2 + i],
 					  clip(tok[2 + i], cb));
@@ -350,11 +357,12 @@ static int read_magic(struct reader *r, const char *line, char **cause)
 		*cause = xasprintf("'%s' is not a memwatch run.log", r->path);
 		return -1;
 	}
-	if (ver != RUNLOG_VERSION) {
-		*cause = xasprintf("'%s' is a run.log of version %ld; this memwatch reads version %d",
-				   r->path, ver, RUNLOG_VERSION);
+	if (ver != 1 && ver != RUNLOG_VERSION) {
+		*cause = xasprintf("'%s' is a run.log of version %ld; this memwatch reads versions 1 "
+				   "and %d", r->path, ver, RUNLOG_VERSION);
 		return -1;
 	}
+	r->ncols = ver == 1 ? NCOLUMNS_V1 : NCOLUMNS_V2;
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "commands.h"
 #include "control.h"
 #include "proc.h"
@@ -38,6 +39,13 @@ struct member {
 	struct capture *cap;
 	char *cmd;               /* its command line, for --metrics */
 	struct growth_window win; /* its recent RSS, for --metrics' growth rate */
+	struct cgmem *cg;        /* its memory cgroup */
+	struct cgmem_trend cgtrend; /*   the cgroup's recent usage, for the time to its limit */
+	bool have_oom;           /*   the kernel counts its OOM kills: */
+	uint64_t oom_kills;      /*   so many at the last sample, */
+	uint64_t oom_kills_before; /*   and at the one before it */
+	uint64_t cg_limit;       /*   its limit (bytes, 0 none) at the last sample */
+	double to_limit;         /*   seconds until the limit at the current rate, -1 none */
 };
 
 /* The signals the loop has acted on, of all that came (stop_signal_count):
@@ -85,8 +93,10 @@ static void status_clear(struct status_line *sl)
 	}
 }
 
-/* Show RSS now, since the start, its rate over the last minute, elapsed time. */
-static void status_show(struct status_line *sl, double t, uint64_t rss_kib, size_t nproc)
+/* Show RSS now, since the start, its rate over the last minute, elapsed time,
+ * and the time left until a memory cgroup's limit (to_limit, -1 none). */
+static void status_show(struct status_line *sl, double t, uint64_t rss_kib, size_t nproc,
+			double to_limit)
 {
 	char now[32], diff[32], rate[32], el[32];
 	double d, r = 0;
@@ -116,10 +126,13 @@ static void status_show(struct status_line *sl, double t, uint64_t rss_kib, size
 	fmt_bytes(rate, sizeof rate, r);
 	fmt_seconds(el, sizeof el, t);
 	{
-		char line[200];
+		char line[240], left[32];
 		int w = snprintf(line, sizeof line, "RSS %s%s  %s%s since start  %s%s/min  %s elapsed",
 				 now, nproc > 1 ? " (total)" : "", d >= 0 ? "+" : "", diff,
 				 r >= 0 ? "+" : "", rate, el);
+		if (to_limit >= 0 && w > 0 && (size_t)w < sizeof line)
+			w += snprintf(line + w, sizeof line - (size_t)w, "  limit in %s",
+				      fmt_seconds(left, sizeof left, to_limit));
 		if (sl->plain)
 			fprintf(stderr, "\r%s%*s", line, sl->width > w ? sl->width - w : 0, "");
 		else
@@ -339,7 +352,7 @@ static void member_add(struct watch *w, int pid, bool root, bool pss_warned, cha
 	}
 	w->m[w->nm++] = (struct member){ .pid = pid, .root = root, .pss_warned = pss_warned,
 					 .cap = capture_new(&w->o->capture, pid, w->log),
-					 .cmd = cmd };
+					 .cmd = cmd, .cg = cgmem_new(pid), .to_limit = -1 };
 }
 
 /* Create the run log (never replacing one unless -f) and write its metadata. */
@@ -467,14 +480,31 @@ static void watch_scan_tree(struct watch *w, double t)
 static void member_gone(struct watch *w, struct member *m, double t)
 {
 	bool is_child = w->run_mode && m->pid == w->o->run_child;
+	char oom[64] = "";
+	uint64_t kills;
 
 	status_clear(&w->sl);
+	/* killed by the OOM killer: its cgroup counted a kill since the sample
+	 * before the last (read through the cgroup's file: the process's own are
+	 * gone). The last one counts too: it may have read the cgroup between
+	 * the kill and the end of the process, which takes a while to give back
+	 * its memory. */
+	if (m->have_oom && cgmem_oom_kills_now(m->cg, &kills) == 0 &&
+	    (kills > m->oom_kills || m->oom_kills > m->oom_kills_before)) {
+		if (m->cg_limit)
+			snprintf(oom, sizeof oom, "oom=1 limit=%llu", (unsigned long long)m->cg_limit);
+		else
+			snprintf(oom, sizeof oom, "oom=1");
+		capture_oom_killed(m->cap, t, m->cg_limit);
+	}
 	if (is_child && w->child_done && WIFSIGNALED(w->child_wstatus))
-		runlog_event(w->log, t, m->pid, "exit", "signal=%d", WTERMSIG(w->child_wstatus));
+		runlog_event(w->log, t, m->pid, "exit", "signal=%d%s%s", WTERMSIG(w->child_wstatus),
+			     *oom ? " " : "", oom);
 	else if (is_child && w->child_done)
-		runlog_event(w->log, t, m->pid, "exit", "status=%d", WEXITSTATUS(w->child_wstatus));
+		runlog_event(w->log, t, m->pid, "exit", "status=%d%s%s", WEXITSTATUS(w->child_wstatus),
+			     *oom ? " " : "", oom);
 	else
-		runlog_event(w->log, t, m->pid, "exit", NULL);
+		runlog_event(w->log, t, m->pid, "exit", *oom ? "%s" : NULL, oom);
 	if (capture_end(m->cap, t, END_EXITED, true) < 0)
 		w->lost_output = true;
 	capture_free(m->cap);
@@ -482,9 +512,33 @@ static void member_gone(struct watch *w, struct member *m, double t)
 	m->gone = true;
 }
 
+/* Its memory cgroup at this sample, into s: usage and limit (KiB), the time
+ * left until the limit at the usage's growth over the last seconds, and the
+ * count of OOM kills that tells a kill when it dies. */
+static void member_cgroup(struct member *m, double t, struct mem_sample *s)
+{
+	struct cgmem_sample cs;
+	double rate;
+
+	m->to_limit = -1;
+	/* none (a process that is exiting may show none any more): the limit
+	 * of the last reading stays, for the OOM kill said at its end */
+	if (cgmem_read(m->cg, &cs) < 0)
+		return;
+	s->cg_usage = cs.usage / 1024;
+	s->cg_limit = cs.limit ? cs.limit / 1024 : RUNLOG_NONE;
+	m->cg_limit = cs.limit;
+	m->oom_kills_before = m->have_oom ? m->oom_kills : cs.oom_kills;
+	m->oom_kills = cs.oom_kills;
+	m->have_oom = cs.have_oom_kills;
+	cgmem_trend_push(&m->cgtrend, t, (double)cs.usage);
+	if (cs.limit && cgmem_trend_rate(&m->cgtrend, &rate))
+		m->to_limit = cgmem_seconds_to_limit(cs.usage, cs.limit, rate);
+}
+
 /* One member's sample: the log line, its capture, its metrics into *mp. False
  * when it is gone. */
-static bool member_sample(struct watch *w, struct member *m, const struct proc_stat *ps,
+static bool member_sample(struct watch *w, struct member *m, struct proc_stat *ps,
 			  double t, struct metrics_proc *mp)
 {
 	bool is_child = w->run_mode && m->pid == w->o->run_child;
@@ -502,6 +556,7 @@ static bool member_sample(struct watch *w, struct member *m, const struct proc_s
 		m->pss_warned = true;
 	}
 	note_stopped(w->log, t, m, ps);
+	member_cgroup(m, t, &ps->s);
 	runlog_sample(w->log, t, &ps->s);
 	capture_sample(m->cap, t, &ps->s);
 	if (w->o->metrics) {
@@ -512,6 +567,7 @@ static bool member_sample(struct watch *w, struct member *m, const struct proc_s
 		mp->have_growth = growth_window_slope(&m->win, &mp->growth_bps);
 		mp->capture = capture_state_name(m->cap);
 		mp->snapshots = capture_snapshots(m->cap);
+		mp->to_limit = m->to_limit;
 	}
 	return true;
 }
@@ -556,8 +612,10 @@ static void watch_drop_gone(struct watch *w)
 	for (i = 0; i < w->nm; i++) {
 		if (!w->m[i].gone)
 			w->m[j++] = w->m[i];
-		else
+		else {
 			free(w->m[i].cmd);
+			cgmem_free(w->m[i].cg);
+		}
 	}
 	w->nm = j;
 }
@@ -593,7 +651,9 @@ static bool watch_over(struct watch *w)
  * total, the metrics and the status line. False when the watch ends. */
 static bool watch_sample(struct watch *w)
 {
-	struct mem_sample total = { .pid = 0 };
+	struct mem_sample total = { .pid = 0, .hwm = RUNLOG_NONE, .cg_usage = RUNLOG_NONE,
+				    .cg_limit = RUNLOG_NONE };
+	double to_limit = -1;
 	bool total_pss = true;
 	size_t live = 0, i;
 	double t;
@@ -620,6 +680,8 @@ static bool watch_sample(struct watch *w)
 		if (!member_sample(w, &w->m[i], &w->stats[i], t, &w->mprocs[live]))
 			continue;
 		live++;
+		if (w->m[i].to_limit >= 0 && (to_limit < 0 || w->m[i].to_limit < to_limit))
+			to_limit = w->m[i].to_limit;
 		total_add(&total, &total_pss, &w->stats[i].s);
 	}
 	if (!total_pss || !w->o->pss)
@@ -630,7 +692,7 @@ static bool watch_sample(struct watch *w)
 		watch_write_metrics(w, live, t);
 	watch_drop_gone(w);
 	if (live > 0)
-		status_show(&w->sl, t, total.rss, live);
+		status_show(&w->sl, t, total.rss, live, to_limit);
 	return !watch_over(w);
 }
 
@@ -746,6 +808,7 @@ static void watch_end(struct watch *w)
 			w->lost_output = true;
 		capture_free(w->m[i].cap);
 		free(w->m[i].cmd);
+		cgmem_free(w->m[i].cg);
 	}
 	w->nm = 0;
 	/* after the last snapshots, which may have taken a while */

@@ -4,7 +4,7 @@
 # by what it allocated, a flat one's stays flat; no status line off a terminal.
 . "$top_srcdir/tests/lib.sh"
 
-cols='time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib'
+cols='time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib hwm_kib cgroup_kib cgroup_limit_kib'
 
 # grow: 1 MiB every 100 ms, 30 times (30 MiB over 3 s), then hold
 start_target "$TARGETS/grow" 1024 100 30
@@ -13,7 +13,7 @@ grow=$target_pid
 wait_until "grep -q grow /proc/$grow/cmdline 2>/dev/null" 10
 run_mw 0 -p "$grow" -i 200ms -d 4s -o grow.log
 [ -s err ] && fail "stderr is not empty off a terminal: $(cat err)"
-expect_grep '^# memwatch run\.log 1$' grow.log
+expect_grep '^# memwatch run\.log 2$' grow.log
 expect_grep "^# command: memwatch -p $grow -i 200ms -d 4s -o grow.log\$" grow.log
 expect_grep '^# start: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z [0-9]+\.[0-9]{3}$' grow.log
 expect_grep '^# interval_ms: 200$' grow.log
@@ -22,9 +22,13 @@ expect_grep '^# pss: no$' grow.log
 expect_grep '^# event 0\.000 - start$' grow.log
 expect_grep '^# event [0-9.]+ - end reason=duration$' grow.log
 [ "$(grep -v '^#' grow.log | head -n 1)" = "$cols" ] || fail "column header is not '$cols'"
-# every sample line: 10 columns, the pid, numbers and '-' for pss/uss
-bad=$(grep -v '^#' grow.log | sed 1d | grep -Evc "^[0-9]+\.[0-9]{3} $grow( [0-9]+){6} - -\$")
+# every sample line: 13 columns, the pid, numbers and '-' for pss/uss, VmHWM,
+# the memory cgroup's usage and limit ('-' when there is none)
+bad=$(grep -v '^#' grow.log | sed 1d | grep -Evc "^[0-9]+\.[0-9]{3} $grow( [0-9]+){6} - - [0-9]+ ([0-9]+|-) ([0-9]+|-)\$")
 [ "$bad" -eq 0 ] || fail "$bad malformed sample lines"
+# VmHWM is the most RSS it ever had: never below RSS, never falling
+awk -v p="$grow" '$2 == p { if ($11 < $3 || (n++ && $11 < hwm)) bad = 1; hwm = $11 }
+	END { exit bad }' grow.log || fail "hwm_kib is below rss_kib or fell"
 # 4 s at 200 ms: 21 samples on an idle machine; a loaded one may skip a few
 n=$(grep -Ec "^[0-9.]+ $grow " grow.log)
 [ "$n" -ge 12 ] && [ "$n" -le 22 ] || fail "$n samples for 4 s at 200 ms"
@@ -51,7 +55,7 @@ wait_until "awk '/^RssAnon:/ { exit !(\$2 >= 16384) }' /proc/$flat/status 2>/dev
 run_mw 0 watch -p "/proc/$flat" -i 100ms -d 1s -o flat.log --pss
 expect_grep "^# command: memwatch watch -p /proc/$flat " flat.log
 expect_grep '^# pss: yes$' flat.log
-n=$(grep -Ec "^[0-9.]+ $flat( [0-9]+){8}\$" flat.log)
+n=$(grep -Ec "^[0-9.]+ $flat( [0-9]+){9} ([0-9]+|-) ([0-9]+|-)\$" flat.log)
 [ "$n" -ge 5 ] || fail "$n samples with PSS and USS for the flat target"
 awk -v p="$flat" '$2 == p { if ($4 < min || !n++) min = $4; if ($4 > max) max = $4 }
 	END { exit !(max - min <= 256 && min >= 16384) }' flat.log ||

@@ -211,6 +211,14 @@ struct mw_heap_figures {
 	uint64_t dropped_bytes;
 };
 void mw_heap_figures(struct mw_heap_figures *f) MW_HIDDEN;
+/* The high-water mark of the estimated live heap (heap.c), read without a
+ * lock by the control thread: live is the running total, count the peaks
+ * marked since the agent started (it never goes back, so a client sees a new
+ * one by the count), bytes and ns (CLOCK_MONOTONIC) the last one's. */
+struct mw_peak {
+	uint64_t live, next, bytes, ns, count;
+};
+extern struct mw_peak mw_peak MW_HIDDEN;
 /* Copy every stack into a malloc'd array (*out, caller frees). -1 on ENOMEM. */
 int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f) MW_HIDDEN;
 

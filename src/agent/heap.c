@@ -388,11 +388,40 @@ static uint64_t *shard_delta(struct shard *sh, uint32_t id)
 	return d->d;
 }
 
+/* The high-water mark of the live sampled heap: the running total of every
+ * live sample's weight (kept beside the shards' figures, whose sum needs every
+ * lock), and the total that marks the next peak. A sample that takes the total
+ * past it costs one compare more; marking is rare (each mark raises the next
+ * one by 10 % and at least 8 MiB), and a lost race between two threads only
+ * marks twice. */
+#define PEAK_FIRST ((uint64_t)8 << 20)
+#define PEAK_STEP ((uint64_t)8 << 20)
+struct mw_peak mw_peak = { .next = PEAK_FIRST };
+
+/* The total passed the next mark: record the peak, raise the mark. */
+static __attribute__((noinline, cold)) void peak_mark(uint64_t total)
+{
+	uint64_t next = total + total / 10;
+	if (next < total + PEAK_STEP)
+		next = total + PEAK_STEP;
+	__atomic_store_n(&mw_peak.bytes, total, __ATOMIC_RELAXED);
+	__atomic_store_n(&mw_peak.ns, mw_now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&mw_peak.next, next, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&mw_peak.count, 1, __ATOMIC_RELEASE);
+}
+
 /* Add (sign 1) or take away (sign -1) a block's live weight on its stack.
  * Under the lock of the block's shard. */
 static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
 {
 	uint64_t *d;
+	if (sign > 0) {
+		uint64_t total = __atomic_add_fetch(&mw_peak.live, wb, __ATOMIC_RELAXED);
+		if (total > __atomic_load_n(&mw_peak.next, __ATOMIC_RELAXED))
+			peak_mark(total);
+	} else {
+		__atomic_sub_fetch(&mw_peak.live, wb, __ATOMIC_RELAXED);
+	}
 	if (id == STACK_DROPPED) {
 		sh->dropped_live_bytes += sign > 0 ? wb : -wb;
 		return;
@@ -715,6 +744,9 @@ static void reset_locked(void)
 		memset(sh->delta, 0, sizeof sh->delta);
 	}
 	mw_stacks_reset_locked();
+	__atomic_store_n(&mw_peak.live, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&mw_peak.bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&mw_peak.next, PEAK_FIRST, __ATOMIC_RELAXED);
 	memset(pending, 0, sizeof pending);
 	pending_count = 0;
 	if (madvise(mw_filter_bits, sizeof mw_filter_bits, MADV_DONTNEED) != 0)

@@ -15,12 +15,20 @@
  *   status
  *   hold          (hold the capture without starting it: take over one the
  *                 agent started on its own, capture=now)
+ *   peak          (the high-water mark of the estimated live heap)
  * Replies are one line, "ok ..." or "err <message>", except that "snapshot" is
  * answered by "ok <nbytes>\n" followed by exactly nbytes of .snap encoding.
  * "status" answers "ok capturing=<0|1> rate=<R> samples=<n> stacks=<n> live=<bytes> pid=<pid>
  * hooks=<n> holders=<n>": samples taken since capture start, distinct stacks,
  * estimated live bytes, the number of GOT slots patched now (0 once stop removed
  * them), and how many hold the capture.
+ * "peak" answers "ok peaks=<n> peak=<bytes> live=<bytes> age-ms=<ms>": the
+ * estimated live heap marks a peak each time it passes the last one by 10 %
+ * and 8 MiB; n counts the peaks marked (it only grows: a client that saw n
+ * knows a new one by n changing), peak is the last one's live bytes, age-ms
+ * how long ago it was marked, live the estimate now. It takes no lock, so a
+ * watch may ask it at every sample. (An agent older than this request
+ * answers "err unknown request".)
  *
  * Several clients share one capture. "start" and "hold" give the connection a
  * hold on it; capture runs while anyone holds it. "start" when capture is off

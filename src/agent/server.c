@@ -229,6 +229,18 @@ static int do_status(int fd)
 		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff, mw_python_why());
 }
 
+/* The high-water mark, from counters read without a lock: cheap enough for
+ * every sample of the watch. peak-ms is the last peak's age. */
+static int do_peak(int fd)
+{
+	uint64_t count = __atomic_load_n(&mw_peak.count, __ATOMIC_ACQUIRE);
+	uint64_t ns = __atomic_load_n(&mw_peak.ns, __ATOMIC_RELAXED), now = mw_now_ns();
+	return reply(fd, "ok peaks=%llu peak=%llu live=%llu age-ms=%llu", (unsigned long long)count,
+		     (unsigned long long)__atomic_load_n(&mw_peak.bytes, __ATOMIC_RELAXED),
+		     (unsigned long long)__atomic_load_n(&mw_peak.live, __ATOMIC_RELAXED),
+		     (unsigned long long)(count && now > ns ? (now - ns) / 1000000u : 0));
+}
+
 static int do_snapshot(int fd)
 {
 	unsigned char *buf = NULL;
@@ -350,6 +362,8 @@ static int handle_line(struct client *c, char *line)
 		return do_status(fd);
 	if (strcmp(line, "snapshot") == 0)
 		return do_snapshot(fd);
+	if (strcmp(line, "peak") == 0)
+		return do_peak(fd);
 	return reply(fd, "err unknown request '%.100s'", line);
 }
 

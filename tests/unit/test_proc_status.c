@@ -30,6 +30,7 @@ static const char status_text[] =
 	"NSpid:\t4243\t8\n"
 	"VmPeak:\t  20000 kB\n"
 	"VmSize:\t  19000 kB\n"
+	"VmHWM:\t   7000 kB\n"
 	"VmRSS:\t   5000 kB\n"
 	"RssAnon:\t   3000 kB\n"
 	"RssFile:\t   1500 kB\n"
@@ -69,6 +70,7 @@ static void test_fields(void **state)
 	assert_int_equal(st.rss_file, 1500);
 	assert_int_equal(st.rss_shmem, 500);
 	assert_int_equal(st.vm_swap, 12);
+	assert_int_equal(st.vm_hwm, 7000);
 	free(buf);
 }
 

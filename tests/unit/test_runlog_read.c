@@ -186,6 +186,45 @@ static void test_cut_last_line(void **state)
 	expect_error("# memwatch run.log 1\n# pss: no\ntime_s pid rss", "'F' holds no samples");
 }
 
+/* Version 2: three more columns, VmHWM and the memory cgroup's usage and
+ * limit; a version 1 line in it is refused, and the other way round. */
+static void test_version2(void **state)
+{
+	static const char head2[] = "# memwatch run.log 2\n# pss: no\n"
+		"time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib "
+		"hwm_kib cgroup_kib cgroup_limit_kib\n";
+	char *cause = NULL, text[1024];
+	struct runlog_data *d;
+	(void)state;
+
+	snprintf(text, sizeof text, "%s0.000 1234 10240 8192 2048 0 0 65536 - - 20480 51200 163840\n"
+		 "0.000 total 10240 8192 2048 0 0 65536 - - - - -\n", head2);
+	d = read_text(text, &cause);
+	assert_null(cause);
+	assert_non_null(d);
+	assert_int_equal(d->nsamples, 2);
+	assert_int_equal(d->samples[0].s.hwm, 20480);
+	assert_int_equal(d->samples[0].s.cg_usage, 51200);
+	assert_int_equal(d->samples[0].s.cg_limit, 163840);
+	assert_true(d->samples[1].s.hwm == RUNLOG_NONE);
+	assert_true(d->samples[1].s.cg_limit == RUNLOG_NONE);
+	runlog_data_free(d);
+	/* a version 1 log read by this reader: the new figures are unknown */
+	d = read_text(HEAD "0.000 1234 10240 8192 2048 0 0 65536 - -\n", &cause);
+	assert_non_null(d);
+	assert_true(d->samples[0].s.hwm == RUNLOG_NONE && d->samples[0].s.cg_usage == RUNLOG_NONE &&
+		    d->samples[0].s.cg_limit == RUNLOG_NONE);
+	runlog_data_free(d);
+	snprintf(text, sizeof text, "%s0.000 1234 10240 8192 2048 0 0 65536 - -\n", head2);
+	expect_error(text, "'F' line 4: expected 13 columns, found 10");
+	snprintf(text, sizeof text, "%s0.000 1234 1 1 1 1 1 1 - - 1 x 1\n", head2);
+	expect_error(text, "'F' line 4: invalid cgroup_kib 'x'");
+	expect_error("# memwatch run.log 2\ntime_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib "
+		     "pss_kib uss_kib\n",
+		     "'F' line 2: expected the column header 'time_s pid rss_kib anon_kib file_kib shmem_kib "
+		     "swap_kib vsz_kib pss_kib uss_kib hwm_kib cgroup_kib cgroup_limit_kib'");
+}
+
 static void test_not_runlog(void **state)
 {
 	(void)state;
@@ -193,7 +232,8 @@ static void test_not_runlog(void **state)
 	expect_error("time,rss\n0,100\n", "'F' is not a memwatch run.log");
 	expect_error("# memwatch run.log\n", "'F' is not a memwatch run.log");
 	expect_error("# memwatch run.log 1x\n", "'F' is not a memwatch run.log");
-	expect_error("# memwatch run.log 2\n", "'F' is a run.log of version 2; this memwatch reads version 1");
+	expect_error("# memwatch run.log 3\n", "'F' is a run.log of version 3; this memwatch reads versions 1 and 2");
+	expect_error("# memwatch run.log 0\n", "'F' is a run.log of version 0; this memwatch reads versions 1 and 2");
 	expect_error("# memwatch run", "'F' is not a memwatch run.log");
 	expect_error("\x89PNG\r\n\x1a\n", "'F' is not a memwatch run.log");
 	expect_error("# memwatch run.log 1\n", "'F' holds no samples");
@@ -319,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_stopped_events),
 		cmocka_unit_test(test_cut_last_line),
 		cmocka_unit_test(test_not_runlog),
+		cmocka_unit_test(test_version2),
 		cmocka_unit_test(test_bad_lines),
 		cmocka_unit_test(test_largest_figures),
 		cmocka_unit_test(test_nul_byte),

@@ -66,7 +66,8 @@ static void test_format(void **state)
 	struct runlog *log;
 	struct mem_sample s = { .pid = 1234, .rss = 10240, .anon = 8192, .file = 2048,
 				.shmem = 0, .swap = 4, .vsz = 65536,
-				.pss = RUNLOG_NONE, .uss = RUNLOG_NONE };
+				.pss = RUNLOG_NONE, .uss = RUNLOG_NONE, .hwm = 20480,
+				.cg_usage = 51200, .cg_limit = RUNLOG_NONE };
 	struct mem_sample tot = s;
 	(void)state;
 
@@ -80,6 +81,7 @@ static void test_format(void **state)
 	tot.pid = 0;
 	tot.pss = 77;
 	tot.uss = 66;
+	tot.hwm = tot.cg_usage = tot.cg_limit = RUNLOG_NONE;
 	runlog_sample(log, 1.0004, &tot);
 	runlog_event(log, 5.0019, 1234, "trigger", "rss=%d rule=%s", 75000, "+64MiB");
 	runlog_event(log, 9, 0, "end", "reason=%s", "exited");
@@ -89,15 +91,16 @@ static void test_format(void **state)
 
 	text = slurp(path);
 	/* line 3 is the start time, which changes */
-	assert_true(strncmp(text, "# memwatch run.log 1\n# command: memwatch -p 1234\n# start: ", 58) == 0);
+	assert_true(strncmp(text, "# memwatch run.log 2\n# command: memwatch -p 1234\n# start: ", 58) == 0);
 	assert_string_equal(from_line(text, 3),
 		"# interval_ms: 1000\n"
 		"# process: 1234 ./server --two lines\n"
 		"# pss: no\n"
-		"time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib\n"
+		"time_s pid rss_kib anon_kib file_kib shmem_kib swap_kib vsz_kib pss_kib uss_kib "
+		"hwm_kib cgroup_kib cgroup_limit_kib\n"
 		"# event 0.000 - start\n"
-		"0.000 1234 10240 8192 2048 0 4 65536 - -\n"
-		"1.000 total 10240 8192 2048 0 4 65536 77 66\n"
+		"0.000 1234 10240 8192 2048 0 4 65536 - - 20480 51200 -\n"
+		"1.000 total 10240 8192 2048 0 4 65536 77 66 - - -\n"
 		"# event 5.002 1234 trigger rss=75000 rule=+64MiB\n"
 		"# event 9.000 - end reason=exited\n");
 	free(text);
