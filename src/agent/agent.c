@@ -172,6 +172,7 @@ static void atfork_child(void)
 	mw_hooks_atfork_child();
 	mw_heap_atfork_child();
 	mw_python_atfork_child();
+	mw_js_atfork_child();
 	mw_server_atfork_child();
 	if (mw_capture_atfork_child(children_mode && was && !mw_fork_tainted) &&
 	    mw_server_start(&why) < 0)
