@@ -15,6 +15,9 @@ struct control_status {
 	uint64_t hooks;          /* GOT slots patched now; 0 when the hooks are removed */
 	char python[16];         /* CPython: none, unsupported, off, waiting, on, finalized ("" unknown) */
 	unsigned python_major, python_minor;   /* its version, where one was found */
+	char js[16];             /* node's JavaScript heap: none, unsupported, off, waiting, on, gone */
+	char js_version[48];     /* V8's version ("-": none) */
+	char js_why[200];        /* why JavaScript objects were last not read ("": they were) */
 };
 
 /* Connect to the agent of pid. Returns a socket fd, or -errno with *cause set:
@@ -46,6 +49,11 @@ int control_status(int fd, struct control_status *st, char **cause);
  * unsupported version, the GIL not yet had, the interpreter finalized), as one
  * line into buf; NULL when there is nothing to say. */
 const char *control_python_note(const struct control_status *st, char *buf, size_t len);
+/* What a status says about node's JavaScript objects when they are not in
+ * the snapshots (a V8 the agent does not read, the JavaScript thread not at
+ * a safe point in time, its isolate torn down), as one line into buf; NULL
+ * when there is nothing to say. */
+const char *control_js_note(const struct control_status *st, char *buf, size_t len);
 /* Ask for a snapshot; *buf (caller frees) holds the .snap bytes. 0 or -1. */
 int control_snapshot(int fd, unsigned char **buf, size_t *len, char **cause);
 

@@ -20,8 +20,10 @@
  * meanwhile. The first interrupt registers an environment cleanup hook with
  * node; the hook, run on the JavaScript thread before node disposes of the
  * isolate, stops the profiler and forgets the isolate, under the lock every
- * later RequestInterrupt is called with. Worker threads' isolates are not
- * sampled. */
+ * later RequestInterrupt is called with. No signal is sent before V8 has a
+ * platform: node sets every signal's disposition back to the default early
+ * in main, before it initializes V8, which would make ours kill it. Worker
+ * threads' isolates are not sampled. */
 #include "config.h"
 
 #define _GNU_SOURCE 1
@@ -60,6 +62,7 @@ struct v8_api {
 	void *(*current_context)(void *iso);
 	void *(*node_env)(void *context);
 	void (*add_cleanup)(void *iso, void (*fn)(void *), void *arg);
+	void *(*platform)(void);
 };
 static const struct { const char *name; size_t off; } v8_syms[] = {
 #define S(f, n) { n, offsetof(struct v8_api, f) }
@@ -77,6 +80,7 @@ static const struct { const char *name; size_t off; } v8_syms[] = {
 	S(current_context, "_ZN2v87Isolate17GetCurrentContextEv"),
 	S(node_env, "_ZN4node21GetCurrentEnvironmentEN2v85LocalINS0_7ContextEEE"),
 	S(add_cleanup, "_ZN4node25AddEnvironmentCleanupHookEPN2v87IsolateEPFvPvES3_"),
+	S(platform, "_ZN2v85debug18GetCurrentPlatformEv"),
 #undef S
 };
 static struct v8_api v8;
@@ -246,8 +250,7 @@ static void on_start(void *iso, void *data)
 	}
 	running = v8.start(v8.heap_profiler(iso), interval, depth, 0);
 	js_state = running ? MW_JS_ON : MW_JS_OFF;
-	if (!running)
-		set_why("V8 refused to start its sampling heap profiler");
+	set_why(running ? "" : "V8 refused to start its sampling heap profiler");
 out:
 	pthread_mutex_unlock(&js_lock);
 	mw_tls.guard--;
@@ -554,6 +557,8 @@ static bool find_and_start(void)
 	int st;
 	void *iso;
 
+	if (!v8.platform())
+		return true;    /* node is still starting */
 	if (!(js_signal = pick_signal(&old))) {
 		pthread_mutex_lock(&js_lock);
 		set_why("no free real-time signal to find the JavaScript thread");
