@@ -252,6 +252,7 @@ static int agent_start(const char *options)
 	}
 	mw_heap_configure(o.rate, o.depth, o.max_stacks);
 	mw_unwind_threads(o.unwind_threads);
+	mw_js_init();
 	mw_hooks_install(true);
 	if (o.capture_now)
 		mw_capture_start(o.rate, o.depth, o.max_stacks);

@@ -322,6 +322,9 @@ enum mw_js_state {
 	MW_JS_ON,            /* V8's sampling heap profiler running */
 	MW_JS_GONE,          /* the isolate was torn down: native-only */
 };
+/* At the agent's start, on a thread that has the program's descriptor table:
+ * V8's API looked for, and where it is, the helper thread started. */
+void mw_js_init(void) MW_HIDDEN;
 void mw_js_capture_start(void) MW_HIDDEN;
 void mw_js_capture_stop(void) MW_HIDDEN;
 /* enum mw_js_state; V8's version ("-" if none) and why JS was last not read ("" if it was). */

@@ -20,7 +20,10 @@
  * meanwhile. The first interrupt registers an environment cleanup hook with
  * node; the hook, run on the JavaScript thread before node disposes of the
  * isolate, stops the profiler and forgets the isolate, under the lock every
- * later RequestInterrupt is called with. No signal is sent before V8 has a
+ * later request is made with. Once the profiler runs, reading and stopping
+ * it go through node::RequestInterrupt, which also wakes an idle event loop;
+ * the start cannot (node's Environment is known only on its thread), and
+ * waits for the JavaScript thread to run JavaScript. No signal is sent before V8 has a
  * platform: node sets every signal's disposition back to the default early
  * in main, before it initializes V8, which would make ours kill it. Worker
  * threads' isolates are not sampled. */
@@ -63,6 +66,7 @@ struct v8_api {
 	void *(*node_env)(void *context);
 	void (*add_cleanup)(void *iso, void (*fn)(void *), void *arg);
 	void *(*platform)(void);
+	void (*node_interrupt)(void *env, void (*fn)(void *), void *arg);
 };
 static const struct { const char *name; size_t off; } v8_syms[] = {
 #define S(f, n) { n, offsetof(struct v8_api, f) }
@@ -81,6 +85,7 @@ static const struct { const char *name; size_t off; } v8_syms[] = {
 	S(node_env, "_ZN4node21GetCurrentEnvironmentEN2v85LocalINS0_7ContextEEE"),
 	S(add_cleanup, "_ZN4node25AddEnvironmentCleanupHookEPN2v87IsolateEPFvPvES3_"),
 	S(platform, "_ZN2v85debug18GetCurrentPlatformEv"),
+	S(node_interrupt, "_ZN4node16RequestInterruptEPNS_11EnvironmentEPFvPvES2_"),
 #undef S
 };
 static struct v8_api v8;
@@ -129,6 +134,7 @@ static char js_why[96];                /* the last reason JS was not read */
 static bool want;                      /* capture is on */
 static bool helper_running;
 static void *js_iso;                   /* alive while this is set (cleanup hook) */
+static void *js_env;                   /* its node::Environment, once known */
 static bool running;                   /* the profiler is started on js_iso */
 static bool hooked;                    /* the cleanup hook is registered for js_iso */
 static void *gone_iso;                 /* an isolate torn down: never touched again */
@@ -215,6 +221,7 @@ static void on_cleanup(void *arg)
 		v8.stop(v8.heap_profiler(js_iso));
 	gone_iso = js_iso;
 	js_iso = NULL;
+	js_env = NULL;
 	running = false;
 	js_state = MW_JS_GONE;
 	set_why("the isolate was torn down");
@@ -238,6 +245,7 @@ static void on_start(void *iso, void *data)
 			env = v8.node_env(v8.current_context(iso));
 		if (env)
 			v8.add_cleanup(iso, on_cleanup, NULL);
+		js_env = env;
 		v8.hs_fini(hs);
 		if (!env) {
 			/* Without the hook, the isolate's end could not be seen. */
@@ -268,6 +276,33 @@ static void on_stop(void *iso, void *data)
 	}
 	pthread_mutex_unlock(&js_lock);
 	mw_tls.guard--;
+}
+
+/* node::RequestInterrupt's callbacks: on the isolate's own thread. */
+static void node_start(void *data)
+{
+	on_start(v8.try_get_current(), data);
+}
+
+static void node_stop(void *data)
+{
+	on_stop(v8.try_get_current(), data);
+}
+
+static void on_read(void *iso, void *data);
+static void node_read(void *data)
+{
+	on_read(v8.try_get_current(), data);
+}
+
+/* Have v8cb (V8's interrupt) or nodecb (node's, which wakes an idle event
+ * loop) run on the JavaScript thread. Called with js_lock held and js_iso set. */
+static void ask(void (*v8cb)(void *, void *), void (*nodecb)(void *), void *data)
+{
+	if (js_env)
+		v8.node_interrupt(js_env, nodecb, data);
+	else
+		v8.request_interrupt(js_iso, v8cb, data);
 }
 
 static void result_free(struct js_result *r)
@@ -607,61 +642,103 @@ static bool find_and_start(void)
 	return true;
 }
 
-/* The helper: until capture stops, look for the main thread's isolate (node
- * creates it after the agent was preloaded) and have the profiler started. */
+/* The helper thread, started with the agent from a thread that has the
+ * program's descriptor table (the control thread has one of its own, where
+ * node::RequestInterrupt's write to the event loop's eventfd would fail and
+ * libuv abort): while capture is on and the isolate is not known, it looks
+ * for it every JS_POLL_NS; it makes the requests that the control thread
+ * posts (post_*), all under js_lock. */
+static pthread_cond_t helper_cond = PTHREAD_COND_INITIALIZER;
+static bool helper_running;
+static bool post_start, post_stop, find_failed;
+static uint64_t post_read;      /* the generation of a read to ask for (0: none) */
+
 static void *helper(void *arg)
 {
 	(void)arg;
 	mw_tls.guard = 1;
+	pthread_mutex_lock(&js_lock);
 	for (;;) {
-		struct timespec ts = { 0, (long)JS_POLL_NS };
-		bool go;
-		pthread_mutex_lock(&js_lock);
-		go = want && !js_iso && js_state != MW_JS_GONE;
-		if (!go)
-			helper_running = false;
-		pthread_mutex_unlock(&js_lock);
-		if (!go)
-			break;
-		if (!find_and_start()) {
-			pthread_mutex_lock(&js_lock);
-			helper_running = false;
-			pthread_mutex_unlock(&js_lock);
-			break;
+		if (js_iso) {
+			if (post_stop)
+				ask(on_stop, node_stop, NULL);
+			if (post_start)
+				ask(on_start, node_start, NULL);
+			if (post_read)
+				ask(on_read, node_read, (void *)(uintptr_t)post_read);
 		}
-		nanosleep(&ts, NULL);
+		post_stop = post_start = false;
+		post_read = 0;
+		if (want && !js_iso && js_state != MW_JS_GONE && !find_failed) {
+			struct timespec dl;
+			pthread_mutex_unlock(&js_lock);
+			if (!find_and_start()) {
+				pthread_mutex_lock(&js_lock);
+				find_failed = true;
+				continue;
+			}
+			pthread_mutex_lock(&js_lock);
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_nsec += (long)JS_POLL_NS;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			if (!post_stop && !post_start && !post_read)
+				pthread_cond_timedwait(&helper_cond, &js_lock, &dl);
+			continue;
+		}
+		if (!post_stop && !post_start && !post_read)
+			pthread_cond_wait(&helper_cond, &js_lock);
 	}
 	return NULL;
 }
 
-void mw_js_capture_start(void)
+void mw_js_init(void)
 {
 	pthread_t t;
 	pthread_attr_t a;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
 	probe();
-	if (js_state == MW_JS_NONE || js_state == MW_JS_UNSUPPORTED || js_state == MW_JS_GONE) {
+	if (js_state == MW_JS_OFF && !helper_running) {
+		sigset_t all, old;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		/* no signal of the program's is ever delivered to it */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&t, &a, helper, NULL) == 0)
+			helper_running = true;
+		else
+			set_why("no thread to find the JavaScript thread");
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&a);
+	}
+	pthread_mutex_unlock(&js_lock);
+	mw_tls.guard--;
+}
+
+void mw_js_capture_start(void)
+{
+	mw_tls.guard++;
+	pthread_mutex_lock(&js_lock);
+	if (!helper_running || js_state == MW_JS_GONE) {
 		pthread_mutex_unlock(&js_lock);
 		mw_tls.guard--;
 		return;
 	}
 	want = true;
+	find_failed = false;
 	interval = mw_rate > 1 ? mw_rate : 1;
 	depth = (int)(mw_depth ? mw_depth : MW_DEFAULT_DEPTH);
 	if (js_iso && !running) {
 		js_state = MW_JS_WAITING;
-		v8.request_interrupt(js_iso, on_start, NULL);
-	} else if (!js_iso && !helper_running) {
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&a, 64 * 1024);
-		if (pthread_create(&t, &a, helper, NULL) == 0)
-			helper_running = true;
-		else
-			set_why("no thread to find the JavaScript thread");
-		pthread_attr_destroy(&a);
+		set_why("the JavaScript thread has not reached a safe point yet");
+		post_start = true;
 	}
+	pthread_cond_broadcast(&helper_cond);
 	pthread_mutex_unlock(&js_lock);
 	mw_tls.guard--;
 }
@@ -672,12 +749,15 @@ void mw_js_capture_stop(void)
 	pthread_mutex_lock(&js_lock);
 	want = false;
 	if (js_iso && running)
-		v8.request_interrupt(js_iso, on_stop, NULL);
+		post_stop = true;
+	post_start = false;
+	post_read = 0;
 	if (js_state == MW_JS_WAITING || js_state == MW_JS_ON)
 		js_state = MW_JS_OFF;
 	req_gen++;
 	result_free(result);
 	result = NULL;
+	pthread_cond_broadcast(&helper_cond);
 	pthread_cond_broadcast(&js_cond);
 	pthread_mutex_unlock(&js_lock);
 	mw_tls.guard--;
@@ -720,7 +800,8 @@ static struct js_result *take_result(uint64_t wait_ns)
 	result_free(result);
 	result = NULL;
 	gen = ++req_gen;
-	v8.request_interrupt(js_iso, on_read, (void *)(uintptr_t)gen);
+	post_read = gen;
+	pthread_cond_broadcast(&helper_cond);
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += (time_t)(wait_ns / 1000000000ull);
 	dl.tv_nsec += (long)(wait_ns % 1000000000ull);
@@ -830,6 +911,9 @@ void mw_js_atfork_child(void)
 	pthread_cond_init(&js_cond, NULL);
 	want = false;
 	helper_running = false;
+	post_start = post_stop = false;
+	post_read = 0;
+	pthread_cond_init(&helper_cond, NULL);
 	js_iso = NULL;
 	running = false;
 	result = NULL;
