@@ -1,0 +1,42 @@
+#!/bin/sh
+# run-node-exit.sh: node ending while its JavaScript heap is captured, with
+# snapshots taken every few MiB of growth: its event loop running dry (node
+# tears its environment and isolate down: the agent's cleanup hook forgets
+# them), process.exit(), and the same under memwatch run (whose last
+# snapshot is written at exit). node exits 0 every time, no crash; memwatch -p
+# exits 7 (every watched process exited) with its report, memwatch run with
+# node's status, 0; neither says more of the end than that.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/node-lib.sh"
+need_ptrace
+need_node
+
+# ends NAME MODE: js_grow.js MODE 3 watched by memwatch -p until it ends
+ends() {
+	start_js "$1" "$2" 3 || return 0
+	run_mw 7 -p "$t" -i 100ms -q --capture now --snap-every +4MiB -o "$1.log"
+	cp out "$1.report"
+	cp err "$1.stderr"
+	expect_target_exit "$t" "$1"
+	expect_no_grep 'Segmentation|Abort|FATAL|core dumped' "$1.err"
+	expect_grep "^# event [0-9.]+ $t capture-start " "$1.log"
+	expect_grep "^# event [0-9.]+ $t snapshot .*path=.*\\.2\\.snap" "$1.log"
+	expect_grep 'retainObjects  .*js_grow\.js' "$1.report"
+	expect_no_grep 'not sampled|crash|signal' "$1.stderr"
+}
+
+ends dry end
+ends exit exit
+
+# memwatch run: its last snapshot written by the agent at exit
+run_mw 0 run -q -i 100ms --snap-every +4MiB -o run.log -- "$NODE" "$JS" end 3
+cp out run.report
+cp err run.stderr
+expect_grep '^ok ' run.report
+expect_grep 'never freed at exit' run.report
+expect_no_grep 'Segmentation|Abort|FATAL|not sampled' run.stderr
+# the snapshots taken while it grew have its JavaScript objects
+set -- run.*.3.snap
+run_mw 0 show --kind js "$1"
+expect_grep 'retainObjects  .*js_grow\.js' out
+finish
