@@ -5,7 +5,7 @@
 //   buffer          growBuffers() keeps 300 Buffers of 1 MiB, then "ready 1"
 //   serve           an HTTP server on a loopback port ("ready PORT"); GET /delay
 //                   answers the event loop's largest delay (ms) since the last
-//                   GET /delay
+//                   GET /delay; logRequest() keeps a record of every other one
 //   client PORT N   N requests to that server, 4 at a time; "ok N" if all were
 //                   answered 200
 //   end SECONDS     grows for that long, then lets its event loop run dry
@@ -22,6 +22,11 @@ function retainObjects() {
 
 function growBuffers(list) {
 	list.push(Buffer.alloc(1 << 20, 1));
+}
+
+const served = [];
+function logRequest(req) {
+	served.push({ url: req.url, at: Date.now(), agent: "" + req.headers["user-agent"] + served.length });
 }
 
 function onStdin(f) {
@@ -62,6 +67,7 @@ if (mode === "map") {
 			res.end(String(ms) + "\n");
 			return;
 		}
+		logRequest(req);
 		const body = JSON.stringify({ at: Date.now(), pad: "x".repeat(512) });
 		res.setHeader("Content-Type", "application/json");
 		res.end(body);
