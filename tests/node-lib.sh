@@ -25,11 +25,6 @@ start_js() {
 	wait_until "[ -f $name.out ] && grep -q '^ready' $name.out" 30
 }
 
-# js_status PID STATE: wait until the agent's status says js=STATE.
-js_status() {
-	wait_until "'$CTL' $1 status >st.out 2>&1 && grep -q ' js=$2 ' st.out" 20 ||
-		sed 's/^/  status: /' st.out >&2
-}
 
 # expect_top_js WHAT REPORT: the first row of REPORT's growth table is
 # retainObjects at js_grow.js:$retain_line, of kind js.

@@ -11,6 +11,7 @@
  *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
  *   python.c   CPython's allocator domains                       /  sources
  *   pyframes.c CPython's frames, read at each sample (python.h: python.c's and its)
+ *   js.c       node: V8's sampling heap profiler, read at each snapshot
  *   heap.c     the sampler, the live-sample table, the shared state
  *   stacks.c   the interned stacks (stacks.h: heap.c's alone)
  * A file lower down never calls one higher up: heap.c learns what it needs

@@ -171,6 +171,14 @@ static void probe(void)
 		return;
 	v = v8.version();
 	snprintf(js_version, sizeof js_version, "%s", v ? v : "?");
+	js_state = MW_JS_UNSUPPORTED;
+	for (i = 0; i < sizeof checked_versions / sizeof checked_versions[0]; i++)
+		if (!strncmp(js_version, checked_versions[i], strlen(checked_versions[i])))
+			js_state = MW_JS_OFF;
+	if (js_state == MW_JS_UNSUPPORTED) {
+		snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (11.3)", js_version);
+		return;
+	}
 	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
 		void *p;
 		memcpy(&p, (char *)&v8 + v8_syms[i].off, sizeof p);
@@ -180,13 +188,6 @@ static void probe(void)
 			return;
 		}
 	}
-	for (i = 0; i < sizeof checked_versions / sizeof checked_versions[0]; i++)
-		if (!strncmp(js_version, checked_versions[i], strlen(checked_versions[i]))) {
-			js_state = MW_JS_OFF;
-			return;
-		}
-	js_state = MW_JS_UNSUPPORTED;
-	snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (11.3)", js_version);
 }
 
 /* ------------------------------------------------------------------------- */
