@@ -47,7 +47,8 @@
 #define JS_SIGNAL_MAGIC 0x6d776a73        /* "mwjs" in si_value */
 #define JS_HOLD_NS (2 * 1000000ull)        /* the signal handler holds the thread at most this */
 #define JS_ANSWER_NS (200 * 1000000ull)    /* the signal is answered within this, or never */
-#define JS_POLL_NS (100 * 1000000ull)      /* the helper looks for the isolate this often */
+#define JS_POLL_NS (100 * 1000000ull)      /* the helper looks for the isolate this often, */
+#define JS_MAX_POLLS 600                   /*   this many times at most in a capture */
 
 /* V8's functions, by their mangled names (V8 11.3). */
 struct v8_api {
@@ -652,6 +653,7 @@ static bool find_and_start(void)
 static pthread_cond_t helper_cond = PTHREAD_COND_INITIALIZER;
 static bool helper_running;
 static bool post_start, post_stop, find_failed;
+static unsigned polls;          /* looks for the isolate in this capture */
 static uint64_t post_read;      /* the generation of a read to ask for (0: none) */
 
 static void *helper(void *arg)
@@ -679,6 +681,12 @@ static void *helper(void *arg)
 				continue;
 			}
 			pthread_mutex_lock(&js_lock);
+			if (!js_iso && ++polls >= JS_MAX_POLLS) {
+				/* an embedder that runs JavaScript on another thread */
+				find_failed = true;
+				set_why("no V8 isolate on the main thread");
+				continue;
+			}
 			clock_gettime(CLOCK_REALTIME, &dl);
 			dl.tv_nsec += (long)JS_POLL_NS;
 			if (dl.tv_nsec >= 1000000000L) {
@@ -732,6 +740,7 @@ void mw_js_capture_start(void)
 	}
 	want = true;
 	find_failed = false;
+	polls = 0;
 	interval = mw_rate > 1 ? mw_rate : 1;
 	depth = (int)(mw_depth ? mw_depth : MW_DEFAULT_DEPTH);
 	if (js_iso && !running) {
