@@ -22,7 +22,10 @@ ends() {
 	expect_grep "^# event [0-9.]+ $t capture-start " "$1.log"
 	expect_grep "^# event [0-9.]+ $t snapshot .*path=.*\\.2\\.snap" "$1.log"
 	expect_grep 'retainObjects  .*js_grow\.js' "$1.report"
-	expect_no_grep 'not sampled|crash|signal' "$1.stderr"
+	# a snapshot between the isolate's end and the process's may say that
+	# the isolate was torn down; early ones on a loaded machine that the
+	# profiler has not started yet
+	expect_no_grep 'not sampled: (no |out of|V8)|crash|signal' "$1.stderr"
 }
 
 ends dry end
@@ -34,9 +37,12 @@ cp out run.report
 cp err run.stderr
 expect_grep '^ok ' run.report
 expect_grep 'never freed at exit' run.report
-expect_no_grep 'Segmentation|Abort|FATAL|not sampled' run.stderr
-# the snapshots taken while it grew have its JavaScript objects
-set -- run.*.3.snap
-run_mw 0 show --kind js "$1"
+expect_no_grep 'Segmentation|Abort|FATAL' run.stderr
+# (at the start, on a loaded machine, the first snapshots may come before
+# V8's profiler starts, and say so)
+expect_no_grep 'not sampled: (the isolate|no |out of|V8)' run.stderr
+# the last snapshot taken while it grew has its JavaScript objects
+last=$(ls run.*.snap | grep -v -e -exit -e -final | sort -t. -k3 -n | tail -n 1)
+run_mw 0 show --kind js "$last"
 expect_grep 'retainObjects  .*js_grow\.js' out
 finish

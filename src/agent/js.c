@@ -760,6 +760,11 @@ void mw_js_capture_stop(void)
 	want = false;
 	if (js_iso && running)
 		post_stop = true;
+	/* Without node's cleanup hook (the start never ran), nothing would say
+	 * that the isolate is gone: it is looked for again at the next capture,
+	 * and the start still pending does nothing. */
+	if (js_iso && !hooked)
+		js_iso = NULL;
 	post_start = false;
 	post_read = 0;
 	if (js_state == MW_JS_WAITING || js_state == MW_JS_ON)
