@@ -16,7 +16,7 @@
 
 const char *snap_kind_name(int kind)
 {
-	static const char *const names[] = { "malloc", "mmap", "brk", "file" };
+	static const char *const names[] = { "malloc", "mmap", "brk", "file", "js" };
 	return kind >= 0 && kind < (int)(sizeof names / sizeof names[0]) ? names[kind] : "?";
 }
 

@@ -36,18 +36,20 @@ enum snap_stack_flags {
 	 * that knows only bit 1 reads them as mappings, which they are): */
 	SNAP_STACK_BRK = 1 << 2,         /* the program's own brk/sbrk growth */
 	SNAP_STACK_FILE = 1 << 3,        /* mappings of a descriptor: a file, memfd, shm */
+	SNAP_STACK_JS = 1 << 4,          /* JavaScript objects in V8's heap pages (node) */
 };
 
 /* The kind of memory a stack holds, from its flags. */
-enum snap_kind { SNAP_KIND_MALLOC, SNAP_KIND_MMAP, SNAP_KIND_BRK, SNAP_KIND_FILE };
+enum snap_kind { SNAP_KIND_MALLOC, SNAP_KIND_MMAP, SNAP_KIND_BRK, SNAP_KIND_FILE, SNAP_KIND_JS };
 static inline enum snap_kind snap_stack_kind(uint32_t flags)
 {
 	if (!(flags & SNAP_STACK_MMAP))
 		return SNAP_KIND_MALLOC;
 	return flags & SNAP_STACK_BRK ? SNAP_KIND_BRK
-	       : flags & SNAP_STACK_FILE ? SNAP_KIND_FILE : SNAP_KIND_MMAP;
+	       : flags & SNAP_STACK_FILE ? SNAP_KIND_FILE
+	       : flags & SNAP_STACK_JS ? SNAP_KIND_JS : SNAP_KIND_MMAP;
 }
-/* "malloc", "mmap", "brk" or "file"; "?" for anything else. */
+/* "malloc", "mmap", "brk", "file" or "js"; "?" for anything else. */
 const char *snap_kind_name(int kind);
 
 /* One distinct call stack and what is attributed to it. Estimated figures are the

@@ -123,6 +123,7 @@ struct capture {
 	enum owed rx_why;        /*   why it is owed */
 	struct hotspot jvm;      /* a HotSpot JVM asked for its perf map */
 	char *perfmap_here;      /* its perf map, readable once it is gone */
+	char *js_note;           /* node: the last thing said about its JavaScript objects */
 	double call_t;           /* the watch's time at this call, */
 	uint64_t call_ns;        /*   and the monotonic clock then */
 	uint64_t stored_live;    /* live heap of the snapshot store_snapshot wrote last */
@@ -382,6 +383,32 @@ static void snapshot_in(struct capture *c, double t, unsigned char *buf, size_t 
 	free(buf);
 }
 
+/* node: say once, on stderr and in the log, why its JavaScript objects are
+ * not in the snapshot just stored (a V8 the agent does not read, the
+ * JavaScript thread not at a safe point in time, its isolate torn down). */
+static void js_said(struct capture *c, double t)
+{
+	struct control_status st;
+	char note[300], *cause = NULL, *esc;
+	if (control_status(c->fd, &st, &cause) < 0) {
+		free(cause);
+		return;
+	}
+	/* the first snapshot, at the start, holds nothing allocated since: its
+	 * JavaScript objects are not missed while V8's profiler is starting */
+	if (c->nsnaps <= 1 && !strcmp(st.js, "waiting"))
+		return;
+	if (!control_js_note(&st, note, sizeof note) || (c->js_note && !strcmp(c->js_note, note)))
+		return;
+	free(c->js_note);
+	c->js_note = xstrdup(note);
+	fprintf(stderr, "memwatch: pid %d: %s\n", c->pid, note);
+	esc = runlog_encode(st.js_why[0] ? st.js_why : st.js);
+	runlog_event(c->log, t, c->pid, "js-not-sampled", "state=%s v8=%s cause=%s", st.js,
+		     st.js_version[0] ? st.js_version : "-", esc);
+	free(esc);
+}
+
 /* Wait up to wait_ms for the answer to the snapshot request in flight, looking
  * at the process between slices: a stopped one cannot answer, and the watch
  * must go on sampling it. Returns 1 when it came (stored), 0 when it is still
@@ -405,6 +432,7 @@ static int snapshot_wait(struct capture *c, int wait_ms)
 
 		if (r == CONTROL_RX_DONE) {
 			snapshot_in(c, t, buf, len, c->rx_final, c->rx_late ? t - c->rx_t : 0);
+			js_said(c, t);
 			return 1;
 		}
 		if (r == CONTROL_RX_FAILED) {
@@ -926,6 +954,7 @@ void capture_free(struct capture *c)
 	free(c->first_snap);
 	free(c->last_snap);
 	free(c->exit_snap);
+	free(c->js_note);
 	free(c->perfmap_here);
 	free(c->peak.path);
 	free(c->peak.file);

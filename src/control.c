@@ -412,11 +412,20 @@ int control_status(int fd, struct control_status *st, char **cause)
 		p = strstr(buf, " python-version=");
 		if (p)
 			sscanf(p, " python-version=%u.%u", &st->python_major, &st->python_minor);
-		/* the last field: words to the end of the line */
+		p = strstr(buf, " js=");
+		if (p)
+			sscanf(p, " js=%15[a-z]", st->js);
+		p = strstr(buf, " js-version=");
+		if (p)
+			sscanf(p, " js-version=%47s", st->js_version);
+		/* the two sentences: python-why ends at a tab, js-why at the line's end */
 		p = strstr(buf, " python-why=");
 		if (p)
 			snprintf(st->python_why, sizeof st->python_why, "%.*s",
-				 (int)strcspn(p + 12, "\n"), p + 12);
+				 (int)strcspn(p + 12, "\t\n"), p + 12);
+		p = strstr(buf, "\tjs-why=");
+		if (p)
+			snprintf(st->js_why, sizeof st->js_why, "%.*s", (int)strcspn(p + 8, "\n"), p + 8);
 	}
 	return 0;
 }
@@ -434,6 +443,20 @@ int control_peak(int fd, struct control_peak *pk, char **cause)
 		return -1;
 	}
 	return 0;
+}
+
+const char *control_js_note(const struct control_status *st, char *buf, size_t len)
+{
+	if (!strcmp(st->js, "unsupported"))
+		snprintf(buf, len, "node: %s: captured native-only, without its JavaScript objects",
+			 st->js_why[0] ? st->js_why : "its V8 is not one memwatch reads");
+	else if (!strcmp(st->js, "waiting") || !strcmp(st->js, "off") || !strcmp(st->js, "gone") ||
+		 (!strcmp(st->js, "on") && st->js_why[0]))
+		snprintf(buf, len, "node: JavaScript objects not sampled: %s",
+			 st->js_why[0] ? st->js_why : "V8's profiler is not running");
+	else
+		return NULL;
+	return buf;
 }
 
 const char *control_python_note(const struct control_status *st, char *buf, size_t len)

@@ -17,6 +17,9 @@ struct control_status {
 				  * finalized ("" unknown) */
 	unsigned python_major, python_minor;   /* its version, where one was found */
 	char python_why[96];     /* unreadable: why its structures cannot be read */
+	char js[16];             /* node's JavaScript heap: none, unsupported, off, waiting, on, gone */
+	char js_version[48];     /* V8's version ("-": none) */
+	char js_why[200];        /* why JavaScript objects were last not read ("": they were) */
 };
 
 /* Connect to the agent of pid. Returns a socket fd, or -errno with *cause set:
@@ -56,6 +59,11 @@ struct control_peak {
 	uint64_t count, bytes, live, age_ms;
 };
 int control_peak(int fd, struct control_peak *pk, char **cause);
+/* What a status says about node's JavaScript objects when they are not in
+ * the snapshots (a V8 the agent does not read, the JavaScript thread not at
+ * a safe point in time, its isolate torn down), as one line into buf; NULL
+ * when there is nothing to say. */
+const char *control_js_note(const struct control_status *st, char *buf, size_t len);
 /* Ask for a snapshot; *buf (caller frees) holds the .snap bytes. 0 or -1. */
 int control_snapshot(int fd, unsigned char **buf, size_t *len, char **cause);
 

@@ -74,6 +74,10 @@ struct input {
 	struct snapshot *s;
 	uint32_t *map;                /* module index -> global module index */
 	struct figures total;
+	/* node: the live bytes of its JavaScript objects (kind js) and of the
+	 * V8 heap pages that hold them (mappings made by V8's MemoryAllocator):
+	 * the same memory, counted once in the share explained */
+	uint64_t js_bytes, v8_page_bytes;
 };
 
 struct report {
@@ -173,6 +177,8 @@ void sum_kinds(const struct snapshot *s, struct kind_sums *k);
 /* Trust figures of a diff: see rows.c. */
 int64_t largest_region_growth(const struct report *r, uint32_t *kind);
 int64_t rss_growth(const struct report *r);
+/* The bytes of an input that both its js stacks and V8's heap pages count. */
+uint64_t js_counted_twice(const struct input *in);
 double explained_share(const struct report *r);
 
 /* report-table.c: a signed figure in words, also for the flame graph's title. */

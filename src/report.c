@@ -31,8 +31,9 @@
 	"        --focus REGEX      only stacks with a frame whose function or file matches\n" \
 	"        --kind KIND        malloc (heap blocks), mmap (the program's own anonymous\n" \
 	"                           mappings), brk (its own brk/sbrk growth), file (its\n" \
-	"                           mappings of files, memfd, shm) or all (default); rows\n" \
-	"                           of the last three say [mmap], [brk] or [file]\n" \
+	"                           mappings of files, memfd, shm), js (node's JavaScript\n" \
+	"                           objects) or all (default); rows of the last four say\n" \
+	"                           [mmap], [brk], [file] or [js]\n" \
 	"        --all-frames       every frame: rows headed by the innermost one, not the\n" \
 	"                           user's own, and one per path (without it, stacks that\n" \
 	"                           differ only in the frames hidden are one row)\n" \
@@ -174,7 +175,7 @@ static int parse_format(const char *cmd, const char *arg, struct report_options 
 static int parse_opt(int c, const char *cmd, const char *usage, struct report_options *o)
 {
 	static const char *const bys[] = { "stack", "function", "line" };
-	static const char *const kinds[] = { "all", "malloc", "mmap", "brk", "file" };
+	static const char *const kinds[] = { "all", "malloc", "mmap", "brk", "file", "js" };
 	static const char *const samples[] = { "live", "alloc", "temp" };
 	char *cause = NULL;
 	int i;
@@ -221,7 +222,7 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 		o->all_frames = true;
 		return 0;
 	case OPT_KIND:
-		i = pick(cmd, "--kind", optarg, kinds, 5, "malloc, mmap, brk, file or all");
+		i = pick(cmd, "--kind", optarg, kinds, 6, "malloc, mmap, brk, file, js or all");
 		if (i < 0)
 			return MW_EXIT_USAGE;
 		o->kind = (enum report_kind)i;

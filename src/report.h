@@ -12,7 +12,8 @@
 
 enum report_by { REPORT_BY_STACK, REPORT_BY_FUNCTION, REPORT_BY_LINE };
 /* --kind: all, or one enum snap_kind plus one */
-enum report_kind { REPORT_KIND_ALL, REPORT_KIND_MALLOC, REPORT_KIND_MMAP, REPORT_KIND_BRK, REPORT_KIND_FILE };
+enum report_kind { REPORT_KIND_ALL, REPORT_KIND_MALLOC, REPORT_KIND_MMAP, REPORT_KIND_BRK, REPORT_KIND_FILE,
+		   REPORT_KIND_JS };
 /* The output formats; each is written by its own file (report-FORMAT.c), and
  * report.c's table of formats names them. */
 /* --sample: the figure rows are ranked and diffed by: the live heap, every

@@ -792,6 +792,17 @@ static bool same_frames(const struct row *w, const struct cand *c)
 	return true;
 }
 
+/* A mapping V8 made for its heap's pages: a frame of V8's MemoryAllocator
+ * in its stack (whose JavaScript objects the js stacks stand for). */
+static bool v8_heap_page(struct report *r, const struct snap_stack *st, const uint32_t *map, size_t nm)
+{
+	size_t nd = expand_frames(r, st->frames, map, nm, st->nframes, &r->vbuf, &r->vcap);
+	for (size_t j = 0; j < nd; j++)
+		if (r->vbuf[j].function && !strncmp(r->vbuf[j].function, "v8::internal::MemoryAllocator::", 31))
+			return true;
+	return false;
+}
+
 /* Add every stack of input k to the rows. By stack, a row is keyed by the
  * frames it shows (its head and the visible frames below it), so stacks that
  * differ only in the frames it leaves out (the interpreter's, the
@@ -801,6 +812,10 @@ void collect(struct report *r, int k)
 {
 	struct input *in = &r->in[k];
 	size_t i, nm = in->s->nmodules;
+	bool has_js = false;
+
+	for (i = 0; i < in->s->nstacks && !has_js; i++)
+		has_js = snap_stack_kind(in->s->stacks[i].flags) == SNAP_KIND_JS;
 
 	for (i = 0; i < in->s->nstacks; i++) {
 		const struct snap_stack *st = &in->s->stacks[i];
@@ -828,6 +843,10 @@ void collect(struct report *r, int k)
 		if (top == n)
 			top = 0;   /* nothing but allocator frames: keep them all */
 
+		if (c.kind == SNAP_KIND_JS)
+			in->js_bytes += st->live_bytes;
+		else if (c.kind == SNAP_KIND_MMAP && has_js && v8_heap_page(r, st, in->map, nm))
+			in->v8_page_bytes += st->live_bytes;
 		in->total.live_bytes += st->live_bytes;
 		in->total.live_blocks += st->live_blocks;
 		in->total.live_samples += st->live_samples;
@@ -1097,12 +1116,20 @@ int64_t rss_growth(const struct report *r)
 	return (int64_t)b->rss_bytes - (int64_t)a->rss_bytes;
 }
 
+/* The bytes of an input both its js stacks and V8's heap pages count. */
+uint64_t js_counted_twice(const struct input *in)
+{
+	return in->js_bytes < in->v8_page_bytes ? in->js_bytes : in->v8_page_bytes;
+}
+
 /* How much of the RSS growth the sampled stacks explain, or a negative value
  * when RSS did not grow enough to ask (less than 1 MiB: a page here and there). */
 double explained_share(const struct report *r)
 {
 	int64_t rss = rss_growth(r);
 	int64_t heap = (int64_t)r->in[1].total.live_bytes - (int64_t)r->in[0].total.live_bytes;
+	/* V8's heap pages and the JavaScript objects in them, once */
+	heap -= (int64_t)js_counted_twice(&r->in[1]) - (int64_t)js_counted_twice(&r->in[0]);
 	if (rss < (int64_t)1 << 20)
 		return -1;
 	if (heap <= 0)

@@ -460,6 +460,17 @@ int cmd_snap(int argc, char **argv)
 		ret = r;
 		goto out;
 	}
+	{
+		/* node: why its JavaScript objects are not in this snapshot */
+		struct control_status js;
+		char note[300];
+		if (control_status(fd, &js, &cause) < 0) {
+			free(cause);
+			cause = NULL;
+		} else if (js.capturing && control_js_note(&js, note, sizeof note)) {
+			fprintf(stderr, "memwatch: pid %d: %s\n", o.pid, note);
+		}
+	}
 	if (started && control_stop(fd, &cause) < 0) {
 		mw_warn("pid %d: stopping capture: %s", o.pid, cause);
 		free(cause);

@@ -172,6 +172,7 @@ static void atfork_child(void)
 	mw_hooks_atfork_child();
 	mw_heap_atfork_child();
 	mw_python_atfork_child();
+	mw_js_atfork_child();
 	mw_server_atfork_child();
 	if (mw_capture_atfork_child(children_mode && was && !mw_fork_tainted) &&
 	    mw_server_start(&why) < 0)
@@ -251,6 +252,7 @@ static int agent_start(const char *options)
 	}
 	mw_heap_configure(o.rate, o.depth, o.max_stacks);
 	mw_unwind_threads(o.unwind_threads);
+	mw_js_init();
 	mw_hooks_install(true);
 	if (o.capture_now)
 		mw_capture_start(o.rate, o.depth, o.max_stacks);

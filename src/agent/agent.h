@@ -11,6 +11,7 @@
  *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
  *   python.c   CPython's allocator domains                       /  sources
  *   pyframes.c CPython's frames, read at each sample (python.h: python.c's and its)
+ *   js.c       node: V8's sampling heap profiler, read at each snapshot
  *   heap.c     the sampler, the live-sample table, the shared state
  *   stacks.c   the interned stacks (stacks.h: heap.c's alone)
  * A file lower down never calls one higher up: heap.c learns what it needs
@@ -326,6 +327,31 @@ struct snapshot;
  * the frames' content hashes, named in s's symbol section. 0, or -1 (ENOMEM). */
 int mw_python_snapshot(struct snapshot *s) MW_HIDDEN;
 
+/* ================================================================ js.c
+ * node's JavaScript heap: V8's sampling heap profiler driven from inside the
+ * process (see js.c); uses heap.c. */
+enum mw_js_state {
+	MW_JS_NONE,          /* not node: no V8 API exported */
+	MW_JS_UNSUPPORTED,   /* a V8 the agent does not read: native-only */
+	MW_JS_OFF,           /* supported, profiler not running */
+	MW_JS_WAITING,       /* start asked, the JavaScript thread not at a safe point yet */
+	MW_JS_ON,            /* V8's sampling heap profiler running */
+	MW_JS_GONE,          /* the isolate was torn down: native-only */
+};
+/* At the agent's start, on a thread that has the program's descriptor table:
+ * V8's API looked for, and where it is, the helper thread started. */
+void mw_js_init(void) MW_HIDDEN;
+void mw_js_capture_start(void) MW_HIDDEN;
+void mw_js_capture_stop(void) MW_HIDDEN;
+/* enum mw_js_state; V8's version ("-" if none) and why JS was last not read ("" if it was). */
+int mw_js_state(const char **version, const char **why) MW_HIDDEN;
+const char *mw_js_state_name(int state) MW_HIDDEN;
+void mw_js_atfork_child(void) MW_HIDDEN;
+/* Add the live sampled JavaScript objects to s, read on the JavaScript thread
+ * within wait_ns (0: not at all): stacks of kind js whose frames are in a
+ * module "[js]" named in s's symbol section. 0, or -1 (ENOMEM). */
+int mw_js_snapshot(struct snapshot *s, uint64_t wait_ns) MW_HIDDEN;
+
 /* ================================================================ capture.c
  * The capture state; uses hooks.c, python.c and heap.c. */
 
@@ -342,9 +368,12 @@ bool mw_capture_atfork_child(bool go_on) MW_HIDDEN;
 /* ================================================================ collect.c
  * A snapshot of this process; uses hooks.c, python.c and heap.c. */
 
-/* Build and encode a snapshot of this process (*buf malloc'd, caller frees).
+/* Build and encode a snapshot of this process (*buf malloc'd, caller frees),
+ * with node's JavaScript objects if V8's profile is read within js_wait_ns.
  * 0, or -1 (out of memory). */
-int mw_collect(unsigned char **buf, size_t *len) MW_HIDDEN;
+int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns) MW_HIDDEN;
+/* The time a snapshot waits for node's JavaScript thread to read V8's profile. */
+#define MW_JS_WAIT_NS (1000 * 1000000ull)
 /* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */
 int mw_collect_write(int fd) MW_HIDDEN;
 

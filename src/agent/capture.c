@@ -42,6 +42,7 @@ int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks)
 		mw_hooks_install(true);
 		__atomic_store_n(&mw_hot.capturing, next_epoch(), __ATOMIC_RELEASE);
 		mw_python_capture_start();
+		mw_js_capture_start();
 	}
 	pthread_mutex_unlock(&capture_lock);
 	mw_tls.guard--;
@@ -55,6 +56,7 @@ void mw_capture_stop(bool remove_hooks)
 	pthread_mutex_lock(&capture_lock);
 	__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
 	mw_python_capture_stop();
+	mw_js_capture_stop();
 	reset_tables();
 	mw_capture_start_ns = 0;
 	if (remove_hooks)

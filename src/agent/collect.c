@@ -198,7 +198,7 @@ static void read_mallinfo(struct snap_mallinfo *mi)
 	mi->releasable = m.keepcost;
 }
 
-int mw_collect(unsigned char **buf, size_t *len)
+int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns)
 {
 	struct snapshot *s = calloc(1, sizeof *s);
 	struct modlist ml = { 0 };
@@ -278,7 +278,7 @@ int mw_collect(unsigned char **buf, size_t *len)
 	}
 	mw_snapshot_end();
 	locked = false;
-	if (mw_python_snapshot(s) < 0)
+	if (mw_python_snapshot(s) < 0 || mw_js_snapshot(s, js_wait_ns) < 0)
 		goto out;
 	r = snapshot_encode(s, buf, len);
 out:
@@ -295,7 +295,7 @@ int mw_collect_write(int fd)
 	size_t len = 0, off = 0;
 	int r = -1;
 
-	if (mw_collect(&buf, &len) < 0)
+	if (mw_collect(&buf, &len, 0) < 0)
 		return -1;
 	if (ftruncate(fd, 0) == 0) {
 		while (off < len) {

@@ -19,9 +19,13 @@
  * Replies are one line, "ok ..." or "err <message>", except that "snapshot" is
  * answered by "ok <nbytes>\n" followed by exactly nbytes of .snap encoding.
  * "status" answers "ok capturing=<0|1> rate=<R> samples=<n> stacks=<n> live=<bytes> pid=<pid>
- * hooks=<n> holders=<n>": samples taken since capture start, distinct stacks,
- * estimated live bytes, the number of GOT slots patched now (0 once stop removed
- * them), and how many hold the capture.
+ * hooks=<n> holders=<n> python=<state> python-version=<x.y> js=<state> js-version=<v>
+ * python-why=<sentence>\tjs-why=<sentence>": samples taken since capture
+ * start, distinct stacks, estimated live bytes, the number of GOT slots patched
+ * now (0 once stop removed them), how many hold the capture, what was made of
+ * CPython and of node's JavaScript heap; the two sentences say why either is
+ * not read (empty when it is): python-why ends at the tab, js-why at the end
+ * of the line.
  * "peak" answers "ok peaks=<n> peak=<bytes> live=<bytes> age-ms=<ms>": the
  * estimated live heap marks a peak each time it passes the last one by 10 %
  * and 8 MiB; n counts the peaks marked (it only grows: a client that saw n

@@ -177,7 +177,7 @@ static int send_all(int fd, const void *buf, size_t len)
 static int reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int reply(int fd, const char *fmt, ...)
 {
-	char line[512];
+	char line[1024];     /* the client reads up to 1024 (control.c's REPLY_MAX) */
 	va_list ap;
 	int n;
 	va_start(ap, fmt);
@@ -220,13 +220,18 @@ static int do_status(int fd)
 	int on = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) != 0;
 	unsigned long pyv;
 	int py = mw_python_state(&pyv);
+	const char *jsv, *jswhy;
+	int js = mw_js_state(&jsv, &jswhy);
 	mw_heap_figures(&f);
+	/* two sentences close it: python-why up to a tab, js-why to the end */
 	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u "
-		     "holders=%u python=%s python-version=%lu.%lu python-why=%s",
+		     "holders=%u python=%s python-version=%lu.%lu js=%s js-version=%s "
+		     "python-why=%s\tjs-why=%s",
 		     on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
 		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid(),
 		     mw_hooks_installed() ? mw_hooks_slots() : 0, holders(), mw_python_state_name(py),
-		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff, mw_python_why());
+		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff, mw_js_state_name(js), jsv, mw_python_why(),
+		     jswhy);
 }
 
 /* The high-water mark, from counters read without a lock: cheap enough for
@@ -246,7 +251,7 @@ static int do_snapshot(int fd)
 	unsigned char *buf = NULL;
 	size_t len = 0;
 	int r;
-	if (mw_collect(&buf, &len) < 0)
+	if (mw_collect(&buf, &len, MW_JS_WAIT_NS) < 0)
 		return reply(fd, "err cannot build the snapshot: out of memory");
 	r = reply(fd, "ok %zu", len);
 	if (r == 0)

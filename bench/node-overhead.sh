@@ -1,0 +1,91 @@
+#!/bin/sh
+# node-overhead.sh: what capture costs an allocation-heavy node program
+# (bench/js_workload.js: small records built into Maps, a tenth kept for a
+# while), side by side in one run: the workload plain; with the agent attached
+# but not capturing; and capturing at the default rate (malloc and mmap
+# sampled, V8's sampling heap profiler running at the same rate). The workload
+# times its own rounds (wall, and the CPU of the whole process, the agent's
+# threads and V8's included), after the attach, so the attach itself is not
+# counted. Prints the medians and their ratios to the plain run; variants are
+# interleaved so that a noisy machine hurts them alike.
+#
+# Usage: bench/node-overhead.sh [-r REPEATS] [-n ROUNDS] [BUILDDIR]
+#   BUILDDIR holds memwatch and tests/tools/agentctl (make check builds it).
+set -u
+
+repeats=5
+rounds=40
+while getopts r:n: opt; do
+	case $opt in
+	r) repeats=$OPTARG ;;
+	n) rounds=$OPTARG ;;
+	*) sed -n '2,14s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+build=${1:-.}
+node=/usr/bin/node
+mw=$build/memwatch
+ctl=$build/tests/tools/agentctl
+wl=$(dirname "$0")/js_workload.js
+[ -x "$node" ] || { echo "node-overhead.sh: $node is not installed" >&2; exit 1; }
+[ -x "$mw" ] && [ -x "$ctl" ] || { echo "node-overhead.sh: build memwatch and tests/tools/agentctl (make check)" >&2; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-nodebench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# run VARIANT: one run; appends "wall cpu" to $tmp/VARIANT
+run() {
+	local v=$1 pid hold c=""
+	rm -f "$tmp/in" "$tmp/out"
+	mkfifo "$tmp/in"
+	"$node" "$wl" "$rounds" <"$tmp/in" >"$tmp/out" 2>&1 &
+	pid=$!
+	sleep 3600 >"$tmp/in" &
+	hold=$!
+	while ! grep -q ready "$tmp/out" 2>/dev/null; do sleep 0.05; done
+	if [ "$v" != plain ]; then
+		# attach (and capture for a moment, which ends before the rounds)
+		"$mw" snap -p "$pid" -w 100ms -f -o "$tmp/a.snap" >/dev/null 2>&1 ||
+			echo "node-overhead.sh: attach failed" >&2
+	fi
+	if [ "$v" = capture ]; then
+		"$ctl" "$pid" start=${RATE:-524288} sleep=3600000 >/dev/null 2>&1 &
+		c=$!
+		while ! "$ctl" "$pid" status 2>/dev/null | grep -q ' js=on '; do sleep 0.05; done
+	fi
+	echo go >"$tmp/in"
+	wait "$pid"
+	kill "$hold" 2>/dev/null
+	[ -n "$c" ] && kill "$c" 2>/dev/null
+	wait 2>/dev/null
+	sed -n 's/^wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\)$/\1 \2/p' "$tmp/out" >>"$tmp/$v"
+}
+
+median() {
+	sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# the order turns at every repeat, so that no variant always follows another
+i=0
+while [ $i -lt "$repeats" ]; do
+	case $((i % 3)) in
+	0) order="plain attached capture" ;;
+	1) order="attached capture plain" ;;
+	*) order="capture plain attached" ;;
+	esac
+	for v in $order; do
+		run $v
+	done
+	i=$((i + 1))
+done
+pw=$(cut -d' ' -f1 "$tmp/plain" | median)
+pc=$(cut -d' ' -f2 "$tmp/plain" | median)
+echo "node-overhead: $node $($node --version), $rounds rounds, $repeats repeats, medians"
+printf '%-10s %9s %9s %8s %8s\n' variant wall_s cpu_s wall/x cpu/x
+for v in plain attached capture; do
+	w=$(cut -d' ' -f1 "$tmp/$v" | median)
+	c=$(cut -d' ' -f2 "$tmp/$v" | median)
+	awk -v v=$v -v w="$w" -v c="$c" -v pw="$pw" -v pc="$pc" \
+		'BEGIN { printf "%-10s %9.3f %9.3f %8.3f %8.3f\n", v, w, c, w / pw, c / pc }'
+done

@@ -1,0 +1,938 @@
+/* js.c: node's JavaScript heap, by JavaScript function. When the process is
+ * node (its binary or a libnode exports V8's API), capture also drives V8's
+ * sampling heap profiler from inside the process: started on the JavaScript
+ * thread through v8::Isolate::RequestInterrupt when capture starts, read there
+ * at each snapshot (GetAllocationProfile: the live sampled objects and their
+ * JavaScript stacks), stopped when capture stops. No port, no inspector
+ * session, nothing in the process's JavaScript.
+ *
+ * V8's C++ API is called through its exported (Itanium-mangled) functions,
+ * found by dlsym, never linked against. What is read of V8's structures
+ * (v8::AllocationProfile's nodes, their std::vectors, v8::HandleScope's size)
+ * was checked against the headers of V8 11.3 (node 20); any other V8, which
+ * says its version through v8::V8::GetVersion, is captured native-only.
+ *
+ * The isolate: V8 keeps the current isolate in a thread-local of the thread
+ * that runs it. The main thread is asked for it by a queued real-time signal
+ * whose handler only reads that thread-local (one %fs-relative load in
+ * v8::Isolate::TryGetCurrent) and then holds the thread (at most 2 ms) while
+ * RequestInterrupt is called, so that the isolate cannot be torn down
+ * meanwhile. The first interrupt registers an environment cleanup hook with
+ * node; the hook, run on the JavaScript thread before node disposes of the
+ * isolate, stops the profiler and forgets the isolate, under the lock every
+ * later request is made with. Once the profiler runs, reading and stopping
+ * it go through node::RequestInterrupt, which also wakes an idle event loop;
+ * the start cannot (node's Environment is known only on its thread), and
+ * waits for the JavaScript thread to run JavaScript. No signal is sent before V8 has a
+ * platform: node sets every signal's disposition back to the default early
+ * in main, before it initializes V8, which would make ours kill it. Worker
+ * threads' isolates are not sampled. */
+#include "config.h"
+
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "snapshot.h"
+
+#define JS_SIGNAL_MAGIC 0x6d776a73        /* "mwjs" in si_value */
+#define JS_HOLD_NS (2 * 1000000ull)        /* the signal handler holds the thread at most this */
+#define JS_ANSWER_NS (200 * 1000000ull)    /* the signal is answered within this, or never */
+#define JS_POLL_NS (100 * 1000000ull)      /* the helper looks for the isolate this often, */
+#define JS_MAX_POLLS 600                   /*   this many times at most in a capture */
+
+/* V8's functions, by their mangled names (V8 11.3). */
+struct v8_api {
+	const char *(*version)(void);
+	void *(*try_get_current)(void);
+	void (*request_interrupt)(void *iso, void (*cb)(void *iso, void *data), void *data);
+	void *(*heap_profiler)(void *iso);
+	bool (*start)(void *hp, uint64_t interval, int depth, int flags);
+	void (*stop)(void *hp);
+	void *(*profile)(void *hp);
+	void (*hs_init)(void *hs, void *iso);
+	void (*hs_fini)(void *hs);
+	int (*write_utf8)(const void *str, void *iso, char *buf, int len, int *nchars, int opts);
+	bool (*in_context)(void *iso);
+	void *(*current_context)(void *iso);
+	void *(*node_env)(void *context);
+	void (*add_cleanup)(void *iso, void (*fn)(void *), void *arg);
+	void *(*platform)(void);
+	void (*node_interrupt)(void *env, void (*fn)(void *), void *arg);
+};
+static const struct { const char *name; size_t off; } v8_syms[] = {
+#define S(f, n) { n, offsetof(struct v8_api, f) }
+	S(version, "_ZN2v82V810GetVersionEv"),
+	S(try_get_current, "_ZN2v87Isolate13TryGetCurrentEv"),
+	S(request_interrupt, "_ZN2v87Isolate16RequestInterruptEPFvPS0_PvES2_"),
+	S(heap_profiler, "_ZN2v87Isolate15GetHeapProfilerEv"),
+	S(start, "_ZN2v812HeapProfiler25StartSamplingHeapProfilerEmiNS0_13SamplingFlagsE"),
+	S(stop, "_ZN2v812HeapProfiler24StopSamplingHeapProfilerEv"),
+	S(profile, "_ZN2v812HeapProfiler20GetAllocationProfileEv"),
+	S(hs_init, "_ZN2v811HandleScopeC1EPNS_7IsolateE"),
+	S(hs_fini, "_ZN2v811HandleScopeD1Ev"),
+	S(write_utf8, "_ZNK2v86String9WriteUtf8EPNS_7IsolateEPciPii"),
+	S(in_context, "_ZN2v87Isolate9InContextEv"),
+	S(current_context, "_ZN2v87Isolate17GetCurrentContextEv"),
+	S(node_env, "_ZN4node21GetCurrentEnvironmentEN2v85LocalINS0_7ContextEEE"),
+	S(add_cleanup, "_ZN4node25AddEnvironmentCleanupHookEPN2v87IsolateEPFvPvES3_"),
+	S(platform, "_ZN2v85debug18GetCurrentPlatformEv"),
+	S(node_interrupt, "_ZN4node16RequestInterruptEPNS_11EnvironmentEPFvPvES2_"),
+#undef S
+};
+static struct v8_api v8;
+
+/* The V8 versions whose structures were checked (their headers). */
+static const char *const checked_versions[] = { "11.3." };
+
+/* v8::AllocationProfile (v8-profiler.h of V8 11.3), as laid out by the
+ * Itanium C++ ABI and libstdc++'s std::vector (begin, end, capacity). */
+struct std_vector { void *begin, *end, *cap; };
+struct ap_allocation { size_t size; unsigned count; };
+struct ap_node {
+	void *name;              /* Local<String> */
+	void *script_name;       /* Local<String> */
+	int script_id, start_position, line_number, column_number;
+	uint32_t node_id;
+	struct std_vector children;      /* Node* */
+	struct std_vector allocations;   /* Allocation */
+};
+struct ap_sample { uint32_t node_id; size_t size; unsigned count; uint64_t sample_id; };
+/* Its virtual functions: GetRootNode, GetSamples, then the complete and the
+ * deleting destructor. */
+typedef struct ap_node *ap_root_fn(void *self);
+typedef const struct std_vector *ap_samples_fn(void *self);
+typedef void ap_delete_fn(void *self);
+_Static_assert(sizeof(struct ap_node) == 88, "v8::AllocationProfile::Node of V8 11.3");
+_Static_assert(sizeof(struct ap_allocation) == 16 && sizeof(struct ap_sample) == 32,
+	       "v8::AllocationProfile's Allocation and Sample of V8 11.3");
+
+/* One read of the profile: its stacks (frames are the hashes of the functions
+ * named in names), in memory of our own. */
+struct js_name { uint64_t hash; char *function, *file; uint32_t line; };
+struct js_stack { uint32_t nframes; uint64_t *frames; uint64_t bytes, blocks, samples; };
+struct js_result {
+	size_t nstacks, nnames;
+	struct js_stack *stacks;
+	struct js_name *names;
+};
+
+static pthread_mutex_t js_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t js_cond = PTHREAD_COND_INITIALIZER;
+static int js_state = MW_JS_NONE;      /* enum mw_js_state */
+static bool probed;
+static char js_version[48];
+static char js_why[96];                /* the last reason JS was not read */
+static bool want;                      /* capture is on */
+static bool helper_running;
+static void *js_iso;                   /* alive while this is set (cleanup hook) */
+static void *js_env;                   /* its node::Environment, once known */
+static bool running;                   /* the profiler is started on js_iso */
+static bool hooked;                    /* the cleanup hook is registered for js_iso */
+static void *gone_iso;                 /* an isolate torn down: never touched again */
+static uint64_t req_gen, done_gen;
+static struct js_result *result;
+static uint64_t interval;
+static int depth;
+
+/* The signal handshake with the main thread. */
+static int js_signal;
+static void *volatile found_iso;
+static volatile int handshake;  /* 1 sent, 2 answered (found_iso), 3 released */
+
+static void set_why(const char *s)
+{
+	snprintf(js_why, sizeof js_why, "%s", s);
+}
+
+/* Find V8's API and its version, once. */
+static void probe(void)
+{
+	const char *v;
+	size_t i;
+	if (probed)
+		return;
+	probed = true;
+	mw_loader_enter();
+	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
+		void *p = dlsym(RTLD_DEFAULT, v8_syms[i].name);
+		memcpy((char *)&v8 + v8_syms[i].off, &p, sizeof p);
+	}
+	mw_loader_leave();
+	if (!v8.version)
+		return;
+	v = v8.version();
+	snprintf(js_version, sizeof js_version, "%s", v ? v : "?");
+	js_state = MW_JS_UNSUPPORTED;
+	for (i = 0; i < sizeof checked_versions / sizeof checked_versions[0]; i++)
+		if (!strncmp(js_version, checked_versions[i], strlen(checked_versions[i])))
+			js_state = MW_JS_OFF;
+	if (js_state == MW_JS_UNSUPPORTED) {
+		snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (11.3)", js_version);
+		return;
+	}
+	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
+		void *p;
+		memcpy(&p, (char *)&v8 + v8_syms[i].off, sizeof p);
+		if (!p) {
+			js_state = MW_JS_UNSUPPORTED;
+			snprintf(js_why, sizeof js_why, "V8 %s does not export %s", js_version, v8_syms[i].name);
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* On the JavaScript thread. */
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	uint64_t t0;
+	void *iso;
+	(void)sig;
+	(void)uc;
+	if (si->si_code != SI_QUEUE || si->si_value.sival_int != JS_SIGNAL_MAGIC ||
+	    si->si_pid != getpid() || __atomic_load_n(&handshake, __ATOMIC_ACQUIRE) != 1)
+		return;
+	iso = v8.try_get_current();
+	found_iso = iso;
+	__atomic_store_n(&handshake, 2, __ATOMIC_RELEASE);
+	if (!iso)
+		return;
+	t0 = mw_now_ns();
+	while (__atomic_load_n(&handshake, __ATOMIC_ACQUIRE) == 2 && mw_now_ns() - t0 < JS_HOLD_NS)
+		__builtin_ia32_pause();
+}
+
+/* node tears down the environment of js_iso: forget it. */
+static void on_cleanup(void *arg)
+{
+	(void)arg;
+	mw_tls.guard++;
+	pthread_mutex_lock(&js_lock);
+	if (js_iso && running)
+		v8.stop(v8.heap_profiler(js_iso));
+	gone_iso = js_iso;
+	js_iso = NULL;
+	js_env = NULL;
+	running = false;
+	js_state = MW_JS_GONE;
+	set_why("the isolate was torn down");
+	pthread_cond_broadcast(&js_cond);
+	pthread_mutex_unlock(&js_lock);
+	mw_tls.guard--;
+}
+
+static void on_start(void *iso, void *data)
+{
+	unsigned char hs[64] __attribute__((aligned(16)));
+	(void)data;
+	mw_tls.guard++;
+	pthread_mutex_lock(&js_lock);
+	if (iso != js_iso || !want || running)
+		goto out;
+	if (!hooked) {
+		void *env = NULL;
+		v8.hs_init(hs, iso);
+		if (v8.in_context(iso))
+			env = v8.node_env(v8.current_context(iso));
+		if (env)
+			v8.add_cleanup(iso, on_cleanup, NULL);
+		js_env = env;
+		v8.hs_fini(hs);
+		if (!env) {
+			/* Without the hook, the isolate's end could not be seen. */
+			js_iso = NULL;
+			js_state = MW_JS_OFF;
+			set_why("the JavaScript thread ran outside a node environment");
+			goto out;
+		}
+		hooked = true;
+	}
+	running = v8.start(v8.heap_profiler(iso), interval, depth, 0);
+	js_state = running ? MW_JS_ON : MW_JS_OFF;
+	set_why(running ? "" : "V8 refused to start its sampling heap profiler");
+out:
+	pthread_mutex_unlock(&js_lock);
+	mw_tls.guard--;
+}
+
+static void on_stop(void *iso, void *data)
+{
+	(void)data;
+	mw_tls.guard++;
+	pthread_mutex_lock(&js_lock);
+	if (iso == js_iso && running && !want) {
+		v8.stop(v8.heap_profiler(iso));
+		running = false;
+		js_state = MW_JS_OFF;
+	}
+	pthread_mutex_unlock(&js_lock);
+	mw_tls.guard--;
+}
+
+/* node::RequestInterrupt's callbacks: on the isolate's own thread. */
+static void node_start(void *data)
+{
+	on_start(v8.try_get_current(), data);
+}
+
+static void node_stop(void *data)
+{
+	on_stop(v8.try_get_current(), data);
+}
+
+static void on_read(void *iso, void *data);
+static void node_read(void *data)
+{
+	on_read(v8.try_get_current(), data);
+}
+
+/* Have v8cb (V8's interrupt) or nodecb (node's, which wakes an idle event
+ * loop) run on the JavaScript thread. Called with js_lock held and js_iso set. */
+static void ask(void (*v8cb)(void *, void *), void (*nodecb)(void *), void *data)
+{
+	if (js_env)
+		v8.node_interrupt(js_env, nodecb, data);
+	else
+		v8.request_interrupt(js_iso, v8cb, data);
+}
+
+static void result_free(struct js_result *r)
+{
+	size_t i;
+	if (!r)
+		return;
+	for (i = 0; i < r->nstacks; i++)
+		free(r->stacks[i].frames);
+	for (i = 0; i < r->nnames; i++) {
+		free(r->names[i].function);
+		free(r->names[i].file);
+	}
+	free(r->stacks);
+	free(r->names);
+	free(r);
+}
+
+static char *js_string(void *iso, void *local, const char *empty)
+{
+	char buf[1024];
+	int n;
+	if (!local)
+		return strdup(empty);
+	n = v8.write_utf8(local, iso, buf, (int)sizeof buf - 1, NULL, 2 | 8);
+	if (n < 0 || n >= (int)sizeof buf)
+		n = 0;
+	buf[n] = 0;
+	if (!buf[0])
+		return strdup(empty);
+	return strdup(!strncmp(buf, "file://", 7) ? buf + 7 : buf);
+}
+
+/* Room for element n of the malloc'd array *v. */
+static bool grow(void **v, size_t n, size_t *cap, size_t elsize)
+{
+	void *x;
+	if (n < *cap)
+		return true;
+	x = realloc(*v, (*cap ? *cap * 2 : 64) * elsize);
+	if (!x)
+		return false;
+	*v = x;
+	*cap = *cap ? *cap * 2 : 64;
+	return true;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return (h ^ 0xff) * 0x100000001b3ull;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	uint64_t x = ((const struct js_name *)a)->hash, y = ((const struct js_name *)b)->hash;
+	return x < y ? -1 : x > y;
+}
+
+/* Read the profile into a result of our own: one stack per node that holds
+ * live samples, its frames the path from that node up to the root. */
+static struct js_result *read_profile(void *iso)
+{
+	unsigned char hs[64] __attribute__((aligned(16)));
+	struct js_result *r = calloc(1, sizeof *r);
+	void *prof, **vt;
+	struct ap_node *root;
+	const struct std_vector *sv;
+	uint32_t *ids = NULL;
+	size_t nids = 0, ncap = 0, scap = 0, i;
+	struct { struct ap_node *n; uint32_t depth; uint32_t child; } *walk = NULL;
+	uint64_t *path = NULL;
+	size_t wcap = 0, top = 0;
+	bool failed = false;
+
+	if (!r)
+		return NULL;
+	v8.hs_init(hs, iso);
+	prof = v8.profile(v8.heap_profiler(iso));
+	if (!prof) {
+		v8.hs_fini(hs);
+		return r;
+	}
+	vt = *(void ***)prof;
+	root = ((ap_root_fn *)vt[0])(prof);
+	sv = ((ap_samples_fn *)vt[1])(prof);
+	/* the node ids of the samples, sorted: live_samples by node */
+	nids = (size_t)((struct ap_sample *)sv->end - (struct ap_sample *)sv->begin);
+	if (nids && !(ids = malloc(nids * sizeof *ids)))
+		failed = true;
+	for (i = 0; !failed && i < nids; i++)
+		ids[i] = ((struct ap_sample *)sv->begin)[i].node_id;
+	if (ids)
+		qsort(ids, nids, sizeof *ids, cmp_u32);
+	path = calloc((size_t)depth + 2, sizeof *path);
+	wcap = (size_t)depth + 2;
+	walk = calloc(wcap, sizeof *walk);
+	if (!path || !walk)
+		failed = true;
+	if (!failed && root) {
+		walk[0].n = root;
+		walk[0].depth = 0;
+		walk[0].child = 0;
+		top = 1;
+	}
+	while (!failed && top) {
+		struct ap_node *n = walk[top - 1].n;
+		uint32_t d = walk[top - 1].depth;
+		size_t nch = (size_t)((struct ap_node **)n->children.end - (struct ap_node **)n->children.begin);
+		if (walk[top - 1].child == 0 && d > 0) {
+			/* first visit: this node's frame, then its own samples */
+			char *fn = js_string(iso, n->name, "(anonymous)");
+			char *file = js_string(iso, n->script_name, "");
+			uint64_t h = 0xcbf29ce484222325ull;
+			size_t na = (size_t)((struct ap_allocation *)n->allocations.end -
+					     (struct ap_allocation *)n->allocations.begin);
+			if (!fn || !file) {
+				free(fn);
+				free(file);
+				failed = true;
+				break;
+			}
+			h = hash_str(hash_str(h, fn), file);
+			h = mw_splitmix64(h ^ ((uint64_t)(uint32_t)n->line_number << 32 | (uint32_t)n->column_number));
+			h &= 0x7fffffffffffffffull;
+			path[d - 1] = h;
+			if (!grow((void **)&r->names, r->nnames, &ncap, sizeof *r->names)) {
+				free(fn);
+				free(file);
+				failed = true;
+				break;
+			}
+			r->names[r->nnames].hash = h;
+			r->names[r->nnames].function = fn;
+			r->names[r->nnames].file = file;
+			r->names[r->nnames].line = n->line_number > 0 ? (uint32_t)n->line_number : 0;
+			r->nnames++;
+			if (na) {
+				struct js_stack *st;
+				size_t k;
+				if (!grow((void **)&r->stacks, r->nstacks, &scap, sizeof *r->stacks)) {
+					failed = true;
+					break;
+				}
+				st = &r->stacks[r->nstacks];
+				memset(st, 0, sizeof *st);
+				st->frames = malloc(d * sizeof *st->frames);
+				if (!st->frames) {
+					failed = true;
+					break;
+				}
+				for (k = 0; k < d; k++)
+					st->frames[k] = path[d - 1 - k];
+				st->nframes = d;
+				for (k = 0; k < na; k++) {
+					const struct ap_allocation *a = (struct ap_allocation *)n->allocations.begin + k;
+					st->bytes += (uint64_t)a->size * a->count;
+					st->blocks += a->count;
+				}
+				if (ids) {
+					uint32_t key = n->node_id;
+					uint32_t *p = bsearch(&key, ids, nids, sizeof *ids, cmp_u32);
+					if (p) {
+						while (p > ids && p[-1] == key)
+							p--;
+						while (p < ids + nids && *p == key) {
+							st->samples++;
+							p++;
+						}
+					}
+				}
+				r->nstacks++;
+			}
+		}
+		if (walk[top - 1].child < nch && d < (uint32_t)depth && top < wcap) {
+			struct ap_node *c = ((struct ap_node **)n->children.begin)[walk[top - 1].child++];
+			walk[top].n = c;
+			walk[top].depth = d + 1;
+			walk[top].child = 0;
+			top++;
+			continue;
+		}
+		top--;
+	}
+	((ap_delete_fn *)vt[3])(prof);
+	v8.hs_fini(hs);
+	free(ids);
+	free(walk);
+	free(path);
+	if (failed) {
+		result_free(r);
+		return NULL;
+	}
+	/* one name per hash */
+	if (r->nnames) {
+		size_t u = 0;
+		qsort(r->names, r->nnames, sizeof *r->names, cmp_name);
+		for (i = 0; i < r->nnames; i++) {
+			if (u && r->names[u - 1].hash == r->names[i].hash) {
+				free(r->names[i].function);
+				free(r->names[i].file);
+				continue;
+			}
+			r->names[u++] = r->names[i];
+		}
+		r->nnames = u;
+	}
+	return r;
+}
+
+static void on_read(void *iso, void *data)
+{
+	uint64_t gen = (uint64_t)(uintptr_t)data;
+	struct js_result *r;
+	mw_tls.guard++;
+	pthread_mutex_lock(&js_lock);
+	if (iso != js_iso || !running || gen != req_gen) {
+		pthread_mutex_unlock(&js_lock);
+		mw_tls.guard--;
+		return;
+	}
+	pthread_mutex_unlock(&js_lock);
+	r = read_profile(iso);
+	pthread_mutex_lock(&js_lock);
+	if (gen == req_gen && !result) {
+		result = r;
+		done_gen = gen;
+		if (!r)
+			set_why("out of memory reading V8's profile");
+		pthread_cond_broadcast(&js_cond);
+		r = NULL;
+	}
+	pthread_mutex_unlock(&js_lock);
+	result_free(r);
+	mw_tls.guard--;
+}
+
+/* ------------------------------------------------------------------------- */
+/* On the helper thread and the control thread. */
+
+/* A real-time signal nobody handles and the main thread does not block, with
+ * our handler installed; 0 if there is none. */
+static int pick_signal(struct sigaction *old)
+{
+	char path[64], line[256];
+	unsigned long long blocked = ~0ull;
+	FILE *f;
+	int sig;
+	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)getpid());
+	if ((f = fopen(path, "re"))) {
+		while (fgets(line, sizeof line, f))
+			if (sscanf(line, "SigBlk: %llx", &blocked) == 1)
+				break;
+		fclose(f);
+	}
+	for (sig = SIGRTMAX; sig > SIGRTMIN + 4; sig--) {
+		struct sigaction sa;
+		if (sig - 1 < 64 && (blocked >> (sig - 1)) & 1)
+			continue;
+		if (sigaction(sig, NULL, old) < 0 || old->sa_handler != SIG_DFL || (old->sa_flags & SA_SIGINFO))
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = on_signal;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigfillset(&sa.sa_mask);
+		if (sigaction(sig, &sa, NULL) == 0)
+			return sig;
+	}
+	return 0;
+}
+
+/* Ask the main thread for its isolate and, while it is held, for the
+ * interrupt that starts the profiler. True when it was asked (or there is no
+ * isolate yet: try later); false when it never will be. */
+static bool find_and_start(void)
+{
+	struct sigaction old;
+	siginfo_t si;
+	uint64_t t0;
+	int st;
+	void *iso;
+
+	if (!v8.platform())
+		return true;    /* node is still starting */
+	if (!(js_signal = pick_signal(&old))) {
+		pthread_mutex_lock(&js_lock);
+		set_why("no free real-time signal to find the JavaScript thread");
+		pthread_mutex_unlock(&js_lock);
+		return false;
+	}
+	found_iso = NULL;
+	__atomic_store_n(&handshake, 1, __ATOMIC_RELEASE);
+	memset(&si, 0, sizeof si);
+	si.si_signo = js_signal;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_int = JS_SIGNAL_MAGIC;
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), getpid(), js_signal, &si) < 0) {
+		__atomic_store_n(&handshake, 0, __ATOMIC_RELEASE);
+		sigaction(js_signal, &old, NULL);
+		return true;
+	}
+	t0 = mw_now_ns();
+	while ((st = __atomic_load_n(&handshake, __ATOMIC_ACQUIRE)) == 1 && mw_now_ns() - t0 < JS_ANSWER_NS) {
+		struct timespec ts = { 0, 200000 };
+		nanosleep(&ts, NULL);
+	}
+	if (st != 2) {
+		/* Never answered: our handler stays, and ignores the late signal. */
+		__atomic_store_n(&handshake, 0, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&js_lock);
+		set_why("the main thread did not answer");
+		pthread_mutex_unlock(&js_lock);
+		return true;
+	}
+	iso = found_iso;
+	pthread_mutex_lock(&js_lock);
+	if (iso && iso != gone_iso && want && !js_iso) {
+		js_iso = iso;
+		hooked = false;
+		v8.request_interrupt(iso, on_start, NULL);
+		js_state = MW_JS_WAITING;
+		set_why("the JavaScript thread has not reached a safe point yet");
+	}
+	pthread_mutex_unlock(&js_lock);
+	__atomic_store_n(&handshake, 3, __ATOMIC_RELEASE);
+	/* Delivered, so nothing is pending: the disposition goes back. */
+	sigaction(js_signal, &old, NULL);
+	return true;
+}
+
+/* The helper thread, started with the agent from a thread that has the
+ * program's descriptor table (the control thread has one of its own, where
+ * node::RequestInterrupt's write to the event loop's eventfd would fail and
+ * libuv abort): while capture is on and the isolate is not known, it looks
+ * for it every JS_POLL_NS; it makes the requests that the control thread
+ * posts (post_*), all under js_lock. */
+static pthread_cond_t helper_cond = PTHREAD_COND_INITIALIZER;
+static bool helper_running;
+static bool post_start, post_stop, find_failed;
+static unsigned polls;          /* looks for the isolate in this capture */
+static uint64_t post_read;      /* the generation of a read to ask for (0: none) */
+
+static void *helper(void *arg)
+{
+	(void)arg;
+	mw_tls.guard = 1;
+	pthread_mutex_lock(&js_lock);
+	for (;;) {
+		if (js_iso) {
+			if (post_stop)
+				ask(on_stop, node_stop, NULL);
+			if (post_start)
+				ask(on_start, node_start, NULL);
+			if (post_read)
+				ask(on_read, node_read, (void *)(uintptr_t)post_read);
+		}
+		post_stop = post_start = false;
+		post_read = 0;
+		if (want && !js_iso && js_state != MW_JS_GONE && !find_failed) {
+			struct timespec dl;
+			pthread_mutex_unlock(&js_lock);
+			if (!find_and_start()) {
+				pthread_mutex_lock(&js_lock);
+				find_failed = true;
+				continue;
+			}
+			pthread_mutex_lock(&js_lock);
+			if (!js_iso && ++polls >= JS_MAX_POLLS) {
+				/* an embedder that runs JavaScript on another thread */
+				find_failed = true;
+				set_why("no V8 isolate on the main thread");
+				continue;
+			}
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_nsec += (long)JS_POLL_NS;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			if (!post_stop && !post_start && !post_read)
+				pthread_cond_timedwait(&helper_cond, &js_lock, &dl);
+			continue;
+		}
+		if (!post_stop && !post_start && !post_read)
+			pthread_cond_wait(&helper_cond, &js_lock);
+	}
+	return NULL;
+}
+
+void mw_js_init(void)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	mw_tls.guard++;
+	pthread_mutex_lock(&js_lock);
+	probe();
+	if (js_state == MW_JS_OFF && !helper_running) {
+		sigset_t all, old;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		/* no signal of the program's is ever delivered to it */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&t, &a, helper, NULL) == 0)
+			helper_running = true;
+		else
+			set_why("no thread to find the JavaScript thread");
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&a);
+	}
+	pthread_mutex_unlock(&js_lock);
+	mw_tls.guard--;
+}
+
+void mw_js_capture_start(void)
+{
+	mw_tls.guard++;
+	pthread_mutex_lock(&js_lock);
+	if (!helper_running || js_state == MW_JS_GONE) {
+		pthread_mutex_unlock(&js_lock);
+		mw_tls.guard--;
+		return;
+	}
+	want = true;
+	find_failed = false;
+	polls = 0;
+	interval = mw_rate > 1 ? mw_rate : 1;
+	depth = (int)(mw_depth ? mw_depth : MW_DEFAULT_DEPTH);
+	if (js_iso && !running) {
+		js_state = MW_JS_WAITING;
+		set_why("the JavaScript thread has not reached a safe point yet");
+		post_start = true;
+	}
+	pthread_cond_broadcast(&helper_cond);
+	pthread_mutex_unlock(&js_lock);
+	mw_tls.guard--;
+}
+
+void mw_js_capture_stop(void)
+{
+	mw_tls.guard++;
+	pthread_mutex_lock(&js_lock);
+	want = false;
+	if (js_iso && running)
+		post_stop = true;
+	/* Without node's cleanup hook (the start never ran), nothing would say
+	 * that the isolate is gone: it is looked for again at the next capture,
+	 * and the start still pending does nothing. */
+	if (js_iso && !hooked)
+		js_iso = NULL;
+	post_start = false;
+	post_read = 0;
+	if (js_state == MW_JS_WAITING || js_state == MW_JS_ON)
+		js_state = MW_JS_OFF;
+	req_gen++;
+	result_free(result);
+	result = NULL;
+	pthread_cond_broadcast(&helper_cond);
+	pthread_cond_broadcast(&js_cond);
+	pthread_mutex_unlock(&js_lock);
+	mw_tls.guard--;
+}
+
+int mw_js_state(const char **version, const char **why)
+{
+	int s;
+	pthread_mutex_lock(&js_lock);
+	s = js_state;
+	pthread_mutex_unlock(&js_lock);
+	*version = js_version[0] ? js_version : "-";
+	*why = js_why;
+	return s;
+}
+
+const char *mw_js_state_name(int s)
+{
+	switch (s) {
+	case MW_JS_UNSUPPORTED: return "unsupported";
+	case MW_JS_OFF: return "off";
+	case MW_JS_WAITING: return "waiting";
+	case MW_JS_ON: return "on";
+	case MW_JS_GONE: return "gone";
+	default: return "none";
+	}
+}
+
+/* Read the profile on the JavaScript thread, waiting at most wait_ns. */
+static struct js_result *take_result(uint64_t wait_ns)
+{
+	struct js_result *r = NULL;
+	struct timespec dl;
+	uint64_t gen;
+	pthread_mutex_lock(&js_lock);
+	if (js_state != MW_JS_ON || !js_iso || !running || !wait_ns) {
+		pthread_mutex_unlock(&js_lock);
+		return NULL;
+	}
+	result_free(result);
+	result = NULL;
+	gen = ++req_gen;
+	post_read = gen;
+	pthread_cond_broadcast(&helper_cond);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += (time_t)(wait_ns / 1000000000ull);
+	dl.tv_nsec += (long)(wait_ns % 1000000000ull);
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	while (done_gen != gen && req_gen == gen && js_iso)
+		if (pthread_cond_timedwait(&js_cond, &js_lock, &dl) == ETIMEDOUT)
+			break;
+	if (done_gen == gen && result) {
+		r = result;
+		result = NULL;
+		js_why[0] = 0;
+	} else if (done_gen != gen) {
+		if (js_iso)
+			snprintf(js_why, sizeof js_why,
+				 "the JavaScript thread did not reach a safe point within %llu ms",
+				 (unsigned long long)(wait_ns / 1000000));
+		req_gen++;    /* a late interrupt does nothing */
+	}
+	pthread_mutex_unlock(&js_lock);
+	return r;
+}
+
+int mw_js_snapshot(struct snapshot *s, uint64_t wait_ns)
+{
+	struct js_result *r;
+	struct snap_module *m;
+	struct snap_symbol *y;
+	struct snap_stack *st;
+	uint32_t mod;
+	size_t i, k;
+	int ret = -1;
+
+	mw_tls.guard++;
+	r = take_result(wait_ns);
+	mw_tls.guard--;
+	if (!r)
+		return 0;
+	if (!r->nstacks) {
+		result_free(r);
+		return 0;
+	}
+	m = realloc(s->modules, (s->nmodules + 1) * sizeof *m);
+	if (!m)
+		goto out;
+	s->modules = m;
+	mod = (uint32_t)s->nmodules;
+	memset(&m[mod], 0, sizeof m[mod]);
+	if (!(m[mod].path = strdup("[js]")))
+		goto out;
+	s->nmodules++;
+	y = realloc(s->symbols, (s->nsymbols + r->nnames) * sizeof *y);
+	if (!y)
+		goto out;
+	s->symbols = y;
+	for (i = 0; i < r->nnames; i++) {
+		struct snap_symbol *d = &s->symbols[s->nsymbols];
+		memset(d, 0, sizeof *d);
+		if (!(d->frames = calloc(1, sizeof *d->frames)))
+			goto out;
+		d->module = mod;
+		d->offset = r->names[i].hash;
+		d->nframes = 1;
+		d->frames->function = r->names[i].function;
+		d->frames->file = r->names[i].file[0] ? r->names[i].file : NULL;
+		if (!r->names[i].file[0])
+			free(r->names[i].file);
+		d->frames->line = r->names[i].line;
+		r->names[i].function = r->names[i].file = NULL;
+		s->nsymbols++;
+	}
+	st = realloc(s->stacks, (s->nstacks + r->nstacks) * sizeof *st);
+	if (!st)
+		goto out;
+	s->stacks = st;
+	for (i = 0; i < r->nstacks; i++) {
+		struct snap_stack *d = &s->stacks[s->nstacks];
+		memset(d, 0, sizeof *d);
+		if (!(d->frames = calloc(r->stacks[i].nframes ? r->stacks[i].nframes : 1, sizeof *d->frames)))
+			goto out;
+		d->flags = SNAP_STACK_MMAP | SNAP_STACK_JS;
+		if (r->stacks[i].nframes >= (uint32_t)depth)
+			d->flags |= SNAP_STACK_TRUNCATED;
+		d->nframes = r->stacks[i].nframes;
+		for (k = 0; k < d->nframes; k++) {
+			d->frames[k].module = mod;
+			d->frames[k].offset = r->stacks[i].frames[k];
+		}
+		d->live_bytes = d->alloc_bytes = r->stacks[i].bytes;
+		d->live_blocks = d->alloc_blocks = r->stacks[i].blocks;
+		d->live_samples = r->stacks[i].samples;
+		s->nstacks++;
+	}
+	ret = 0;
+out:
+	result_free(r);
+	return ret;
+}
+
+/* fork: the child has no JavaScript thread of ours (node does not fork a
+ * running isolate); its capture is native-only. */
+void mw_js_atfork_child(void)
+{
+	pthread_mutex_init(&js_lock, NULL);
+	pthread_cond_init(&js_cond, NULL);
+	want = false;
+	helper_running = false;
+	post_start = post_stop = false;
+	post_read = 0;
+	pthread_cond_init(&helper_cond, NULL);
+	js_iso = NULL;
+	running = false;
+	result = NULL;
+	if (js_state != MW_JS_NONE && js_state != MW_JS_UNSUPPORTED)
+		js_state = MW_JS_GONE;
+	set_why("a forked child of node");
+}

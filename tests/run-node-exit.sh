@@ -1,0 +1,48 @@
+#!/bin/sh
+# run-node-exit.sh: node ending while its JavaScript heap is captured, with
+# snapshots taken every few MiB of growth: its event loop running dry (node
+# tears its environment and isolate down: the agent's cleanup hook forgets
+# them), process.exit(), and the same under memwatch run (whose last
+# snapshot is written at exit). node exits 0 every time, no crash; memwatch -p
+# exits 7 (every watched process exited) with its report, memwatch run with
+# node's status, 0; neither says more of the end than that.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/node-lib.sh"
+need_ptrace
+need_node
+
+# ends NAME MODE: js_grow.js MODE 3 watched by memwatch -p until it ends
+ends() {
+	start_js "$1" "$2" 3 || return 0
+	run_mw 7 -p "$t" -i 100ms -q --capture now --snap-every +4MiB -o "$1.log"
+	cp out "$1.report"
+	cp err "$1.stderr"
+	expect_target_exit "$t" "$1"
+	expect_no_grep 'Segmentation|Abort|FATAL|core dumped' "$1.err"
+	expect_grep "^# event [0-9.]+ $t capture-start " "$1.log"
+	expect_grep "^# event [0-9.]+ $t snapshot .*path=.*\\.2\\.snap" "$1.log"
+	expect_grep 'retainObjects  .*js_grow\.js' "$1.report"
+	# a snapshot between the isolate's end and the process's may say that
+	# the isolate was torn down; early ones on a loaded machine that the
+	# profiler has not started yet
+	expect_no_grep 'not sampled: (no |out of|V8)|crash|signal' "$1.stderr"
+}
+
+ends dry end
+ends exit exit
+
+# memwatch run: its last snapshot written by the agent at exit
+run_mw 0 run -q -i 100ms --snap-every +4MiB -o run.log -- "$NODE" "$JS" end 3
+cp out run.report
+cp err run.stderr
+expect_grep '^ok ' run.report
+expect_grep 'never freed at exit' run.report
+expect_no_grep 'Segmentation|Abort|FATAL' run.stderr
+# (at the start, on a loaded machine, the first snapshots may come before
+# V8's profiler starts, and say so)
+expect_no_grep 'not sampled: (the isolate|no |out of|V8)' run.stderr
+# the last snapshot taken while it grew has its JavaScript objects
+last=$(ls run.*.snap | grep -v -e -exit -e -final | sort -t. -k3 -n | tail -n 1)
+run_mw 0 show --kind js "$last"
+expect_grep 'retainObjects  .*js_grow\.js' out
+finish

@@ -1,0 +1,120 @@
+// js_grow.js MODE [ARGS]: the node targets of tests/run-node-*.sh. Each says
+// "ready ..." when it is set up; a line on stdin ends it with "ok ..." and
+// exit status 0 (but for the modes that end by themselves).
+//   map SECONDS     retainObjects() keeps small objects in a Map, ~20 MiB/s
+//   buffer          growBuffers() keeps 300 Buffers of 1 MiB, then "ready 1"
+//   serve           an HTTP server on a loopback port ("ready PORT"); GET /delay
+//                   answers the event loop's largest delay (ms) since the last
+//                   GET /delay; logRequest() keeps a record of every other one
+//   client PORT N   N requests to that server, 4 at a time; "ok N" if all were
+//                   answered 200
+//   end SECONDS     grows for that long, then lets its event loop run dry
+//   exit SECONDS    grows for that long, then calls process.exit(0)
+"use strict";
+const mode = process.argv[2];
+const keep = new Map();
+let n = 0;
+
+function retainObjects() {
+	for (let k = 0; k < 4000; k++, n++)
+		keep.set(n, { id: n, name: "item-" + n, tags: [n, n + 1] });
+}
+
+function growBuffers(list) {
+	list.push(Buffer.alloc(1 << 20, 1));
+}
+
+const served = [];
+function logRequest(req) {
+	served.push({ url: req.url, at: Date.now(), agent: "" + req.headers["user-agent"] + served.length });
+}
+
+function onStdin(f) {
+	process.stdin.on("data", f);
+}
+
+if (mode === "map") {
+	const t = setInterval(retainObjects, 20);
+	setTimeout(() => { clearInterval(t); console.log("done " + keep.size); }, 1000 * Number(process.argv[3] || 10));
+	console.log("ready " + process.pid);
+	onStdin(() => { console.log("ok " + keep.size); process.exit(0); });
+} else if (mode === "buffer") {
+	const list = [];
+	console.log("ready 0 " + process.pid);
+	let stage = 0;
+	onStdin(() => {
+		if (++stage > 1) {
+			console.log("ok " + list.length);
+			process.exit(0);
+		}
+		const t = setInterval(() => {
+			growBuffers(list);
+			if (list.length === 300) {
+				clearInterval(t);
+				console.log("ready 1");
+			}
+		}, 5);
+	});
+} else if (mode === "serve") {
+	const http = require("http");
+	const { monitorEventLoopDelay } = require("perf_hooks");
+	const h = monitorEventLoopDelay({ resolution: 10 });
+	h.enable();
+	const srv = http.createServer((req, res) => {
+		if (req.url === "/delay") {
+			const ms = Math.round(h.max / 1e6);
+			h.reset();
+			res.end(String(ms) + "\n");
+			return;
+		}
+		logRequest(req);
+		const body = JSON.stringify({ at: Date.now(), pad: "x".repeat(512) });
+		res.setHeader("Content-Type", "application/json");
+		res.end(body);
+	});
+	srv.listen(0, "127.0.0.1", () => console.log("ready " + srv.address().port + " " + process.pid));
+	onStdin(() => { console.log("ok"); process.exit(0); });
+} else if (mode === "client") {
+	const http = require("http");
+	const port = Number(process.argv[3]), total = Number(process.argv[4]);
+	const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+	let sent = 0, good = 0, done = 0;
+	function one() {
+		if (sent >= total)
+			return;
+		sent++;
+		http.get({ host: "127.0.0.1", port, path: "/", agent }, (res) => {
+			res.resume();
+			res.on("end", () => {
+				if (res.statusCode === 200)
+					good++;
+				finished();
+			});
+		}).on("error", finished);
+	}
+	function finished() {
+		done++;
+		if (done === total) {
+			console.log((good === total ? "ok " : "failed ") + good);
+			agent.destroy();
+			return;
+		}
+		one();
+	}
+	for (let i = 0; i < 4; i++)
+		one();
+} else if (mode === "end" || mode === "exit") {
+	const t = setInterval(retainObjects, 5);
+	console.log("ready " + process.pid);
+	setTimeout(() => {
+		clearInterval(t);
+		console.log("ok " + keep.size);
+		if (mode === "exit")
+			process.exit(0);
+		process.stdin.destroy();
+	}, 1000 * Number(process.argv[3] || 3));
+	onStdin(() => {});
+} else {
+	console.error("js_grow.js: unknown mode " + mode);
+	process.exit(2);
+}
