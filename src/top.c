@@ -323,28 +323,31 @@ static void draw_header(struct top *tp, struct page *p)
 		snprintf(line, sizeof line, "  rate %s  live heap %s", c, a);
 		addnstr(line, COLS - getcurx(stdscr) - 1 > 0 ? COLS - getcurx(stdscr) - 1 : 0);
 	}
-	if (share >= 0) {
-		snprintf(line, sizeof line, "  explains %.0f%% of RSS growth", share * 100);
-		addnstr(line, COLS - getcurx(stdscr) - 1 > 0 ? COLS - getcurx(stdscr) - 1 : 0);
-	}
 
+	/* line 2: what the rows count from, and how often they come */
+	if (share >= 0)
+		snprintf(line, sizeof line, "since %s: explains %.0f%% of the RSS growth  ",
+			 p->marked ? "mark" : "capture start", share * 100);
+	else
+		snprintf(line, sizeof line, "since %s  ", p->marked ? "mark" : "capture start");
+	clip_line(2, line);
 	if (p->have_cost) {
 		char cpu[32] = "?";
 		if (p->cost.cpu_ms >= 0)
 			snprintf(cpu, sizeof cpu, "%.1f ms CPU", p->cost.cpu_ms);
-		snprintf(line, sizeof line, "view every %gs (a snapshot costs the target %s, %.1f ms)  ",
+		snprintf(line, sizeof line, "view every %gs (a snapshot costs the target %s, %.1f ms)",
 			 p->cadence, cpu, p->cost.wall_ms);
 	} else {
-		snprintf(line, sizeof line, "view: %s  ",
+		snprintf(line, sizeof line, "view: %s",
 			 p->state && !strcmp(p->state, "capturing") ? "waiting for a snapshot"
 								   : "no capture yet (it starts on growth)");
 	}
-	clip_line(2, line);
-	snprintf(line, sizeof line, "since %s  sort %s  by %s%s%s%s%s", p->marked ? "mark" : "capture start",
-		 sort_name(tp->sort), by_word(tp->ro.by), tp->focus_pat ? "  focus " : "",
-		 tp->focus_pat ? tp->focus_pat : "", tp->hide_pat ? "  hide " : "",
-		 tp->hide_pat ? tp->hide_pat : "");
 	addnstr(line, COLS - getcurx(stdscr) - 1 > 0 ? COLS - getcurx(stdscr) - 1 : 0);
+	/* line 3: how the rows are made */
+	snprintf(line, sizeof line, "sort %s  by %s%s%s%s%s", sort_name(tp->sort), by_word(tp->ro.by),
+		 tp->focus_pat ? "  focus " : "", tp->focus_pat ? tp->focus_pat : "",
+		 tp->hide_pat ? "  hide " : "", tp->hide_pat ? tp->hide_pat : "");
+	clip_line(3, line);
 }
 
 /* The rows of page p from line y to the line before last. */
@@ -477,9 +480,12 @@ static void draw(struct top *tp)
 	erase();
 	if (COLS < MIN_COLS || LINES < MIN_LINES) {
 		char line[128];
-		snprintf(line, sizeof line, "terminal too small (%dx%d): memwatch top needs %dx%d", COLS,
-			 LINES, MIN_COLS, MIN_LINES);
-		mvaddnstr(0, 0, line, COLS - 1);
+		/* in pieces that fit the narrowest terminal */
+		mvaddnstr(0, 0, "terminal too small", COLS - 1);
+		snprintf(line, sizeof line, "(%dx%d):", COLS, LINES);
+		mvaddnstr(1, 0, line, COLS - 1);
+		snprintf(line, sizeof line, "memwatch top needs %dx%d", MIN_COLS, MIN_LINES);
+		mvaddnstr(2, 0, line, COLS - 1);
 		refresh();
 		return;
 	}
@@ -491,9 +497,9 @@ static void draw(struct top *tp)
 	p = &tp->pages[tp->cur];
 	draw_header(tp, p);
 	if (tp->stack_open)
-		draw_stack(tp, p, 4, LINES - 2);
+		draw_stack(tp, p, 5, LINES - 2);
 	else
-		draw_rows(tp, p, 4, LINES - 2);
+		draw_rows(tp, p, 5, LINES - 2);
 	read_messages(tp);
 	clip_line(LINES - 2, tp->msg);
 	attron(A_REVERSE);
