@@ -851,6 +851,12 @@ int cmd_top(int argc, char **argv)
 		r = mw_usage_print(top_usage);
 		goto out;
 	}
+	if (r == 0 && tp.wo.output && strcmp(tp.wo.output, "-") == 0) {
+		/* the terminal is the view's */
+		mw_error("top: the run log cannot go to standard output (-o -)");
+		mw_hint("give it a file: -o FILE");
+		r = MW_EXIT_USAGE;
+	}
 	if (r != 0 || (r = check_terminal()) != 0)
 		goto out;
 	setlocale(LC_ALL, "");

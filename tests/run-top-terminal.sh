@@ -51,6 +51,8 @@ run_mw 2 top -p "$d" --by type
 expect_err_line "top: invalid --by 'type' \(stack, function or line\)"
 run_mw 2 top -p "$d" --sort size
 expect_err_line "top: invalid --sort 'size' \(growth, live or alloc\)"
+run_mw 2 top -p "$d" -o -
+expect_err_line "top: the run log cannot go to standard output \(-o -\)"
 run_mw 2 top
 expect_err_line "no process to watch: -p PID is missing"
 run_mw 0 top --help
