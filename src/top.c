@@ -817,15 +817,19 @@ static int check_terminal(void)
 {
 	const char *term = getenv("TERM");
 	int err = 0;
+	bool ok;
 
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		mw_error("top: standard %s is not a terminal", isatty(STDIN_FILENO) ? "output" : "input");
 		mw_hint("memwatch -p PID watches without one (a status line, the report at the end)");
 		return MW_EXIT_USAGE;
 	}
-	if (!term || !*term || !strcmp(term, "dumb") ||
-	    setupterm(NULL, STDOUT_FILENO, &err) != OK || !tigetstr("cup") ||
-	    tigetstr("cup") == (char *)-1) {
+	ok = term && *term && strcmp(term, "dumb") && setupterm(NULL, STDOUT_FILENO, &err) == OK;
+	ok = ok && tigetstr("cup") && tigetstr("cup") != (char *)-1;
+	/* the view sets up its own terminal (newterm) */
+	if (cur_term)
+		del_curterm(cur_term);
+	if (!ok) {
 		mw_error("top: the terminal cannot be drawn on (TERM=%s)", term && *term ? term : "");
 		mw_hint("set TERM to your terminal's type, or use memwatch -p PID (a status line)");
 		return MW_EXIT_USAGE;
