@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,6 +133,13 @@ struct capture {
 	double last_snap_t;      /* when the last snapshot came */
 	struct peak_state peak;  /* the high-water mark */
 	struct oom_note oom;     /* the process was killed by the OOM killer */
+	uint64_t rate;           /* the sample rate in force (a shared capture's) */
+	bool shared;             /* joined another memwatch's capture */
+	bool rx_peek;            /* the request in flight is a view's (capture_peek) */
+	uint64_t peek_ns;        /*   sent then */
+	uint64_t peek_cpu_ns;    /*   the agent thread's CPU time then (0: unknown) */
+	struct snapshot *peeked; /* a view's snapshot come in, not taken yet */
+	double peek_wall_ms, peek_cpu_ms;   /* what it cost */
 };
 
 /* How long a control request may take before the agent is considered stuck. */
@@ -409,6 +418,69 @@ static void js_said(struct capture *c, double t)
 	free(esc);
 }
 
+/* The CPU time (ns) the agent's thread in pid has used, from its schedstat;
+ * 0 when it is not found. What a snapshot costs the target is its growth. */
+static uint64_t agent_thread_cpu_ns(int pid)
+{
+	char path[64], buf[64];
+	uint64_t ns = 0;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof path, "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char p2[384];
+		FILE *f;
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(p2, sizeof p2, "/proc/%d/task/%s/comm", pid, e->d_name);
+		f = fopen(p2, "re");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof buf, f) || strcmp(buf, "memwatch-agent\n") != 0) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(p2, sizeof p2, "/proc/%d/task/%s/schedstat", pid, e->d_name);
+		f = fopen(p2, "re");
+		if (f) {
+			unsigned long long v;
+			if (fscanf(f, "%llu", &v) == 1)
+				ns = v;
+			fclose(f);
+		}
+		break;
+	}
+	closedir(d);
+	return ns;
+}
+
+/* A view's snapshot came (capture_peek): decoded and kept for the view, with
+ * what it cost; never stored as one of the capture's. */
+static void peek_in(struct capture *c, unsigned char *buf, size_t len)
+{
+	char *cause = NULL;
+	struct snapshot *s = snapshot_decode(buf, len, &cause);
+	uint64_t cpu = c->peek_cpu_ns ? agent_thread_cpu_ns(c->pid) : 0;
+
+	free(buf);
+	c->rx_peek = false;
+	if (!s) {
+		free(cause);
+		return;
+	}
+	ask_jvm(c, c->call_t);
+	maps_enrich_snapshot(s, c->pid);
+	snapshot_free(c->peeked);
+	c->peeked = s;
+	c->peek_wall_ms = (double)(mono_ns() - c->peek_ns) / 1e6;
+	c->peek_cpu_ms = cpu > c->peek_cpu_ns ? (double)(cpu - c->peek_cpu_ns) / 1e6 : -1;
+}
+
 /* Wait up to wait_ms for the answer to the snapshot request in flight, looking
  * at the process between slices: a stopped one cannot answer, and the watch
  * must go on sampling it. Returns 1 when it came (stored), 0 when it is still
@@ -430,6 +502,10 @@ static int snapshot_wait(struct capture *c, int wait_ms)
 					      &buf, &len, &cause);
 		double t = capture_now(c);
 
+		if (r == CONTROL_RX_DONE && c->rx_peek) {
+			peek_in(c, buf, len);
+			return 1;
+		}
 		if (r == CONTROL_RX_DONE) {
 			snapshot_in(c, t, buf, len, c->rx_final, c->rx_late ? t - c->rx_t : 0);
 			js_said(c, t);
@@ -490,6 +566,7 @@ static int take_snapshot(struct capture *c, double t, bool final, int wait_ms)
 		return -1;
 	}
 	c->peak.rx = false;
+	c->rx_peek = false;
 	/* a snapshot put off while the process was stopped is as late as that */
 	c->rx_t = c->deferred ? c->due_t : t;
 	c->rx_late = c->deferred;
@@ -686,6 +763,8 @@ static void capture_begin(struct capture *c, double t)
 	 * its rate (the snapshots record the rate in force) */
 	if (got.joined && got.rate != c->o.sample_rate)
 		control_warn_rate(c->pid, &got, c->o.sample_rate);
+	c->rate = got.rate;
+	c->shared = got.joined;
 	runlog_event(c->log, t, c->pid, "capture-start", "rate=%llu depth=%u%s",
 		     (unsigned long long)got.rate, got.depth ? got.depth : c->o.max_depth,
 		     got.joined ? " shared=1" : "");
@@ -940,6 +1019,7 @@ const char *end_reason_name(enum end_reason r)
 	case END_DURATION: return "duration";
 	case END_SIGNAL: return "signal";
 	case END_EXITED: return "exited";
+	case END_QUIT: return "quit";
 	default: return "error";
 	}
 }
@@ -958,6 +1038,7 @@ void capture_free(struct capture *c)
 	free(c->perfmap_here);
 	free(c->peak.path);
 	free(c->peak.file);
+	snapshot_free(c->peeked);
 	free(c);
 }
 
@@ -976,4 +1057,45 @@ const char *capture_state_name(const struct capture *c)
 unsigned capture_snapshots(const struct capture *c)
 {
 	return c->nsnaps;
+}
+
+struct snapshot *capture_peek(struct capture *c, double t, int wait_ms, struct capture_peek_cost *cost)
+{
+	struct snapshot *s;
+	char *cause = NULL;
+
+	if (!c->peeked && c->state == ST_CAPTURING && !c->rx.active && !c->stopped &&
+	    proc_run_state(c->pid) == PROC_RUNNING) {
+		c->call_t = t;
+		c->call_ns = mono_ns();
+		c->peek_cpu_ns = agent_thread_cpu_ns(c->pid);
+		c->peek_ns = mono_ns();
+		if (control_snapshot_send(c->fd, &c->rx, &cause) < 0) {
+			free(cause);
+			return NULL;
+		}
+		c->rx_peek = true;
+		c->rx_t = t;
+		/* a view's request is not the capture's: its lateness is no event */
+		c->rx_late = true;
+		c->rx_final = false;
+		snapshot_wait(c, wait_ms);
+	}
+	s = c->peeked;
+	c->peeked = NULL;
+	if (s && cost) {
+		cost->wall_ms = c->peek_wall_ms;
+		cost->cpu_ms = c->peek_cpu_ms;
+	}
+	return s;
+}
+
+uint64_t capture_rate(const struct capture *c)
+{
+	return c->rate;
+}
+
+bool capture_shared(const struct capture *c)
+{
+	return c->shared;
 }

@@ -52,6 +52,7 @@ enum end_reason {
 	END_SIGNAL,              /* SIGINT, SIGTERM, SIGHUP */
 	END_EXITED,              /* the process (memwatch run: the command) exited */
 	END_ERROR,               /* the watch failed (/proc, the log); said already */
+	END_QUIT,                /* memwatch top: the user quit */
 };
 /* The word for it in run.log's "end" and "capture-stop" events. */
 const char *end_reason_name(enum end_reason r);
@@ -68,5 +69,25 @@ void capture_oom_killed(struct capture *c, double t, uint64_t limit);
  * and the snapshots it wrote, for the metrics. */
 const char *capture_state_name(const struct capture *c);
 unsigned capture_snapshots(const struct capture *c);
+/* The sample rate in force once capturing (a shared capture's), 0 before;
+ * whether the capture is another memwatch's, joined. */
+uint64_t capture_rate(const struct capture *c);
+bool capture_shared(const struct capture *c);
+
+/* What a view's snapshot cost: wall time from the request to the last byte,
+ * and the CPU time of the agent's thread in the target meanwhile (-1: not
+ * known). */
+struct capture_peek_cost {
+	double wall_ms, cpu_ms;
+};
+struct snapshot;
+/* memwatch top: a snapshot for the view, asked of the agent while capturing
+ * when no request is in flight, waited for up to wait_ms (t: the watch's time
+ * now). It is not one of the capture's: not written, no event. A reply that
+ * comes later is received by capture_sample and given at the next call.
+ * Returns the snapshot (caller frees with snapshot_free; enriched with the
+ * process's mappings) and what it cost, or NULL when none is ready. */
+struct snapshot *capture_peek(struct capture *c, double t, int wait_ms,
+			      struct capture_peek_cost *cost);
 
 #endif

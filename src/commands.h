@@ -6,6 +6,9 @@
 /* memwatch [-p PID ...] : watch (src/watch.c) */
 int cmd_watch(int argc, char **argv);
 extern const char watch_usage[];
+/* memwatch top -p PID: the watch as a live full-screen view (src/top.c) */
+int cmd_top(int argc, char **argv);
+extern const char top_usage[];
 /* memwatch run [opts] -- CMD ARGS (src/run.c) */
 int cmd_run(int argc, char **argv);
 extern const char run_usage[];

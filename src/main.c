@@ -22,6 +22,7 @@ static const struct command {
 	{ "show", cmd_show, show_usage },
 	{ "plot", cmd_plot, plot_usage },
 	{ "report", cmd_report, report_usage },
+	{ "top", cmd_top, top_usage },
 	{ "watch", cmd_watch, watch_usage },
 };
 
@@ -41,6 +42,7 @@ static const char outro[] =
 	"\n"
 	"Examples:\n"
 	"  memwatch -p 1234 -i 1s              watch pid 1234, capture when it grows\n"
+	"  memwatch top -p 1234 --capture now  what grows in pid 1234, live\n"
 	"  memwatch run -- ./server 8080       start a program under memwatch\n"
 	"  memwatch snap -p 1234 -o now.snap   heap snapshot of pid 1234 now\n"
 	"  memwatch diff a.snap b.snap         which call stacks grew\n"
@@ -115,7 +117,7 @@ int main(int argc, char **argv)
 				return commands[i].run(argc - 1, argv + 1);
 		if (argv[1][0] != '-') {
 			mw_error("unknown command '%s'", argv[1]);
-			mw_hint("commands: run, snap, diff, show, plot, report; or -p PID to watch (memwatch --help)");
+			mw_hint("commands: run, top, snap, diff, show, plot, report; or -p PID to watch (memwatch --help)");
 			return MW_EXIT_USAGE;
 		}
 	}

@@ -88,4 +88,37 @@ void report_stack_series(char *const *paths, const int *pids, size_t npaths, con
 			 size_t *nout);
 void report_series_free(struct report_series *v, size_t n);
 
+/* A live view of the rows (memwatch top): the snapshots are the caller's,
+ * refreshed as often as it likes; the symbols found are kept from one
+ * update to the next. o is copied (its patterns and directories stay the
+ * caller's and must live as long as the view). */
+struct report_view;
+struct snapshot;
+enum report_sort { REPORT_SORT_GROWTH, REPORT_SORT_LIVE, REPORT_SORT_ALLOC };
+struct report_line {
+	char *key;                    /* the row from one update to the next */
+	char *head;                   /* its head frame: "function  file:line" */
+	int64_t growth;               /* since the base (no base: its live bytes) */
+	uint64_t live_bytes, live_blocks;   /* in the latest snapshot */
+	uint64_t alloc_bytes;         /* allocated since the base (no base: in all) */
+	const char *status;           /* new, grown, shrunk, gone, same; live */
+	bool weak;                    /* within the sampling error */
+};
+struct report_view *report_view_new(const struct report_options *o);
+void report_view_free(struct report_view *v);
+/* The rows of what grew from base to now (base NULL: what now holds), in the
+ * order sort asks. base and now must live until the next update or the free.
+ * Returns 0. */
+int report_view_update(struct report_view *v, struct snapshot *base, struct snapshot *now,
+		       enum report_sort sort);
+/* The rows of the last update; valid until the next. */
+size_t report_view_rows(const struct report_view *v, const struct report_line **out);
+/* The whole stack of row i, innermost first, one line per frame, the head
+ * marked with '>' (caller frees each line and the array). */
+size_t report_view_stack(struct report_view *v, size_t i, char ***out);
+/* The share of the RSS growth the sampled heap explains (negative: not known). */
+double report_view_explained(const struct report_view *v);
+/* The sampled live heap of the latest snapshot. */
+uint64_t report_view_live(const struct report_view *v);
+
 #endif

@@ -433,7 +433,7 @@ static int watch_begin(struct watch *w, struct watch_opts *o, const char *comman
 	signals_install(SIGS_HUP | SIGS_NOPIPE | (w->run_mode ? SIGS_FORWARD | SIGS_CHLD : 0),
 			&w->sigs);
 	w->sig_base = sigs_handled = stop_signal_count();
-	w->sl.on = !o->quiet && isatty(STDERR_FILENO);
+	w->sl.on = !o->quiet && !o->face && isatty(STDERR_FILENO);
 	w->sl.plain = !getenv("TERM") || strcmp(getenv("TERM"), "dumb") == 0;
 
 	control_set_interrupt(sig_unhandled);
@@ -647,6 +647,29 @@ static bool watch_over(struct watch *w)
 	return false;
 }
 
+/* Show the face this sample's members (the live ones, in order). */
+static void watch_face_sampled(struct watch *w, double t)
+{
+	struct watch_member *v = xcalloc(w->nm ? w->nm : 1, sizeof *v);
+	size_t i, j;
+
+	/* w->stats is in the order of the members before the gone were dropped */
+	for (i = 0; i < w->nm; i++) {
+		for (j = 0; w->pids[j] != w->m[i].pid; j++)
+			;
+		v[i] = (struct watch_member){ .pid = w->m[i].pid, .cmd = w->m[i].cmd,
+					      .s = &w->stats[j].s, .cap = w->m[i].cap };
+	}
+	w->o->face->sampled(w->o->face->arg, t, v, w->nm);
+	free(v);
+}
+
+/* A signal came that ends the watch (for a face's wait). */
+static bool face_stop(void)
+{
+	return stop_requested() != 0;
+}
+
 /* One sample of every member (the tree re-scanned first with -c), their
  * total, the metrics and the status line. False when the watch ends. */
 static bool watch_sample(struct watch *w)
@@ -693,6 +716,8 @@ static bool watch_sample(struct watch *w)
 	watch_drop_gone(w);
 	if (live > 0)
 		status_show(&w->sl, t, total.rss, live, to_limit);
+	if (w->o->face && live > 0)
+		watch_face_sampled(w, t);
 	return !watch_over(w);
 }
 
@@ -753,7 +778,17 @@ static bool watch_wait(struct watch *w)
 	next = w->start_ns + k * w->interval_ns;
 	if (w->o->duration_ms && next > end)
 		next = end;
-	if (!sleep_until(w, next) && !w->run_mode) {
+	if (w->o->face) {
+		int r = w->o->face->wait(w->o->face->arg, next, face_stop);
+		if (r == FACE_QUIT) {
+			w->reason = END_QUIT;
+			runlog_event(w->log, watch_now(w), 0, "quit", NULL);
+			return false;
+		}
+		if (r == FACE_DUE)
+			return true;
+	}
+	if ((w->o->face && stop_requested()) || (!w->o->face && !sleep_until(w, next) && !w->run_mode)) {
 		sigs_handled = stop_signal_count();
 		sig = stop_requested();
 		w->status = MW_EXIT_SIGNAL + sig;
@@ -798,6 +833,9 @@ static void watch_end(struct watch *w)
 	size_t i;
 
 	status_clear(&w->sl);
+	/* the terminal is the shell's again before the last snapshots */
+	if (w->o->face)
+		w->o->face->end(w->o->face->arg);
 	/* the signal that ended the watch is acted on; another one cuts the last
 	 * snapshots short */
 	sigs_handled = stop_signal_count();

@@ -9,6 +9,8 @@
 
 #include "capture.h"
 
+struct watch_face;
+
 struct watch_opts {
 	int *pids;                   /* -p, in order given; xrealloc'd, see watch_opts_release */
 	size_t npids;
@@ -22,6 +24,29 @@ struct watch_opts {
 	const char *metrics;         /* --metrics FILE: Prometheus text after every sample */
 	struct capture_opts capture; /* --capture, --trigger, --snap-every, ... */
 	int run_child;               /* >0: memwatch run's child, watched and reaped here */
+	const struct watch_face *face; /* memwatch top: the view instead of the status line */
+};
+
+/* One watched process, as a face sees it after a sample. */
+struct watch_member {
+	int pid;
+	const char *cmd;
+	const struct mem_sample *s;  /* this sample's figures */
+	struct capture *cap;         /* its capture (capture_peek, capture_state_name) */
+};
+
+/* What waits between samples and shows them instead of the status line
+ * (memwatch top). The watch calls sampled after every sample, wait until the
+ * next is due, and end before the captures end (their last snapshots and
+ * report go to the terminal the face gives back). */
+enum { FACE_DUE, FACE_QUIT, FACE_SIGNAL };
+struct watch_face {
+	void *arg;
+	void (*sampled)(void *arg, double t, const struct watch_member *m, size_t n);
+	/* Until the monotonic deadline: FACE_DUE then, FACE_QUIT when the user
+	 * quits, FACE_SIGNAL as soon as stop() is true (a signal came). */
+	int (*wait)(void *arg, uint64_t deadline_ns, bool (*stop)(void));
+	void (*end)(void *arg);
 };
 
 /* Defaults for every field (capture_opts_init for the capture part). */
@@ -37,6 +62,17 @@ void watch_opts_release(struct watch_opts *o);
  * and exits 0). */
 #define WATCH_PARSE_HELP (-1)
 int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int *argi);
+
+/* The same with more options of the caller's (memwatch top): their short
+ * letters in more_short (getopt syntax), their long forms in more (ending in
+ * a zero entry; long-only ones numbered from WATCH_OPT_MORE); each one found
+ * is given to more_fn, which returns 0 or an mw_exit status after printing
+ * the error. */
+#define WATCH_OPT_MORE 512
+struct option;
+int watch_parse_more(int argc, char **argv, struct watch_opts *o, int *argi,
+		     const char *more_short, const struct option *more,
+		     int (*more_fn)(int c, const char *arg, void *ctx), void *ctx);
 
 /* Watch until the duration elapses, a signal, or every process gone (in run
  * mode: until the child exits). Writes the run log (o->output, or by default

@@ -269,29 +269,66 @@ static int check_watch_args(int argc, char **argv, const struct watch_opts *o)
 	return 0;
 }
 
-/* The options of watch and run into o (see watch.h); errors are printed here. */
-int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int *argi)
+/* The options of watch, run and top into o (see watch.h); errors are printed
+ * here. */
+static int parse_all(int argc, char **argv, struct watch_opts *o, bool run_mode, int *argi,
+		     const char *more_short, const struct option *more,
+		     int (*more_fn)(int c, const char *arg, void *ctx), void *ctx)
 {
 	/* "+": in run mode the first non-option is the command, whose own options
 	 * must not be taken for ours */
-	const char *shortopts = run_mode ? "+:ci:d:o:fqt:r:h" : ":p:ci:d:o:fqt:r:h";
-	int c, r;
+	const char *base = run_mode ? "+:ci:d:o:fqt:r:h" : ":p:ci:d:o:fqt:r:h";
+	size_t nbase = sizeof long_options / sizeof long_options[0] - 1, nmore = 0;
+	struct option *all;
+	char *shortopts;
+	int c, r = 0;
 
+	while (more && more[nmore].name)
+		nmore++;
+	all = xcalloc(nbase + nmore + 1, sizeof *all);
+	memcpy(all, long_options, nbase * sizeof *all);
+	if (nmore)
+		memcpy(all + nbase, more, nmore * sizeof *all);
+	shortopts = xasprintf("%s%s", base, more_short ? more_short : "");
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
-		if (c == 'h')
-			return WATCH_PARSE_HELP;
-		if (c == ':' || c == '?')
-			return mw_option_error(NULL, c, argv, optind, optopt);
-		if ((r = parse_watch_option(c, optarg, o, run_mode)) != 0)
-			return r;
+	while ((c = getopt_long(argc, argv, shortopts, all, NULL)) != -1) {
+		if (c == 'h') {
+			r = WATCH_PARSE_HELP;
+			break;
+		}
+		if (c == ':' || c == '?') {
+			r = mw_option_error(NULL, c, argv, optind, optopt);
+			break;
+		}
+		if (more_fn && (c >= WATCH_OPT_MORE || (c < 256 && strchr(more_short ? more_short : "", c))))
+			r = more_fn(c, optarg, ctx);
+		else
+			r = parse_watch_option(c, optarg, o, run_mode);
+		if (r != 0)
+			break;
 	}
+	free(all);
+	free(shortopts);
+	if (r != 0)
+		return r;
 	o->capture.force = o->force;
 	if (!run_mode && (r = check_watch_args(argc, argv, o)) != 0)
 		return r;
 	*argi = optind;
 	return 0;
+}
+
+int watch_parse(int argc, char **argv, struct watch_opts *o, bool run_mode, int *argi)
+{
+	return parse_all(argc, argv, o, run_mode, argi, NULL, NULL, NULL, NULL);
+}
+
+int watch_parse_more(int argc, char **argv, struct watch_opts *o, int *argi,
+		     const char *more_short, const struct option *more,
+		     int (*more_fn)(int c, const char *arg, void *ctx), void *ctx)
+{
+	return parse_all(argc, argv, o, false, argi, more_short, more, more_fn, ctx);
 }
 
 /* The command line as one string for the log's metadata. */

@@ -16,7 +16,7 @@ if ! cmp -s help.opts man.opts; then
 fi
 [ "$(grep -c '' help.opts)" -ge 10 ] || fail "--help lists too few options"
 
-for c in run snap diff show plot report watch; do
+for c in run top snap diff show plot report watch; do
 	run_mw 0 $c --help
 	expect_grep "memwatch $c|memwatch \[" out
 done

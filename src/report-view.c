@@ -1,0 +1,228 @@
+/* report-view.c: the rows of memwatch diff and show for a live view (memwatch
+ * top): snapshots held in memory, refreshed again and again, one symbolizer
+ * kept from one refresh to the next so that each frame is looked up once.
+ * The rows are rows.c's; this file only lays them out as plain figures. */
+#include "config.h"
+#include "report-internal.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct report_view {
+	struct report_options o;      /* a copy: its patterns are the caller's */
+	struct symbolizer *z;
+	struct report r;
+	bool loaded;
+	struct report_line *lines;
+	struct row **order;           /* lines[i] is the row order[i] */
+	size_t nlines;
+};
+
+struct report_view *report_view_new(const struct report_options *o)
+{
+	struct report_view *v = xcalloc(1, sizeof *v);
+	v->o = *o;
+	v->z = symbolizer_new(o->dirs, o->ndirs);
+	return v;
+}
+
+/* Forget the rows of the last update (not the symbolizer, nor the snapshots:
+ * they are the caller's). */
+static void view_clear(struct report_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nlines; i++) {
+		free(v->lines[i].key);
+		free(v->lines[i].head);
+	}
+	free(v->lines);
+	free(v->order);
+	v->lines = NULL;
+	v->order = NULL;
+	v->nlines = 0;
+	if (!v->loaded)
+		return;
+	rows_free(&v->r);
+	for (int k = 0; k < v->r.nin; k++)
+		free(v->r.in[k].map);
+	v->loaded = false;
+}
+
+void report_view_free(struct report_view *v)
+{
+	if (!v)
+		return;
+	view_clear(v);
+	symbolizer_free(v->z);
+	free(v);
+}
+
+/* A frame as one line: "function  file:line" (the file's last component). */
+static char *frame_text(const struct dframe *d)
+{
+	const char *fn = d->function ? d->function : "??";
+	const char *file = d->file ? strrchr(d->file, '/') : NULL;
+
+	file = file ? file + 1 : d->file;
+	if (file && d->line)
+		return xasprintf("%s  %s:%u%s", fn, file, d->line, d->inlined ? " [inlined]" : "");
+	if (file)
+		return xasprintf("%s  %s", fn, file);
+	return xasprintf("%s", fn);
+}
+
+/* What identifies a row from one update to the next: the frames it shows. */
+static char *row_key(struct report *r, const struct row *w)
+{
+	struct dframe *d = NULL;
+	size_t n = row_frames(r, w, 0, false, &d, NULL, NULL, NULL, 0), i, len = 16;
+	char *s, *p;
+
+	for (i = 0; i < n; i++)
+		len += strlen(d[i].function ? d[i].function : "?") + strlen(d[i].file ? d[i].file : "") + 24;
+	s = p = xmalloc(len);
+	p += sprintf(p, "%u|", (unsigned)w->kind);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "%s@%s:%u|", d[i].function ? d[i].function : "?",
+			     d[i].file ? d[i].file : "", d[i].line);
+	free(d);
+	return s;
+}
+
+/* The figures of row w in the latest snapshot. */
+static const struct figures *now_of(const struct report *r, const struct row *w)
+{
+	return &w->f[r->nin - 1];
+}
+
+static const struct report *sort_r;   /* for the comparators of qsort */
+
+static int cmp_view_live(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	uint64_t x = now_of(sort_r, a)->live_bytes, y = now_of(sort_r, b)->live_bytes;
+	return x != y ? (x > y ? -1 : 1) : cmp_seq(a, b);
+}
+
+/* Allocated since the base (or in all, without one). */
+static uint64_t allocated(const struct report *r, const struct row *w)
+{
+	if (r->nin == 2)
+		return w->f[1].alloc_bytes > w->f[0].alloc_bytes ? w->f[1].alloc_bytes - w->f[0].alloc_bytes : 0;
+	return w->f[0].alloc_bytes;
+}
+
+static int cmp_view_alloc(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	uint64_t x = allocated(sort_r, a), y = allocated(sort_r, b);
+	return x != y ? (x > y ? -1 : 1) : cmp_seq(a, b);
+}
+
+static bool pred_any(const struct report *r, const struct row *w)
+{
+	(void)r;
+	return w->f[0].live_bytes || w->f[1].live_bytes || w->f[0].alloc_bytes || w->f[1].alloc_bytes;
+}
+
+/* The rows in the order asked, as lines. */
+static void view_lay_out(struct report_view *v, enum report_sort sort)
+{
+	struct report *r = &v->r;
+	int (*cmp)(const void *, const void *) = sort == REPORT_SORT_LIVE ? cmp_view_live :
+						 sort == REPORT_SORT_ALLOC ? cmp_view_alloc :
+						 r->nin == 2 ? cmp_growth_desc : cmp_view_live;
+	size_t n, i;
+
+	sort_r = r;
+	v->order = select_rows(r, pred_any, cmp, 0, &n);
+	v->lines = xcalloc(n ? n : 1, sizeof *v->lines);
+	v->nlines = n;
+	for (i = 0; i < n; i++) {
+		const struct row *w = v->order[i];
+		struct report_line *l = &v->lines[i];
+		struct dframe *d = NULL;
+		size_t nf = row_frames(r, w, 1, false, &d, NULL, NULL, NULL, 0);
+
+		l->key = row_key(r, w);
+		l->head = nf ? frame_text(&d[0]) : xstrdup("??");
+		free(d);
+		l->live_bytes = now_of(r, w)->live_bytes;
+		l->live_blocks = now_of(r, w)->live_blocks;
+		l->alloc_bytes = allocated(r, w);
+		l->growth = r->nin == 2 ? w->growth : (int64_t)w->f[0].live_bytes;
+		l->status = r->nin == 2 ? status_of(w) : "live";
+		l->weak = w->weak;
+	}
+}
+
+int report_view_update(struct report_view *v, struct snapshot *base, struct snapshot *now,
+		       enum report_sort sort)
+{
+	struct report *r = &v->r;
+	int k;
+
+	view_clear(v);
+	memset(r, 0, sizeof *r);
+	r->o = &v->o;
+	r->z = v->z;
+	r->nin = base ? 2 : 1;
+	r->in[0].s = base ? base : now;
+	r->in[0].path = base ? "base" : "now";
+	if (base) {
+		r->in[1].s = now;
+		r->in[1].path = "now";
+	}
+	for (k = 0; k < r->nin; k++)
+		r->in[k].map = symbolizer_add(v->z, r->in[k].s);
+	for (k = 0; k < r->nin; k++)
+		collect(r, k);
+	for (size_t i = 0; i < r->nrows; i++)
+		row_finish(&r->rows[i], r->nin == 2, REPORT_SAMPLE_LIVE);
+	v->loaded = true;
+	view_lay_out(v, sort);
+	return 0;
+}
+
+size_t report_view_rows(const struct report_view *v, const struct report_line **lines)
+{
+	*lines = v->lines;
+	return v->nlines;
+}
+
+size_t report_view_stack(struct report_view *v, size_t i, char ***lines)
+{
+	struct report *r = &v->r;
+	struct dframe *d = NULL;
+	size_t n, k, head = 0, total = 0;
+	char **out;
+
+	if (!v->loaded || i >= v->nlines) {
+		*lines = NULL;
+		return 0;
+	}
+	n = row_frames(r, v->order[i], 0, true, &d, &total, &head, NULL, 0);
+	out = xcalloc(n ? n : 1, sizeof *out);
+	for (k = 0; k < n; k++) {
+		char *t = frame_text(&d[k]), gap[96] = "";
+		describe_gap(r, &d[k].after, gap, sizeof gap);
+		out[k] = xasprintf("%s %s%s%s%s", k == head ? ">" : " ", t, *gap ? "  (then " : "", gap,
+				   *gap ? ")" : "");
+		free(t);
+	}
+	free(d);
+	*lines = out;
+	return n;
+}
+
+double report_view_explained(const struct report_view *v)
+{
+	return v->loaded && v->r.nin == 2 ? explained_share(&v->r) : -1;
+}
+
+uint64_t report_view_live(const struct report_view *v)
+{
+	return v->loaded ? v->r.in[v->r.nin - 1].total.live_bytes : 0;
+}
