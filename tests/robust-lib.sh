@@ -25,13 +25,13 @@ snaps_complete() {
 }
 
 # log_lines_whole WHAT LOG: every line of the run log but the last is a
-# comment, the column header or a sample of 10 fields; with ENDED=1 (the
+# comment, the column header or a sample of 13 fields; with ENDED=1 (the
 # default) the last one too, ending with a newline.
 log_lines_whole() {
 	local what=$1 log=$2 n bad
 	n=$(grep -c '' "$log")
 	bad=$(head -n $((n - 1)) "$log" |
-		grep -Ev '^# |^time_s |^[0-9]+\.[0-9]{3} [0-9a-z]+( ([0-9]+|-)){8}$' | head -n 3)
+		grep -Ev '^# |^time_s |^[0-9]+\.[0-9]{3} [0-9a-z]+( ([0-9]+|-)){11}$' | head -n 3)
 	[ -z "$bad" ] || fail "$what: '$log' has broken lines: $bad"
 }
 
