@@ -6,7 +6,8 @@
 # unharmed, and the report never says that nothing grew. The agent now samples
 # CPython's object allocator (tests/run-python-watch.sh has more) and the
 # program's own anonymous mmaps, so both reports explain the growth: node's
-# is headed by V8's page allocator, marked [mmap].
+# is headed by the JavaScript function that grows, from V8's own sampling
+# heap profiler (marked [js]).
 . "$top_srcdir/tests/lib.sh"
 
 need_ptrace
@@ -30,7 +31,7 @@ watch_growth() {
 	if [ "$name" = python ]; then
 		expect_grep "^ +1 +\+.*  <module>  .*grow_small\.py:[0-9]+" out
 	else
-		expect_grep "^ +1 +\+.*  v8::.*\[mmap\]" out
+		expect_grep "^ +1 +\+.*  \(anonymous\)  grow_js\.js:[0-9]+ \[js\]" out
 	fi
 	expect_no_grep "nothing grew" out
 	kill -0 "$t" 2>/dev/null || fail "$name died while or after being watched"
