@@ -25,7 +25,8 @@ enum snap_section_type {
 	SEC_STACKS = 4,
 	SEC_SYMBOLS = 5,
 	SEC_REGIONS = 6,
-	SEC_KNOWN_MAX = SEC_REGIONS,
+	SEC_TYPES = 7,
+	SEC_KNOWN_MAX = SEC_TYPES,
 };
 
 enum snap_section_flags {
