@@ -16,7 +16,8 @@
 
 /* The options diff and show share, in their --help. */
 #define USAGE_FORMAT_OPTIONS \
-	"    -b, --by KIND          rows per stack (default), function or line\n" \
+	"    -b, --by KIND          rows per stack (default), function, line or type (the\n" \
+	"                           Python type of the sampled objects)\n" \
 	"        --depth N          source frames shown per stack (default 5 in tables)\n" \
 	"    -F, --format FMT       table (default), folded (flame graphs), json, svg (a flame\n" \
 	"                           graph that opens in a browser), or pprof (a gzipped\n" \
@@ -166,7 +167,7 @@ static int parse_format(const char *cmd, const char *arg, struct report_options 
  * printed for 'h', or a usage error said), or -1 for an option not known. */
 static int parse_opt(int c, const char *cmd, const char *usage, struct report_options *o)
 {
-	static const char *const bys[] = { "stack", "function", "line" };
+	static const char *const bys[] = { "stack", "function", "line", "type" };
 	static const char *const kinds[] = { "all", "malloc", "mmap", "brk", "file" };
 	char *cause = NULL;
 	int i;
@@ -184,7 +185,7 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 		}
 		return 0;
 	case 'b':
-		i = pick(cmd, "--by", optarg, bys, 3, "stack, function or line");
+		i = pick(cmd, "--by", optarg, bys, 4, "stack, function, line or type");
 		if (i < 0)
 			return MW_EXIT_USAGE;
 		o->by = (enum report_by)i;

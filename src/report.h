@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum report_by { REPORT_BY_STACK, REPORT_BY_FUNCTION, REPORT_BY_LINE };
+enum report_by { REPORT_BY_STACK, REPORT_BY_FUNCTION, REPORT_BY_LINE, REPORT_BY_TYPE };
 /* --kind: all, or one enum snap_kind plus one */
 enum report_kind { REPORT_KIND_ALL, REPORT_KIND_MALLOC, REPORT_KIND_MMAP, REPORT_KIND_BRK, REPORT_KIND_FILE };
 /* The output formats; each is written by its own file (report-FORMAT.c), and
