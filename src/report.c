@@ -421,7 +421,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 }
 
 int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs, FILE *table,
-		 FILE *svg)
+		 FILE *svg, FILE *types)
 {
 	struct report_options o;
 	struct report r = { .o = &o };
@@ -441,6 +441,30 @@ int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs
 	}
 	symbolizer_warn_missing(r.z);
 	report_free(&r);
+	if (types) {
+		/* the same snapshots by type, when they say what their objects are */
+		struct snapshot *s[2];
+		bool typed = false;
+		char *cause = NULL;
+		for (int i = 0; i < npaths && i < 2; i++) {
+			s[i] = snapshot_read(paths[i], &cause);
+			free(cause);
+			cause = NULL;
+			typed = typed || (s[i] && s[i]->ntypes);
+			snapshot_free(s[i]);
+		}
+		if (typed) {
+			struct report rt = { .o = &o };
+			report_options_init(&o);
+			o.dirs = (const char **)dirs;
+			o.ndirs = ndirs;
+			o.by = REPORT_BY_TYPE;
+			if (report_load(&rt, paths, npaths) == MW_EXIT_OK) {
+				write_report(&report_table_writer, types, &rt);
+				report_free(&rt);
+			}
+		}
+	}
 	return MW_EXIT_OK;
 }
 

@@ -9,7 +9,9 @@
 # estimated count of objects within 30 % of N, under it the line of the script
 # that created them; JSON names the type and the line; in the same diff by
 # stack, a row says it holds mostly Event (3.8 to 3.10 make each instance's
-# __dict__ in __init__: the top stack row there is mostly dict).
+# __dict__ in __init__: the top stack row there is mostly dict), and go tool
+# pprof reads a sample labelled type:Event. The HTML page of a watched run
+# has the table by type.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
@@ -17,6 +19,13 @@ need_snapdump
 readable_cpythons
 [ -n "$cpythons" ] || skip "no CPython 3.8 to 3.13 is installed"
 events=$top_srcdir/tests/targets/py_events.py
+have_pprof=
+if command -v go >/dev/null 2>&1; then
+	export HOME="$tmp" GOCACHE="$tmp/gocache" GOPATH="$tmp/go" PPROF_TMPDIR="$tmp/pprof"
+	unset GOFLAGS
+	go tool pprof -h >/dev/null 2>&1 && have_pprof=yes
+fi
+[ -n "$have_pprof" ] || echo "note: go tool pprof is not here (golang-go): the pprof labels are not read back" >&2
 line=$(grep -n 'AUDIT_LOG.append(Event(' "$events" | cut -d: -f1)
 
 for v in $cpythons; do
@@ -62,9 +71,38 @@ for v in $cpythons; do
 	run_mw 0 diff -n 5 "$name.1.snap" "$name.2.snap"
 	expect_grep '^ +mostly .*Event' out
 
+	# pprof: the in-use figures of a stack split by type, labelled
+	run_mw 0 diff -F pprof -o "$name.pb.gz" "$name.1.snap" "$name.2.snap"
+	if [ -n "$have_pprof" ]; then
+		go tool pprof -raw "$name.pb.gz" >"$name.raw" 2>"$name.raw.err" ||
+			fail "$name: go tool pprof -raw: exit status $?"
+		expect_grep 'type:\[Event\]' "$name.raw"
+	fi
+
 	kill "$ctl" 2>/dev/null
 	wait "$ctl" 2>/dev/null
 	end_target "$name"
 	finished "$name" "$t"
 done
+
+# memwatch report: a watched run's page has the table by type (the first
+# CPython of the list, fed a line a second while memwatch -p watches it)
+v=${cpythons%% *}
+py=${v#*=}
+rm -f feed.in
+mkfifo feed.in
+"$py" "$events" 100000 <feed.in >feed.out 2>feed.err &
+t=$!
+started_pids="$started_pids $t"
+(for i in 1 2 3 4 5 6 7 8 9 10; do echo; sleep 1; done) >feed.in &
+feeder=$!
+started_pids="$started_pids $feeder"
+wait_until "grep -q ready feed.out" 30
+run_mw 0 -p "$t" -i 200ms -d 6s -q --trigger +8MiB -o feed.log
+run_mw 0 report -o feed.html feed.log
+expect_grep '<h3>pid [0-9]+: Python objects by type</h3>' feed.html
+expect_grep ' (new|grown) +Event$' feed.html
+wait "$feeder"
+wait "$t" || fail "the fed script exited with status $?"
+expect_grep '^ok$' feed.out
 finish
