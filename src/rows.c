@@ -869,7 +869,7 @@ static void collect_types(struct report *r, int k, size_t si, const struct snap_
 	const struct snapshot *s = in->s;
 	size_t nskipped;
 	struct dframe head = { 0 };
-	uint64_t typed_bytes = 0, typed_blocks = 0;
+	uint64_t typed_bytes = 0, typed_blocks = 0, typed_samples = 0;
 	bool added, have_head = false;
 	struct row *w;
 
@@ -889,16 +889,15 @@ static void collect_types(struct report *r, int k, size_t si, const struct snap_
 			samples = t->live_samples;
 			typed_bytes += bytes;
 			typed_blocks += blocks;
+			typed_samples += samples;
 		} else {
 			/* what the types did not cover: the stack's other blocks */
 			if (typed_bytes >= st->live_bytes)
 				return;
-			name = s->ntypes ? SNAP_TYPE_UNREADABLE : "<no type read>";
+			name = "<no type read>";
 			bytes = st->live_bytes - typed_bytes;
 			blocks = st->live_blocks > typed_blocks ? st->live_blocks - typed_blocks : 0;
-			samples = 0;
-			if (!s->ntypes || snap_stack_kind(st->flags) != SNAP_KIND_MALLOC)
-				name = "<no type read>";
+			samples = st->live_samples > typed_samples ? st->live_samples - typed_samples : 0;
 		}
 		if (!have_head) {
 			head = key_frame_of(r, st->frames + top, in->map, in->s->nmodules, st->nframes - top,

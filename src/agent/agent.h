@@ -217,9 +217,9 @@ struct mw_live_copy {
 	uint32_t stack;
 	uint64_t bytes, blocks_fx;   /* blocks in units of 1/FX */
 };
-/* Copy every live sampled block into a malloc'd array (*out, caller frees).
- * -1 on ENOMEM. */
-int mw_heap_copy_live(struct mw_live_copy **out, size_t *n) MW_HIDDEN;
+/* Copy the live sampled blocks, at most max of them, into a malloc'd array
+ * (*out, caller frees). -1 on ENOMEM. */
+int mw_heap_copy_live(struct mw_live_copy **out, size_t *n, size_t max) MW_HIDDEN;
 
 /* The agent's own executable segment(s), set by hooks.c at init: its frames
  * are left out of recorded stacks (heap.c, pyframes.c). */

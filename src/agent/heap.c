@@ -852,7 +852,7 @@ int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_fi
 	return r;
 }
 
-int mw_heap_copy_live(struct mw_live_copy **out, size_t *n)
+int mw_heap_copy_live(struct mw_live_copy **out, size_t *n, size_t max)
 {
 	struct mw_live_copy *c = NULL;
 	size_t want = 1024, have, i, k, m = 0;
@@ -861,6 +861,8 @@ int mw_heap_copy_live(struct mw_live_copy **out, size_t *n)
 	mw_tls.guard++;
 	for (s = 0; s < NSHARDS; s++)
 		want += __atomic_load_n(&shards[s].n, __ATOMIC_RELAXED);
+	if (want > max)
+		want = max;
 	for (;;) {
 		c = malloc(want * sizeof *c);
 		if (!c)
@@ -868,11 +870,11 @@ int mw_heap_copy_live(struct mw_live_copy **out, size_t *n)
 		lock_all();
 		for (have = 0, s = 0; s < NSHARDS; s++)
 			have += shards[s].n;
-		if (have <= want)
+		if (have <= want || want == max)
 			break;
 		unlock_all();
 		free(c);
-		want = have * 2;
+		want = have * 2 > max ? max : have * 2;
 	}
 	if (c) {
 		for (s = 0; s < NSHARDS; s++) {

@@ -775,25 +775,29 @@ fail:
  * on: a managed dict or weak reference list) before that
  * (_PyType_PreHeaderSize). A block is taken for an object of type T only when
  * the word at the offset where ob_type would be is T, T is a type (its own
- * type is PyType_Type or a subclass of it, up tp_base), and T's flags put the
+ * type is PyType_Type or a metaclass, as PyType_Check tells), and T's flags put the
  * object at exactly that offset. Every word is read by safe reads: a block
  * may be freed while it is read, and nothing here holds the GIL. */
 
 #define TP_NAME 24                   /* PyTypeObject.tp_name (3.8 to 3.13) */
 #define TP_BASICSIZE 32              /* .tp_basicsize */
 #define TP_FLAGS 168                 /* .tp_flags */
-#define TP_BASE 256                  /* .tp_base */
 #define HT_QUALNAME_38 864           /* PyHeapTypeObject.ht_qualname: 3.8, 3.10, 3.11 */
 #define HT_QUALNAME_39 856           /* 3.9 */
 #define HT_QUALNAME_312 872          /* 3.12, 3.13 */
 #define TPF_HEAPTYPE (1ul << 9)
 #define TPF_READY (1ul << 12)
 #define TPF_HAVE_GC (1ul << 14)
+#define TPF_TYPE_SUBCLASS (1ul << 31)
 #define TPF_MANAGED_DICT (1ul << 4)  /* 3.11 on */
 #define TPF_MANAGED_WEAKREF (1ul << 3)   /* 3.12 on */
 #define GC_HEAD 16                   /* sizeof (PyGC_Head) */
-#define TYPE_CACHE 4096              /* distinct types remembered per snapshot */
+#define TYPE_CACHE 65536             /* words remembered per snapshot (a power of 2) */
 #define NAME_MAX_LEN 200
+/* Live samples read per snapshot, at most (a copy of 32 bytes each, and a
+ * read of each block: about a second for a million); with every allocation
+ * sampled, the others stay untyped. */
+#define TYPES_MAX_SAMPLES ((size_t)1 << 20)
 
 struct type_entry {
 	uintptr_t type;      /* 0: empty */
@@ -808,23 +812,23 @@ static size_t type_presize(unsigned long flags)
 	return (flags & TPF_HAVE_GC ? GC_HEAD : 0) + (flags & pre ? 2 * sizeof(void *) : 0);
 }
 
-/* Is t a type object: its type PyType_Type, or a metaclass derived from it
- * (up its tp_base, a bounded walk)? Its flags into *flags. */
+/* Is t a type object? As CPython's PyType_Check: its type is PyType_Type, or
+ * a metaclass (a type with Py_TPFLAGS_TYPE_SUBCLASS, itself of type
+ * PyType_Type or of another such metaclass). Its flags into *flags. */
 static bool is_type(uintptr_t t, unsigned long *flags)
 {
-	const void *meta, *w;
-	const char *m;
-	int depth;
+	const void *meta, *mm, *w;
 
 	if (!t || (t & 7) || !safe_word((const char *)t + PY_OB_TYPE, &meta) || !meta)
 		return false;
-	for (m = meta, depth = 0; m && m != (const char *)mw_py.type_type && depth < 16; depth++)
-		if (!safe_word(m + TP_BASE, &w))
+	if (meta != mw_py.type_type) {
+		if (!safe_word((const char *)meta + TP_FLAGS, &w) || !((uintptr_t)w & TPF_TYPE_SUBCLASS) ||
+		    !safe_word((const char *)meta + PY_OB_TYPE, &mm) || !mm)
 			return false;
-		else
-			m = w;
-	if (m != (const char *)mw_py.type_type)
-		return false;
+		if (mm != mw_py.type_type &&
+		    (!safe_word((const char *)mm + TP_FLAGS, &w) || !((uintptr_t)w & TPF_TYPE_SUBCLASS)))
+			return false;
+	}
 	if (!safe_word((const char *)t + TP_FLAGS, &w))
 		return false;
 	*flags = (unsigned long)(uintptr_t)w;
@@ -880,27 +884,23 @@ static int name_index(struct snapshot *s, const char *name, size_t n)
 	return (int)s->ntypes++;
 }
 
+/* What t is, from the cache (direct-mapped: a word that is not a type, met
+ * once, is soon overwritten; the few types stay) or read now. */
 static struct type_entry *type_lookup(struct type_entry *cache, struct snapshot *s, uintptr_t t)
 {
-	size_t j = (size_t)((t >> 4) * 0x9E3779B97F4A7C15ull >> 52) & (TYPE_CACHE - 1), probes;
+	static struct type_entry none = { 0, -1, 0 };
+	size_t j = (size_t)((t >> 3) * 0x9E3779B97F4A7C15ull >> 40) & (TYPE_CACHE - 1);
 	unsigned long flags;
 	char name[NAME_MAX_LEN];
 	size_t n;
 
-	static struct type_entry none = { 0, -1, 0 };
-
 	if (t < 4096 || (t & 7))
 		return &none;
-	for (probes = 0; probes < TYPE_CACHE; probes++, j = (j + 1) & (TYPE_CACHE - 1)) {
-		if (cache[j].type == t)
-			return &cache[j];
-		if (!cache[j].type)
-			break;
-	}
-	if (probes == TYPE_CACHE)
-		return NULL;
+	if (cache[j].type == t)
+		return &cache[j];
 	cache[j].type = t;
 	cache[j].name = -1;
+	cache[j].presize = 0;
 	if (is_type(t, &flags) && (n = type_name(t, flags, name, sizeof name)) > 0) {
 		cache[j].name = name_index(s, name, n);
 		cache[j].presize = (uint32_t)type_presize(flags);
@@ -919,8 +919,6 @@ static int block_type(struct type_entry *cache, struct snapshot *s, uintptr_t a)
 		return -2;
 	for (o = 0; o <= 32 && o + 2 * sizeof(void *) <= got; o += GC_HEAD) {
 		struct type_entry *e = type_lookup(cache, s, w[o / 8 + 1]);
-		if (!e)
-			return -2;
 		if (e->name == -2)
 			return -3;
 		if (e->name >= 0 && e->presize == o)
@@ -945,7 +943,7 @@ int mw_python_types(struct snapshot *s)
 	if (!mw_python_frames || !mw_py.type_type || !mw_py.unicode_type)
 		return 0;
 	mw_tls.guard++;
-	if (mw_heap_copy_live(&live, &n) < 0)
+	if (mw_heap_copy_live(&live, &n, TYPES_MAX_SAMPLES) < 0)
 		goto out;
 	for (cap = 64; cap < 2 * n + 2; cap *= 2)
 		;
