@@ -21,6 +21,8 @@
 #define MIN_SYMBOL_LEN 3               /* module, offset, nframes */
 #define MIN_SYMFRAME_LEN 3             /* function, file, line */
 #define MIN_REGION_LEN 7               /* kind, name and five figures */
+#define MIN_TYPE_LEN 2                 /* a name: length + 1 and a byte */
+#define MIN_TYPED_LEN 5                /* stack, type and three figures */
 
 /* Name of a known section type, for messages. */
 static const char *section_name(uint32_t type)
@@ -33,6 +35,7 @@ static const char *section_name(uint32_t type)
 	case SEC_SYMBOLS: return "symbols";
 	case SEC_REGIONS: return "regions";
 	case SEC_TEMPORARY: return "temporary";
+	case SEC_TYPES: return "types";
 	default: return "unknown";
 	}
 }
@@ -523,6 +526,46 @@ static void decode_regions(struct reader *r, struct snapshot *s)
 	}
 }
 
+static void decode_types(struct reader *r, struct snapshot *s)
+{
+	size_t n = get_count(r, get_varint(r), MIN_TYPE_LEN, "types"), m;
+	s->types = alloc_records(r, n, sizeof *s->types);
+	if (!s->types)
+		return;
+	s->ntypes = n;
+	r->what = "type";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		r->index = i;
+		s->types[i] = get_optstr(r, "type name");
+		if (!s->types[i] && !r->failed) {
+			r->failed = true;
+			set_cause(r->cause, "section '%s': type %zu has no name", r->section, i);
+		}
+	}
+	m = get_count(r, get_varint(r), MIN_TYPED_LEN, "typed samples");
+	if (r->failed || !m)
+		return;
+	s->typed = alloc_records(r, m, sizeof *s->typed);
+	if (!s->typed)
+		return;
+	s->ntyped = m;
+	r->what = "typed samples";
+	for (size_t i = 0; i < m && !r->failed; i++) {
+		struct snap_typed *t = &s->typed[i];
+		r->index = i;
+		t->stack = get_varint32(r, "stack");
+		t->type = get_varint32(r, "type");
+		t->live_samples = get_varint(r);
+		t->live_bytes = get_varint(r);
+		t->live_blocks = get_varint(r);
+		if (!r->failed && (t->stack >= s->nstacks || t->type >= s->ntypes)) {
+			r->failed = true;
+			set_cause(r->cause, "section '%s': typed samples %zu name stack %u of %zu, type %u of %zu",
+				  r->section, i, t->stack, s->nstacks, t->type, s->ntypes);
+		}
+	}
+}
+
 /* Check the header, the checksum and the section headers; fill locs for the
  * known sections. The checksum decides how a fault is named: when it holds, the
  * bytes are what the writer wrote and a fault is a malformed file; when it does
@@ -627,7 +670,7 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 	}
 	for (uint32_t t = SEC_PROCESS; t <= SEC_KNOWN_MAX; t++) {
 		if (!locs[t].seen && t != SEC_MALLINFO && t != SEC_SYMBOLS && t != SEC_REGIONS &&
-		    t != SEC_TEMPORARY) {
+		    t != SEC_TEMPORARY && t != SEC_TYPES) {
 			set_cause(cause, "section '%s' is missing", section_name(t));
 			return -1;
 		}
@@ -680,6 +723,10 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 	if (!r.failed && locs[SEC_TEMPORARY].seen) {
 		enter_section(&r, &locs[SEC_TEMPORARY], SEC_TEMPORARY);
 		decode_temporary(&r, s);
+	}
+	if (!r.failed && locs[SEC_TYPES].seen) {
+		enter_section(&r, &locs[SEC_TYPES], SEC_TYPES);
+		decode_types(&r, s);
 	}
 	if (r.failed) {
 		snapshot_free(s);

@@ -26,7 +26,8 @@ enum snap_section_type {
 	SEC_SYMBOLS = 5,
 	SEC_REGIONS = 6,
 	SEC_TEMPORARY = 7,
-	SEC_KNOWN_MAX = SEC_TEMPORARY,
+	SEC_TYPES = 8,
+	SEC_KNOWN_MAX = SEC_TYPES,
 };
 
 enum snap_section_flags {

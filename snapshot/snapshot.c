@@ -146,7 +146,7 @@ uint32_t snap_crc(const unsigned char *p, size_t len)
 static void encode_into(struct writer *w, const struct snapshot *s)
 {
 	uint32_t nsections = 3 + (s->mallinfo.present ? 1 : 0) + (s->nsymbols ? 1 : 0) +
-			     (s->has_regions ? 1 : 0) + (s->has_temp ? 1 : 0);
+			     (s->has_regions ? 1 : 0) + (s->has_temp ? 1 : 0) + (s->ntypes ? 1 : 0);
 	size_t at;
 
 	put_bytes(w, SNAPSHOT_MAGIC, SNAP_MAGIC_LEN);
@@ -257,6 +257,23 @@ static void encode_into(struct writer *w, const struct snapshot *s)
 		end_section(w, at);
 	}
 
+	if (s->ntypes) {
+		at = begin_section(w, SEC_TYPES, 0);
+		put_varint(w, s->ntypes);
+		for (size_t i = 0; i < s->ntypes; i++)
+			put_optstr(w, s->types[i]);
+		put_varint(w, s->ntyped);
+		for (size_t i = 0; i < s->ntyped; i++) {
+			const struct snap_typed *t = &s->typed[i];
+			put_varint(w, t->stack);
+			put_varint(w, t->type);
+			put_varint(w, t->live_samples);
+			put_varint(w, t->live_bytes);
+			put_varint(w, t->live_blocks);
+		}
+		end_section(w, at);
+	}
+
 	/* The trailer: computed over everything written so far. */
 	if (w->buf)
 		put_u32(w, snap_crc(w->buf, w->pos));
@@ -272,8 +289,15 @@ static bool encodable(const struct snapshot *s)
 		return false;
 	if ((s->nmodules && !s->modules) || (s->nstacks && !s->stacks) ||
 	    (s->nsymbols && !s->symbols) || (s->nregions && !s->regions) ||
-	    (s->nregions && !s->has_regions))
+	    (s->nregions && !s->has_regions) || (s->ntypes && !s->types) ||
+	    (s->ntyped && (!s->typed || !s->ntypes)))
 		return false;
+	for (size_t i = 0; i < s->ntypes; i++)
+		if (!s->types[i])
+			return false;
+	for (size_t i = 0; i < s->ntyped; i++)
+		if (s->typed[i].stack >= s->nstacks || s->typed[i].type >= s->ntypes)
+			return false;
 	for (size_t i = 0; i < s->nmodules; i++) {
 		const struct snap_module *m = &s->modules[i];
 		if (m->build_id_len > SNAP_BUILD_ID_MAX || m->lo > m->hi)
@@ -345,5 +369,9 @@ void snapshot_free(struct snapshot *s)
 	for (size_t i = 0; s->regions && i < s->nregions; i++)
 		free(s->regions[i].name);
 	free(s->regions);
+	for (size_t i = 0; s->types && i < s->ntypes; i++)
+		free(s->types[i]);
+	free(s->types);
+	free(s->typed);
 	free(s);
 }

@@ -128,6 +128,21 @@ enum snap_python {
 	SNAP_PYTHON_PAUSED = 3,      /* one it reads, not sampled now (GIL not had yet, finalized) */
 };
 
+/* What the sampled live blocks of one stack were at snapshot time, by type
+ * (CPython: the type of the object in the block; see memwatch-snapshot(5)):
+ * the samples of stack whose block held an object of types[type]. */
+struct snap_typed {
+	uint32_t stack;              /* index into stacks */
+	uint32_t type;               /* index into types */
+	uint64_t live_samples;       /* exact */
+	uint64_t live_bytes;         /* estimated, as the stack's own figures */
+	uint64_t live_blocks;
+};
+/* The names types[] may hold besides a type's own: a block that holds no
+ * object, and one whose words could not be read. */
+#define SNAP_TYPE_NOT_OBJECT "<not an object>"
+#define SNAP_TYPE_UNREADABLE "<unreadable>"
+
 struct snapshot {
 	uint32_t version;            /* format version read (SNAPSHOT_VERSION written) */
 	int32_t pid;
@@ -154,6 +169,10 @@ struct snapshot {
 	struct snap_region *regions;
 	bool has_temp;               /* the stacks' temp_ figures were counted */
 	uint64_t temp_window_ns;     /* a block freed this soon is temporary */
+	size_t ntypes;               /* 0 unless the types of objects were read */
+	char **types;                /* qualified names of types */
+	size_t ntyped;
+	struct snap_typed *typed;
 };
 
 /* Encode s into a malloc'd buffer (*buf, *len; caller frees). One allocation of

@@ -273,9 +273,9 @@ static int process_section(FILE *f, const struct report_opts *o, const struct sn
 			   size_t ns, int pid)
 {
 	const struct snap_ev *first = NULL, *last = NULL;
-	char *paths[2], *table = NULL, *svg = NULL;
-	size_t tlen = 0, slen = 0;
-	FILE *tf, *sf;
+	char *paths[2], *table = NULL, *svg = NULL, *types = NULL;
+	size_t tlen = 0, slen = 0, ylen = 0;
+	FILE *tf, *sf, *yf;
 	int st, n;
 
 	for (size_t i = 0; i < ns; i++) {
@@ -292,16 +292,24 @@ static int process_section(FILE *f, const struct report_opts *o, const struct sn
 	n = first == last ? 1 : 2;
 	tf = open_memstream(&table, &tlen);
 	sf = open_memstream(&svg, &slen);
-	if (!tf || !sf) {
+	yf = open_memstream(&types, &ylen);
+	if (!tf || !sf || !yf) {
 		mw_error("report: open_memstream: %s", strerror(errno));
 		if (tf)
 			fclose(tf);
+		if (sf)
+			fclose(sf);
+		if (yf)
+			fclose(yf);
 		free(table);
+		free(svg);
+		free(types);
 		return MW_EXIT_FAILURE;
 	}
-	st = report_parts(paths, n, o->dirs, o->ndirs, tf, sf);
+	st = report_parts(paths, n, o->dirs, o->ndirs, tf, sf, yf);
 	fclose(tf);
 	fclose(sf);
+	fclose(yf);
 	if (st == MW_EXIT_OK) {
 		fprintf(f, "<h2>pid %d: ", pid);
 		if (n == 2) {
@@ -319,9 +327,16 @@ static int process_section(FILE *f, const struct report_opts *o, const struct sn
 		fputs("</div>\n<pre>", f);
 		flame_escape(f, table);
 		fputs("</pre>\n", f);
+		if (ylen) {
+			/* CPython: what the objects are */
+			fprintf(f, "<h3>pid %d: Python objects by type</h3>\n<pre class=\"types\">", pid);
+			flame_escape(f, types);
+			fputs("</pre>\n", f);
+		}
 	}
 	free(table);
 	free(svg);
+	free(types);
 	return st;
 }
 

@@ -381,8 +381,8 @@ static void put_samples(struct builder *b, const struct pprof_sample *v, size_t 
 	m->ids = array(nids, sizeof *m->ids);
 	m->values = array(n, PPROF_NVALUES * sizeof *m->values);
 	m->samples = array(n, sizeof *m->samples);
-	m->labels = array(n, sizeof *m->labels);
-	m->labelp = array(n, sizeof *m->labelp);
+	m->labels = array(2 * n, sizeof *m->labels);
+	m->labelp = array(2 * n, sizeof *m->labelp);
 	m->samplep = array(n, sizeof *m->samplep);
 	nids = 0;
 	for (i = 0; i < n; i++) {
@@ -402,15 +402,26 @@ static void put_samples(struct builder *b, const struct pprof_sample *v, size_t 
 		memcpy(m->values + i * PPROF_NVALUES, v[i].value, sizeof v[i].value);
 		s->value = m->values + i * PPROF_NVALUES;
 		s->n_value = PPROF_NVALUES;
+		s->label = &m->labelp[2 * i];
+		s->n_label = 0;
 		if (v[i].kind) {
 			/* what memory it is, as Go's profiles label theirs */
-			perftools__profiles__label__init(&m->labels[i]);
-			m->labels[i].key = str_index(b, "kind");
-			m->labels[i].str = str_index(b, v[i].kind);
-			m->labelp[i] = &m->labels[i];
-			s->label = &m->labelp[i];
-			s->n_label = 1;
+			Label *l = &m->labels[2 * i + s->n_label];
+			perftools__profiles__label__init(l);
+			l->key = str_index(b, "kind");
+			l->str = str_index(b, v[i].kind);
+			m->labelp[2 * i + s->n_label++] = l;
 		}
+		if (v[i].type) {
+			/* what objects it holds */
+			Label *l = &m->labels[2 * i + s->n_label];
+			perftools__profiles__label__init(l);
+			l->key = str_index(b, "type");
+			l->str = str_index(b, v[i].type);
+			m->labelp[2 * i + s->n_label++] = l;
+		}
+		if (!s->n_label)
+			s->label = NULL;
 		m->samplep[i] = s;
 	}
 }

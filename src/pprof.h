@@ -47,6 +47,7 @@ struct pprof_sample {
 	/* when not NULL, the locations instead of frames: parts of addresses */
 	const struct pprof_part *parts;
 	uint32_t nparts;
+	const char *type;             /* the sample label "type" (CPython: the objects' type); NULL: none */
 };
 
 /* What the profile is of: one snapshot (show), or the change from in[0] to

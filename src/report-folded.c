@@ -31,7 +31,7 @@ void folded_name(FILE *f, struct report *r, const struct dframe *d)
 	} else {
 		fprintf(f, "[0x%" PRIx64 "]", d->offset);
 	}
-	if (r->o->by == REPORT_BY_LINE && d->file)
+	if ((r->o->by == REPORT_BY_LINE || r->o->by == REPORT_BY_TYPE) && d->file)
 		fprintf(f, " %s:%" PRIu32, base_name(d->file), d->line);
 	if (d->inlined)
 		fputs("_[i]", f);

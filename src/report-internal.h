@@ -41,6 +41,15 @@ struct gap {
 
 struct seg;
 
+/* A part of a row: by type, a line of the user's code that allocated its
+ * objects (name the function, file and line); by stack, a type of the
+ * objects its stacks hold (name the type). Figures per snapshot. */
+struct row_part {
+	const char *name, *file;
+	uint32_t line;
+	uint64_t bytes[2], blocks[2];
+};
+
 struct row {
 	uint64_t hash;
 	char *key;                    /* by function or line: what rows match on */
@@ -66,7 +75,11 @@ struct row {
 				       * bytes (show) or its growth (diff) */
 	bool weak;                    /* within two standard errors of 0: as likely
 				       * sampling noise as growth */
+	const char *type;             /* by type: the type's name */
+	struct row_part *parts;       /* see struct row_part */
+	uint32_t nparts;
 };
+
 
 /* One snapshot being reported. */
 struct input {
@@ -145,6 +158,9 @@ uint64_t sample_bytes(const struct figures *f, enum report_sample sample);
 uint64_t sample_blocks(const struct figures *f, enum report_sample sample);
 /* What --sample shows, in words: "live heap", "allocated", "temporary". */
 const char *sample_words(enum report_sample sample);
+/* The parts of a row, the largest first (by growth in a diff, by live bytes
+ * after), at most max: into *out (caller frees); how many. */
+size_t row_top_parts(const struct report *r, const struct row *w, size_t max, struct row_part **out);
 /* Free the rows of r and their index. */
 void rows_free(struct report *r);
 void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head);

@@ -115,6 +115,50 @@ static void json_snapshot(FILE *f, const struct input *in)
 	}
 }
 
+/* By type, a row's "type" and the "lines" that allocated its objects; by
+ * stack, the "types" of the objects its stacks hold: each with its bytes and
+ * blocks (before and after in a diff), the largest first. */
+static void json_parts(FILE *f, struct report *r, const struct row *w)
+{
+	struct row_part *p;
+	size_t n = row_top_parts(r, w, r->o->by == REPORT_BY_TYPE ? 10 : 5, &p);
+	bool diff = r->nin > 1;
+
+	if (r->o->by != REPORT_BY_TYPE && !w->nparts) {
+		free(p);
+		return;     /* no object read: the row as before */
+	}
+	if (r->o->by == REPORT_BY_TYPE) {
+		fputs("\"type\": ", f);
+		json_str(f, w->type);
+		fputs(", \"lines\": [", f);
+	} else {
+		fputs("\"types\": [", f);
+	}
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? ", {" : "{", f);
+		if (r->o->by == REPORT_BY_TYPE) {
+			fputs("\"function\": ", f);
+			json_str(f, p[i].name);
+			fputs(", \"file\": ", f);
+			json_str(f, p[i].file);
+			fprintf(f, ", \"line\": %" PRIu32, p[i].line);
+		} else {
+			fputs("\"type\": ", f);
+			json_str(f, p[i].name);
+		}
+		if (diff)
+			fprintf(f, ", \"before_bytes\": %" PRIu64 ", \"after_bytes\": %" PRIu64
+				   ", \"before_blocks\": %" PRIu64 ", \"after_blocks\": %" PRIu64 "}",
+				p[i].bytes[0], p[i].bytes[1], p[i].blocks[0], p[i].blocks[1]);
+		else
+			fprintf(f, ", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64 "}",
+				p[i].bytes[0], p[i].blocks[0]);
+	}
+	fputs("],\n    ", f);
+	free(p);
+}
+
 /* A row's "frames" array, innermost first: the frames all its stacks share. */
 static void json_frames(FILE *f, struct report *r, const struct row *w)
 {
@@ -149,7 +193,8 @@ static void json_frames(FILE *f, struct report *r, const struct row *w)
 
 const char *by_name(enum report_by by)
 {
-	return by == REPORT_BY_STACK ? "stack" : by == REPORT_BY_FUNCTION ? "function" : "line";
+	return by == REPORT_BY_STACK ? "stack" : by == REPORT_BY_FUNCTION ? "function" :
+	       by == REPORT_BY_TYPE ? "type" : "line";
 }
 
 /* --sample as it is given. */
@@ -183,6 +228,7 @@ static int json_show(FILE *f, struct report *r)
 			w->f[0].live_samples, share, w->f[0].alloc_bytes, w->f[0].alloc_blocks,
 			w->f[0].temp_bytes, w->f[0].temp_blocks, w->sd,
 			w->weak ? "true" : "false", w->truncated ? "true" : "false");
+		json_parts(f, r, w);
 		json_frames(f, r, w);
 		fputc('}', f);
 	}
@@ -210,6 +256,7 @@ static void json_diff_rows(FILE *f, struct report *r, struct row **v, size_t n)
 			w->val[0], w->val[1], sample_blocks(&w->f[0], sample),
 			sample_blocks(&w->f[1], sample), w->f[0].live_samples, w->f[1].live_samples, w->sd,
 			w->weak ? "true" : "false", w->truncated ? "true" : "false");
+		json_parts(f, r, w);
 		json_frames(f, r, w);
 		fputc('}', f);
 	}

@@ -65,34 +65,55 @@ static int pprof_out(FILE *f, struct report *r)
 	struct pprof_source src = { .nin = r->nin, .alloc_default = r->o->sample == REPORT_SAMPLE_ALLOC };
 	struct pprof_sample *p;
 	struct row **v;
-	size_t n, i;
+	size_t n, i, ns;
 	char *cause = NULL;
 	int rc, k;
 
 	v = select_rows(r, pred_pprof, r->nin == 2 ? cmp_change : cmp_live, r->o->top, &n);
-	p = xcalloc(n ? n : 1, sizeof *p);
-	for (i = 0; i < n; i++) {
+	for (i = 0, ns = 0; i < n; i++)
+		ns += 1 + v[i]->nparts;
+	p = xcalloc(ns ? ns : 1, sizeof *p);
+	for (i = 0, ns = 0; i < n; i++) {
 		const struct figures *a = &v[i]->f[0], *b = &v[i]->f[r->nin == 2 ? 1 : 0];
 		bool diff = r->nin == 2;
-		p[i].parts = row_parts(r, v[i], r->o->depth_set ? r->o->depth : 0, &p[i].nparts);
-		p[i].kind = snap_kind_name(v[i]->kind);
-		p[i].value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
-		p[i].value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
-		p[i].value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
-		p[i].value[PPROF_INUSE_SPACE] = (int64_t)b->live_bytes - (diff ? (int64_t)a->live_bytes : 0);
+		struct pprof_sample *q = &p[ns++];
+		q->parts = row_parts(r, v[i], r->o->depth_set ? r->o->depth : 0, &q->nparts);
+		q->kind = snap_kind_name(v[i]->kind);
+		q->value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
+		q->value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
+		q->value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
+		q->value[PPROF_INUSE_SPACE] = (int64_t)b->live_bytes - (diff ? (int64_t)a->live_bytes : 0);
+		/* CPython: the in-use figures split by the type of the objects,
+		 * one sample labelled "type" each; what no type covers (and
+		 * the allocations, not known by type) stays on the first */
+		for (uint32_t t = 0; t < v[i]->nparts; t++) {
+			const struct row_part *pt = &v[i]->parts[t];
+			struct pprof_sample *x = &p[ns++];
+			int64_t ob = (int64_t)pt->blocks[diff ? 1 : 0] - (diff ? (int64_t)pt->blocks[0] : 0);
+			int64_t sp = (int64_t)pt->bytes[diff ? 1 : 0] - (diff ? (int64_t)pt->bytes[0] : 0);
+			x->parts = q->parts;
+			x->nparts = q->nparts;
+			x->kind = q->kind;
+			x->type = pt->name;
+			x->value[PPROF_INUSE_OBJECTS] = ob;
+			x->value[PPROF_INUSE_SPACE] = sp;
+			q->value[PPROF_INUSE_OBJECTS] -= ob;
+			q->value[PPROF_INUSE_SPACE] -= sp;
+		}
 	}
 	for (k = 0; k < r->nin; k++) {
 		src.path[k] = r->in[k].path;
 		src.s[k] = r->in[k].s;
 		src.map[k] = r->in[k].map;
 	}
-	rc = pprof_write(f, r->z, &src, p, n, &cause);
+	rc = pprof_write(f, r->z, &src, p, ns, &cause);
 	if (rc < 0) {
 		mw_error("%s", cause);
 		free(cause);
 	}
-	for (i = 0; i < n; i++)
-		free((void *)p[i].parts);
+	for (i = 0; i < ns; i++)
+		if (!p[i].type)
+			free((void *)p[i].parts);
 	free(p);
 	free(v);
 	return rc;

@@ -73,6 +73,60 @@ static void print_frame(FILE *f, struct report *r, const struct dframe *d, const
 	fputc('\n', f);
 }
 
+static const char *by_title(enum report_by by)
+{
+	return by == REPORT_BY_STACK ? "call stack" : by == REPORT_BY_FUNCTION ? "function" :
+	       by == REPORT_BY_TYPE ? "type" : "line";
+}
+
+static const char *by_plural(enum report_by by)
+{
+	return by == REPORT_BY_STACK ? "stacks" : by == REPORT_BY_FUNCTION ? "functions" :
+	       by == REPORT_BY_TYPE ? "types" : "lines";
+}
+
+/* By type: the type, then the lines of the user's code that allocated most
+ * of its objects (in a diff, most of their growth). */
+static void print_type_row(FILE *f, struct report *r, const struct row *w, int width)
+{
+	struct row_part *p;
+	size_t n = row_top_parts(r, w, 3, &p);
+	bool diff = r->nin > 1;
+	char b[32];
+
+	fprintf(f, "%s", w->type ? w->type : "?");
+	if (w->kind > SNAP_KIND_MALLOC)
+		fprintf(f, " [%s]", snap_kind_name(w->kind));
+	fputc('\n', f);
+	for (size_t i = 0; i < n; i++) {
+		const struct dframe d = { .function = p[i].name, .file = p[i].file, .line = p[i].line,
+					  .gmod = SYM_NO_MODULE };
+		int64_t v = diff ? (int64_t)(p[i].bytes[1] - p[i].bytes[0]) : (int64_t)p[i].bytes[0];
+		fprintf(f, "%*s%10s  from ", width, "", diff ? fmt_signed(b, sizeof b, v)
+							      : fmt_bytes(b, sizeof b, (double)v));
+		if (!d.function)
+			fputs("<unknown>\n", f);
+		else
+			print_frame(f, r, &d, NULL, SNAP_KIND_MALLOC);
+	}
+	free(p);
+}
+
+/* By stack: the types its objects are, most of their bytes first. */
+static void print_row_types(FILE *f, struct report *r, const struct row *w, int width)
+{
+	struct row_part *p;
+	size_t n = row_top_parts(r, w, 3, &p);
+
+	if (n) {
+		fprintf(f, "%*smostly ", width, "");
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%s%s", i ? ", " : "", p[i].name);
+		fputc('\n', f);
+	}
+	free(p);
+}
+
 /* The frames of a row after its figures (already printed, width columns). */
 static void print_row_frames(FILE *f, struct report *r, const struct row *w, int width)
 {
@@ -80,6 +134,10 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 	struct dframe *d;
 	char via[96];
 
+	if (r->o->by == REPORT_BY_TYPE) {
+		print_type_row(f, r, w, width);
+		return;
+	}
 	n = row_frames(r, w, max, false, &d, &total, NULL, via, sizeof via);
 	if (n == 0) {
 		fputs("<no frames>\n", f);
@@ -102,6 +160,8 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 	else if (w->truncated)
 		fprintf(f, "%*s... (stack truncated at the depth limit)\n", width, "");
 	free(d);
+	if (r->o->by == REPORT_BY_STACK)
+		print_row_types(f, r, w, width);
 }
 
 /* A wall-clock time in UTC, so a report reads the same in every time zone. */
@@ -396,8 +456,7 @@ static int table_show(FILE *f, struct report *r)
 	if (sample != REPORT_SAMPLE_LIVE)
 		print_volume(f, in);
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
-	fprintf(f, "\n%s by %s (%zu of %zu rows)\n", sample_words(sample),
-		r->o->by == REPORT_BY_STACK ? "call stack" : r->o->by == REPORT_BY_FUNCTION ? "function" : "line",
+	fprintf(f, "\n%s by %s (%zu of %zu rows)\n", sample_words(sample), by_title(r->o->by),
 		n, held_rows(r));
 	fprintf(f, "%4s %12s %10s %7s %13s %8s  %s\n", "#", "bytes", "\u00b1", "share", "blocks",
 		"samples", "where");
@@ -563,7 +622,7 @@ static int table_diff(FILE *f, struct report *r)
 				fmt_bytes(y, sizeof y, (double)b->s->rss_bytes));
 		fprintf(f, "; %zu new, %zu grown, %zu shrunk, %zu gone, %zu unchanged %s\n", counts[0],
 			counts[1], counts[2], counts[3], counts[4],
-			r->o->by == REPORT_BY_STACK ? "stacks" : r->o->by == REPORT_BY_FUNCTION ? "functions" : "lines");
+			by_plural(r->o->by));
 		print_explained(f, r);
 		/* where the growth went, when the stacks do not say */
 		if (explained_share(r) >= 0 && explained_share(r) < 0.5)
@@ -595,7 +654,7 @@ static int table_diff(FILE *f, struct report *r)
 			fmt_signed(z, sizeof z, (int64_t)b->s->rss_bytes - (int64_t)a->s->rss_bytes));
 	fprintf(f, "  %zu new, %zu grown, %zu shrunk, %zu gone, %zu unchanged %s\n", counts[0],
 		counts[1], counts[2], counts[3], counts[4],
-		r->o->by == REPORT_BY_STACK ? "stacks" : r->o->by == REPORT_BY_FUNCTION ? "functions" : "lines");
+		by_plural(r->o->by));
 
 	print_explained(f, r);
 	print_regions_change(f, a->s, b->s);
@@ -609,7 +668,7 @@ rows:
 	fprintf(f, "\n%s by %s, largest first\n",
 		r->o->sample == REPORT_SAMPLE_ALLOC ? "allocated between the snapshots"
 		: r->o->sample == REPORT_SAMPLE_TEMP ? "temporary between the snapshots" : "growth",
-		r->o->by == REPORT_BY_STACK ? "call stack" : r->o->by == REPORT_BY_FUNCTION ? "function" : "line");
+		by_title(r->o->by));
 	if (ng)
 		table_diff_rows(f, r, grown, ng);
 	else if (rss_growth(r) > 0)

@@ -17,7 +17,8 @@
 
 /* The options diff and show share, in their --help. */
 #define USAGE_FORMAT_OPTIONS \
-	"    -b, --by KIND          rows per stack (default), function or line\n" \
+	"    -b, --by KIND          rows per stack (default), function, line or type (the\n" \
+	"                           Python type of the sampled objects)\n" \
 	"        --depth N          source frames shown per stack (default 5 in tables)\n" \
 	"    -F, --format FMT       table (default), folded (flame graphs), json, svg (a flame\n" \
 	"                           graph that opens in a browser), or pprof (a gzipped\n" \
@@ -174,7 +175,7 @@ static int parse_format(const char *cmd, const char *arg, struct report_options 
  * printed for 'h', or a usage error said), or -1 for an option not known. */
 static int parse_opt(int c, const char *cmd, const char *usage, struct report_options *o)
 {
-	static const char *const bys[] = { "stack", "function", "line" };
+	static const char *const bys[] = { "stack", "function", "line", "type" };
 	static const char *const kinds[] = { "all", "malloc", "mmap", "brk", "file", "js" };
 	static const char *const samples[] = { "live", "alloc", "temp" };
 	char *cause = NULL;
@@ -193,7 +194,7 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 		}
 		return 0;
 	case 'b':
-		i = pick(cmd, "--by", optarg, bys, 3, "stack, function or line");
+		i = pick(cmd, "--by", optarg, bys, 4, "stack, function, line or type");
 		if (i < 0)
 			return MW_EXIT_USAGE;
 		o->by = (enum report_by)i;
@@ -436,7 +437,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 }
 
 int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs, FILE *table,
-		 FILE *svg)
+		 FILE *svg, FILE *types)
 {
 	struct report_options o;
 	struct report r = { .o = &o };
@@ -456,6 +457,30 @@ int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs
 	}
 	symbolizer_warn_missing(r.z);
 	report_free(&r);
+	if (types) {
+		/* the same snapshots by type, when they say what their objects are */
+		struct snapshot *s[2];
+		bool typed = false;
+		char *cause = NULL;
+		for (int i = 0; i < npaths && i < 2; i++) {
+			s[i] = snapshot_read(paths[i], &cause);
+			free(cause);
+			cause = NULL;
+			typed = typed || (s[i] && s[i]->ntypes);
+			snapshot_free(s[i]);
+		}
+		if (typed) {
+			struct report rt = { .o = &o };
+			report_options_init(&o);
+			o.dirs = (const char **)dirs;
+			o.ndirs = ndirs;
+			o.by = REPORT_BY_TYPE;
+			if (report_load(&rt, paths, npaths) == MW_EXIT_OK) {
+				write_report(&report_table_writer, types, &rt);
+				report_free(&rt);
+			}
+		}
+	}
 	return MW_EXIT_OK;
 }
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum report_by { REPORT_BY_STACK, REPORT_BY_FUNCTION, REPORT_BY_LINE };
+enum report_by { REPORT_BY_STACK, REPORT_BY_FUNCTION, REPORT_BY_LINE, REPORT_BY_TYPE };
 /* --kind: all, or one enum snap_kind plus one */
 enum report_kind { REPORT_KIND_ALL, REPORT_KIND_MALLOC, REPORT_KIND_MMAP, REPORT_KIND_BRK, REPORT_KIND_FILE,
 		   REPORT_KIND_JS };
@@ -60,11 +60,13 @@ int report_write(const struct report_options *o, char *const *paths, int npaths)
 
 /* Read the snapshots at paths (two: their diff; one: what it holds) and write
  * the table, as memwatch diff or show prints it, to table, and the flame graph,
- * as an <svg> element to put in an HTML page, to svg (either may be NULL).
+ * as an <svg> element to put in an HTML page, to svg, and when the snapshots
+ * say what their CPython objects are, the table by type to types (any may be
+ * NULL).
  * dirs: more directories for debug files. Returns 0, or an exit status (enum
  * mw_exit) once the error is said on stderr. */
 int report_parts(char *const *paths, int npaths, const char **dirs, size_t ndirs, FILE *table,
-		 FILE *svg);
+		 FILE *svg, FILE *types);
 
 /* One stack's estimated live bytes across the snapshots of a run
  * (report_stack_series). */

@@ -675,6 +675,30 @@ size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
 	}
 	if (head)
 		*head = 0;
+	if (r->o->by == REPORT_BY_TYPE) {
+		/* the line that allocated most of the type's objects (most of
+		 * their growth), under the type as the outermost frame */
+		struct row_part *p;
+		size_t np = row_top_parts(r, w, 1, &p);
+		e.d = xrealloc(e.d, 2 * sizeof *e.d);
+		memset(e.d, 0, 2 * sizeof *e.d);
+		n = 0;
+		if (np && p[0].name) {
+			e.d[n].function = p[0].name;
+			e.d[n].file = p[0].file;
+			e.d[n].line = p[0].line;
+			e.d[n].gmod = SYM_NO_MODULE;
+			n++;
+		}
+		free(p);
+		e.d[n].function = w->type ? w->type : "?";
+		e.d[n].gmod = SYM_NO_MODULE;
+		n++;
+		if (total)
+			*total = n;
+		*out = e.d;
+		return n;
+	}
 	if (r->o->by != REPORT_BY_STACK) {
 		n = e.n ? 1 : 0;
 		if (n) {
@@ -803,6 +827,143 @@ static bool v8_heap_page(struct report *r, const struct snap_stack *st, const ui
 	return false;
 }
 
+/* Add figures to the part of w named name (file, line), created if new. */
+static void part_add(struct row *w, const char *name, const char *file, uint32_t line, int k,
+		     uint64_t bytes, uint64_t blocks)
+{
+	struct row_part *p = NULL;
+	for (uint32_t i = 0; i < w->nparts; i++) {
+		struct row_part *q = &w->parts[i];
+		if (q->line == line && !strcmp(q->name ? q->name : "", name ? name : "") &&
+		    !strcmp(q->file ? q->file : "", file ? file : "")) {
+			p = q;
+			break;
+		}
+	}
+	if (!p) {
+		w->parts = xrealloc(w->parts, (w->nparts + 1) * sizeof *w->parts);
+		p = &w->parts[w->nparts++];
+		memset(p, 0, sizeof *p);
+		p->name = name;
+		p->file = file;
+		p->line = line;
+	}
+	p->bytes[k] += bytes;
+	p->blocks[k] += blocks;
+}
+
+static int cmp_part(const void *a, const void *b, void *arg)
+{
+	const struct row_part *x = a, *y = b;
+	bool diff = *(const bool *)arg;
+	int64_t vx = diff ? (int64_t)(x->bytes[1] - x->bytes[0]) : (int64_t)x->bytes[0];
+	int64_t vy = diff ? (int64_t)(y->bytes[1] - y->bytes[0]) : (int64_t)y->bytes[0];
+	return vx < vy ? 1 : vx > vy ? -1 : 0;
+}
+
+size_t row_top_parts(const struct report *r, const struct row *w, size_t max, struct row_part **out)
+{
+	bool diff = r->nin > 1;
+	size_t n = w->nparts;
+
+	*out = NULL;
+	if (!n)
+		return 0;
+	*out = xmalloc(n * sizeof **out);
+	memcpy(*out, w->parts, n * sizeof **out);
+	qsort_r(*out, n, sizeof **out, cmp_part, &diff);
+	/* in a diff, what grew; else what is there */
+	while (n > 0 && (diff ? (int64_t)((*out)[n - 1].bytes[1] - (*out)[n - 1].bytes[0]) <= 0
+			      : (*out)[n - 1].bytes[0] == 0))
+		n--;
+	return max && n > max ? max : n;
+}
+
+/* The typed samples of input k's stack i: [*lo, *hi) of its sorted index. */
+static int cmp_typed(const void *a, const void *b)
+{
+	const struct snap_typed *x = a, *y = b;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* By type: the rows of stack st (index si) of input k, one per type of its
+ * objects, each with the user's line that allocated them as a part. */
+static void collect_types(struct report *r, int k, size_t si, const struct snap_stack *st,
+			  struct cand *c, uint32_t top, size_t *tpos)
+{
+	struct input *in = &r->in[k];
+	const struct snapshot *s = in->s;
+	size_t nskipped;
+	struct dframe head = { 0 };
+	uint64_t typed_bytes = 0, typed_blocks = 0, typed_samples = 0;
+	bool added, have_head = false;
+	struct row *w;
+
+	for (;;) {
+		const struct snap_typed *t = NULL;
+		const char *name;
+		uint64_t bytes, blocks, samples;
+		struct snap_stack part;
+
+		while (*tpos < s->ntyped && s->typed[*tpos].stack < si)
+			(*tpos)++;
+		if (*tpos < s->ntyped && s->typed[*tpos].stack == si) {
+			t = &s->typed[(*tpos)++];
+			name = s->types[t->type];
+			bytes = t->live_bytes;
+			blocks = t->live_blocks;
+			samples = t->live_samples;
+			typed_bytes += bytes;
+			typed_blocks += blocks;
+			typed_samples += samples;
+		} else {
+			/* what the types did not cover: the stack's other blocks */
+			if (typed_bytes >= st->live_bytes)
+				return;
+			name = "<no type read>";
+			bytes = st->live_bytes - typed_bytes;
+			blocks = st->live_blocks > typed_blocks ? st->live_blocks - typed_blocks : 0;
+			samples = st->live_samples > typed_samples ? st->live_samples - typed_samples : 0;
+		}
+		if (!have_head) {
+			head = key_frame_of(r, st->frames + top, in->map, in->s->nmodules, st->nframes - top,
+					    &nskipped);
+			have_head = true;
+		}
+		key_reset(r);
+		key_str(r, name);
+		key_add(r, &c->kind, sizeof c->kind);
+		c->hash = hash_key(r->kbuf, r->klen);
+		w = row_get(r, c, true, st->flags & SNAP_STACK_TRUNCATED, &added);
+		if (added)
+			w->type = name;
+		memset(&part, 0, sizeof part);
+		part.live_bytes = bytes;
+		part.live_blocks = blocks;
+		part.live_samples = samples ? samples : st->live_samples;
+		w->f[k].live_bytes += bytes;
+		w->f[k].live_blocks += blocks;
+		w->f[k].live_samples += samples;
+		w->f[k].live_var += stack_variance(&part, in->s->sample_rate);
+		part_add(w, head.function, head.file, head.line, k, bytes, blocks);
+		if (!t)
+			return;
+	}
+}
+
+/* By stack: the types of the objects stack si of input k holds, as parts of
+ * its row. */
+static void row_types(struct report *r, struct row *w, int k, size_t si, size_t *tpos)
+{
+	const struct snapshot *s = r->in[k].s;
+	while (*tpos < s->ntyped && s->typed[*tpos].stack < si)
+		(*tpos)++;
+	for (; *tpos < s->ntyped && s->typed[*tpos].stack == si; (*tpos)++) {
+		const struct snap_typed *t = &s->typed[*tpos];
+		part_add(w, s->types[t->type], NULL, 0, k, t->live_bytes, t->live_blocks);
+	}
+}
+
 /* Add every stack of input k to the rows. By stack, a row is keyed by the
  * frames it shows (its head and the visible frames below it), so stacks that
  * differ only in the frames it leaves out (the interpreter's, the
@@ -811,12 +972,15 @@ static bool v8_heap_page(struct report *r, const struct snap_stack *st, const ui
 void collect(struct report *r, int k)
 {
 	struct input *in = &r->in[k];
-	size_t i, nm = in->s->nmodules;
+	size_t i, nm = in->s->nmodules, tpos = 0;
 	bool has_js = false;
 
 	for (i = 0; i < in->s->nstacks && !has_js; i++)
 		has_js = snap_stack_kind(in->s->stacks[i].flags) == SNAP_KIND_JS;
 
+	/* the typed samples by stack (the decoder keeps the agent's order) */
+	if (in->s->ntyped)
+		qsort(in->s->typed, in->s->ntyped, sizeof *in->s->typed, cmp_typed);
 	for (i = 0; i < in->s->nstacks; i++) {
 		const struct snap_stack *st = &in->s->stacks[i];
 		uint32_t n = st->nframes, j, top = 0;
@@ -859,6 +1023,14 @@ void collect(struct report *r, int k)
 		if (!stack_focused(r, st->frames + top, in->map, nm, n - top))
 			continue;
 
+		if (r->o->by == REPORT_BY_TYPE) {
+			c.sf = st->frames + top;
+			c.map = in->map;
+			c.nmodules = nm;
+			c.n = n - top;
+			collect_types(r, k, i, st, &c, top, &tpos);
+			continue;
+		}
 		key_reset(r);
 		if (n == 0) {
 			key_str(r, "<no frames>");
@@ -928,6 +1100,8 @@ void collect(struct report *r, int k)
 						     in->s->sample_rate);
 		w->f[k].temp_var += volume_variance(st->temp_bytes, st->temp_blocks,
 						    in->s->sample_rate);
+		if (r->o->by == REPORT_BY_STACK)
+			row_types(r, w, k, i, &tpos);
 	}
 }
 
@@ -1143,6 +1317,7 @@ void rows_free(struct report *r)
 	for (size_t i = 0; i < r->nrows; i++) {
 		free(r->rows[i].key);
 		free(r->rows[i].segs);
+		free(r->rows[i].parts);
 	}
 	free(r->rows);
 	free(r->vbuf);

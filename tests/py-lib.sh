@@ -282,6 +282,7 @@ top_stack_share() {
 		rows++
 		next
 	}
+	intable && /^ +mostly / { next }   # the types of its objects, not a frame
 	intable && key != "" { k = $0; sub(/^ +/, "", k); key = key ";" k; next }
 	END {
 		if (key != "") { sum[key] += g; if (rows == 1) first = key }

@@ -222,6 +222,16 @@ struct mw_peak {
 extern struct mw_peak mw_peak MW_HIDDEN;
 /* Copy every stack into a malloc'd array (*out, caller frees). -1 on ENOMEM. */
 int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f) MW_HIDDEN;
+/* One live sampled block: its address, stack id (the index of
+ * mw_heap_copy_stacks) and the weights it stands for. */
+struct mw_live_copy {
+	uintptr_t addr;
+	uint32_t stack;
+	uint64_t bytes, blocks_fx;   /* blocks in units of 1/FX */
+};
+/* Copy the live sampled blocks, at most max of them, into a malloc'd array
+ * (*out, caller frees). -1 on ENOMEM. */
+int mw_heap_copy_live(struct mw_live_copy **out, size_t *n, size_t max) MW_HIDDEN;
 
 /* The agent's own executable segment(s), set by hooks.c at init: its frames
  * are left out of recorded stacks (heap.c, pyframes.c). */
@@ -310,6 +320,10 @@ enum mw_python_state {
 #define MW_PYFRAME_TAG 0xFA00000000000000ull
 #define MW_PYFRAME_MASK 0xFF00000000000000ull
 void mw_python_capture_start(void) MW_HIDDEN;
+struct snapshot;
+/* pyframes.c: the type of the object in every live sampled block, into the
+ * snapshot's types section (nothing when CPython is not read). 0 or -1. */
+int mw_python_types(struct snapshot *s) MW_HIDDEN;
 void mw_python_capture_stop(void) MW_HIDDEN;
 int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
 const char *mw_python_state_name(int state) MW_HIDDEN;

@@ -276,6 +276,9 @@ int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns)
 			d->frames[k].offset = mi == SNAP_NO_MODULE ? a : a - s->modules[mi].bias;
 		}
 	}
+	/* the types before a reset may renumber the stacks */
+	if (mw_python_types(s) < 0)
+		goto out;
 	mw_snapshot_end();
 	locked = false;
 	if (mw_python_snapshot(s) < 0 || mw_js_snapshot(s, js_wait_ns) < 0)

@@ -945,3 +945,50 @@ int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_fi
 	*out = c;
 	return r;
 }
+
+int mw_heap_copy_live(struct mw_live_copy **out, size_t *n, size_t max)
+{
+	struct mw_live_copy *c = NULL;
+	size_t want = 1024, have, i, k, m = 0;
+	unsigned s;
+
+	mw_tls.guard++;
+	for (s = 0; s < NSHARDS; s++)
+		want += __atomic_load_n(&shards[s].n, __ATOMIC_RELAXED);
+	if (want > max)
+		want = max;
+	for (;;) {
+		c = malloc(want * sizeof *c);
+		if (!c)
+			break;
+		lock_all();
+		for (have = 0, s = 0; s < NSHARDS; s++)
+			have += shards[s].n;
+		if (have <= want || want == max)
+			break;
+		unlock_all();
+		free(c);
+		want = have * 2 > max ? max : have * 2;
+	}
+	if (c) {
+		for (s = 0; s < NSHARDS; s++) {
+			const struct shard *sh = &shards[s];
+			for (i = 0; i < sh->cap && m < want; i++) {
+				const struct live *l = &sh->live[i];
+				if (!l->key)
+					continue;
+				c[m].addr = l->key;
+				c[m].stack = l->stack;
+				c[m].bytes = l->bytes;
+				c[m].blocks_fx = (uint64_t)l->blocks << BLOCKS_Q_SHIFT;
+				m++;
+			}
+		}
+		unlock_all();
+	}
+	k = m;
+	mw_tls.guard--;
+	*out = c;
+	*n = k;
+	return c ? 0 : -1;
+}

@@ -560,6 +560,33 @@ static bool safe_word(const char *at, const void **w)
 	return read(check_pipe[0], w, sizeof *w) == (ssize_t)sizeof *w;
 }
 
+/* n bytes at at into buf, as safe_word reads; how many could be read (a
+ * read that crosses into an unmapped page stops there). */
+static size_t safe_read(const char *at, void *buf, size_t n)
+{
+	struct iovec mine = { buf, n }, theirs = { (void *)at, n };
+	ssize_t r;
+	size_t k;
+
+	if ((uintptr_t)at < 4096)
+		return 0;
+	if (check_pipe[0] < 0) {
+		r = process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0);
+		if (r >= 0)
+			return (size_t)r;
+		if (errno != EPERM && errno != ENOSYS)
+			return 0;
+	}
+	/* word by word, as safe_word falls back to */
+	for (k = 0; k + sizeof(void *) <= n; k += sizeof(void *)) {
+		const void *w;
+		if (((uintptr_t)at & (sizeof w - 1)) || !safe_word(at + k, &w))
+			break;
+		memcpy((char *)buf + k, &w, sizeof w);
+	}
+	return k;
+}
+
 static bool safe_type(const char *obj, const void *type)
 {
 	const void *t;
@@ -795,4 +822,247 @@ fail:
 	free(ids);
 	free(hashes);
 	return -1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Objects by type: at snapshot time, the type of the object in each live
+ * sampled block. An object allocated by the interpreter starts its block, or
+ * follows its GC header (PyGC_Head, two words) when its type has
+ * Py_TPFLAGS_HAVE_GC, and from 3.11 on the two words of a managed dict (3.12
+ * on: a managed dict or weak reference list) before that
+ * (_PyType_PreHeaderSize). A block is taken for an object of type T only when
+ * the word at the offset where ob_type would be is T, T is a type (its own
+ * type is PyType_Type or a metaclass, as PyType_Check tells), and T's flags put the
+ * object at exactly that offset. Every word is read by safe reads: a block
+ * may be freed while it is read, and nothing here holds the GIL. */
+
+#define TP_NAME 24                   /* PyTypeObject.tp_name (3.8 to 3.13) */
+#define TP_BASICSIZE 32              /* .tp_basicsize */
+#define TP_FLAGS 168                 /* .tp_flags */
+#define HT_QUALNAME_38 864           /* PyHeapTypeObject.ht_qualname: 3.8, 3.10, 3.11 */
+#define HT_QUALNAME_39 856           /* 3.9 */
+#define HT_QUALNAME_312 872          /* 3.12, 3.13 */
+#define TPF_HEAPTYPE (1ul << 9)
+#define TPF_READY (1ul << 12)
+#define TPF_HAVE_GC (1ul << 14)
+#define TPF_TYPE_SUBCLASS (1ul << 31)
+#define TPF_MANAGED_DICT (1ul << 4)  /* 3.11 on */
+#define TPF_MANAGED_WEAKREF (1ul << 3)   /* 3.12 on */
+#define GC_HEAD 16                   /* sizeof (PyGC_Head) */
+#define TYPE_CACHE 65536             /* words remembered per snapshot (a power of 2) */
+#define NAME_MAX_LEN 200
+/* Live samples read per snapshot, at most (a copy of 32 bytes each, and a
+ * read of each block: about a second for a million); with every allocation
+ * sampled, the others stay untyped. */
+#define TYPES_MAX_SAMPLES ((size_t)1 << 20)
+
+struct type_entry {
+	uintptr_t type;      /* 0: empty */
+	int32_t name;        /* index into the snapshot's types, -1: not a type */
+	uint32_t presize;    /* where its objects start in their blocks */
+};
+
+static size_t type_presize(unsigned long flags)
+{
+	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
+	unsigned long pre = minor >= 12 ? TPF_MANAGED_DICT | TPF_MANAGED_WEAKREF : minor == 11 ? TPF_MANAGED_DICT : 0;
+	return (flags & TPF_HAVE_GC ? GC_HEAD : 0) + (flags & pre ? 2 * sizeof(void *) : 0);
+}
+
+/* Is t a type object? As CPython's PyType_Check: its type is PyType_Type, or
+ * a metaclass (a type with Py_TPFLAGS_TYPE_SUBCLASS, itself of type
+ * PyType_Type or of another such metaclass). Its flags into *flags. */
+static bool is_type(uintptr_t t, unsigned long *flags)
+{
+	const void *meta, *mm, *w;
+
+	if (!t || (t & 7) || !safe_word((const char *)t + PY_OB_TYPE, &meta) || !meta)
+		return false;
+	if (meta != mw_py.type_type) {
+		if (!safe_word((const char *)meta + TP_FLAGS, &w) || !((uintptr_t)w & TPF_TYPE_SUBCLASS) ||
+		    !safe_word((const char *)meta + PY_OB_TYPE, &mm) || !mm)
+			return false;
+		if (mm != mw_py.type_type &&
+		    (!safe_word((const char *)mm + TP_FLAGS, &w) || !((uintptr_t)w & TPF_TYPE_SUBCLASS)))
+			return false;
+	}
+	if (!safe_word((const char *)t + TP_FLAGS, &w))
+		return false;
+	*flags = (unsigned long)(uintptr_t)w;
+	return (*flags & TPF_READY) != 0;
+}
+
+/* The name of type t: a class's qualified name (__qualname__), a builtin's
+ * tp_name ("dict", "collections.deque"). */
+static size_t type_name(uintptr_t t, unsigned long flags, char *buf, size_t len)
+{
+	const void *p;
+	size_t n = 0, k;
+	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
+
+	if (flags & TPF_HEAPTYPE) {
+		size_t off = minor >= 12 ? HT_QUALNAME_312 : minor == 9 ? HT_QUALNAME_39 : HT_QUALNAME_38;
+		char copy[PY_STR_COMPACT_DATA + 4 * NAME_MAX_LEN];
+		if (safe_word((const char *)t + off, &p) && safe_type(p, mw_py.unicode_type)) {
+			size_t got = safe_read(p, copy, sizeof copy);
+			if (got >= lay.str_compact_data) {
+				/* read_str reads the copy; its length is bounded by what was copied */
+				int64_t sl;
+				memcpy(&sl, copy + lay.str_length, sizeof sl);
+				if (sl >= 0 && (uint64_t)sl <= (got - lay.str_compact_data) / 4)
+					n = read_str(copy, buf, len);
+			}
+		}
+		if (n)
+			return n;
+	}
+	if (!safe_word((const char *)t + TP_NAME, &p) || !p)
+		return 0;
+	n = safe_read(p, buf, len);
+	for (k = 0; k < n && buf[k]; k++)
+		if ((unsigned char)buf[k] < 0x20)
+			return 0;
+	return k < n ? k : 0;
+}
+
+static int name_index(struct snapshot *s, const char *name, size_t n)
+{
+	char **x;
+	for (size_t i = 0; i < s->ntypes; i++)
+		if (strlen(s->types[i]) == n && memcmp(s->types[i], name, n) == 0)
+			return (int)i;
+	x = realloc(s->types, (s->ntypes + 1) * sizeof *x);
+	if (!x)
+		return -2;
+	s->types = x;
+	x[s->ntypes] = strndup(name, n);
+	if (!x[s->ntypes])
+		return -2;
+	return (int)s->ntypes++;
+}
+
+/* What t is, from the cache (direct-mapped: a word that is not a type, met
+ * once, is soon overwritten; the few types stay) or read now. */
+static struct type_entry *type_lookup(struct type_entry *cache, struct snapshot *s, uintptr_t t)
+{
+	static struct type_entry none = { 0, -1, 0 };
+	size_t j = (size_t)((t >> 3) * 0x9E3779B97F4A7C15ull >> 40) & (TYPE_CACHE - 1);
+	unsigned long flags;
+	char name[NAME_MAX_LEN];
+	size_t n;
+
+	if (t < 4096 || (t & 7))
+		return &none;
+	if (cache[j].type == t)
+		return &cache[j];
+	cache[j].type = t;
+	cache[j].name = -1;
+	cache[j].presize = 0;
+	if (is_type(t, &flags) && (n = type_name(t, flags, name, sizeof name)) > 0) {
+		cache[j].name = name_index(s, name, n);
+		cache[j].presize = (uint32_t)type_presize(flags);
+	}
+	return &cache[j];
+}
+
+/* The type of the object in the block at a: its name index, -1 none (not an
+ * object), -2 unreadable, -3 out of memory. */
+static int block_type(struct type_entry *cache, struct snapshot *s, uintptr_t a)
+{
+	uintptr_t w[6];
+	size_t got = safe_read((const char *)a, w, sizeof w), o;
+
+	if (got < 2 * sizeof(void *))
+		return -2;
+	for (o = 0; o <= 32 && o + 2 * sizeof(void *) <= got; o += GC_HEAD) {
+		struct type_entry *e = type_lookup(cache, s, w[o / 8 + 1]);
+		if (e->name == -2)
+			return -3;
+		if (e->name >= 0 && e->presize == o)
+			return e->name;
+	}
+	return -1;
+}
+
+struct typed_key {
+	uint64_t key;        /* stack << 32 | type index + 1; 0 empty */
+	size_t at;           /* index into s->typed */
+};
+
+int mw_python_types(struct snapshot *s)
+{
+	struct mw_live_copy *live = NULL;
+	struct type_entry *cache = NULL;
+	struct typed_key *idx = NULL;
+	size_t n = 0, i, cap;
+	int not_obj = -1, unread = -1, r = -1;
+
+	if (!mw_python_frames || !mw_py.type_type || !mw_py.unicode_type)
+		return 0;
+	mw_tls.guard++;
+	if (mw_heap_copy_live(&live, &n, TYPES_MAX_SAMPLES) < 0)
+		goto out;
+	for (cap = 64; cap < 2 * n + 2; cap *= 2)
+		;
+	cache = calloc(TYPE_CACHE, sizeof *cache);
+	idx = calloc(cap, sizeof *idx);
+	s->typed = calloc(n ? n : 1, sizeof *s->typed);
+	if (!cache || !idx || !s->typed)
+		goto out;
+	if (!s->types && !(s->types = calloc(1, sizeof *s->types)))
+		goto out;
+	for (i = 0; i < n; i++) {
+		const struct mw_live_copy *l = &live[i];
+		int t;
+		uint64_t key;
+		size_t j;
+
+		if (l->stack >= s->nstacks || snap_stack_kind(s->stacks[l->stack].flags) != SNAP_KIND_MALLOC)
+			continue;
+		t = block_type(cache, s, l->addr);
+		if (t == -3)
+			goto out;
+		if (t == -1) {
+			if (not_obj < 0 && (not_obj = name_index(s, SNAP_TYPE_NOT_OBJECT, strlen(SNAP_TYPE_NOT_OBJECT))) < 0)
+				goto out;
+			t = not_obj;
+		} else if (t == -2) {
+			if (unread < 0 && (unread = name_index(s, SNAP_TYPE_UNREADABLE, strlen(SNAP_TYPE_UNREADABLE))) < 0)
+				goto out;
+			t = unread;
+		}
+		key = (uint64_t)l->stack << 32 | (uint32_t)(t + 1);
+		for (j = (size_t)(mw_splitmix64(key) & (cap - 1)); idx[j].key && idx[j].key != key; j = (j + 1) & (cap - 1))
+			;
+		if (!idx[j].key) {
+			idx[j].key = key;
+			idx[j].at = s->ntyped;
+			memset(&s->typed[s->ntyped], 0, sizeof s->typed[0]);
+			s->typed[s->ntyped].stack = l->stack;
+			s->typed[s->ntyped].type = (uint32_t)t;
+			s->ntyped++;
+		}
+		s->typed[idx[j].at].live_samples++;
+		s->typed[idx[j].at].live_bytes += l->bytes;
+		/* blocks summed in fixed point, rounded below */
+		s->typed[idx[j].at].live_blocks += l->blocks_fx;
+	}
+	for (i = 0; i < s->ntyped; i++)
+		s->typed[i].live_blocks = (uint64_t)((double)s->typed[i].live_blocks / FX + 0.5);
+	r = 0;
+out:
+	if (r < 0) {
+		free(s->typed);
+		s->typed = NULL;
+		s->ntyped = 0;
+	}
+	if (!s->ntypes) {
+		free(s->types);
+		s->types = NULL;
+	}
+	free(live);
+	free(cache);
+	free(idx);
+	mw_tls.guard--;
+	return r;
 }

@@ -10,7 +10,8 @@
  * indented frame lines "MODULE:0xOFFSET" (MODULE "-" for none); "symbol
  * MODULE:0xOFFSET nframes=N" followed by indented lines 'function="f" file="a.c"
  * line=N' (- for an absent string); "regions N" (the mapping breakdown was read)
- * and "region kind=K mappings=N size=N rss=N anon=N swap=N name=\"...\"". Count lines ("modules 2") and lines starting
+ * and "region kind=K mappings=N size=N rss=N anon=N swap=N name=\"...\""; "type
+ * I name=\"...\"" and "typed stack=S type=T samples=N bytes=N blocks=N". Count lines ("modules 2") and lines starting
  * with "memwatch snapshot" or '#' are ignored on input. */
 #include "config.h"
 
@@ -132,6 +133,17 @@ static void dump(const struct snapshot *s)
 			print_str(g->name);
 			fputc('\n', stdout);
 		}
+	}
+	for (size_t i = 0; i < s->ntypes; i++) {
+		printf("type %zu name=", i);
+		print_str(s->types[i]);
+		fputc('\n', stdout);
+	}
+	for (size_t i = 0; i < s->ntyped; i++) {
+		const struct snap_typed *t = &s->typed[i];
+		printf("typed stack=%" PRIu32 " type=%" PRIu32 " samples=%" PRIu64 " bytes=%" PRIu64
+		       " blocks=%" PRIu64 "\n", t->stack, t->type, t->live_samples, t->live_bytes,
+		       t->live_blocks);
 	}
 }
 
@@ -321,6 +333,38 @@ static void set_region(struct parser *ps, void *obj, const char *k, const char *
 	}
 }
 
+/* Setter for the fields of a "type" line. */
+static void set_type(struct parser *ps, void *obj, const char *k, const char *v)
+{
+	char **name = obj;
+	if (strcmp(k, "name") == 0) {
+		free(*name);
+		*name = v ? xstrdup(v) : quoted(ps, k);
+	} else {
+		perr(ps, "type: unknown field '%s'", k);
+	}
+}
+
+/* Setter for the fields of a "typed" line. */
+static void set_typed(struct parser *ps, void *obj, const char *k, const char *v)
+{
+	struct snap_typed *t = obj;
+	if (!v)
+		perr(ps, "typed %s: not a string field", k);
+	else if (strcmp(k, "stack") == 0)
+		t->stack = (uint32_t)number(ps, v, k);
+	else if (strcmp(k, "type") == 0)
+		t->type = (uint32_t)number(ps, v, k);
+	else if (strcmp(k, "samples") == 0)
+		t->live_samples = number(ps, v, k);
+	else if (strcmp(k, "bytes") == 0)
+		t->live_bytes = number(ps, v, k);
+	else if (strcmp(k, "blocks") == 0)
+		t->live_blocks = number(ps, v, k);
+	else
+		perr(ps, "typed: unknown field '%s'", k);
+}
+
 /* Setter for the fields of a "module" line. */
 static void set_module(struct parser *ps, void *obj, const char *k, const char *v)
 {
@@ -494,6 +538,13 @@ static void parse_line(struct parser *ps, struct snapshot *s, char *line)
 		struct snap_region *g = push((void **)&s->regions, &s->nregions, sizeof *g);
 		s->has_regions = true;
 		pairs(ps, g, set_region);
+	} else if (strcmp(key, "type") == 0) {
+		word(ps); /* the index, implied by the order */
+		char **name = push((void **)&s->types, &s->ntypes, sizeof *name);
+		pairs(ps, name, set_type);
+	} else if (strcmp(key, "typed") == 0) {
+		struct snap_typed *t = push((void **)&s->typed, &s->ntyped, sizeof *t);
+		pairs(ps, t, set_typed);
 	} else if (strcmp(key, "module") == 0) {
 		word(ps); /* the index, implied by the order */
 		struct snap_module *m = push((void **)&s->modules, &s->nmodules, sizeof *m);

@@ -172,8 +172,8 @@ static void test_show(void **state)
 	struct snap_frame frames[] = { { 1, 0x1234 }, { 1, 0x1500 } };
 	struct snap_frame lib[] = { { 0, 0x300 }, { 1, 0x1500 } };
 	struct pprof_sample v[2] = {
-		{ frames, 2, NULL, 2, { 10, 40960, 8, 32768 }, "malloc", NULL, 0 },
-		{ lib, 2, NULL, 2, { 1, 100, 1, 100 }, "mmap", NULL, 0 },
+		{ frames, 2, NULL, 2, { 10, 40960, 8, 32768 }, "malloc", NULL, 0, NULL },
+		{ lib, 2, NULL, 2, { 1, 100, 1, 100 }, "mmap", NULL, 0, NULL },
 	};
 	struct symbolizer *z;
 	uint32_t *map;
@@ -261,8 +261,8 @@ static void test_diff_negative(void **state)
 	struct snap_frame frames[] = { { 1, 0x1234 }, { 1, 0x1500 } };
 	struct snap_frame lost[] = { { SNAP_NO_MODULE, 0xdead }, { 1, 0x1500 } };
 	struct pprof_sample v[2] = {
-		{ frames, 2, NULL, 2, { 20, 81920, 20, 81920 }, NULL, NULL, 0 },
-		{ lost, 2, NULL, 2, { -2, -1024, -2, -1024 }, NULL, NULL, 0 },
+		{ frames, 2, NULL, 2, { 20, 81920, 20, 81920 }, NULL, NULL, 0, NULL },
+		{ lost, 2, NULL, 2, { -2, -1024, -2, -1024 }, NULL, NULL, 0, NULL },
 	};
 	struct symbolizer *z;
 	uint32_t *map;

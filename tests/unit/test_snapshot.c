@@ -592,6 +592,56 @@ static void test_bad_module_ref(void **state)
 	snapshot_free(s);
 }
 
+/* The types section: names and records round-trip; a record naming a stack
+ * beyond the stacks is refused, and the encoder will not write one. */
+static void test_types(void **state)
+{
+	(void)state;
+	struct snapshot *s = small_snapshot(), *d;
+	size_t len, len2;
+	unsigned char *buf, *f, *out = NULL;
+	struct section sec[8];
+	size_t n, t;
+
+	s->ntypes = 2;
+	s->types = xcalloc(2, sizeof *s->types);
+	s->types[0] = xstrdup("Event");
+	s->types[1] = xstrdup(SNAP_TYPE_NOT_OBJECT);
+	s->ntyped = 1;
+	s->typed = xcalloc(1, sizeof *s->typed);
+	s->typed[0] = (struct snap_typed){ .stack = 0, .type = 1, .live_samples = 3, .live_bytes = 300,
+					   .live_blocks = 5 };
+	buf = encode(s, &len);
+	d = expect_ok(buf, len);
+	assert_int_equal(d->ntypes, 2);
+	assert_string_equal(d->types[0], "Event");
+	assert_string_equal(d->types[1], SNAP_TYPE_NOT_OBJECT);
+	assert_int_equal(d->ntyped, 1);
+	assert_int_equal(d->typed[0].stack, 0);
+	assert_int_equal(d->typed[0].type, 1);
+	assert_int_equal(d->typed[0].live_samples, 3);
+	assert_int_equal(d->typed[0].live_bytes, 300);
+	assert_int_equal(d->typed[0].live_blocks, 5);
+	snapshot_free(d);
+
+	/* count 2, "Event" (6 then 5 bytes), "<not an object>" (16 then 15),
+	 * count 1, then the record's stack at 24 */
+	n = split(buf, len, sec, 8);
+	t = find_section(sec, n, 7);
+	assert_int_equal(sec[t].payload[24], 0);
+	sec[t].payload[24] = 9;
+	f = assemble(1, sec, n, &len2);
+	expect_reject(f, len2, "typed samples 0 name stack 9 of 1, type 1 of 2");
+	free(f);
+	free_sections(sec, n);
+	free(buf);
+
+	s->typed[0].type = 2;
+	assert_int_equal(snapshot_encode(s, &out, &len), -1);
+	assert_int_equal(errno, EINVAL);
+	snapshot_free(s);
+}
+
 /* An unknown optional section is skipped wherever it sits, and extra bytes at
  * the end of a known section are ignored (room for later fields); an unknown
  * section flagged as required is refused. */
@@ -851,6 +901,7 @@ int main(void)
 		cmocka_unit_test(test_huge_counts),
 		cmocka_unit_test(test_bad_module_ref),
 		cmocka_unit_test(test_forward_compat),
+		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_structure),
 		cmocka_unit_test(test_stack_kinds),
 		cmocka_unit_test(test_file_io),

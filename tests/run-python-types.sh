@@ -1,0 +1,108 @@
+#!/bin/sh
+# run-python-types.sh: objects by type, on every CPython the agent reads that
+# is installed (Debian's python3 and python3.11-dbg, and 3.8 to 3.13: pyenv's
+# builds; a missing one is said and skipped). py_events.py keeps instances of
+# its class Event in a module-level list, with churn of tuples and str made and
+# dropped meanwhile. Between two snapshots of one capture it creates N events
+# (it prints N): memwatch diff --by type ranks Event among the top three
+# growing types (the rows of objects: "<not an object>" is not a type) with an
+# estimated count of objects within 30 % of N, under it the line of the script
+# that created them; JSON names the type and the line; in the same diff by
+# stack, a row says it holds mostly Event (3.8 to 3.10 make each instance's
+# __dict__ in __init__: the top stack row there is mostly dict), and go tool
+# pprof reads a sample labelled type:Event. The HTML page of a watched run
+# has the table by type.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/py-lib.sh"
+need_ptrace
+need_snapdump
+readable_cpythons
+[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.13 is installed"
+events=$top_srcdir/tests/targets/py_events.py
+have_pprof=
+if command -v go >/dev/null 2>&1; then
+	export HOME="$tmp" GOCACHE="$tmp/gocache" GOPATH="$tmp/go" PPROF_TMPDIR="$tmp/pprof"
+	unset GOFLAGS
+	go tool pprof -h >/dev/null 2>&1 && have_pprof=yes
+fi
+[ -n "$have_pprof" ] || echo "note: go tool pprof is not here (golang-go): the pprof labels are not read back" >&2
+line=$(grep -n 'AUDIT_LOG.append(Event(' "$events" | cut -d: -f1)
+
+for v in $cpythons; do
+	name=${v%%=*} py=${v#*=}
+	echo "$name: $py"
+	# a name the fifo helpers can hold in a variable
+	name=$(echo "$name" | tr -c 'a-z0-9\n' '_')
+	start_script "$name" "$py" "$events" 100000 || continue
+	run_mw 0 snap -p "$t" -w 1 -o "$name.0.snap"
+	start_ctl "$name.ctl" "$t" start=16384 sleep=120000
+	python_state "$t" on
+	step "$name"
+	wait_until "[ \$(grep -c '^created' $name.out) -ge 1 ]" 60
+	run_mw 0 snap -p "$t" -o "$name.1.snap"
+	step "$name"
+	wait_until "[ \$(grep -c '^created' $name.out) -ge 2 ]" 60
+	run_mw 0 snap -p "$t" -o "$name.2.snap"
+	created=$(awk '$1 == "created" { n = $2 } END { print n + 0 }' "$name.out")
+
+	run_mw 0 diff --by type -n 10 "$name.1.snap" "$name.2.snap"
+	cp out "$name.types"
+	expect_grep '^growth by type' "$name.types"
+	# the rank of Event among the growing types, and its count of objects
+	awk '/^growth by type/ { t = 1; next } t && /^$/ { t = 0 }
+	     t && /^ +[0-9]+ +\+/ && $NF !~ /^</ { rank++; if ($NF == "Event") { print rank, $(NF - 3); exit } }' \
+		"$name.types" >"$name.rank"
+	read -r rank count <"$name.rank" || { rank=; count=; }
+	echo "$name: Event ranks ${rank:-nowhere} with ${count:-no} objects, $created created"
+	[ -n "$rank" ] && [ "$rank" -le 3 ] ||
+		{ fail "$name: Event is not among the top three growing types"; sed 's/^/  | /' "$name.types" >&2; }
+	count=${count#+}
+	[ -n "$count" ] && [ "$created" -gt 0 ] &&
+		[ $((count * 10)) -ge $((created * 7)) ] && [ $((count * 10)) -le $((created * 13)) ] ||
+		fail "$name: Event counted '${count:-}' objects, $created created (30 % allowed)"
+	# the line that made them, under the type
+	awk '/ grown +Event$/ { getline; print; exit }' "$name.types" >"$name.line"
+	expect_grep "from (record|Event\\.__init__|__init__)  py_events\\.py:[0-9]+" "$name.line"
+
+	run_mw 0 diff --by type -F json -n 3 "$name.1.snap" "$name.2.snap"
+	expect_grep '"by": "type"' out
+	expect_grep "\"type\": \"Event\", \"lines\": \\[\\{\"function\": \"record\", \"file\": \"[^\"]*py_events.py\", \"line\": $line" out
+
+	run_mw 0 diff -n 5 "$name.1.snap" "$name.2.snap"
+	expect_grep '^ +mostly .*Event' out
+
+	# pprof: the in-use figures of a stack split by type, labelled
+	run_mw 0 diff -F pprof -o "$name.pb.gz" "$name.1.snap" "$name.2.snap"
+	if [ -n "$have_pprof" ]; then
+		go tool pprof -raw "$name.pb.gz" >"$name.raw" 2>"$name.raw.err" ||
+			fail "$name: go tool pprof -raw: exit status $?"
+		expect_grep 'type:\[Event\]' "$name.raw"
+	fi
+
+	kill "$ctl" 2>/dev/null
+	wait "$ctl" 2>/dev/null
+	end_target "$name"
+	finished "$name" "$t"
+done
+
+# memwatch report: a watched run's page has the table by type (the first
+# CPython of the list, fed a line a second while memwatch -p watches it)
+v=${cpythons%% *}
+py=${v#*=}
+rm -f feed.in
+mkfifo feed.in
+"$py" "$events" 100000 <feed.in >feed.out 2>feed.err &
+t=$!
+started_pids="$started_pids $t"
+(for i in 1 2 3 4 5 6 7 8 9 10; do echo; sleep 1; done) >feed.in &
+feeder=$!
+started_pids="$started_pids $feeder"
+wait_until "grep -q ready feed.out" 30
+run_mw 0 -p "$t" -i 200ms -d 6s -q --trigger +8MiB -o feed.log
+run_mw 0 report -o feed.html feed.log
+expect_grep '<h3>pid [0-9]+: Python objects by type</h3>' feed.html
+expect_grep ' (new|grown) +Event$' feed.html
+wait "$feeder"
+wait "$t" || fail "the fed script exited with status $?"
+expect_grep '^ok$' feed.out
+finish
