@@ -318,16 +318,35 @@ bool same_program(const struct injector *ij)
 	return read_code(ij, now) && !memcmp(now, ij->code, sizeof now);
 }
 
-/* Whether any of libc's code is mapped executable in the process yet. */
-static bool libc_code_mapped(const struct injector *ij)
+/* The start of libc's first executable mapping in m, or 0. */
+static uint64_t libc_code_at(const struct maps *m, const struct module *libc)
 {
-	for (size_t i = 0; i < ij->cl.maps.n; i++) {
-		const struct mapping *mp = &ij->cl.maps.v[i];
-		if (mp->perms[2] == 'x' && mp->inode == ij->cl.libc.inode &&
-		    !strcmp(mp->path, ij->cl.libc.path))
-			return true;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mapping *mp = &m->v[i];
+		if (mp->perms[2] == 'x' && mp->inode == libc->inode && !strcmp(mp->path, libc->path))
+			return mp->lo;
 	}
-	return false;
+	return 0;
+}
+
+/* Whether the process is still starting, as far as libc's code tells: none
+ * of it mapped executable yet (the loader has mapped its file, not yet its
+ * segments), or mapped elsewhere now than in the maps read before (the
+ * process executed a program meanwhile: a shell's child becoming the
+ * program it starts). */
+static bool libc_starting(const struct injector *ij)
+{
+	uint64_t was = libc_code_at(&ij->cl.maps, &ij->cl.libc);
+	struct maps now = { 0 };
+	bool moved;
+
+	if (!was)
+		return true;
+	if (procmaps_read(ij->pid, &now) < 0)
+		return false;
+	moved = libc_code_at(&now, &ij->cl.libc) != was;
+	procmaps_free(&now);
+	return moved;
 }
 
 /* Where dlopen is: libc's (glibc >= 2.34), libdl's, or libc's private
@@ -361,9 +380,7 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 	}
 	if (!(ij->rt_sigreturn_addr = find_rt_sigreturn(pid, &ij->cl.maps, &ij->cl.libc)) && errno == EPERM)
 		return explain_eperm(ij, cause, hint);
-	if (!ij->rt_sigreturn_addr && !libc_code_mapped(ij))
-		/* the loader has mapped libc's file but not yet its code: the
-		 * program is starting */
+	if (!ij->rt_sigreturn_addr && libc_starting(ij))
 		return inject_fail(INJECT_ESTARTING, cause, hint, NULL,
 			    "the process is still starting (its C library is being loaded)");
 	if (!ij->rt_sigreturn_addr)
