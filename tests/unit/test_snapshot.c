@@ -627,7 +627,7 @@ static void test_types(void **state)
 	/* count 2, "Event" (6 then 5 bytes), "<not an object>" (16 then 15),
 	 * count 1, then the record's stack at 24 */
 	n = split(buf, len, sec, 8);
-	t = find_section(sec, n, 7);
+	t = find_section(sec, n, 8);   /* types */
 	assert_int_equal(sec[t].payload[24], 0);
 	sec[t].payload[24] = 9;
 	f = assemble(1, sec, n, &len2);
