@@ -39,8 +39,11 @@ expect_grep '^ok ' run.report
 expect_grep 'never freed at exit' run.report
 expect_no_grep 'Segmentation|Abort|FATAL' run.stderr
 # (at the start, on a loaded machine, the first snapshots may come before
-# V8's profiler starts, and say so)
-expect_no_grep 'not sampled: (the isolate|no |out of|V8)' run.stderr
+# V8's profiler starts, and say so; a snapshot that comes as node ends may
+# find its isolate torn down: said once, the issue's one line)
+expect_no_grep 'not sampled: (no |out of|V8)' run.stderr
+[ "$(grep -c 'not sampled: the isolate' run.stderr)" -le 1 ] ||
+	fail "the torn-down isolate was said more than once: $(cat run.stderr)"
 # the last snapshot taken while it grew has its JavaScript objects
 last=$(ls run.*.snap | grep -v -e -exit -e -final | sort -t. -k3 -n | tail -n 1)
 run_mw 0 show --kind js "$last"
