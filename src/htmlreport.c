@@ -42,15 +42,6 @@ struct report_opts {
 	size_t ndirs;
 };
 
-/* One snapshot named in the log. */
-struct snap_ev {
-	double t;
-	int pid;
-	char *path;               /* as found on disk */
-	char *shown;              /* as the log names it */
-	bool final;
-};
-
 static int parse_args(int argc, char **argv, struct report_opts *o)
 {
 	static const struct option longopts[] = {
@@ -91,41 +82,6 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 	return -1;
 }
 
-/* The snapshots the log names, in its order; missing files are warned about. */
-static size_t find_snapshots(const struct report_opts *o, const struct runlog_data *d,
-			     struct snap_ev **out)
-{
-	struct snap_ev *v = NULL;
-	size_t n = 0;
-
-	for (size_t i = 0; i < d->nevents; i++) {
-		const struct runlog_event_rec *ev = &d->events[i];
-		char *path, *found, *fin;
-		if (strcmp(ev->kind, "snapshot") != 0)
-			continue;
-		path = runlog_field(ev->detail, "path");
-		if (!path)
-			continue;
-		found = cmdfile_find_snapshot(o->log, path);
-		if (!found) {
-			mw_warn("report: snapshot '%s' named in '%s' not found: left out", path, o->log);
-			free(path);
-			continue;
-		}
-		fin = runlog_field(ev->detail, "final");
-		v = xrealloc(v, (n + 1) * sizeof *v);
-		v[n].t = ev->t;
-		v[n].pid = ev->pid;
-		v[n].path = found;
-		v[n].shown = path;
-		v[n].final = fin && strcmp(fin, "1") == 0;
-		free(fin);
-		n++;
-	}
-	*out = v;
-	return n;
-}
-
 /* data in base64, as a data: URL needs it. */
 static void base64(FILE *f, const unsigned char *p, size_t n)
 {
@@ -150,7 +106,7 @@ static void base64(FILE *f, const unsigned char *p, size_t n)
 
 /* The time line: the run from 0 to its end, with a mark for each snapshot (and
  * for the trigger and the end), as a small inline SVG. */
-static void timeline(FILE *f, const struct runlog_data *d, const struct snap_ev *s, size_t ns)
+static void timeline(FILE *f, const struct runlog_data *d, const struct cmdfile_snap *s, size_t ns)
 {
 	const double w = 1200, left = 40, right = 60;
 	double tmax = 0, x;
@@ -269,10 +225,10 @@ static void events_table(FILE *f, const struct runlog_data *d)
 
 /* The section of one process: the table and flame graph of its first and last
  * snapshots (or of its only one). 0, or an exit status (said). */
-static int process_section(FILE *f, const struct report_opts *o, const struct snap_ev *s,
+static int process_section(FILE *f, const struct report_opts *o, const struct cmdfile_snap *s,
 			   size_t ns, int pid)
 {
-	const struct snap_ev *first = NULL, *last = NULL;
+	const struct cmdfile_snap *first = NULL, *last = NULL;
 	char *paths[2], *table = NULL, *svg = NULL, *types = NULL;
 	size_t tlen = 0, slen = 0, ylen = 0;
 	FILE *tf, *sf, *yf;
@@ -345,10 +301,10 @@ int cmd_report(int argc, char **argv)
 	struct report_opts o = { 0 };
 	struct runlog_data *d = NULL;
 	struct outfile *of = NULL;
-	struct snap_ev *snaps = NULL;
-	size_t nsnaps = 0, imglen = 0;
+	struct cmdfile_snap *snaps = NULL;
+	size_t nsnaps = 0, nmissing = 0, imglen = 0;
 	unsigned plot_height = 500;
-	char *cause = NULL, *img = NULL;
+	char *cause = NULL, *img = NULL, *missing = NULL;
 	const char *hint = NULL;
 	int ret;
 	FILE *f;
@@ -385,7 +341,11 @@ int cmd_report(int argc, char **argv)
 		if (hint)
 			mw_hint("%s", hint);
 	}
-	nsnaps = find_snapshots(&o, d, &snaps);
+	nsnaps = cmdfile_snapshots(o.log, d, &snaps, &nmissing, &missing);
+	if (nmissing)
+		mw_warn("report: %zu snapshot%s named in '%s' not found ('%s'%s): left out", nmissing,
+			nmissing == 1 ? "" : "s", o.log, missing, nmissing > 1 ? " and more" : "");
+	free(missing);
 
 	head(f, &o, d);
 	fputs("<h2>memory</h2>\n", f);
@@ -422,11 +382,7 @@ int cmd_report(int argc, char **argv)
 	of = NULL;
 out:
 	outfile_abort(of);
-	for (size_t i = 0; i < nsnaps; i++) {
-		free(snaps[i].path);
-		free(snaps[i].shown);
-	}
-	free(snaps);
+	cmdfile_snaps_free(snaps, nsnaps);
 	free(img);
 	free(cause);
 	free(o.dirs);

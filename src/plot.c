@@ -336,37 +336,15 @@ static bool any_figure(const struct runlog_data *d)
 static void stacks_read(const struct plot_opts *o, const struct runlog_data *d,
 			struct plot_stacks *st)
 {
-	char **paths = NULL, *missing = NULL;
-	int *pids = NULL;
+	struct cmdfile_snap *snaps = NULL;
+	char **paths, *missing = NULL;
+	int *pids;
 	size_t n = 0, nmissing = 0, i;
 
 	memset(st, 0, sizeof *st);
-	for (i = 0; i < d->nevents && o->stacks; i++) {
-		const struct runlog_event_rec *ev = &d->events[i];
-		char *path, *found;
-		if (strcmp(ev->kind, "snapshot") != 0)
-			continue;
-		path = runlog_field(ev->detail, "path");
-		if (!path)
-			continue;
-		found = cmdfile_find_snapshot(o->log, path);
-		if (!found) {
-			if (!missing)
-				missing = path;
-			else
-				free(path);
-			nmissing++;
-			continue;
-		}
-		free(path);
-		paths = xrealloc(paths, (n + 1) * sizeof *paths);
-		pids = xrealloc(pids, (n + 1) * sizeof *pids);
-		st->t = xrealloc(st->t, (n + 1) * sizeof *st->t);
-		paths[n] = found;
-		pids[n] = ev->pid;
-		st->t[n] = ev->t;
-		n++;
-	}
+	if (!o->stacks)
+		return;
+	n = cmdfile_snapshots(o->log, d, &snaps, &nmissing, &missing);
 	/* a log whose snapshots all stayed behind (copied alone) is drawn as one
 	 * without them, unless the stacks were asked for */
 	if (nmissing && !o->quiet && (n || o->stacks_given))
@@ -375,13 +353,21 @@ static void stacks_read(const struct plot_opts *o, const struct runlog_data *d,
 			nmissing > 1 ? " and more" : "");
 	free(missing);
 	st->nsnaps = n;
-	if (n)
+	if (n) {
+		paths = xcalloc(n, sizeof *paths);
+		pids = xcalloc(n, sizeof *pids);
+		st->t = xcalloc(n, sizeof *st->t);
+		for (i = 0; i < n; i++) {
+			paths[i] = snaps[i].path;
+			pids[i] = snaps[i].pid;
+			st->t[i] = snaps[i].t;
+		}
 		report_stack_series(paths, pids, n, o->dirs, o->ndirs, o->stacks, o->quiet, &st->v,
 				    &st->n);
-	for (i = 0; i < n; i++)
-		free(paths[i]);
-	free(paths);
-	free(pids);
+		free(paths);
+		free(pids);
+	}
+	cmdfile_snaps_free(snaps, n);
 }
 
 static void stacks_free(struct plot_stacks *st)
@@ -561,7 +547,9 @@ int cmdfile_commit(const char *cmd, struct outfile *of)
 	return MW_EXIT_OK;
 }
 
-char *cmdfile_find_snapshot(const char *log, const char *path)
+/* The snapshot a log names, where it is: as named (relative to where the watch
+ * ran), else beside the log. Caller frees; NULL when neither exists. */
+static char *find_snapshot(const char *log, const char *path)
 {
 	const char *slash = strrchr(log, '/'), *base = strrchr(path, '/');
 	char *p;
@@ -575,6 +563,54 @@ char *cmdfile_find_snapshot(const char *log, const char *path)
 		return p;
 	free(p);
 	return NULL;
+}
+
+size_t cmdfile_snapshots(const char *log, const struct runlog_data *d, struct cmdfile_snap **out,
+			 size_t *nmissing, char **missing)
+{
+	struct cmdfile_snap *v = NULL;
+	size_t n = 0;
+
+	*nmissing = 0;
+	*missing = NULL;
+	for (size_t i = 0; i < d->nevents; i++) {
+		const struct runlog_event_rec *ev = &d->events[i];
+		char *path, *found, *fin;
+		if (strcmp(ev->kind, "snapshot") != 0)
+			continue;
+		path = runlog_field(ev->detail, "path");
+		if (!path)
+			continue;
+		found = find_snapshot(log, path);
+		if (!found) {
+			if (!*missing)
+				*missing = path;
+			else
+				free(path);
+			(*nmissing)++;
+			continue;
+		}
+		fin = runlog_field(ev->detail, "final");
+		v = xrealloc(v, (n + 1) * sizeof *v);
+		v[n].t = ev->t;
+		v[n].pid = ev->pid;
+		v[n].path = found;
+		v[n].shown = path;
+		v[n].final = fin && strcmp(fin, "1") == 0;
+		free(fin);
+		n++;
+	}
+	*out = v;
+	return n;
+}
+
+void cmdfile_snaps_free(struct cmdfile_snap *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].path);
+		free(v[i].shown);
+	}
+	free(v);
 }
 
 int cmd_plot(int argc, char **argv)

@@ -25,9 +25,22 @@ int plot_image(const char *log, const struct runlog_data *d, bool svg, unsigned 
 
 /* What the commands that make one file of a run log share (plot, report). */
 
-/* The snapshot a log names, where it is: as named (relative to where the watch
- * ran), else beside the log. Caller frees; NULL when neither exists. */
-char *cmdfile_find_snapshot(const char *log, const char *path);
+/* One snapshot a run log names, found on disk. */
+struct cmdfile_snap {
+	double t;
+	int pid;
+	char *path;               /* where it is */
+	char *shown;              /* as the log names it */
+	bool final;               /* the final snapshot of its process */
+};
+
+/* The snapshots that the run log d (read from the file log) names and that
+ * are found, in the log's order, into *out (free with cmdfile_snaps_free);
+ * returns their number. Those not found are counted in *nmissing, and the
+ * first of them is named in *missing (caller frees; NULL when none). */
+size_t cmdfile_snapshots(const char *log, const struct runlog_data *d, struct cmdfile_snap **out,
+			 size_t *nmissing, char **missing);
+void cmdfile_snaps_free(struct cmdfile_snap *v, size_t n);
 
 /* The run log at path, read (caller frees with runlog_data_free); NULL once
  * "memwatch: CMD: why" is said. */

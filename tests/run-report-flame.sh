@@ -97,7 +97,7 @@ expect_err_line "report: .*a\.snap"
 # a snapshot named in the log but gone: left out, said once
 mv "flow.$demo.1.snap" gone.snap
 run_mw 0 report -o partial.html flow.log
-expect_grep "^memwatch: warning: report: snapshot 'flow\.$demo\.1\.snap' named in 'flow\.log' not found: left out$" err
+expect_grep "^memwatch: warning: report: 1 snapshot named in 'flow\.log' not found [(]'flow\.$demo\.1\.snap'[)]: left out$" err
 mv gone.snap "flow.$demo.1.snap"
 # one that is not a snapshot: one line naming it, no page
 cp "flow.$demo.1.snap" keep.snap
