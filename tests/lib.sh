@@ -98,6 +98,20 @@ need_ptrace() {
 		[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"
 	return 0
 }
+# need_jdk: Debian's OpenJDK 17 or later (Compiler.perfmap came with 17), with
+# javac, as $jdk; skipped without it.
+need_jdk() {
+	local d v
+	jdk=
+	for d in /usr/lib/jvm/java-*-openjdk-*; do
+		[ -x "$d/bin/java" ] && [ -x "$d/bin/javac" ] || continue
+		v=${d#/usr/lib/jvm/java-}
+		v=${v%%-*}
+		case $v in '' | *[!0-9]*) continue ;; esac
+		[ "$v" -ge 17 ] && jdk=$d && return 0
+	done
+	skip "Debian's OpenJDK 17 or later is not installed (openjdk-17-jdk-headless)"
+}
 # need_snapdump: the test reads snapshots with tests/tools/snapdump, $SNAPDUMP.
 need_snapdump() {
 	SNAPDUMP=${top_builddir:?}/tests/tools/snapdump

@@ -14,16 +14,7 @@
 need_ptrace
 [ -f "$MEMWATCH_AGENT" ] || skip "the agent is not built ($MEMWATCH_AGENT)"
 unset DEBUGINFOD_URLS
-jdk=
-for d in /usr/lib/jvm/java-*-openjdk-*; do
-	[ -x "$d/bin/java" ] && [ -x "$d/bin/javac" ] || continue
-	v=${d#/usr/lib/jvm/java-}
-	v=${v%%-*}
-	case $v in '' | *[!0-9]*) continue ;; esac
-	# Compiler.perfmap came with JDK 17
-	[ "$v" -ge 17 ] && jdk=$d && break
-done
-[ -n "$jdk" ] || skip "Debian's OpenJDK 17 or later is not installed (openjdk-17-jdk-headless)"
+need_jdk
 "$jdk/bin/javac" -d . "$top_srcdir/tests/targets/InflaterLeak.java" >javac.out 2>&1 ||
 	{ fail "javac InflaterLeak.java: $(cat javac.out)"; finish; }
 

@@ -13,15 +13,7 @@
 
 [ -f "$MEMWATCH_AGENT" ] || skip "the agent is not built ($MEMWATCH_AGENT)"
 unset DEBUGINFOD_URLS
-jdk=
-for d in /usr/lib/jvm/java-*-openjdk-*; do
-	[ -x "$d/bin/java" ] && [ -x "$d/bin/javac" ] || continue
-	v=${d#/usr/lib/jvm/java-}
-	v=${v%%-*}
-	case $v in '' | *[!0-9]*) continue ;; esac
-	[ "$v" -ge 17 ] && jdk=$d && break
-done
-[ -n "$jdk" ] || skip "Debian's OpenJDK 17 or later is not installed (openjdk-17-jdk-headless)"
+need_jdk
 # Debian's JDK keeps its configuration in /etc (lib/jvm.cfg links there)
 jetc=$(dirname "$(readlink -f "$jdk/lib/jvm.cfg")")
 
