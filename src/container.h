@@ -69,8 +69,8 @@ int container_connect_path(int pid, const struct sockaddr *sa, socklen_t salen, 
 
 /* Accessors for libunwind-ptrace (unw_accessors_t, for unw_create_addr_space)
  * that find unwind tables through /proc/PID/map_files, so the stacks of a
- * process in another root unwind with its own files, not the files its
- * paths name here. One process at a time (memwatch attaches to one at a
+ * process in another root, or whose files were deleted or replaced since it
+ * mapped them, unwind with its own files, not the files its paths name here. One process at a time (memwatch attaches to one at a
  * time). In container_unwind.c, which needs libunwind-ptrace. */
 struct unw_accessors;
 struct unw_accessors *container_unwind_accessors(int pid);

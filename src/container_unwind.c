@@ -1,14 +1,17 @@
-/* container_unwind.c: remote unwinding of a process in another root. The
- * stock libunwind-ptrace opens the files named in /proc/PID/maps by path, in
- * our own root, where they are other files or none; here the unwind table
- * (.eh_frame_hdr) of the very file mapped is found through
- * /proc/PID/map_files and searched in the process's memory. */
+/* container_unwind.c: remote unwinding of a process in another root, or
+ * whose files were deleted or replaced since it mapped them (a library
+ * upgraded under a running service). The stock libunwind-ptrace opens the
+ * files named in /proc/PID/maps by path, in our own root, where they are
+ * other files or none; here the unwind table (.eh_frame_hdr) of the very file
+ * mapped is found through /proc/PID/map_files and searched in the process's
+ * memory. */
 #include "config.h"
 #include "container.h"
 
 #include <elf.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +33,9 @@ static int unwind_pid;
 static unw_accessors_t accessors;
 
 /* The file-backed mapping holding ip: its file's first mapping (offset 0),
- * as the name under map_files and its start. 0, or -1. */
-static int mapping_of(unw_word_t ip, char *name, size_t len, uint64_t *base)
+ * as the name under map_files and its start; *deleted when its file is gone
+ * from its path. 0, or -1. */
+static int mapping_of(unw_word_t ip, char *name, size_t len, uint64_t *base, bool *deleted)
 {
 	char fn[64], line[PATH_MAX + 128];
 	uint64_t lo, hi, off, ino, want_ino = 0;
@@ -50,6 +54,7 @@ static int mapping_of(unw_word_t ip, char *name, size_t len, uint64_t *base)
 				   &off, &maj, &min, &ino) != 6 || ino == 0)
 				continue;
 			if (pass == 0 && ip >= lo && ip < hi) {
+				*deleted = strstr(line, " (deleted)\n") != NULL;
 				want_ino = ino;
 				want_maj = maj;
 				want_min = min;
@@ -123,17 +128,21 @@ out:
 }
 
 /* find_proc_info through map_files; libunwind-ptrace's own where that fails
- * (the vDSO, a file without .eh_frame_hdr). */
+ * (the vDSO, a file without .eh_frame_hdr), but for a deleted file: its path
+ * names another file, or none. */
 static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
 			  int need_unwind_info, void *arg)
 {
 	char name[64];
 	uint64_t base;
 	unw_dyn_info_t di;
+	bool deleted = false;
 
 	memset(&di, 0, sizeof di);
-	if (mapping_of(ip, name, sizeof name, &base) == 0 && table_of(name, base, ip, &di) == 0)
+	if (mapping_of(ip, name, sizeof name, &base, &deleted) == 0 && table_of(name, base, ip, &di) == 0)
 		return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+	if (deleted)
+		return -UNW_ENOINFO;
 	return _UPT_find_proc_info(as, ip, pi, need_unwind_info, arg);
 }
 

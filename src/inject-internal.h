@@ -107,7 +107,7 @@ uint64_t find_rt_sigreturn(int pid, const struct maps *m, const struct module *l
 int dlerror_read(int pid, const struct maps *m, const struct module *libc, uint64_t fs_base,
 		 char *out, size_t outlen);
 
-const char *unwind_blind_spot(int pid, const struct maps *m, bool *deleted);
+const char *deleted_mapping(int pid, const struct maps *m, bool *essential, bool *readable);
 int read_small_file(const char *fn, char *buf, size_t n);
 bool have_cap_sys_ptrace(void);
 int yama_scope(void);
@@ -221,6 +221,7 @@ struct injector {
 	uint64_t start_off;         /* memwatch_agent_start in the agent file, relative to its bias */
 	struct module loaded;       /* the agent already mapped (already_loaded) */
 	struct classifier cl;
+	bool unwind_map_files;      /* unwind from the mapped objects (deleted files, another root) */
 	unsigned long long start_time;  /* of the process: tells a reused pid apart */
 	int busy_by;                /* INJECT_EBUSY: the memwatch that is attaching */
 };

@@ -262,6 +262,20 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 		return inject_fail(INJECT_EUNSUPPORTED, cause, hint, prog_hint(pi.kind),
 			    "the process %s: %s", prog_what(&pi, what, sizeof what), prog_why(pi.kind));
 	}
+	bool essential, readable;
+	const char *gone = deleted_mapping(pid, &ij->cl.maps, &essential, &readable);
+	if (gone && essential && !readable)
+		return inject_fail(INJECT_EUNSUPPORTED, cause, hint,
+			    "run memwatch as root (CAP_SYS_ADMIN reads /proc/PID/map_files), or "
+			    "restart the program",
+			    "'%.*s' was replaced or deleted on disk since the process loaded it, and "
+			    "the copy it mapped cannot be read: its stacks cannot be checked for a "
+			    "safe point",
+			    (int)(strstr(gone, " (deleted)") - gone), gone);
+	/* a file upgraded under the process, or a path that names another file
+	 * here, in a container: stacks are unwound from the very objects mapped,
+	 * through map_files (container_unwind.c) */
+	ij->unwind_map_files = (gone && readable) || container_other_root(pid);
 	r = module_from_maps(pid, &ij->cl.maps, match_libc, 0, 0, true, NULL, &ij->cl.libc, cause);
 	if (r < 0)
 		return r == -2 ? -INJECT_EUNSUPPORTED : -INJECT_EINTERNAL;
@@ -281,16 +295,6 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 		return inject_fail(INJECT_ESTARTING, cause, hint, NULL,
 			    "the process is still starting (its C library is not loaded yet)");
 	}
-	bool deleted;
-	const char *blind = unwind_blind_spot(pid, &ij->cl.maps, &deleted);
-	if (blind && deleted)
-		return inject_fail(INJECT_EUNSUPPORTED, cause, hint,
-			    "restart the program, or start it with memwatch run",
-			    "'%.*s' was replaced or deleted on disk since the process loaded it: "
-			    "its stacks cannot be checked for a safe point",
-			    (int)(strstr(blind, " (deleted)") - blind), blind);
-	/* (a path that names another file here, in a container, is no blind
-	 * spot: its stacks are unwound through map_files, container_unwind.c) */
 	if (module_from_maps(pid, &ij->cl.maps, match_ldso, 0, 0, false, NULL, &ij->cl.ldso, cause) < 0)
 		return -INJECT_EINTERNAL;
 	if (module_from_maps(pid, &ij->cl.maps, match_libpthread, 0, 0, true, NULL, &ij->cl.libpthread,

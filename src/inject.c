@@ -438,9 +438,9 @@ restart:
 
 	if (debug)
 		fprintf(stderr, "inject: prepared in %.2f ms\n", ms_since(t0));
-	/* in another root, our paths of its files name other files or none */
-	ij.cl.as = unw_create_addr_space(container_other_root(pid) ? container_unwind_accessors(pid)
-								   : &_UPT_accessors, 0);
+	/* in another root, or once upgraded, its paths name other files or none */
+	ij.cl.as = unw_create_addr_space(ij.unwind_map_files ? container_unwind_accessors(pid)
+							     : &_UPT_accessors, 0);
 	if (!ij.cl.as) {
 		ret = inject_fail(INJECT_EINTERNAL, cause, hint, NULL, "cannot create a libunwind address space");
 		goto out;

@@ -77,9 +77,17 @@ int procmaps_read(int pid, struct maps *m)
 	return m->n ? 0 : -ENOENT;
 }
 
+/* Is b, a base name from the maps, name? A file deleted since it was mapped
+ * (a library upgraded under a running process) is named "NAME (deleted)". */
+static bool name_is(const char *b, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(b, name, n) && (!b[n] || !strcmp(b + n, " (deleted)"));
+}
+
 static bool is_libc_name(const char *b)
 {
-	return !strcmp(b, "libc.so.6") || (!strncmp(b, "libc-2.", 7) && strstr(b, ".so"));
+	return name_is(b, "libc.so.6") || (!strncmp(b, "libc-2.", 7) && strstr(b, ".so"));
 }
 
 bool is_ldso_name(const char *b)
@@ -521,61 +529,55 @@ int dlerror_read(int pid, const struct maps *m, const struct module *libc, uint6
 
 bool match_libc(const char *b) { return is_libc_name(b); }
 bool match_ldso(const char *b) { return is_ldso_name(b); }
-bool match_libdl(const char *b) { return !strcmp(b, "libdl.so.2") || !strncmp(b, "libdl-2.", 8); }
+bool match_libdl(const char *b) { return name_is(b, "libdl.so.2") || !strncmp(b, "libdl-2.", 8); }
 bool match_libpthread(const char *b)
 {
-	return !strcmp(b, "libpthread.so.0") || !strncmp(b, "libpthread-2.", 13);
+	return name_is(b, "libpthread.so.0") || !strncmp(b, "libpthread-2.", 13);
 }
 /* The agent, also as a copy placed in a container and removed once mapped. */
 bool match_agent(const char *b)
 {
-	size_t n = strlen(AGENT_SONAME);
-	return !strncmp(b, AGENT_SONAME, n) && (!b[n] || !strcmp(b + n, " (deleted)"));
+	return name_is(b, AGENT_SONAME);
 }
 
 /* The remote unwinder (libunwind-ptrace) reads unwind tables from the files
- * named in /proc/PID/maps, opened by path in our own mount namespace. Find an
- * executable mapping for which that would go wrong: the file of the program,
- * libc or the loader deleted or replaced since it was mapped (its stacks could
- * never be checked), or, for a process in another root (a container), a path
- * that names a different file for us than for it (wrong tables: unsafe).
- * Returns the path (in m) and sets *deleted, or NULL. */
-const char *unwind_blind_spot(int pid, const struct maps *m, bool *deleted)
+ * named in /proc/PID/maps, opened by path, which names another file, or none,
+ * once the file mapped was deleted or replaced (a library upgraded under a
+ * running service). Returns the path (in m) of such an executable mapping,
+ * the program's, libc's or the loader's first, else any other; NULL when
+ * there is none. *essential: it is one of those three (no stack could be
+ * checked without their tables); *readable: map_files opens the very object
+ * mapped for us (it takes CAP_SYS_ADMIN), so that it can be unwound from it
+ * (container_unwind.c). */
+const char *deleted_mapping(int pid, const struct maps *m, bool *essential, bool *readable)
 {
 	char fn[PATH_MAX + 64], exe[PATH_MAX];
-	struct stat root_us, root_it, ours, theirs;
+	const struct mapping *found = NULL;
 	ssize_t n;
+	int fd;
 
 	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
 	n = readlink(fn, exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = '\0';
-	*deleted = true;
-	for (size_t i = 0; i < m->n; i++) {
+	*essential = false;
+	for (size_t i = 0; i < m->n && !*essential; i++) {
 		const struct mapping *mp = &m->v[i];
 		const char *sfx = strstr(mp->path, " (deleted)");
 		if (mp->perms[2] != 'x' || mp->path[0] != '/' || !sfx || sfx[10] != '\0')
 			continue;
 		const char *b = base_name(mp->path);
-		if (is_libc_name(b) || is_ldso_name(b) || !strcmp(mp->path, exe))
-			return mp->path;
+		*essential = is_libc_name(b) || is_ldso_name(b) || !strcmp(mp->path, exe);
+		if (!found || *essential)
+			found = mp;
 	}
-	*deleted = false;
-	snprintf(fn, sizeof fn, "/proc/%d/root/", pid);
-	if (stat("/", &root_us) < 0 || stat(fn, &root_it) < 0 ||
-	    (root_us.st_dev == root_it.st_dev && root_us.st_ino == root_it.st_ino))
+	if (!found)
 		return NULL;
-	for (size_t i = 0; i < m->n; i++) {
-		const struct mapping *mp = &m->v[i];
-		if (mp->perms[2] != 'x' || mp->path[0] != '/' || strstr(mp->path, " (deleted)"))
-			continue;
-		snprintf(fn, sizeof fn, "/proc/%d/root%s", pid, mp->path);
-		if (stat(fn, &theirs) < 0)
-			continue;
-		if (stat(mp->path, &ours) < 0 || ours.st_dev != theirs.st_dev ||
-		    ours.st_ino != theirs.st_ino)
-			return mp->path;
-	}
-	return NULL;
+	snprintf(fn, sizeof fn, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, found->lo, found->hi);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	*readable = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	return found->path;
 }
 
 /* ---------------------------------------------------------------- /proc */

@@ -2,7 +2,7 @@
 # run-attach-refuse.sh: attach refuses clearly, with the documented exit status
 # and a hint where there is a fix, and leaves every target running normally:
 # no such process, another user, already traced, statically linked, stopped,
-# frozen, a Go program, a program deleted on disk, and a process whose only
+# frozen, a Go program, and a process whose only
 # thread may not be interrupted.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/attach-lib.sh"
@@ -113,19 +113,6 @@ expect_err_line "pid $g: cannot attach: the process is a Go program \\(dynamical
 expect_grep "^  hint: use Go's heap profiler, runtime/pprof" err
 wait_target "$g" 30
 [ "$target_status" -eq 0 ] || fail "Go-like target exited with $target_status"
-
-# the program's file was deleted (an upgrade): its stacks cannot be unwound
-cp "$TARGETS/attach_target" "$tmp/upgraded"
-"$tmp/upgraded" --seconds 2 --reader >t3.out 2>&1 &
-t3=$!
-started_pids="$started_pids $t3"
-wait_exec "$t3" "$tmp/upgraded"
-wait_libc "$t3"
-rm -f "$tmp/upgraded"
-run_inject 5 "$t3" "$PROBE" ""
-expect_err_line "pid $t3: cannot attach: '$tmp/upgraded' was replaced or deleted on disk since the process loaded it"
-expect_grep '^  hint: restart the program' err
-expect_target_ok "$t3" 40 t3.out
 
 # the only thread sits in epoll_wait: not interrupted, no safe point, no EINTR
 start_attach_target ready2 --seconds 3 --main-epoll >t2.out 2>&1
