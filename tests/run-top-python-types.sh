@@ -4,7 +4,8 @@
 # (tests/targets/py_audit.py): with --by type, and after b has cycled to it
 # from by stack, Event is the top row of objects within a few intervals, with
 # its estimated count; opened, it shows the line of AuditTrail.record that
-# allocates them. Back by stack, the opened top row shows its Python frames
+# allocates them; sorted by live or allocated bytes, and after a mark, it
+# stays on top. Back by stack, the opened top row shows its Python frames
 # down to <module> and the types its objects mostly are.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
@@ -61,6 +62,19 @@ see ty "^ +\+ *[0-9.]+ [KMG]?i?B +[0-9]+ +AuditTrail\.record  py_audit\.py:$line
 sed 's/^/  screen: /' ty.pane
 keys ty Escape
 see ty "^ +GROWTH "
+# sorted by live bytes; by allocated, which types order by live
+keys ty s
+see ty "sort live  by type"
+top_type ty Event 20
+keys ty s
+see ty "sort alloc \(types count live objects: ordered by live\)  by type"
+top_type ty Event 20
+keys ty s
+see ty "sort growth  by type"
+# a mark: Event grows on from there
+keys ty m
+see ty "since mark"
+top_type ty Event 20
 keys ty q
 top_quit ty 0
 it_went_on pyty
