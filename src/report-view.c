@@ -237,12 +237,21 @@ static size_t stack_lines(struct report *r, const struct row *w, char ***out)
 	return n;
 }
 
+/* Parts by their growth, then by their bytes now (after a mark, or on a row
+ * that shrank, what it holds still shows). */
+static int cmp_part_line(const void *pa, const void *pb)
+{
+	const struct report_part_line *a = pa, *b = pb;
+	if (a->growth != b->growth)
+		return a->growth > b->growth ? -1 : 1;
+	return a->bytes != b->bytes ? (a->bytes > b->bytes ? -1 : 1) : 0;
+}
+
 int report_view_detail(struct report_view *v, size_t i, size_t max_parts, struct report_detail *d)
 {
 	struct report *r = &v->r;
 	const struct row *w;
-	struct row_part *p = NULL;
-	size_t n, k;
+	size_t n = 0, k;
 
 	memset(d, 0, sizeof *d);
 	if (!v->loaded || i >= v->nlines)
@@ -252,25 +261,32 @@ int report_view_detail(struct report_view *v, size_t i, size_t max_parts, struct
 		d->nframes = stack_lines(r, w, &d->frames);
 	/* by stack, the types; by type, the lines (rows.c keeps no parts for
 	 * rows by function or line) */
-	n = row_top_parts(r, w, max_parts, &p);
-	d->parts = xcalloc(n ? n : 1, sizeof *d->parts);
-	for (k = 0; k < n; k++) {
-		struct report_part_line *pl = &d->parts[k];
-		const struct row_part *q = &p[k];
+	d->parts = xcalloc(w->nparts ? w->nparts : 1, sizeof *d->parts);
+	for (k = 0; k < w->nparts; k++) {
+		struct report_part_line *pl = &d->parts[n];
+		const struct row_part *q = &w->parts[k];
 		int now = r->nin - 1;
 
+		pl->bytes = q->bytes[now];
+		pl->blocks = q->blocks[now];
+		pl->growth = r->nin == 2 ? (int64_t)(q->bytes[1] - q->bytes[0]) : (int64_t)q->bytes[0];
+		if (!pl->bytes && !pl->growth)
+			continue;
 		if (v->o.by == REPORT_BY_TYPE) {
 			const struct dframe f = { .function = q->name, .file = q->file, .line = q->line };
 			pl->text = q->name ? frame_text(&f) : xstrdup("<unknown>");
 		} else {
 			pl->text = xstrdup(q->name ? q->name : "?");
 		}
-		pl->bytes = q->bytes[now];
-		pl->blocks = q->blocks[now];
-		pl->growth = r->nin == 2 ? (int64_t)(q->bytes[1] - q->bytes[0]) : (int64_t)q->bytes[0];
+		n++;
+	}
+	qsort(d->parts, n, sizeof *d->parts, cmp_part_line);
+	if (max_parts && n > max_parts) {
+		for (k = max_parts; k < n; k++)
+			free(d->parts[k].text);
+		n = max_parts;
 	}
 	d->nparts = n;
-	free(p);
 	/* d->kept: reference chains are not in snapshots yet */
 	return 0;
 }

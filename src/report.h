@@ -134,8 +134,9 @@ struct report_detail {
 	 * with '>' (by type: none) */
 	char **frames;
 	size_t nframes;
-	/* by stack: the types its objects are, most bytes (growth) first; by
-	 * type: the lines that allocated most of them */
+	/* by stack: the types its objects are; by type: the lines that
+	 * allocated them; the most growth first, then the most bytes now (by
+	 * function or line: none) */
 	struct report_part_line *parts;
 	size_t nparts;
 	/* what keeps its objects alive, one reference chain per line, from a
