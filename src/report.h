@@ -102,7 +102,8 @@ struct report_line {
 	char *head;                   /* its head frame: "function  file:line"; by
 				       * type, the type's name */
 	int64_t growth;               /* since the base (no base: its live bytes) */
-	double sd;                    /* the standard error of growth (sampling) */
+	double sd;                    /* the standard error of growth (no base: of
+				       * its live bytes), from sampling */
 	uint64_t live_bytes, live_blocks;   /* in the latest snapshot; by type,
 					     * blocks are the estimated objects */
 	uint64_t alloc_bytes;         /* allocated since the base (no base: in all) */
