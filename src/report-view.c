@@ -73,13 +73,17 @@ static char *frame_text(const struct dframe *d)
 	return xasprintf("%s", fn);
 }
 
-/* What identifies a row from one update to the next: the frames it shows. */
+/* What identifies a row from one update to the next: the frames it shows
+ * (by type: its type, not the line under it, which may change). */
 static char *row_key(struct report *r, const struct row *w)
 {
 	struct dframe *d = NULL;
-	size_t n = row_frames(r, w, 0, false, &d, NULL, NULL, NULL, 0), i, len = 16;
+	size_t n, i, len = 16;
 	char *s, *p;
 
+	if (r->o->by == REPORT_BY_TYPE)
+		return xasprintf("%u|type|%s", (unsigned)w->kind, w->type ? w->type : "?");
+	n = row_frames(r, w, 0, false, &d, NULL, NULL, NULL, 0);
 	for (i = 0; i < n; i++)
 		len += strlen(d[i].function ? d[i].function : "?") + strlen(d[i].file ? d[i].file : "") + 24;
 	s = p = xmalloc(len);
@@ -121,6 +125,15 @@ static int cmp_view_alloc(const void *pa, const void *pb)
 	return x != y ? (x > y ? -1 : 1) : cmp_seq(a, b);
 }
 
+/* A type row's head: the type's name, and the kind of its blocks when they
+ * are not malloc's. */
+static char *type_text(const struct row *w)
+{
+	if (w->kind > SNAP_KIND_MALLOC)
+		return xasprintf("%s [%s]", w->type ? w->type : "?", snap_kind_name(w->kind));
+	return xstrdup(w->type ? w->type : "?");
+}
+
 static bool pred_any(const struct report *r, const struct row *w)
 {
 	(void)r;
@@ -131,10 +144,14 @@ static bool pred_any(const struct report *r, const struct row *w)
 static void view_lay_out(struct report_view *v, enum report_sort sort)
 {
 	struct report *r = &v->r;
-	int (*cmp)(const void *, const void *) = sort == REPORT_SORT_LIVE ? cmp_view_live :
-						 sort == REPORT_SORT_ALLOC ? cmp_view_alloc :
-						 r->nin == 2 ? cmp_growth_desc : cmp_view_live;
+	int (*cmp)(const void *, const void *);
 	size_t n, i;
+
+	/* rows by type count live objects only: nothing to order by allocated */
+	if (sort == REPORT_SORT_ALLOC && v->o.by == REPORT_BY_TYPE)
+		sort = REPORT_SORT_LIVE;
+	cmp = sort == REPORT_SORT_LIVE ? cmp_view_live : sort == REPORT_SORT_ALLOC ? cmp_view_alloc :
+	      r->nin == 2 ? cmp_growth_desc : cmp_view_live;
 
 	sort_r = r;
 	v->order = select_rows(r, pred_any, cmp, 0, &n);
@@ -144,15 +161,21 @@ static void view_lay_out(struct report_view *v, enum report_sort sort)
 		const struct row *w = v->order[i];
 		struct report_line *l = &v->lines[i];
 		struct dframe *d = NULL;
-		size_t nf = row_frames(r, w, 1, false, &d, NULL, NULL, NULL, 0);
+		size_t nf;
 
 		l->key = row_key(r, w);
-		l->head = nf ? frame_text(&d[0]) : xstrdup("??");
-		free(d);
+		if (v->o.by == REPORT_BY_TYPE) {
+			l->head = type_text(w);
+		} else {
+			nf = row_frames(r, w, 1, false, &d, NULL, NULL, NULL, 0);
+			l->head = nf ? frame_text(&d[0]) : xstrdup("??");
+			free(d);
+		}
 		l->live_bytes = now_of(r, w)->live_bytes;
 		l->live_blocks = now_of(r, w)->live_blocks;
 		l->alloc_bytes = allocated(r, w);
 		l->growth = r->nin == 2 ? w->growth : (int64_t)w->f[0].live_bytes;
+		l->sd = w->sd;
 		l->status = r->nin == 2 ? status_of(w) : "live";
 		l->weak = w->weak;
 	}
@@ -192,29 +215,96 @@ size_t report_view_rows(const struct report_view *v, const struct report_line **
 	return v->nlines;
 }
 
-size_t report_view_stack(struct report_view *v, size_t i, char ***lines)
+/* The whole stack of row w, innermost first, one line per frame, the head
+ * marked with '>'; into *out, how many. */
+static size_t stack_lines(struct report *r, const struct row *w, char ***out)
 {
-	struct report *r = &v->r;
 	struct dframe *d = NULL;
 	size_t n, k, head = 0, total = 0;
-	char **out;
+	char **lines;
 
-	if (!v->loaded || i >= v->nlines) {
-		*lines = NULL;
-		return 0;
-	}
-	n = row_frames(r, v->order[i], 0, true, &d, &total, &head, NULL, 0);
-	out = xcalloc(n ? n : 1, sizeof *out);
+	n = row_frames(r, w, 0, true, &d, &total, &head, NULL, 0);
+	lines = xcalloc(n ? n : 1, sizeof *lines);
 	for (k = 0; k < n; k++) {
 		char *t = frame_text(&d[k]), gap[96] = "";
 		describe_gap(r, &d[k].after, gap, sizeof gap);
-		out[k] = xasprintf("%s %s%s%s%s", k == head ? ">" : " ", t, *gap ? "  (then " : "", gap,
-				   *gap ? ")" : "");
+		lines[k] = xasprintf("%s %s%s%s%s", k == head ? ">" : " ", t, *gap ? "  (then " : "", gap,
+				     *gap ? ")" : "");
 		free(t);
 	}
 	free(d);
-	*lines = out;
+	*out = lines;
 	return n;
+}
+
+/* Parts by their growth, then by their bytes now (after a mark, or on a row
+ * that shrank, what it holds still shows). */
+static int cmp_part_line(const void *pa, const void *pb)
+{
+	const struct report_part_line *a = pa, *b = pb;
+	if (a->growth != b->growth)
+		return a->growth > b->growth ? -1 : 1;
+	return a->bytes != b->bytes ? (a->bytes > b->bytes ? -1 : 1) : 0;
+}
+
+int report_view_detail(struct report_view *v, size_t i, size_t max_parts, struct report_detail *d)
+{
+	struct report *r = &v->r;
+	const struct row *w;
+	size_t n = 0, k;
+
+	memset(d, 0, sizeof *d);
+	if (!v->loaded || i >= v->nlines)
+		return -1;
+	w = v->order[i];
+	if (v->o.by != REPORT_BY_TYPE)
+		d->nframes = stack_lines(r, w, &d->frames);
+	/* by stack, the types; by type, the lines (rows.c keeps no parts for
+	 * rows by function or line) */
+	d->parts = xcalloc(w->nparts ? w->nparts : 1, sizeof *d->parts);
+	for (k = 0; k < w->nparts; k++) {
+		struct report_part_line *pl = &d->parts[n];
+		const struct row_part *q = &w->parts[k];
+		int now = r->nin - 1;
+
+		pl->bytes = q->bytes[now];
+		pl->blocks = q->blocks[now];
+		pl->growth = r->nin == 2 ? (int64_t)(q->bytes[1] - q->bytes[0]) : (int64_t)q->bytes[0];
+		if (!pl->bytes && !pl->growth)
+			continue;
+		if (v->o.by == REPORT_BY_TYPE) {
+			const struct dframe f = { .function = q->name, .file = q->file, .line = q->line };
+			pl->text = q->name ? frame_text(&f) : xstrdup("<unknown>");
+		} else {
+			pl->text = xstrdup(q->name ? q->name : "?");
+		}
+		n++;
+	}
+	qsort(d->parts, n, sizeof *d->parts, cmp_part_line);
+	if (max_parts && n > max_parts) {
+		for (k = max_parts; k < n; k++)
+			free(d->parts[k].text);
+		n = max_parts;
+	}
+	d->nparts = n;
+	/* d->kept: reference chains are not in snapshots yet */
+	return 0;
+}
+
+void report_detail_release(struct report_detail *d)
+{
+	size_t k;
+
+	for (k = 0; k < d->nframes; k++)
+		free(d->frames[k]);
+	free(d->frames);
+	for (k = 0; k < d->nparts; k++)
+		free(d->parts[k].text);
+	free(d->parts);
+	for (k = 0; k < d->nkept; k++)
+		free(d->kept[k]);
+	free(d->kept);
+	memset(d, 0, sizeof *d);
 }
 
 double report_view_explained(const struct report_view *v)

@@ -99,9 +99,13 @@ struct snapshot;
 enum report_sort { REPORT_SORT_GROWTH, REPORT_SORT_LIVE, REPORT_SORT_ALLOC };
 struct report_line {
 	char *key;                    /* the row from one update to the next */
-	char *head;                   /* its head frame: "function  file:line" */
+	char *head;                   /* its head frame: "function  file:line"; by
+				       * type, the type's name */
 	int64_t growth;               /* since the base (no base: its live bytes) */
-	uint64_t live_bytes, live_blocks;   /* in the latest snapshot */
+	double sd;                    /* the standard error of growth (no base: of
+				       * its live bytes), from sampling */
+	uint64_t live_bytes, live_blocks;   /* in the latest snapshot; by type,
+					     * blocks are the estimated objects */
 	uint64_t alloc_bytes;         /* allocated since the base (no base: in all) */
 	const char *status;           /* new, grown, shrunk, gone, same; live */
 	bool weak;                    /* within the sampling error */
@@ -109,15 +113,43 @@ struct report_line {
 struct report_view *report_view_new(const struct report_options *o);
 void report_view_free(struct report_view *v);
 /* The rows of what grew from base to now (base NULL: what now holds), in the
- * order sort asks. base and now must live until the next update or the free.
+ * order sort asks (by type, alloc orders by live: types are counted in live
+ * objects only). base and now must live until the next update or the free.
  * Returns 0. */
 int report_view_update(struct report_view *v, struct snapshot *base, struct snapshot *now,
 		       enum report_sort sort);
 /* The rows of the last update; valid until the next. */
 size_t report_view_rows(const struct report_view *v, const struct report_line **out);
-/* The whole stack of row i, innermost first, one line per frame, the head
- * marked with '>' (caller frees each line and the array). */
-size_t report_view_stack(struct report_view *v, size_t i, char ***out);
+
+/* One part of an opened row: by stack, a type its objects are; by type, a
+ * line of the user's code that allocated its objects. */
+struct report_part_line {
+	char *text;                   /* the type's name, or "function  file:line" */
+	int64_t growth;               /* since the base (no base: its live bytes) */
+	uint64_t bytes, blocks;       /* in the latest snapshot */
+};
+/* What an opened row shows, each part in its own array (empty when the row
+ * has none). Released with report_detail_release. */
+struct report_detail {
+	/* its whole stack, innermost first, one line per frame, the head marked
+	 * with '>' (by type: none) */
+	char **frames;
+	size_t nframes;
+	/* by stack: the types its objects are; by type: the lines that
+	 * allocated them; the most growth first, then the most bytes now (by
+	 * function or line: none) */
+	struct report_part_line *parts;
+	size_t nparts;
+	/* what keeps its objects alive, one reference chain per line, from a
+	 * root to the object ("__main__.AUDIT_LOG (list) -> [index] -> Event"):
+	 * filled when snapshots carry chains; none do yet */
+	char **kept;
+	size_t nkept;
+};
+/* Row i opened, into d (its parts at most max_parts, 0: all). Returns 0, or
+ * -1 when there is no row i (d is then empty). */
+int report_view_detail(struct report_view *v, size_t i, size_t max_parts, struct report_detail *d);
+void report_detail_release(struct report_detail *d);
 /* The share of the RSS growth the sampled heap explains (negative: not known). */
 double report_view_explained(const struct report_view *v);
 /* The sampled live heap of the latest snapshot. */

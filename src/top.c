@@ -32,11 +32,14 @@ const char top_usage[] =
 	"    The watch as a live full-screen view: per process, RSS, its growth and\n"
 	"    the call stacks growing now, refreshed as snapshots come. The options of\n"
 	"    the watch (-c, -i, -d, -o, --capture, -r, ...) apply, and these:\n"
-	"  -b, --by WHAT           rows by stack (default), function or line\n"
+	"  -b, --by WHAT           rows by stack (default), function, line or type\n"
+	"                          (of CPython's objects: estimated objects and bytes)\n"
 	"  -s, --sort KEY          growth (default), live or alloc\n"
-	"    Keys: Up/Down move, Enter the row's whole stack, s sort, b by, / focus\n"
-	"    pattern, x hide pattern, m mark now as the base, p pause, Tab/n next and\n"
-	"    Shift-Tab/N previous process, w write the view's snapshot, q quit.\n"
+	"    Keys: Up/Down move, Enter opens the row (the types its objects mostly\n"
+	"    are and its whole stack; by type, the lines that allocated them), s sort,\n"
+	"    b by, / focus pattern, x hide pattern, m mark now as the base, p pause,\n"
+	"    Tab/n next and Shift-Tab/N previous process, w write the view's\n"
+	"    snapshot, q quit.\n"
 	"    Needs a terminal (not a pipe, not TERM=dumb). Snapshots for the view are\n"
 	"    taken no more often than keeps their cost in the target under 1% of a\n"
 	"    CPU; the header says the cadence.\n";
@@ -285,7 +288,8 @@ static const char *sort_name(enum report_sort s)
 
 static const char *by_word(enum report_by b)
 {
-	return b == REPORT_BY_FUNCTION ? "function" : b == REPORT_BY_LINE ? "line" : "stack";
+	return b == REPORT_BY_FUNCTION ? "function" : b == REPORT_BY_LINE ? "line" :
+	       b == REPORT_BY_TYPE ? "type" : "stack";
 }
 
 /* The header of page p: lines 0 to 2. */
@@ -344,10 +348,25 @@ static void draw_header(struct top *tp, struct page *p)
 	}
 	addnstr(line, COLS - getcurx(stdscr) - 1 > 0 ? COLS - getcurx(stdscr) - 1 : 0);
 	/* line 3: how the rows are made */
-	snprintf(line, sizeof line, "sort %s  by %s%s%s%s%s", sort_name(tp->sort), by_word(tp->ro.by),
+	snprintf(line, sizeof line, "sort %s%s  by %s%s%s%s%s", sort_name(tp->sort),
+		 tp->sort == REPORT_SORT_ALLOC && tp->ro.by == REPORT_BY_TYPE
+			 ? " (types count live objects: ordered by live)" : "",
+		 by_word(tp->ro.by),
 		 tp->focus_pat ? "  focus " : "", tp->focus_pat ? tp->focus_pat : "",
 		 tp->hide_pat ? "  hide " : "", tp->hide_pat ? tp->hide_pat : "");
 	clip_line(3, line);
+}
+
+/* A standard error in a column of width cells, right-aligned ('±' is two
+ * bytes and one cell). */
+static const char *fmt_sd(const struct top *tp, char *buf, size_t n, double sd, int width)
+{
+	char b[32], c[40];
+
+	fmt_bytes(b, sizeof b, sd);
+	snprintf(c, sizeof c, "%s%s", tp->utf8 ? "\u00b1" : "+-", b);
+	snprintf(buf, n, "%*s", width + (tp->utf8 ? 1 : 0), c);
+	return buf;
 }
 
 /* The rows of page p from line y to the line before last. */
@@ -356,14 +375,17 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 	const struct report_line *l;
 	size_t n = report_view_rows(p->view, &l), i;
 	int h = last - y - 1;
-	char line[600], g[32], lv[32];
+	bool types = tp->ro.by == REPORT_BY_TYPE;
+	char line[600], g[32], lv[32], sd[48];
 
 	attron(A_REVERSE);
-	snprintf(line, sizeof line, "%10s %10s %9s  %-6s  %-12s %s", "GROWTH", "LIVE", "BLOCKS",
-		 "STATUS", "TREND", "FUNCTION  FILE:LINE");
+	snprintf(line, sizeof line, "%10s %9s %10s %9s  %-6s  %-12s %s", "GROWTH", "", "LIVE",
+		 types ? "OBJECTS" : "BLOCKS", "STATUS", "TREND", types ? "TYPE" : "FUNCTION  FILE:LINE");
 	clip_line(y, line);
+	/* the column of the standard errors, headed by its sign */
+	mvaddstr(y, 11 + 9 - (tp->utf8 ? 1 : 2), tp->utf8 ? "\u00b1" : "+-");
 	for (int x = (int)strlen(line); x < COLS; x++)
-		addch(' ');
+		mvaddch(y, x, ' ');
 	attroff(A_REVERSE);
 	if (n == 0) {
 		clip_line(y + 1, p->now ? "  (no sampled allocation yet)" : "");
@@ -387,8 +409,9 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 			attron(A_REVERSE);
 		fmt_bytes(g, sizeof g, (double)(l[i].growth < 0 ? -l[i].growth : l[i].growth));
 		fmt_bytes(lv, sizeof lv, (double)l[i].live_bytes);
-		snprintf(line, sizeof line, "%c%9s %10s %9llu  %-6s  ", l[i].growth < 0 ? '-' : '+', g, lv,
-			 (unsigned long long)l[i].live_blocks, l[i].status);
+		snprintf(line, sizeof line, "%c%9s %s %10s %9llu  %-6s  ", l[i].growth < 0 ? '-' : '+', g,
+			 fmt_sd(tp, sd, sizeof sd, l[i].sd, 9), lv, (unsigned long long)l[i].live_blocks,
+			 l[i].status);
 		addnstr(line, COLS - 1);
 		{
 			struct row_hist *rh = NULL;
@@ -412,37 +435,93 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 	}
 }
 
-/* The whole stack of the selected row, from line y to the line before last. */
+/* The lines an opened row shows: by stack, function or line the types its
+ * objects mostly are, then, when the snapshot has them, the reference chains
+ * that keep them alive, then its whole stack; by type the lines of the
+ * user's code that allocated them, then the chains. What the row holds comes
+ * first: a stack under Python's frames is long. *out (caller frees each and
+ * the array). */
+static size_t detail_lines(const struct top *tp, const struct report_detail *d, char ***out)
+{
+	size_t n = 0, k, cap = d->nframes + d->nparts + d->nkept + 8;
+	char **v = xcalloc(cap, sizeof *v), g[40], b[32];
+
+	if (tp->ro.by == REPORT_BY_TYPE) {
+		v[n++] = xstrdup(d->nparts ? "allocated by (growth, objects live, the line):"
+					   : "(no line of the user's code allocated them)");
+		for (k = 0; k < d->nparts; k++) {
+			const struct report_part_line *q = &d->parts[k];
+			fmt_bytes(b, sizeof b, (double)(q->growth < 0 ? -q->growth : q->growth));
+			snprintf(g, sizeof g, "%c%s", q->growth < 0 ? '-' : '+', b);
+			v[n++] = xasprintf("  %11s %9llu  %s", g, (unsigned long long)q->blocks, q->text);
+		}
+	} else if (d->nparts) {
+		/* as memwatch show prints under a row by stack: the leading three */
+		size_t len = 8;
+		char *t;
+		for (k = 0; k < d->nparts && k < 3; k++)
+			len += strlen(d->parts[k].text) + 2;
+		t = xmalloc(len);
+		strcpy(t, "mostly ");
+		for (k = 0; k < d->nparts && k < 3; k++) {
+			if (k)
+				strcat(t, ", ");
+			strcat(t, d->parts[k].text);
+		}
+		v[n++] = t;
+	}
+	if (d->nkept) {
+		v[n++] = xstrdup("kept alive by:");
+		for (k = 0; k < d->nkept; k++)
+			v[n++] = xasprintf("  %s", d->kept[k]);
+	}
+	if (n && d->nframes)
+		v[n++] = xstrdup("");
+	for (k = 0; k < d->nframes; k++)
+		v[n++] = xstrdup(d->frames[k]);
+	*out = v;
+	return n;
+}
+
+/* The selected row opened, from line y to the line before last. */
 static void draw_stack(struct top *tp, struct page *p, int y, int last)
 {
 	const struct report_line *l;
-	size_t n = report_view_rows(p->view, &l), nf, i;
-	char **f = NULL, line[600], g[32];
+	size_t n = report_view_rows(p->view, &l), nv, i;
+	struct report_detail d;
+	char **v = NULL, line[600], g[32];
+	bool types = tp->ro.by == REPORT_BY_TYPE;
 
-	if (tp->sel >= n) {
+	if (tp->sel >= n || report_view_detail(p->view, tp->sel, 0, &d) < 0) {
 		tp->stack_open = false;
 		draw_rows(tp, p, y, last);
 		return;
 	}
-	nf = report_view_stack(p->view, tp->sel, &f);
+	nv = detail_lines(tp, &d, &v);
+	report_detail_release(&d);
 	fmt_bytes(g, sizeof g, (double)(l[tp->sel].growth < 0 ? -l[tp->sel].growth : l[tp->sel].growth));
 	attron(A_REVERSE);
-	snprintf(line, sizeof line, "STACK of row %zu: %c%s %s, %llu blocks live (Esc or Enter: back)",
-		 tp->sel + 1, l[tp->sel].growth < 0 ? '-' : '+', g, l[tp->sel].status,
-		 (unsigned long long)l[tp->sel].live_blocks);
+	if (types)
+		snprintf(line, sizeof line, "TYPE %s: %c%s %s, %llu objects live (Esc or Enter: back)",
+			 l[tp->sel].head, l[tp->sel].growth < 0 ? '-' : '+', g, l[tp->sel].status,
+			 (unsigned long long)l[tp->sel].live_blocks);
+	else
+		snprintf(line, sizeof line, "STACK of row %zu: %c%s %s, %llu blocks live (Esc or Enter: back)",
+			 tp->sel + 1, l[tp->sel].growth < 0 ? '-' : '+', g, l[tp->sel].status,
+			 (unsigned long long)l[tp->sel].live_blocks);
 	clip_line(y, line);
 	for (int x = getcurx(stdscr); x < COLS; x++)
 		addch(' ');
 	attroff(A_REVERSE);
-	if (tp->stack_scroll >= nf)
-		tp->stack_scroll = nf ? nf - 1 : 0;
+	if (tp->stack_scroll >= nv)
+		tp->stack_scroll = nv ? nv - 1 : 0;
 	for (int k = y + 1; k < last; k++) {
 		i = tp->stack_scroll + (size_t)(k - y - 1);
-		clip_line(k, i < nf ? f[i] : "");
+		clip_line(k, i < nv ? v[i] : "");
 	}
-	for (i = 0; i < nf; i++)
-		free(f[i]);
-	free(f);
+	for (i = 0; i < nv; i++)
+		free(v[i]);
+	free(v);
 }
 
 /* What came on our stderr since last looked at: its last line into the
@@ -503,7 +582,7 @@ static void draw(struct top *tp)
 	read_messages(tp);
 	clip_line(LINES - 2, tp->msg);
 	attron(A_REVERSE);
-	clip_line(LINES - 1, "q quit  Up/Down move  Enter stack  s sort  b by  / focus  x hide  "
+	clip_line(LINES - 1, "q quit  Up/Down move  Enter open  s sort  b by  / focus  x hide  "
 			     "m mark  p pause  Tab next  w write");
 	attroff(A_REVERSE);
 	refresh();
@@ -667,7 +746,7 @@ static bool on_key(struct top *tp, int ch)
 		tp->sel = tp->scroll = 0;
 		break;
 	case 'b':
-		tp->ro.by = (tp->ro.by + 1) % 3;
+		tp->ro.by = (tp->ro.by + 1) % 4;
 		for (size_t i = 0; i < tp->npages; i++) {
 			report_view_free(tp->pages[i].view);
 			tp->pages[i].view = report_view_new(&tp->ro);
@@ -793,8 +872,10 @@ static int top_option(int c, const char *arg, void *ctx)
 			tp->ro.by = REPORT_BY_FUNCTION;
 		else if (!strcmp(arg, "line"))
 			tp->ro.by = REPORT_BY_LINE;
+		else if (!strcmp(arg, "type"))
+			tp->ro.by = REPORT_BY_TYPE;
 		else {
-			mw_error("top: invalid --by '%s' (stack, function or line)", arg);
+			mw_error("top: invalid --by '%s' (stack, function, line or type)", arg);
 			return MW_EXIT_USAGE;
 		}
 		return 0;

@@ -39,7 +39,7 @@ expect_no_grep "GROWTH" small.pane
 tmux -S "$sock" resize-window -t small -x 120 -y 40 2>/dev/null ||
 	tmux -S "$sock" resize-pane -t small -x 120 -y 40
 see small "^memwatch top  pid $d "
-see small "^ +GROWTH +LIVE"
+see small "^ +GROWTH .* LIVE"
 tmux -S "$sock" resize-window -t small -x 50 -y 20 2>/dev/null ||
 	tmux -S "$sock" resize-pane -t small -x 50 -y 20
 see small "^\(50x20\):\$"
@@ -47,8 +47,8 @@ keys small q
 top_quit small 0
 
 # its own options
-run_mw 2 top -p "$d" --by type
-expect_err_line "top: invalid --by 'type' \(stack, function or line\)"
+run_mw 2 top -p "$d" --by size
+expect_err_line "top: invalid --by 'size' \(stack, function, line or type\)"
 run_mw 2 top -p "$d" --sort size
 expect_err_line "top: invalid --sort 'size' \(growth, live or alloc\)"
 run_mw 2 top -p "$d" -o -

@@ -59,7 +59,7 @@ see() {
 
 # top_row NAME ERE [SECS]: the first row under the column heads matches ERE.
 top_row() {
-	if ! wait_until "pane $1; grep -A1 -E '^ +GROWTH +LIVE' $1.pane | tail -n 1 | grep -Eq -- '$2'" "${3:-30}"; then
+	if ! wait_until "pane $1; grep -A1 -E '^ +GROWTH ' $1.pane | tail -n 1 | grep -Eq -- '$2'" "${3:-30}"; then
 		sed 's/^/  screen: /' "$1.pane" >&2
 		return 1
 	fi
@@ -73,5 +73,5 @@ top_quit() {
 	[ "$(cat "$1.rc")" = "$2" ] || { fail "$1: memwatch top exited $(cat "$1.rc"), expected $2"; sed 's/^/  stderr: /' "$1.err" >&2; }
 	see "$1" "^SHELL AFTER $1" 10
 	expect_grep "^SHELL BEFORE $1\$" "$1.pane"
-	expect_no_grep "^memwatch top  pid|Up/Down move|GROWTH +LIVE" "$1.pane"
+	expect_no_grep "^memwatch top  pid|Up/Down move|GROWTH .* LIVE" "$1.pane"
 }
