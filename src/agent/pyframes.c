@@ -1084,7 +1084,9 @@ static size_t type_module(uintptr_t t, char *buf, size_t len)
  * ("__main__.Event", "app.models.Order.Line"; a class of module builtins by
  * its qualified name alone), any other type by its tp_name ("dict",
  * "collections.OrderedDict": a static type's tp_name holds its module), as
- * is a class whose module or qualified name cannot be read for sure. */
+ * is a class whose module or qualified name cannot be read for sure. 0: t
+ * is not taken for a type (a heap type whose ht_qualname is no str, a
+ * tp_name that is not printable ASCII text). */
 static size_t type_name(uintptr_t t, unsigned long flags, char *buf, size_t len)
 {
 	const void *p;
@@ -1094,8 +1096,10 @@ static size_t type_name(uintptr_t t, unsigned long flags, char *buf, size_t len)
 	if (flags & TPF_HEAPTYPE) {
 		size_t off = minor >= 12 ? HT_QUALNAME_312 : minor == 9 ? HT_QUALNAME_39 : HT_QUALNAME_38;
 		char qual[NAME_MAX_LEN], mod[NAME_MAX_LEN];
-		if (safe_word((const char *)t + off, &p) && (n = safe_str(p, qual, sizeof qual)) > 0 &&
-		    (m = type_module(t, mod, sizeof mod)) > 0) {
+		/* every class has its __qualname__, a str */
+		if (!safe_word((const char *)t + off, &p) || !p || !safe_type(p, mw_py.unicode_type))
+			return 0;
+		if ((n = safe_str(p, qual, sizeof qual)) > 0 && (m = type_module(t, mod, sizeof mod)) > 0) {
 			if (m == 8 && memcmp(mod, "builtins", 8) == 0)
 				m = 0;
 			if ((m ? m + 1 : 0) + n <= len) {
@@ -1111,7 +1115,7 @@ static size_t type_name(uintptr_t t, unsigned long flags, char *buf, size_t len)
 		return 0;
 	n = safe_read(p, buf, len);
 	for (k = 0; k < n && buf[k]; k++)
-		if ((unsigned char)buf[k] < 0x20)
+		if ((unsigned char)buf[k] < 0x20 || (unsigned char)buf[k] >= 0x7f)
 			return 0;
 	return k < n ? k : 0;
 }
