@@ -1026,12 +1026,16 @@ static size_t type_module(uintptr_t t, char *buf, size_t len)
 	if (h) {
 		uint64_t perturb = (uint64_t)h, j = (uint64_t)h & (size - 1);
 		for (i = 0; i < 64 && !value; i++) {
-			int64_t ix = 0;
-			union { int8_t b; int16_t s; int32_t l; } x;
-			uintptr_t e[3];
-			if (safe_read((const char *)(indices + j * width), &x, width) != width)
-				return 0;
-			ix = width == 1 ? x.b : width == 2 ? x.s : x.l;
+			/* an index lies within one aligned word (it is aligned to
+			 * its width, at most 4 bytes), read whole as safe_word can */
+			uintptr_t at = indices + j * width, e[3];
+			const void *w;
+			uint64_t v;
+			int64_t ix;
+			if (!safe_word((const char *)(at & ~(uintptr_t)7), &w))
+				break;
+			v = (uint64_t)(uintptr_t)w >> (8 * (at & 7));
+			ix = width == 1 ? (int8_t)v : width == 2 ? (int16_t)v : (int32_t)v;
 			if (ix == -1)
 				break;
 			if (ix >= 0 && (uint64_t)ix < nentries &&
