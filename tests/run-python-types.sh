@@ -69,6 +69,8 @@ for v in $cpythons; do
 	run_mw 0 diff --by type -n 10 "$name.1.snap" "$name.2.snap"
 	cp out "$name.types"
 	expect_grep '^growth by type' "$name.types"
+	awk '/^ +[0-9]+ +[-+]/ { print $NF }' "$name.types" >"$name.names"
+	LC_ALL=C expect_no_grep '[^ -~]' "$name.names"
 	# the rank of __main__.Event among the growing types, and its count of objects
 	awk '/^growth by type/ { t = 1; next } t && /^$/ { t = 0 }
 	     t && /^ +[0-9]+ +\+/ && $NF !~ /^</ { rank++; if ($NF == "__main__.Event") { print rank, $(NF - 3); exit } }' \
@@ -106,11 +108,12 @@ for v in $cpythons; do
 	finished "$name" "$t"
 
 	# two classes named Entry, of two modules: two rows, each named with its
-	# module and counted apart
+	# module and counted apart (a sample per 4 KiB: enough samples for the
+	# smaller one's count)
 	m=${name}_mod
 	start_script "$m" "$py" "$mods" 100000 || continue
 	run_mw 0 snap -p "$t" -w 1 -o "$m.0.snap"
-	start_ctl "$m.ctl" "$t" start=16384 sleep=120000
+	start_ctl "$m.ctl" "$t" start=4096 sleep=120000
 	python_state "$t" on
 	step "$m"
 	wait_until "[ \$(grep -c '^created' $m.out) -ge 1 ]" 60
@@ -129,6 +132,9 @@ for v in $cpythons; do
 	expect_count "$m" pyshop.audit.Entry "$made_audit"
 	expect_grep ' (new|grown) +pyshop\.orders\.Order\.Line$' "$m.types"
 	expect_no_grep ' Entry$' "$m.types"
+	# no type is named with anything but text
+	awk '/^ +[0-9]+ +[-+]/ { print $NF }' "$m.types" >"$m.names"
+	LC_ALL=C expect_no_grep '[^ -~]' "$m.names"
 	# --focus on the function that makes pyshop.audit's Entry: its row stays,
 	# the other Entry's goes
 	run_mw 0 diff --by type -n 12 --focus '^note$' "$m.1.snap" "$m.2.snap"
