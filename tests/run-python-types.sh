@@ -15,7 +15,8 @@
 # from two modules (pyshop.orders and pyshop.audit) and makes N and N/2 of
 # them, and N/4 of a nested class: by type they are three rows,
 # pyshop.orders.Entry and pyshop.audit.Entry each with its own count (within
-# 30 %), and pyshop.orders.Order.Line; --focus on the function that makes one
+# 30 %), and pyshop.orders.Order.Line; a class whose __module__ is None is
+# named by its bare name (Stray); --focus on the function that makes one
 # Entry keeps its row and not the other's. The HTML page of a watched run has
 # the table by type.
 . "$top_srcdir/tests/lib.sh"
@@ -131,6 +132,8 @@ for v in $cpythons; do
 	expect_count "$m" pyshop.orders.Entry "$made_orders"
 	expect_count "$m" pyshop.audit.Entry "$made_audit"
 	expect_grep ' (new|grown) +pyshop\.orders\.Order\.Line$' "$m.types"
+	# a class whose __module__ is None: its bare name, no module guessed
+	expect_grep ' (new|grown) +Stray$' "$m.types"
 	expect_no_grep ' Entry$' "$m.types"
 	# no type is named with anything but text
 	awk '/^ +[0-9]+ +[-+]/ { print $NF }' "$m.types" >"$m.names"
