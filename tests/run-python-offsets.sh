@@ -7,6 +7,8 @@
 # installed with its headers (a pyenv build; Debian 12 has none), where its
 # _Py_DebugOffsets table holds the offsets the agent reads from it. And those
 # of 3.8, 3.9, 3.10 and 3.12, against their headers where installed (pyenv).
+# The type and dict offsets read for a class's name and module too, and the
+# dict's layout checked in each installed interpreter as it runs.
 . "$top_srcdir/tests/lib.sh"
 
 [ -r /usr/include/python3.11/internal/pycore_frame.h ] ||
@@ -17,6 +19,7 @@ cat > offsets.c <<'C'
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_frame.h>
+#include <internal/pycore_dict.h>
 #include <stddef.h>
 #include <stdio.h>
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
@@ -40,6 +43,19 @@ int main(void)
 	P("PY_STR_ASCII_DATA", sizeof(PyASCIIObject));
 	P("PY_STR_COMPACT_DATA", sizeof(PyCompactUnicodeObject));
 	P("PY_SMALL_REQUEST", 512);
+	P("PY_STR_HASH", offsetof(PyASCIIObject, hash));
+	P("PY_DICT_TAG", offsetof(PyDictObject, ma_version_tag));
+	P("PY_DICT_KEYS", offsetof(PyDictObject, ma_keys));
+	P("PY_DICT_VALUES", offsetof(PyDictObject, ma_values));
+	P("PY311_DK_LOG2_SIZE", offsetof(PyDictKeysObject, dk_log2_size));
+	P("PY311_DK_LOG2_INDEX_BYTES", offsetof(PyDictKeysObject, dk_log2_index_bytes));
+	P("PY311_DK_KIND", offsetof(PyDictKeysObject, dk_kind));
+	P("PY311_DK_NENTRIES", offsetof(PyDictKeysObject, dk_nentries));
+	P("PY311_DK_INDICES", offsetof(PyDictKeysObject, dk_indices));
+	P("TP_NAME", offsetof(PyTypeObject, tp_name));
+	P("TP_FLAGS", offsetof(PyTypeObject, tp_flags));
+	P("TP_DICT", offsetof(PyTypeObject, tp_dict));
+	P("HT_QUALNAME_38", offsetof(PyHeapTypeObject, ht_qualname));
 	return 0;
 }
 C
@@ -52,11 +68,12 @@ check() {
 		mine=$(awk -v n="$name" '$1 == n { print $2 }' agent.txt)
 		[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, the headers in $inc say $value"
 	done <headers.txt
-	[ "$(grep -c '' headers.txt)" -eq 15 ] || fail "$inc: expected 15 offsets, got $(grep -c '' headers.txt)"
-	echo "$inc: 15 offsets as the agent reads them"
+	[ "$(grep -c '' headers.txt)" -eq 28 ] || fail "$inc: expected 28 offsets, got $(grep -c '' headers.txt)"
+	echo "$inc: 28 offsets as the agent reads them"
 }
 # the agent's values: "#define PY_X 123"
-sed -n 's/^#define \(PY_[A-Z_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyframes.c" "$top_srcdir/src/agent/python.c" >agent.txt
+sed -n 's/^#define \(PY_[A-Z_]*\|PY311_[A-Z0-9_]*\|TP_[A-Z_]*\|HT_[A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' \
+	"$top_srcdir/src/agent/pyframes.c" "$top_srcdir/src/agent/python.c" >agent.txt
 check /usr/include/python3.11
 if [ -r /usr/include/python3.11d/pyconfig.h ]; then
 	check /usr/include/python3.11d -DWANT_DEBUG
@@ -74,6 +91,7 @@ cat > older.c <<'C'
 #include <frameobject.h>
 #if PY_VERSION_HEX >= 0x030b0000
 #include <internal/pycore_frame.h>
+#include <internal/pycore_dict.h>
 #endif
 #include <stddef.h>
 #include <stdio.h>
@@ -81,6 +99,20 @@ cat > older.c <<'C'
 int main(void)
 {
 	P("PY_TSTATE_NEXT", offsetof(PyThreadState, next));
+	P("PY_STR_HASH", offsetof(PyASCIIObject, hash));
+	P("PY_DICT_TAG", offsetof(PyDictObject, ma_version_tag));
+	P("PY_DICT_KEYS", offsetof(PyDictObject, ma_keys));
+	P("PY_DICT_VALUES", offsetof(PyDictObject, ma_values));
+	P("TP_NAME", offsetof(PyTypeObject, tp_name));
+	P("TP_FLAGS", offsetof(PyTypeObject, tp_flags));
+	P("TP_DICT", offsetof(PyTypeObject, tp_dict));
+#if PY_VERSION_HEX >= 0x030c0000
+	P("HT_QUALNAME_312", offsetof(PyHeapTypeObject, ht_qualname));
+#elif PY_VERSION_HEX >= 0x03090000 && PY_VERSION_HEX < 0x030a0000
+	P("HT_QUALNAME_39", offsetof(PyHeapTypeObject, ht_qualname));
+#else
+	P("HT_QUALNAME_38", offsetof(PyHeapTypeObject, ht_qualname));
+#endif
 	P("PY_TSTATE_INTERP", offsetof(PyThreadState, interp));
 	P("PY_OB_TYPE", offsetof(PyObject, ob_type));
 	P("PY_STR_LENGTH", offsetof(PyASCIIObject, length));
@@ -117,6 +149,11 @@ int main(void)
 	P("PY312_CODE_ADAPTIVE", offsetof(PyCodeObject, co_code_adaptive));
 	P("PY312_STR_ASCII_DATA", sizeof(PyASCIIObject));
 	P("PY312_STR_COMPACT_DATA", sizeof(PyCompactUnicodeObject));
+	P("PY311_DK_LOG2_SIZE", offsetof(PyDictKeysObject, dk_log2_size));
+	P("PY311_DK_LOG2_INDEX_BYTES", offsetof(PyDictKeysObject, dk_log2_index_bytes));
+	P("PY311_DK_KIND", offsetof(PyDictKeysObject, dk_kind));
+	P("PY311_DK_NENTRIES", offsetof(PyDictKeysObject, dk_nentries));
+	P("PY311_DK_INDICES", offsetof(PyDictKeysObject, dk_indices));
 #endif
 	return 0;
 }
@@ -158,6 +195,7 @@ if [ -n "$inc13" ]; then
 #include <Python.h>
 #include <internal/pycore_runtime.h>
 #include <internal/pycore_frame.h>
+#include <internal/pycore_dict.h>
 #include <stddef.h>
 #include <stdio.h>
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
@@ -177,6 +215,19 @@ int main(void)
 	O("DO_STR_STATE", unicode_object.state);
 	O("DO_STR_LENGTH", unicode_object.length);
 	O("DO_STR_ASCII_SIZE", unicode_object.asciiobject_size);
+	O("DO_DICT_KEYS", dict_object.ma_keys);
+	O("DO_DICT_VALUES", dict_object.ma_values);
+	P("PY_DICT_TAG", offsetof(PyDictObject, ma_version_tag));
+	P("PY_STR_HASH", offsetof(PyASCIIObject, hash));
+	P("PY311_DK_LOG2_SIZE", offsetof(PyDictKeysObject, dk_log2_size));
+	P("PY311_DK_LOG2_INDEX_BYTES", offsetof(PyDictKeysObject, dk_log2_index_bytes));
+	P("PY311_DK_KIND", offsetof(PyDictKeysObject, dk_kind));
+	P("PY311_DK_NENTRIES", offsetof(PyDictKeysObject, dk_nentries));
+	P("PY311_DK_INDICES", offsetof(PyDictKeysObject, dk_indices));
+	P("TP_NAME", offsetof(PyTypeObject, tp_name));
+	P("TP_FLAGS", offsetof(PyTypeObject, tp_flags));
+	P("TP_DICT", offsetof(PyTypeObject, tp_dict));
+	P("HT_QUALNAME_312", offsetof(PyHeapTypeObject, ht_qualname));
 	P("DO_END", offsetof(_Py_DebugOffsets, unicode_object.asciiobject_size) + 8);
 	P("PY313_OWNED_BY_CSTACK", FRAME_OWNED_BY_CSTACK);
 	P("PY313_COMPACT_DATA", sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject));
@@ -200,4 +251,59 @@ C
 else
 	echo "note: no CPython 3.13 headers (a pyenv build): _Py_DebugOffsets not checked" >&2
 fi
+
+# The dicts as the agent reads a class's (its __module__), on each CPython
+# installed, read in the running interpreter (ctypes): 3.8 to 3.10 install no
+# header with their keys' layout (Objects/dict-common.h). A dict of 100 str
+# keys: its keys' size, count of entries, hash table of indices (each empty or
+# naming an entry) and the entries after it, each holding its key, in order.
+cat > dictkeys.py <<'P'
+import ctypes, sys
+a = dict(kv.split("=") for kv in sys.argv[1:])
+o = lambda n: int(a[n])
+new = sys.version_info >= (3, 11)
+word = lambda at: ctypes.c_uint64.from_address(at).value
+byte = lambda at: ctypes.c_uint8.from_address(at).value
+keys_ = ["key%d" % i for i in range(100)]
+d = {k: i for i, k in enumerate(keys_)}
+k = word(id(d) + o("PY_DICT_KEYS"))
+assert k and word(id(d) + o("PY_DICT_VALUES")) == 0, "not a combined table"
+if new:
+    l2 = byte(k + o("PY311_DK_LOG2_SIZE"))
+    size = 1 << l2
+    width = 1 << (byte(k + o("PY311_DK_LOG2_INDEX_BYTES")) - l2)
+    kind = byte(k + o("PY311_DK_KIND"))
+    assert kind == 1, "kind %d, not str keys" % kind
+    esize, keyat = 16, 0
+    nent = word(k + o("PY311_DK_NENTRIES"))
+    idx = k + o("PY311_DK_INDICES")
+else:
+    size = word(k + o("PY38_DK_SIZE"))
+    width = 1 if size <= 0xff else 2
+    esize, keyat = 24, 8
+    nent = word(k + o("PY38_DK_NENTRIES"))
+    idx = k + o("PY38_DK_INDICES")
+assert size >= 128 and size & (size - 1) == 0, "size %d" % size
+assert width == (1 if size <= 0xff else 2), "index width %d for size %d" % (width, size)
+assert nent == 100, "%d entries" % nent
+ix = [int.from_bytes(ctypes.string_at(idx + i * width, width), "little", signed=True) for i in range(size)]
+assert all(x == -1 or 0 <= x < 100 for x in ix) and sorted(x for x in ix if x >= 0) == list(range(100)), "indices"
+ent = idx + size * width
+for i, key in enumerate(keys_):
+    assert word(ent + i * esize + keyat) == id(key), "entry %d" % i
+# a str's hash where the agent reads it
+s = keys_[7]
+assert ctypes.c_int64.from_address(id(s) + o("PY_STR_HASH")).value == hash(s), "str hash"
+print("ok", size, width, nent)
+P
+. "$top_srcdir/tests/py-lib.sh"
+readable_cpythons
+for v in $cpythons; do
+	name=${v%%=*} py=${v#*=}
+	if "$py" dictkeys.py $(awk '{ print $1 "=" $2 }' agent-older.txt) >dk.out 2>&1; then
+		echo "$name: a dict's keys as the agent reads them ($(cat dk.out))"
+	else
+		fail "$name: a dict's keys are not as the agent reads them: $(tail -n 1 dk.out)"
+	fi
+done
 finish

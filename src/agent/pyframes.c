@@ -61,6 +61,7 @@
 #define PY_STR_STATE 32              /* .state: interned:2 kind:3 compact:1 ascii:1 ready:1 */
 #define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
 #define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
+#define PY_STR_HASH 24               /* .hash (3.8 to 3.13) */
 #define PY_OB_TYPE 8                 /* PyObject.ob_type (every version, without Py_TRACE_REFS) */
 #define PY_TSTATE_NEXT 8             /* PyThreadState.next (3.8 to 3.13) */
 #define PY_TSTATE_INTERP 16          /* .interp */
@@ -81,6 +82,22 @@
 #define PY312_STR_ASCII_DATA 40      /* sizeof (PyASCIIObject) */
 #define PY312_STR_COMPACT_DATA 56    /* sizeof (PyCompactUnicodeObject) */
 
+/* A class's dict, where its __module__ is: PyDictObject (3.8 to 3.12:
+ * cpython/dictobject.h) and its keys (3.8 to 3.10: Objects/dict-common.h,
+ * not installed, as in pyenv's 3.8.18, 3.9.18 and 3.10.13; 3.11 on:
+ * internal/pycore_dict.h, checked by tests/run-python-offsets.sh). */
+#define PY_DICT_TAG 24               /* PyDictObject.ma_version_tag (3.8 to 3.13) */
+#define PY_DICT_KEYS 32              /* .ma_keys */
+#define PY_DICT_VALUES 40            /* .ma_values (NULL: a combined table) */
+#define PY38_DK_SIZE 8               /* PyDictKeysObject.dk_size (Py_ssize_t) */
+#define PY38_DK_NENTRIES 32          /* .dk_nentries */
+#define PY38_DK_INDICES 40           /* .dk_indices */
+#define PY311_DK_LOG2_SIZE 8         /* 3.11 on: .dk_log2_size (uint8_t) */
+#define PY311_DK_LOG2_INDEX_BYTES 9  /* .dk_log2_index_bytes (uint8_t) */
+#define PY311_DK_KIND 10             /* .dk_kind (uint8_t: 0 general, 1 str keys, 2 split) */
+#define PY311_DK_NENTRIES 24         /* .dk_nentries */
+#define PY311_DK_INDICES 32          /* .dk_indices */
+
 /* CPython 3.13: where _Py_DebugOffsets (the first member of _PyRuntime) holds
  * the offsets read (checked against 3.13's pycore_runtime.h, x86_64, where
  * one is installed: tests/run-python-offsets.sh). */
@@ -98,6 +115,8 @@
 #define DO_STR_STATE 544             /* unicode_object.state */
 #define DO_STR_LENGTH 552            /* .length */
 #define DO_STR_ASCII_SIZE 560        /* .asciiobject_size */
+#define DO_DICT_KEYS 456             /* dict_object.ma_keys */
+#define DO_DICT_VALUES 464           /* dict_object.ma_values */
 #define DO_END 568                   /* what is read of the table */
 #define PY313_OWNED_BY_CSTACK 3      /* the entry frame of a C call of the eval loop */
 
@@ -124,6 +143,8 @@ static struct {
 	enum py_lines lines;
 	size_t str_state, str_length, str_ascii_data, str_compact_data;
 	bool str_ready_bit;     /* up to 3.11: state bit 7 says the str is ready */
+	size_t dict_keys, dict_values;   /* PyDictObject.ma_keys, .ma_values */
+	bool dk_log2;           /* 3.11 on: the keys' size as its log2, and their kind */
 } lay;
 
 /* The str layout of 3.8 to 3.11 (with wstr), and 3.12's (without). */
@@ -134,6 +155,15 @@ static void str_layout(bool wstr)
 	lay.str_ascii_data = wstr ? PY_STR_ASCII_DATA : PY312_STR_ASCII_DATA;
 	lay.str_compact_data = wstr ? PY_STR_COMPACT_DATA : PY312_STR_COMPACT_DATA;
 	lay.str_ready_bit = wstr;
+}
+
+/* The dict layout of 3.8 to 3.10 (dk_size, the index width from it) and of
+ * 3.11 and 3.12 (dk_log2_size, dk_log2_index_bytes, dk_kind). */
+static void dict_layout(bool log2)
+{
+	lay.dict_keys = PY_DICT_KEYS;
+	lay.dict_values = PY_DICT_VALUES;
+	lay.dk_log2 = log2;
 }
 
 bool mw_py_layout(const char *runtime)
@@ -155,6 +185,7 @@ bool mw_py_layout(const char *runtime)
 		lay.co_lines = PY38_CODE_LNOTAB;
 		lay.lines = minor == 0x030a ? LINES_LINETABLE310 : LINES_LNOTAB;
 		str_layout(true);
+		dict_layout(false);
 		return true;
 	}
 	if (minor == 0x030b) {
@@ -171,6 +202,7 @@ bool mw_py_layout(const char *runtime)
 		lay.co_firsttraceable = PY_CODE_FIRSTTRACEABLE;
 		lay.lines = LINES_ADDR2LINE;
 		str_layout(true);
+		dict_layout(true);
 		return true;
 	}
 	if (minor == 0x030c) {
@@ -187,6 +219,7 @@ bool mw_py_layout(const char *runtime)
 		lay.co_firsttraceable = PY312_CODE_FIRSTTRACEABLE;
 		lay.lines = LINES_ADDR2LINE;
 		str_layout(false);
+		dict_layout(true);
 		return true;
 	}
 	/* 3.13: the table must say it describes this very build (the same
@@ -216,6 +249,9 @@ bool mw_py_layout(const char *runtime)
 	/* PyCompactUnicodeObject: utf8_length and utf8 after PyASCIIObject */
 	lay.str_compact_data = lay.str_ascii_data + 2 * sizeof(void *);
 	lay.str_ready_bit = false;
+	lay.dict_keys = o[DO_DICT_KEYS / 8];
+	lay.dict_values = o[DO_DICT_VALUES / 8];
+	lay.dk_log2 = true;
 	return true;
 }
 
@@ -842,6 +878,7 @@ fail:
 #define HT_QUALNAME_38 864           /* PyHeapTypeObject.ht_qualname: 3.8, 3.10, 3.11 */
 #define HT_QUALNAME_39 856           /* 3.9 */
 #define HT_QUALNAME_312 872          /* 3.12, 3.13 */
+#define TP_DICT 264                  /* .tp_dict */
 #define TPF_HEAPTYPE (1ul << 9)
 #define TPF_READY (1ul << 12)
 #define TPF_HAVE_GC (1ul << 14)
@@ -850,7 +887,7 @@ fail:
 #define TPF_MANAGED_WEAKREF (1ul << 3)   /* 3.12 on */
 #define GC_HEAD 16                   /* sizeof (PyGC_Head) */
 #define TYPE_CACHE 65536             /* words remembered per snapshot (a power of 2) */
-#define NAME_MAX_LEN 200
+#define NAME_MAX_LEN 200             /* of a module, or a qualified name */
 /* Live samples read per snapshot, at most (a copy of 32 bytes each, and a
  * read of each block: about a second for a million); with every allocation
  * sampled, the others stay untyped. */
@@ -892,35 +929,197 @@ static bool is_type(uintptr_t t, unsigned long *flags)
 	return (*flags & TPF_READY) != 0;
 }
 
-/* The name of type t: a class's qualified name (__qualname__), a builtin's
- * tp_name ("dict", "collections.deque"). */
+/* The text of the str object at p (exactly a str, compact), read by a safe
+ * copy: into buf, at most len bytes; 0 when it is not one or cannot be read
+ * whole, or holds a control character. */
+static size_t safe_str(const void *p, char *buf, size_t len)
+{
+	char copy[PY_STR_COMPACT_DATA + 4 * NAME_MAX_LEN], text[4 * NAME_MAX_LEN + 4];
+	size_t got, n, k;
+	int64_t sl;
+
+	if (!p || !safe_type(p, mw_py.unicode_type))
+		return 0;
+	got = safe_read(p, copy, sizeof copy);
+	if (got < lay.str_compact_data)
+		return 0;
+	/* read_str reads the copy: the length is bounded by what was copied;
+	 * the text is read whole (4 bytes of UTF-8 a character at most), and
+	 * one longer than len is none (cut short, it would be another name) */
+	memcpy(&sl, copy + lay.str_length, sizeof sl);
+	if (sl <= 0 || sl > NAME_MAX_LEN || (uint64_t)sl > (got - lay.str_compact_data) / 4)
+		return 0;
+	n = read_str(copy, text, 4 * (size_t)sl + 4);
+	if (n < (size_t)sl || n > len)
+		return 0;
+	for (k = 0; k < n; k++)
+		if ((unsigned char)text[k] < 0x20 || text[k] == 0x7f)
+			return 0;
+	memcpy(buf, text, n);
+	return n;
+}
+
+/* Is the str object at p "__module__"? */
+static bool is_module_key(const void *p)
+{
+	char b[16];
+	return safe_str(p, b, sizeof b) == 10 && memcmp(b, "__module__", 10) == 0;
+}
+
+/* The hash of the str "__module__" in this process (seeded at its start),
+ * learnt from the first class dict it is found in; 0 until then. Read and
+ * written under the snapshot's lock. */
+static int64_t module_hash;
+
+/* The class's module: the str __module__ in the type's dict (tp_dict), read
+ * without the GIL as the interpreter's own lookup finds it: the dict's keys
+ * (a combined table: a type's dict is never split), their hash table of
+ * indices (1, 2, 4 or 8 bytes each, by its size), then the entries they
+ * point to (hash, key, value; 3.11 on, a table of str keys only: key,
+ * value). Probed by the hash of "__module__" once it is known, else the
+ * entries scanned in order (__module__ is the first a class statement sets).
+ * Every read is a safe read, every loop bounded, every key compared by its
+ * text; the dict's version tag and keys read again at the end must be those
+ * it started with (the class not changed meanwhile). Into buf; 0 when any of
+ * it is in doubt (the caller then names the type by tp_name). */
+static size_t type_module(uintptr_t t, char *buf, size_t len)
+{
+	const void *dict, *keys, *values, *tag, *again, *value = NULL;
+	unsigned char hd[48];
+	uint64_t size, nentries, width, esize;
+	uintptr_t indices, entries;
+	int64_t h = module_hash;
+	size_t n, i;
+
+	if (!mw_py.dict_type || !lay.dict_keys ||
+	    !safe_word((const char *)t + TP_DICT, &dict) || !dict || !safe_type(dict, mw_py.dict_type) ||
+	    !safe_word((const char *)dict + PY_DICT_TAG, &tag) ||
+	    !safe_word((const char *)dict + lay.dict_keys, &keys) || !keys ||
+	    !safe_word((const char *)dict + lay.dict_values, &values) || values ||
+	    safe_read(keys, hd, sizeof hd) != sizeof hd)
+		return 0;
+	if (lay.dk_log2) {
+		unsigned l2 = hd[PY311_DK_LOG2_SIZE], l2i = hd[PY311_DK_LOG2_INDEX_BYTES];
+		unsigned kind = hd[PY311_DK_KIND];
+		if (l2 < 3 || l2 > 24 || l2i < l2 || l2i - l2 != (l2 < 8 ? 0u : l2 < 16 ? 1u : 2u) || kind > 1)
+			return 0;
+		size = (uint64_t)1 << l2;
+		width = (uint64_t)1 << (l2i - l2);
+		esize = kind == 1 ? 2 * sizeof(void *) : 3 * sizeof(void *);
+		memcpy(&nentries, hd + PY311_DK_NENTRIES, sizeof nentries);
+		indices = (uintptr_t)keys + PY311_DK_INDICES;
+	} else {
+		memcpy(&size, hd + PY38_DK_SIZE, sizeof size);
+		if (size < 8 || size > ((uint64_t)1 << 24) || (size & (size - 1)))
+			return 0;
+		width = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+		esize = 3 * sizeof(void *);
+		memcpy(&nentries, hd + PY38_DK_NENTRIES, sizeof nentries);
+		indices = (uintptr_t)keys + PY38_DK_INDICES;
+	}
+	/* at most two thirds of the table are usable entries */
+	if (nentries > (size << 1) / 3)
+		return 0;
+	entries = indices + size * width;
+
+	/* probed: bounded as the table is (a lookup ends at an empty slot) */
+	if (h) {
+		uint64_t perturb = (uint64_t)h, j = (uint64_t)h & (size - 1);
+		for (i = 0; i < 64 && !value; i++) {
+			/* an index lies within one aligned word (it is aligned to
+			 * its width, at most 4 bytes), read whole as safe_word can */
+			uintptr_t at = indices + j * width, e[3];
+			const void *w;
+			uint64_t v;
+			int64_t ix;
+			if (!safe_word((const char *)(at & ~(uintptr_t)7), &w))
+				break;
+			v = (uint64_t)(uintptr_t)w >> (8 * (at & 7));
+			ix = width == 1 ? (int8_t)v : width == 2 ? (int16_t)v : (int32_t)v;
+			if (ix == -1)
+				break;
+			if (ix >= 0 && (uint64_t)ix < nentries &&
+			    safe_read((const char *)(entries + (uint64_t)ix * esize), e, esize) == esize) {
+				/* general entries: hash, key, value; str keys only: key, value */
+				bool general = esize == 3 * sizeof(void *);
+				const void *k = (const void *)e[general ? 1 : 0];
+				if ((!general || (int64_t)e[0] == h) && is_module_key(k))
+					value = (const void *)e[general ? 2 : 1];
+			}
+			perturb >>= 5;
+			j = (j * 5 + perturb + 1) & (size - 1);
+		}
+	}
+	/* scanned: the first entries, in the order they were set */
+	for (i = 0; !value && i < nentries && i < 1024; i += 32) {
+		uintptr_t e[32 * 3];
+		size_t m = nentries - i < 32 ? (size_t)(nentries - i) : 32, got, k;
+		bool general = esize == 3 * sizeof(void *);
+		got = safe_read((const char *)(entries + i * esize), e, m * esize) / esize;
+		for (k = 0; k < got && !value; k++) {
+			const uintptr_t *x = (const uintptr_t *)((const char *)e + k * esize);
+			const void *key = (const void *)x[general ? 1 : 0];
+			int64_t kh;
+			/* a deleted entry has no key */
+			if (!key || !is_module_key(key))
+				continue;
+			value = (const void *)x[general ? 2 : 1];
+			if (general)
+				kh = (int64_t)x[0];
+			else if (!safe_word((const char *)key + PY_STR_HASH, (const void **)&kh))
+				kh = 0;
+			if (kh != 0 && kh != -1)
+				module_hash = kh;
+		}
+		if (got < m)
+			break;
+	}
+	if (!value || !(n = safe_str(value, buf, len)))
+		return 0;
+	/* the dict as it was when read */
+	if (!safe_word((const char *)dict + PY_DICT_TAG, &again) || again != tag ||
+	    !safe_word((const char *)dict + lay.dict_keys, &again) || again != keys ||
+	    !safe_word((const char *)t + TP_DICT, &again) || again != dict)
+		return 0;
+	return n;
+}
+
+/* The name of type t: a class (a heap type) as module.qualname
+ * ("__main__.Event", "app.models.Order.Line"; a class of module builtins by
+ * its qualified name alone), any other type by its tp_name ("dict",
+ * "collections.OrderedDict": a static type's tp_name holds its module), as
+ * is a class whose module or qualified name cannot be read for sure. 0: t
+ * is not taken for a type (a heap type whose ht_qualname is no str, a
+ * tp_name that is not printable ASCII text). */
 static size_t type_name(uintptr_t t, unsigned long flags, char *buf, size_t len)
 {
 	const void *p;
-	size_t n = 0, k;
+	size_t n, k, m;
 	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
 
 	if (flags & TPF_HEAPTYPE) {
 		size_t off = minor >= 12 ? HT_QUALNAME_312 : minor == 9 ? HT_QUALNAME_39 : HT_QUALNAME_38;
-		char copy[PY_STR_COMPACT_DATA + 4 * NAME_MAX_LEN];
-		if (safe_word((const char *)t + off, &p) && safe_type(p, mw_py.unicode_type)) {
-			size_t got = safe_read(p, copy, sizeof copy);
-			if (got >= lay.str_compact_data) {
-				/* read_str reads the copy; its length is bounded by what was copied */
-				int64_t sl;
-				memcpy(&sl, copy + lay.str_length, sizeof sl);
-				if (sl >= 0 && (uint64_t)sl <= (got - lay.str_compact_data) / 4)
-					n = read_str(copy, buf, len);
+		char qual[NAME_MAX_LEN], mod[NAME_MAX_LEN];
+		/* every class has its __qualname__, a str */
+		if (!safe_word((const char *)t + off, &p) || !p || !safe_type(p, mw_py.unicode_type))
+			return 0;
+		if ((n = safe_str(p, qual, sizeof qual)) > 0 && (m = type_module(t, mod, sizeof mod)) > 0) {
+			if (m == 8 && memcmp(mod, "builtins", 8) == 0)
+				m = 0;
+			if ((m ? m + 1 : 0) + n <= len) {
+				memcpy(buf, mod, m);
+				if (m)
+					buf[m++] = '.';
+				memcpy(buf + m, qual, n);
+				return m + n;
 			}
 		}
-		if (n)
-			return n;
 	}
 	if (!safe_word((const char *)t + TP_NAME, &p) || !p)
 		return 0;
 	n = safe_read(p, buf, len);
 	for (k = 0; k < n && buf[k]; k++)
-		if ((unsigned char)buf[k] < 0x20)
+		if ((unsigned char)buf[k] < 0x20 || (unsigned char)buf[k] >= 0x7f)
 			return 0;
 	return k < n ? k : 0;
 }
@@ -948,7 +1147,7 @@ static struct type_entry *type_lookup(struct type_entry *cache, struct snapshot 
 	static struct type_entry none = { 0, -1, 0 };
 	size_t j = (size_t)((t >> 3) * 0x9E3779B97F4A7C15ull >> 40) & (TYPE_CACHE - 1);
 	unsigned long flags;
-	char name[NAME_MAX_LEN];
+	char name[2 * NAME_MAX_LEN + 1];
 	size_t n;
 
 	if (t < 4096 || (t & 7))

@@ -334,6 +334,7 @@ static void probe(void)
 	mw_py.unicode_type = sym("PyUnicode_Type");
 	mw_py.bytes_type = sym("PyBytes_Type");
 	mw_py.type_type = sym("PyType_Type");
+	mw_py.dict_type = sym("PyDict_Type");
 	mw_py.interp_head = (void *(*)(void))sym("PyInterpreterState_Head");
 	mw_py.thread_head = (void *(*)(const void *))sym("PyInterpreterState_ThreadHead");
 	eval = sym("_PyEval_EvalFrameDefault");

@@ -33,6 +33,7 @@ struct mw_py {
 	const void *unicode_type;     /* &PyUnicode_Type */
 	const void *bytes_type;       /* &PyBytes_Type */
 	const void *type_type;        /* &PyType_Type */
+	const void *dict_type;        /* &PyDict_Type */
 	void *(*interp_head)(void);   /* PyInterpreterState_Head */
 	void *(*thread_head)(const void *);   /* PyInterpreterState_ThreadHead */
 	uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's text */

@@ -62,7 +62,7 @@ region kind=1 mappings=1 size=8388608 rss=4194304 anon=4194304 swap=0 name=-
 region kind=6 mappings=5 size=2097152 rss=1482752 anon=24576 swap=0 name="/lib/x86_64-linux-gnu/libc.so.6"
 region kind=4 mappings=2 size=65536 rss=4096 anon=4096 swap=8192 name="[anon:pool \"a\"]"
 region kind=42 mappings=1 size=4096 rss=0 anon=0 swap=0 name=-
-type 0 name="Event"
+type 0 name="__main__.Event"
 type 1 name="<not an object>"
 type 2 name="collections.OrderedDict"
 typed stack=0 type=0 samples=1 bytes=524288 blocks=512

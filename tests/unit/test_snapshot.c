@@ -605,7 +605,7 @@ static void test_types(void **state)
 
 	s->ntypes = 2;
 	s->types = xcalloc(2, sizeof *s->types);
-	s->types[0] = xstrdup("Event");
+	s->types[0] = xstrdup("__main__.Event");
 	s->types[1] = xstrdup(SNAP_TYPE_NOT_OBJECT);
 	s->ntyped = 1;
 	s->typed = xcalloc(1, sizeof *s->typed);
@@ -614,7 +614,7 @@ static void test_types(void **state)
 	buf = encode(s, &len);
 	d = expect_ok(buf, len);
 	assert_int_equal(d->ntypes, 2);
-	assert_string_equal(d->types[0], "Event");
+	assert_string_equal(d->types[0], "__main__.Event");
 	assert_string_equal(d->types[1], SNAP_TYPE_NOT_OBJECT);
 	assert_int_equal(d->ntyped, 1);
 	assert_int_equal(d->typed[0].stack, 0);
@@ -624,12 +624,12 @@ static void test_types(void **state)
 	assert_int_equal(d->typed[0].live_blocks, 5);
 	snapshot_free(d);
 
-	/* count 2, "Event" (6 then 5 bytes), "<not an object>" (16 then 15),
-	 * count 1, then the record's stack at 24 */
+	/* count 2, "__main__.Event" (15 then 14 bytes), "<not an object>" (16
+	 * then 15), count 1, then the record's stack at 33 */
 	n = split(buf, len, sec, 8);
 	t = find_section(sec, n, 8);   /* types */
-	assert_int_equal(sec[t].payload[24], 0);
-	sec[t].payload[24] = 9;
+	assert_int_equal(sec[t].payload[33], 0);
+	sec[t].payload[33] = 9;
 	f = assemble(1, sec, n, &len2);
 	expect_reject(f, len2, "typed samples 0 name stack 9 of 1, type 1 of 2");
 	free(f);
