@@ -236,29 +236,54 @@ readable_cpythons() {
 	done
 }
 
-# watch_hoard NAME PYTHON MODE [OPTIONS...]: py_hoard.py MODE for 12 s,
-# watched by memwatch -p for 8 s with a +32 MiB trigger and OPTIONS; the report
-# in NAME.report, the run log in NAME.log. memwatch exits 0, the trigger fires,
-# the script ends with ok. With $hoard_env set (VAR=VALUE), the script runs
-# with it in its environment.
+# watch_hoard NAME PYTHON MODE [OPTIONS...]: py_hoard.py MODE (as a fifo
+# target named after NAME) watched by memwatch -p with a +32 MiB trigger and
+# OPTIONS, each step taken on an event, never after a time: the script grows
+# 40 MiB once memwatch has its baseline (the first sample in the run log),
+# which fires the trigger; 24 MiB more once the capture has started, its first
+# snapshot is taken and the agent's CPython state is settled (python=on, or
+# unreadable or unsupported for one read native-only), and then memwatch is
+# ended by SIGTERM, which takes the final snapshot of all that. The report is
+# in NAME.report, memwatch's stderr in NAME.stderr, the run log in NAME.log.
+# memwatch exits 143 (ended by SIGTERM), the trigger fires, the script ends
+# with ok. With $hoard_env set (VAR=VALUE), the script runs with it in its
+# environment.
 hoard=${top_srcdir:?}/tests/targets/py_hoard.py
 hoard_env=
 watch_hoard() {
-	local name=$1 python=$2 mode=$3 st
+	local name=$1 python=$2 mode=$3 mw st f
 	shift 3
-	env ${hoard_env:+"$hoard_env"} "$python" "$hoard" "$mode" 12 >"$name.out" 2>"$name.err" &
-	t=$!
-	started_pids="$started_pids $t"
-	wait_until "grep -q ready $name.out 2>/dev/null" 30 || { fail "$name: the script never got ready"; return 0; }
-	run_mw 0 -p "$t" -i 200ms -d 8s -q --trigger +32MiB -o "$name.log" "$@"
-	cp out "$name.report"
-	cp err "$name.stderr"
+	# the fifo target's name, a shell word (its holder is a variable)
+	f=$(echo "$name" | tr -c 'A-Za-z0-9_\n' _)
+	start_fifo_target "$f" env ${hoard_env:+"$hoard_env"} "$python" "$hoard" "$mode" 40 24
+	t=$target_pid
+	wait_ready "$f" 0 || { end_target "$f"; return 0; }
+	"$MEMWATCH" -p "$t" -i 200ms -d 120s -q --trigger +32MiB -o "$name.log" "$@" \
+		>"$name.report" 2>"$name.stderr" &
+	mw=$!
+	started_pids="$started_pids $mw"
+	if wait_until "grep -Eq '^[0-9.]+ $t ' '$name.log' 2>/dev/null" 30 &&
+	   step "$f" && wait_ready "$f" 1 60 &&
+	   wait_until "grep -Eq '^# event [0-9.]+ $t snapshot path=' '$name.log'" 60 &&
+	   python_state "$t" '\(on\|unreadable\|unsupported\)' &&
+	   step "$f" && wait_ready "$f" 2 60; then
+		kill -TERM "$mw"
+	else
+		sed 's/^/  log: /' "$name.log" >&2
+		kill -TERM "$mw" 2>/dev/null
+	fi
+	wait "$mw"
+	st=$?
+	[ "$st" -eq 143 ] || { fail "$name: memwatch -p $t: exit status $st, expected 143 (SIGTERM)"
+		sed 's/^/  | /' "$name.stderr" >&2; }
 	expect_grep "^# event [0-9.]+ $t capture-start " "$name.log"
+	# end of file on its stdin: the script ends wherever it is
+	end_target "$f"
 	wait "$t"
 	st=$?
-	[ "$st" -eq 0 ] || { fail "$name: python exited with status $st"; sed 's/^/  | /' "$name.err" >&2; }
-	expect_grep '^ok$' "$name.out"
-	expect_no_grep 'Fatal Python error|Segmentation|Traceback' "$name.err"
+	[ "$st" -eq 0 ] || { fail "$name: python exited with status $st"; sed 's/^/  | /' "$f.err" >&2; }
+	expect_grep '^ok$' "$f.out"
+	expect_no_grep 'Fatal Python error|Segmentation|Traceback' "$f.err"
 }
 
 # top_stack_share WHAT REPORT: $share, the percentage of the sampled growth

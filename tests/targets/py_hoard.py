@@ -1,15 +1,22 @@
-# py_hoard.py: a CPython target for tests/run-python-versions.sh, written to
-# run unchanged on CPython 3.6 and later. MODE SECONDS; prints "ready" once
-# running, grows for SECONDS, prints "ok" and exits 0.
+# py_hoard.py: a CPython target for the tests that watch_hoard (py-lib.sh)
+# drives, written to run unchanged on CPython 3.6 and later. MODE MIB...;
+# prints "ready 0" once running, then for each MIB reads a line from stdin and
+# grows its resident memory by MIB MiB (at a steady pace, 10 ms between
+# steps), keeping what it made, and prints "ready N" (N = 1, 2, ...). At the
+# next line, or at end of file at any point, it prints "ok" and exits 0.
 #   objects   small objects (a tuple of an int and a short str each), every
 #             one of them made on one line of one method, Hoard.grow
 #   buffers   64 KiB buffers made by C functions (bytes, bytearray and
 #             array.array), from the method Hoard.grow_buffers
+# The growth is measured, not assumed: the resident size is read from
+# /proc/self/statm after each step, so that a step grows by what the test
+# waits for on every version and allocator.
 import array
+import os
 import sys
 import time
 
-CAP = 160 * 2**20
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class Hoard:
@@ -29,20 +36,34 @@ class Hoard:
             items.append(array.array("b", bytes(65536)))
 
 
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
 def main():
     mode = sys.argv[1]
-    seconds = float(sys.argv[2])
+    steps = [float(a) for a in sys.argv[2:]]
     hoard = Hoard()
-    grow, per_tick, item_bytes = {
-        "objects": (hoard.grow, 3000, 150),
-        "buffers": (hoard.grow_buffers, 3, 3 * 65600),
+    # each step: how many to make, and at most how many bytes that makes
+    # (a bound on a phase that would otherwise never see its growth)
+    grow, per_tick, most = {
+        "objects": (hoard.grow, 3000, 3000 * 400),
+        "buffers": (hoard.grow_buffers, 3, 3 * 3 * 65600),
     }[mode]
-    print("ready", flush=True)
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if len(hoard.items) * item_bytes < CAP:
+    print("ready 0", flush=True)
+    for n, mib in enumerate(steps, 1):
+        if not sys.stdin.readline():
+            break
+        start = rss()
+        made = 0
+        while rss() - start < mib * 2**20 and made < 4 * mib * 2**20:
             grow(per_tick)
-        time.sleep(0.01)
+            made += most
+            time.sleep(0.01)
+        print("ready %d" % n, flush=True)
+    else:
+        sys.stdin.readline()
     print("ok", flush=True)
 
 
