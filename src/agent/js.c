@@ -9,13 +9,16 @@
  * V8's C++ API is called through its exported (Itanium-mangled) functions,
  * found by dlsym, never linked against. What is read of V8's structures
  * (v8::AllocationProfile's nodes, their std::vectors, v8::HandleScope's size)
- * was checked against the headers of V8 11.3 (node 20); any other V8, which
- * says its version through v8::V8::GetVersion, is captured native-only.
+ * was checked against the headers of V8 10.2 (node 18, Debian 12's
+ * libnode-dev) and V8 11.3 (node 20), which lay them out alike and export
+ * the same functions under the same names; any other V8, which says its
+ * version through v8::V8::GetVersion, is captured native-only.
  *
  * The isolate: V8 keeps the current isolate in a thread-local of the thread
  * that runs it. The main thread is asked for it by a queued real-time signal
- * whose handler only reads that thread-local (one %fs-relative load in
- * v8::Isolate::TryGetCurrent) and then holds the thread (at most 2 ms) while
+ * whose handler only reads that thread-local (v8::Isolate::TryGetCurrent: in
+ * V8 11.3 one %fs-relative load, in V8 10.2 pthread_getspecific of V8's key,
+ * a lock-free read of the thread's own descriptor) and then holds the thread (at most 2 ms) while
  * RequestInterrupt is called, so that the isolate cannot be torn down
  * meanwhile. The first interrupt registers an environment cleanup hook with
  * node; the hook, run on the JavaScript thread before node disposes of the
@@ -50,7 +53,7 @@
 #define JS_POLL_NS (100 * 1000000ull)      /* the helper looks for the isolate this often, */
 #define JS_MAX_POLLS 600                   /*   this many times at most in a capture */
 
-/* V8's functions, by their mangled names (V8 11.3). */
+/* V8's functions, by their mangled names (the same in V8 10.2 and 11.3). */
 struct v8_api {
 	const char *(*version)(void);
 	void *(*try_get_current)(void);
@@ -91,10 +94,12 @@ static const struct { const char *name; size_t off; } v8_syms[] = {
 };
 static struct v8_api v8;
 
-/* The V8 versions whose structures were checked (their headers). */
-static const char *const checked_versions[] = { "11.3." };
+/* The V8 versions whose structures were checked (their headers), as the
+ * list the line about any other says. */
+static const char *const checked_versions[] = { "10.2.", "11.3." };
+#define CHECKED_VERSIONS "10.2, 11.3"
 
-/* v8::AllocationProfile (v8-profiler.h of V8 11.3), as laid out by the
+/* v8::AllocationProfile (v8-profiler.h of V8 10.2 and 11.3), as laid out by the
  * Itanium C++ ABI and libstdc++'s std::vector (begin, end, capacity). */
 struct std_vector { void *begin, *end, *cap; };
 struct ap_allocation { size_t size; unsigned count; };
@@ -112,9 +117,9 @@ struct ap_sample { uint32_t node_id; size_t size; unsigned count; uint64_t sampl
 typedef struct ap_node *ap_root_fn(void *self);
 typedef const struct std_vector *ap_samples_fn(void *self);
 typedef void ap_delete_fn(void *self);
-_Static_assert(sizeof(struct ap_node) == 88, "v8::AllocationProfile::Node of V8 11.3");
+_Static_assert(sizeof(struct ap_node) == 88, "v8::AllocationProfile::Node of V8 10.2 and 11.3");
 _Static_assert(sizeof(struct ap_allocation) == 16 && sizeof(struct ap_sample) == 32,
-	       "v8::AllocationProfile's Allocation and Sample of V8 11.3");
+	       "v8::AllocationProfile's Allocation and Sample of V8 10.2 and 11.3");
 
 /* One read of the profile: its stacks (frames are the hashes of the functions
  * named in names), in memory of our own. */
@@ -177,7 +182,8 @@ static void probe(void)
 		if (!strncmp(js_version, checked_versions[i], strlen(checked_versions[i])))
 			js_state = MW_JS_OFF;
 	if (js_state == MW_JS_UNSUPPORTED) {
-		snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (11.3)", js_version);
+		snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (" CHECKED_VERSIONS ")",
+			 js_version);
 		return;
 	}
 	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
