@@ -684,6 +684,8 @@ static void *helper(void *arg)
 			if (!find_and_start()) {
 				pthread_mutex_lock(&js_lock);
 				find_failed = true;
+				if (js_state == MW_JS_WAITING)
+					js_state = MW_JS_OFF;
 				continue;
 			}
 			pthread_mutex_lock(&js_lock);
@@ -691,6 +693,8 @@ static void *helper(void *arg)
 				/* an embedder that runs JavaScript on another thread */
 				find_failed = true;
 				set_why("no V8 isolate on the main thread");
+				if (js_state == MW_JS_WAITING)
+					js_state = MW_JS_OFF;
 				continue;
 			}
 			clock_gettime(CLOCK_REALTIME, &dl);
@@ -753,6 +757,9 @@ void mw_js_capture_start(void)
 		js_state = MW_JS_WAITING;
 		set_why("the JavaScript thread has not reached a safe point yet");
 		post_start = true;
+	} else if (!js_iso) {
+		js_state = MW_JS_WAITING;
+		set_why("the JavaScript thread is not found yet");
 	}
 	pthread_cond_broadcast(&helper_cond);
 	pthread_mutex_unlock(&js_lock);
@@ -807,14 +814,24 @@ const char *mw_js_state_name(int s)
 	}
 }
 
-/* Read the profile on the JavaScript thread, waiting at most wait_ns. */
-static struct js_result *take_result(uint64_t wait_ns)
+/* Read the profile on the JavaScript thread, waiting at most wait_ns; NULL
+ * when it was not read. *snap_state is what the snapshot says of it (enum
+ * snap_js) and why (js_why's words, NUL-terminated) when it is not sampled. */
+static struct js_result *take_result(uint64_t wait_ns, uint32_t *snap_state, char *why, size_t whylen)
 {
 	struct js_result *r = NULL;
 	struct timespec dl;
 	uint64_t gen;
 	pthread_mutex_lock(&js_lock);
+	why[0] = 0;
 	if (js_state != MW_JS_ON || !js_iso || !running || !wait_ns) {
+		*snap_state = js_state == MW_JS_NONE ? SNAP_JS_NONE
+			      : js_state == MW_JS_UNSUPPORTED ? SNAP_JS_NATIVE
+			      : js_state == MW_JS_WAITING ? SNAP_JS_STARTING : SNAP_JS_NOT_SAMPLED;
+		if (js_state == MW_JS_ON && !wait_ns)
+			snprintf(why, whylen, "the snapshot at exit does not wait for the JavaScript thread");
+		else if (*snap_state != SNAP_JS_NONE)
+			snprintf(why, whylen, "%s", js_why[0] ? js_why : "V8's profiler is not running");
 		pthread_mutex_unlock(&js_lock);
 		return NULL;
 	}
@@ -844,6 +861,9 @@ static struct js_result *take_result(uint64_t wait_ns)
 				 (unsigned long long)(wait_ns / 1000000));
 		req_gen++;    /* a late interrupt does nothing */
 	}
+	*snap_state = r ? SNAP_JS_SAMPLED : SNAP_JS_NOT_SAMPLED;
+	if (!r)
+		snprintf(why, whylen, "%s", js_why[0] ? js_why : "V8's profile was not read");
 	pthread_mutex_unlock(&js_lock);
 	return r;
 }
@@ -857,10 +877,17 @@ int mw_js_snapshot(struct snapshot *s, uint64_t wait_ns)
 	uint32_t mod;
 	size_t i, k;
 	int ret = -1;
+	char why[sizeof js_why];
 
 	mw_tls.guard++;
-	r = take_result(wait_ns);
+	r = take_result(wait_ns, &s->js, why, sizeof why);
 	mw_tls.guard--;
+	/* the words say what they can: without memory, the state alone */
+	if (s->js != SNAP_JS_NONE) {
+		s->js_version = strdup(js_version[0] ? js_version : "?");
+		if (why[0])
+			s->js_why = strdup(why);
+	}
 	if (!r)
 		return 0;
 	if (!r->nstacks) {
