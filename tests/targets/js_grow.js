@@ -10,6 +10,11 @@
 //                   answered 200
 //   end SECONDS     grows for that long, then lets its event loop run dry
 //   exit SECONDS    grows for that long, then calls process.exit(0)
+//   block           grows all along; a line on stdin has its JavaScript thread
+//                   wait in native code (execSync of a shell, which says
+//                   "blocking") until a file "unblock" appears in its
+//                   directory (at most 60 s), then "ready 2"; another line
+//                   ends it
 "use strict";
 const mode = process.argv[2];
 const keep = new Map();
@@ -114,6 +119,22 @@ if (mode === "map") {
 		process.stdin.destroy();
 	}, 1000 * Number(process.argv[3] || 3));
 	onStdin(() => {});
+} else if (mode === "block") {
+	const child_process = require("child_process");
+	setInterval(retainObjects, 20);
+	console.log("ready " + process.pid);
+	let stage = 0;
+	onStdin(() => {
+		if (++stage > 1) {
+			console.log("ok " + keep.size);
+			process.exit(0);
+		}
+		// the shell says "blocking" once node is in execSync's native code
+		child_process.execSync(
+			"echo blocking; i=0; while [ ! -e unblock ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done",
+			{ stdio: ["ignore", "inherit", "inherit"] });
+		console.log("ready 2");
+	});
 } else {
 	console.error("js_grow.js: unknown mode " + mode);
 	process.exit(2);
