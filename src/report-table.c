@@ -433,6 +433,9 @@ static void print_js_note(FILE *f, const struct snapshot *s, const char *which)
 		fprintf(f, "  node: JavaScript objects not sampled: %s: captured native-only\n", why);
 	else if (s->js == SNAP_JS_NOT_SAMPLED || s->js == SNAP_JS_STARTING)
 		fprintf(f, "  node: JavaScript objects not sampled in %s: %s\n", which, why);
+	else if (s->js == SNAP_JS_SAMPLED && s->js_why && s->js_why[0])
+		/* the main thread's are there, not every worker thread's */
+		fprintf(f, "  node: JavaScript objects not all sampled in %s: %s\n", which, why);
 }
 
 /* memwatch diff: what the two snapshots lack of node's JavaScript objects.
@@ -449,6 +452,8 @@ static void print_js_notes(FILE *f, const struct snapshot *a, const struct snaps
 		if (b->js == SNAP_JS_SAMPLED)
 			fprintf(f, "    (the rows of kind js count all of their objects as new)\n");
 	}
+	if (b->js == SNAP_JS_SAMPLED)
+		print_js_note(f, b, "the after snapshot");
 	if (b->js == SNAP_JS_NOT_SAMPLED || b->js == SNAP_JS_STARTING) {
 		print_js_note(f, b, "the after snapshot");
 		fprintf(f, "    (V8's heap shows as the mappings of its pages, kind mmap, not by\n"
