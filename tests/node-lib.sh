@@ -18,10 +18,15 @@ need_node() {
 	local want
 	case ${node_under_test:-20} in
 	18)
-		NODE=$NODE18_DIR/node
+		# its binary itself, not the launcher (a shell that would exec
+		# it under memwatch run), with its libnode found through the
+		# environment every program of the test inherits
+		NODE=$NODE18_DIR/usr/bin/node
 		want=10.2.
-		[ -x "$NODE" ] ||
+		[ -x "$NODE18_DIR/node" ] && [ -x "$NODE" ] ||
 			skip "Debian's node 18 is not unpacked in $NODE18_DIR (sh tests/install-deps.sh --tests)"
+		LD_LIBRARY_PATH=$(dirname "$(find "$NODE18_DIR/usr/lib" -name 'libnode.so.108' | head -n 1)")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+		export LD_LIBRARY_PATH
 		;;
 	*)
 		NODE=/usr/bin/node
