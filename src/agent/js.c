@@ -14,22 +14,33 @@
  * the same functions under the same names; any other V8, which says its
  * version through v8::V8::GetVersion, is captured native-only.
  *
- * The isolate: V8 keeps the current isolate in a thread-local of the thread
- * that runs it. The main thread is asked for it by a queued real-time signal
- * whose handler only reads that thread-local (v8::Isolate::TryGetCurrent: in
- * V8 11.3 one %fs-relative load, in V8 10.2 pthread_getspecific of V8's key,
- * a lock-free read of the thread's own descriptor) and then holds the thread (at most 2 ms) while
+ * The isolates: V8 keeps the current isolate in a thread-local of the
+ * thread that runs it; node runs one on its main thread and one on each
+ * worker_threads Worker's thread. Each thread is asked for its own by a
+ * queued real-time signal whose handler only reads that thread-local
+ * (v8::Isolate::TryGetCurrent: in V8 11.3 one %fs-relative load, in V8 10.2
+ * pthread_getspecific of V8's key, a lock-free read of the thread's own
+ * descriptor) and then holds the thread (at most 2 ms) while
  * RequestInterrupt is called, so that the isolate cannot be torn down
- * meanwhile. The first interrupt registers an environment cleanup hook with
- * node; the hook, run on the JavaScript thread before node disposes of the
- * isolate, stops the profiler and forgets the isolate, under the lock every
- * later request is made with. Once the profiler runs, reading and stopping
- * it go through node::RequestInterrupt, which also wakes an idle event loop;
- * the start cannot (node's Environment is known only on its thread), and
- * waits for the JavaScript thread to run JavaScript. No signal is sent before V8 has a
- * platform: node sets every signal's disposition back to the default early
- * in main, before it initializes V8, which would make ours kill it. Worker
- * threads' isolates are not sampled. */
+ * meanwhile. The main thread is asked first; then, once a second, any thread
+ * not known yet that does not block the signal (a thread that runs no
+ * isolate is asked at most three times: a worker's may be asked before it
+ * enters its isolate, and one that lives less than a few seconds may be
+ * missed, its heap ending with it). The first interrupt registers an
+ * environment cleanup hook with node; the hook, run on the isolate's thread
+ * before node disposes of it, stops the profiler and forgets the isolate,
+ * under the lock every later request is made with. Once the profiler runs,
+ * reading and stopping it go through node::RequestInterrupt, which also
+ * wakes an idle event loop; the start cannot (node's Environment is known
+ * only on its thread), and waits for the thread to run JavaScript. No
+ * signal is sent before V8 has a platform: node sets every signal's
+ * disposition back to the default early in main, before it initializes V8,
+ * which would make ours kill it.
+ *
+ * What a thread the signal reaches sees: a system call that SA_RESTART does
+ * not restart (epoll_wait, poll, nanosleep) returns EINTR once; libuv's
+ * loops, V8's and libuv's worker threads (condition variables) carry on as
+ * for any signal. */
 #include "config.h"
 
 #define _GNU_SOURCE 1
@@ -940,6 +951,8 @@ static bool scan(void)
 		if (thread_blocks(t, js_signal))
 			continue;
 		r = ask_thread(t);
+		if (r < 0 && !tid_alive(t))
+			continue;       /* it ended, and its signal with it */
 		if (r < 0) {
 			if (t == getpid()) {
 				pthread_mutex_lock(&js_lock);
