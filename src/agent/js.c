@@ -884,7 +884,8 @@ static int ask_thread(pid_t tid)
 #define JS_MAX_NOISO 256
 #define JS_NOISO_TRIES 3
 static struct { pid_t tid; unsigned tries; uint64_t next_ns; } noiso[JS_MAX_NOISO];
-static size_t nnoiso;
+static size_t nnoiso;           /* the helper's own */
+static bool noiso_reset;        /* a capture starts: every thread may be asked again */
 
 /* Look for the isolates not known yet: the main thread's first, then any
  * other thread's that does not block the signal (our own threads block it).
@@ -904,6 +905,9 @@ static bool scan(void)
 		return true;    /* node is still starting */
 	/* the slots of threads gone are free again */
 	pthread_mutex_lock(&js_lock);
+	if (noiso_reset)
+		nnoiso = 0;
+	noiso_reset = false;
 	for (i = 0; i < JS_MAX_ISOLATES; i++)
 		if ((slots[i].state == SLOT_GONE || slots[i].state == SLOT_PENDING) &&
 		    !is_main(&slots[i]) && !tid_alive(slots[i].tid))
@@ -1112,7 +1116,7 @@ void mw_js_capture_start(void)
 	want = true;
 	find_failed = false;
 	polls = 0;
-	nnoiso = 0;
+	noiso_reset = true;
 	interval = mw_rate > 1 ? mw_rate : 1;
 	depth = (int)(mw_depth ? mw_depth : MW_DEFAULT_DEPTH);
 	for (i = 0; i < JS_MAX_ISOLATES; i++) {
