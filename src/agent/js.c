@@ -755,20 +755,25 @@ static bool thread_blocks(pid_t tid, int sig)
 }
 
 /* A real-time signal nobody handles and the main thread does not block, with
- * our handler installed; 0 if there is none. *restore: the disposition may be
- * put back (*old) once every signal sent is answered. */
-static int pick_signal(struct sigaction *old, bool *restore)
+ * our handler installed; 0 if there is none, and *later when one that is
+ * free is blocked by the main thread now (as while it starts threads).
+ * *restore: the disposition may be put back (*old) once every signal sent is
+ * answered. */
+static int pick_signal(struct sigaction *old, bool *restore, bool *later)
 {
 	int sig;
 	*restore = false;
+	*later = false;
 	if (owned_signal)
 		return owned_signal;
 	for (sig = SIGRTMAX; sig > SIGRTMIN + 4; sig--) {
 		struct sigaction sa;
-		if (thread_blocks(getpid(), sig))
-			continue;
 		if (sigaction(sig, NULL, old) < 0 || old->sa_handler != SIG_DFL || (old->sa_flags & SA_SIGINFO))
 			continue;
+		if (thread_blocks(getpid(), sig)) {
+			*later = true;
+			continue;
+		}
 		memset(&sa, 0, sizeof sa);
 		sa.sa_sigaction = on_signal;
 		sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -893,7 +898,7 @@ static bool noiso_reset;        /* a capture starts: every thread may be asked a
 static bool scan(void)
 {
 	struct sigaction old;
-	bool restore, answered = true;
+	bool restore, later, answered = true;
 	char path[64];
 	pid_t tids[512];
 	size_t ntids = 0, i, k;
@@ -932,11 +937,12 @@ static bool scan(void)
 			noiso[k++] = noiso[i];
 	}
 	nnoiso = k;
-	if (!(js_signal = pick_signal(&old, &restore))) {
+	if (!(js_signal = pick_signal(&old, &restore, &later))) {
 		pthread_mutex_lock(&js_lock);
-		set_why("no free real-time signal to find the JavaScript thread");
+		set_why(later ? "the main thread blocks the signals that could find it"
+			      : "no free real-time signal to find the JavaScript thread");
 		pthread_mutex_unlock(&js_lock);
-		return false;
+		return later;
 	}
 	for (i = 0; i < ntids; i++) {
 		pid_t t = tids[i];
