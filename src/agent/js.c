@@ -295,8 +295,10 @@ static void on_cleanup(void *arg)
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
 	s = i < JS_MAX_ISOLATES ? &slots[i] : NULL;
-	/* registered only for a hooked slot, which nothing else takes */
-	if (s && s->state == SLOT_HOOKED) {
+	/* registered only for a hooked slot, which nothing else takes (and
+	 * run on its thread: any other would be a slot given to another
+	 * isolate, which this must not touch) */
+	if (s && s->state == SLOT_HOOKED && s->tid == my_tid()) {
 		if (s->running)
 			v8.stop(v8.heap_profiler(s->iso));
 		s->running = false;
