@@ -56,6 +56,10 @@ static void print_frame(FILE *f, struct report *r, const struct dframe *d, const
 		fprintf(f, "  %s", base_name(d->file));
 		if (d->line)
 			fprintf(f, ":%" PRIu32, d->line);
+	} else if (d->gmod != SYM_NO_MODULE && d->function &&
+		   !strcmp(symbolizer_module_name(r->z, d->gmod), "[js]")) {
+		/* a JavaScript frame of no script (a builtin, the worker mark):
+		 * its offset is a hash of its name, nothing to read */
 	} else if (d->gmod != SYM_NO_MODULE && r->o->by == REPORT_BY_FUNCTION && d->function) {
 		/* one row stands for many addresses of the function */
 		fprintf(f, "  (%s)", symbolizer_module_name(r->z, d->gmod));
