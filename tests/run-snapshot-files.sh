@@ -74,6 +74,21 @@ run_mw 0 show js.snap
 expect_grep '^  node: JavaScript objects not sampled in this snapshot: the JavaScript thread did not reach a safe point within 1000 ms$' out
 run_mw 0 show -F json js.snap
 expect_grep '"js": \{"state": "not-sampled", "version": "10\.2\.154\.26-node\.37", "why": "the JavaScript thread did not reach a safe point within 1000 ms"\}' out
+# diff: a before snapshot taken while V8's profiler was starting misses
+# nothing and is not said; one whose read failed is, and an after one is
+sed -e 's/^js 3$/js 4/' -e 's/^js_why .*/js_why "the JavaScript thread has not reached a safe point yet"/' \
+	js.txt >starting.txt
+sed -e 's/^js 3$/js 1/' -e 's/^js_why .*/js_why -/' js.txt >sampled.txt
+"$snapdump" --from-text starting.txt starting.snap || fail "--from-text starting.txt"
+"$snapdump" --from-text sampled.txt sampled.snap || fail "--from-text sampled.txt"
+run_mw 0 diff starting.snap sampled.snap
+expect_no_grep 'node:' out
+run_mw 0 diff js.snap sampled.snap
+expect_grep '^  node: JavaScript objects not sampled in the before snapshot: the JavaScript thread did not reach a safe point within 1000 ms$' out
+expect_grep '^    \(the rows of kind js count all of their objects as new\)$' out
+run_mw 0 diff sampled.snap starting.snap
+expect_grep '^  node: JavaScript objects not sampled in the after snapshot: the JavaScript thread has not reached a safe point yet$' out
+
 # a snapshot of no node says nothing of it, and its JSON has js null
 run_mw 0 show fixture.snap
 expect_no_grep 'node:' out
