@@ -939,6 +939,24 @@ static bool scan(void)
 			noiso[k++] = noiso[i];
 	}
 	nnoiso = k;
+	/* the threads to ask now: those not known, and not given up on or
+	 * asked too lately; none (as almost always once all are known): the
+	 * signals are not touched */
+	pthread_mutex_lock(&js_lock);
+	for (i = k = 0; i < ntids; i++) {
+		size_t j;
+		if (tid_known(tids[i]))
+			continue;
+		for (j = 0; j < nnoiso && noiso[j].tid != tids[i]; j++)
+			;
+		if (j < nnoiso && (noiso[j].tries >= JS_NOISO_TRIES || now < noiso[j].next_ns))
+			continue;
+		tids[k++] = tids[i];
+	}
+	pthread_mutex_unlock(&js_lock);
+	ntids = k;
+	if (!ntids)
+		return true;
 	if (!(js_signal = pick_signal(&old, &restore, &later))) {
 		pthread_mutex_lock(&js_lock);
 		set_why(later ? "the main thread blocks the signals that could find it"
@@ -958,11 +976,10 @@ static bool scan(void)
 			continue;
 		for (j = 0; j < nnoiso && noiso[j].tid != t; j++)
 			;
-		if (j < nnoiso && (noiso[j].tries >= JS_NOISO_TRIES || now < noiso[j].next_ns))
-			continue;
-		if (thread_blocks(t, js_signal))
-			continue;
-		r = ask_thread(t);
+		/* a thread that blocks the signal (ours, node's watchdog, one
+		 * starting with its creator's mask) counts as one that runs no
+		 * isolate: asked again a few times */
+		r = thread_blocks(t, js_signal) ? 0 : ask_thread(t);
 		if (r < 0 && !tid_alive(t))
 			continue;       /* it ended, and its signal with it */
 		if (r < 0) {

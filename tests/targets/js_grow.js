@@ -11,7 +11,7 @@
 //   end SECONDS     grows for that long, then lets its event loop run dry
 //   exit SECONDS    grows for that long, then calls process.exit(0)
 //   worker          a worker thread whose workerObjects() keeps small objects
-//                   in an array, ~20 MiB/s, says "ready PID" (through the main
+//                   in an array, ~20 MiB/s up to ~300 MiB, says "ready PID" (through the main
 //                   thread, which runs no JavaScript of its own meanwhile); a
 //                   line on stdin terminates it and starts another, "ready 2"
 //   block           grows all along; a line on stdin has its JavaScript thread
@@ -34,7 +34,8 @@ function growBuffers(list) {
 }
 
 function workerObjects(list) {
-	for (let k = 0; k < 4000; k++)
+	// (at most 3 million, some 300 MiB: under a worker's heap limit)
+	for (let k = 0; k < 4000 && list.length < 3000000; k++)
 		list.push({ id: k, name: "worker-" + k, at: [k, list.length] });
 }
 
