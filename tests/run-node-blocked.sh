@@ -24,6 +24,9 @@ mw=$!
 started_pids="$started_pids $mw"
 wait_until "\"$CTL\" $t status 2>/dev/null | grep -q ' js=on '" 60 ||
 	fail "V8's profiler did not start: $("$CTL" "$t" status 2>&1)"
+# (and has sampled: 16 MiB grown since)
+rss0=$(awk '/^VmRSS:/ { print $2 }' "/proc/$t/status")
+wait_until "[ \$(awk '/^VmRSS:/ { print \$2 }' /proc/$t/status) -gt $((rss0 + 16384)) ]" 60
 
 # before the block: the objects are there
 run_mw 0 snap -p "$t" -w 0 -o good.snap
