@@ -11,6 +11,8 @@
 #
 # Usage: bench/node-overhead.sh [-r REPEATS] [-n ROUNDS] [BUILDDIR]
 #   BUILDDIR holds memwatch and tests/tools/agentctl (make check builds it).
+#   NODE=PATH runs another node than /usr/bin/node: NODE=18 runs Debian's
+#   node 18 where tests/install-deps.sh --tests unpacks it.
 set -u
 
 repeats=5
@@ -24,7 +26,12 @@ while getopts r:n: opt; do
 done
 shift $((OPTIND - 1))
 build=${1:-.}
-node=/usr/bin/node
+node=${NODE:-/usr/bin/node}
+if [ "$node" = 18 ]; then
+	node=/opt/memwatch-tests/node18/usr/bin/node
+	LD_LIBRARY_PATH=/opt/memwatch-tests/node18/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export LD_LIBRARY_PATH
+fi
 mw=$build/memwatch
 ctl=$build/tests/tools/agentctl
 wl=$(dirname "$0")/js_workload.js

@@ -351,6 +351,14 @@ static void decode_process(struct reader *r, struct snapshot *s)
 		s->python = get_u32(r);
 		s->python_version = get_u32(r);
 	}
+	if (!r->failed && r->end - r->pos >= 4) {
+		s->js = get_u32(r);
+		s->js_version = get_optstr(r, "js_version");
+		s->js_why = get_optstr(r, "js_why");
+		/* a state this reader does not know says nothing it can use */
+		if (s->js > SNAP_JS_MAX)
+			s->js = SNAP_JS_NONE;
+	}
 	if (!r->failed && s->sample_rate == 0) {
 		r->failed = true;
 		set_cause(r->cause, "section 'process': sample rate 0 at byte %zu is not valid",

@@ -168,6 +168,9 @@ static void encode_into(struct writer *w, const struct snapshot *s)
 	/* appended to the section: readers that predate them ignore them */
 	put_u32(w, s->python);
 	put_u32(w, s->python_version);
+	put_u32(w, s->js);
+	put_optstr(w, s->js_version);
+	put_optstr(w, s->js_why);
 	end_section(w, at);
 
 	if (s->mallinfo.present) {
@@ -351,6 +354,8 @@ void snapshot_free(struct snapshot *s)
 		return;
 	free(s->exe);
 	free(s->cmdline);
+	free(s->js_version);
+	free(s->js_why);
 	for (size_t i = 0; s->modules && i < s->nmodules; i++)
 		free(s->modules[i].path);
 	free(s->modules);

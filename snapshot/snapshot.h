@@ -128,6 +128,17 @@ enum snap_python {
 	SNAP_PYTHON_PAUSED = 3,      /* one it reads, not sampled now (GIL not had yet, finalized) */
 };
 
+/* node's JavaScript objects (V8's sampling heap profiler), as the agent read
+ * them for the snapshot. */
+enum snap_js {
+	SNAP_JS_NONE = 0,            /* no V8 found (or a writer that predates the field) */
+	SNAP_JS_SAMPLED = 1,         /* its live sampled objects are the stacks of kind js */
+	SNAP_JS_NATIVE = 2,          /* a V8 the agent does not read: native-only */
+	SNAP_JS_NOT_SAMPLED = 3,     /* one it reads whose profile was not read: js_why */
+	SNAP_JS_STARTING = 4,        /* its profiler not started yet in this capture: js_why */
+};
+#define SNAP_JS_MAX SNAP_JS_STARTING
+
 /* What the sampled live blocks of one stack were at snapshot time, by type
  * (CPython: the type of the object in the block; see memwatch-snapshot(5)):
  * the samples of stack whose block held an object of types[type]. */
@@ -157,6 +168,9 @@ struct snapshot {
 	uint64_t dropped_bytes;      /* estimated live bytes of the dropped stacks */
 	uint32_t python;             /* enum snap_python: what the agent made of CPython */
 	uint32_t python_version;     /* its version, major << 8 | minor (0: none) */
+	uint32_t js;                 /* enum snap_js: what the agent made of node's V8 */
+	char *js_version;            /* V8's version, or NULL */
+	char *js_why;                /* why its objects are not in the snapshot, or NULL */
 	struct snap_mallinfo mallinfo;
 	size_t nmodules;
 	struct snap_module *modules;

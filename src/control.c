@@ -415,6 +415,9 @@ int control_status(int fd, struct control_status *st, char **cause)
 		p = strstr(buf, " js=");
 		if (p)
 			sscanf(p, " js=%15[a-z]", st->js);
+		p = strstr(buf, " js-workers=");
+		if (p)
+			sscanf(p, " js-workers=%u", &st->js_workers);
 		p = strstr(buf, " js-version=");
 		if (p)
 			sscanf(p, " js-version=%47s", st->js_version);

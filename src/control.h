@@ -19,6 +19,7 @@ struct control_status {
 	char python_why[96];     /* unreadable: why its structures cannot be read */
 	char js[16];             /* node's JavaScript heap: none, unsupported, off, waiting, on, gone */
 	char js_version[48];     /* V8's version ("-": none) */
+	unsigned js_workers;     /* worker threads' isolates sampled now */
 	char js_why[200];        /* why JavaScript objects were last not read ("": they were) */
 };
 

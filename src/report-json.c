@@ -87,6 +87,18 @@ static void json_snapshot(FILE *f, const struct input *in)
 			s->python_version >> 8, s->python_version & 0xff);
 	else
 		fputs("null", f);
+	fputs(", \"js\": ", f);
+	if (s->js) {
+		fprintf(f, "{\"state\": \"%s\", \"version\": ",
+			s->js == SNAP_JS_SAMPLED ? "sampled" :
+			s->js == SNAP_JS_NATIVE ? "native-only" :
+			s->js == SNAP_JS_STARTING ? "starting" : "not-sampled");
+		json_str(f, s->js_version);
+		fputs(", \"why\": ", f);
+		json_str(f, s->js_why);
+		fputc('}', f);
+	} else
+		fputs("null", f);
 	fputs(", \"mallinfo\": ", f);
 	if (s->mallinfo.present)
 		fprintf(f,

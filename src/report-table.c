@@ -56,6 +56,10 @@ static void print_frame(FILE *f, struct report *r, const struct dframe *d, const
 		fprintf(f, "  %s", base_name(d->file));
 		if (d->line)
 			fprintf(f, ":%" PRIu32, d->line);
+	} else if (d->gmod != SYM_NO_MODULE && d->function &&
+		   !strcmp(symbolizer_module_name(r->z, d->gmod), "[js]")) {
+		/* a JavaScript frame of no script (a builtin, the worker mark):
+		 * its offset is a hash of its name, nothing to read */
 	} else if (d->gmod != SYM_NO_MODULE && r->o->by == REPORT_BY_FUNCTION && d->function) {
 		/* one row stands for many addresses of the function */
 		fprintf(f, "  (%s)", symbolizer_module_name(r->z, d->gmod));
@@ -423,6 +427,44 @@ static void print_regions(FILE *f, const struct snapshot *s)
 	}
 }
 
+/* node: the line that says why a snapshot has none of its JavaScript objects
+ * (which: "this snapshot", "the after snapshot"...), nothing when it has them
+ * or is no node. */
+static void print_js_note(FILE *f, const struct snapshot *s, const char *which)
+{
+	const char *why = s->js_why && s->js_why[0] ? s->js_why : "no reason recorded";
+	if (s->js == SNAP_JS_NATIVE)
+		fprintf(f, "  node: JavaScript objects not sampled: %s: captured native-only\n", why);
+	else if (s->js == SNAP_JS_NOT_SAMPLED || s->js == SNAP_JS_STARTING)
+		fprintf(f, "  node: JavaScript objects not sampled in %s: %s\n", which, why);
+	else if (s->js == SNAP_JS_SAMPLED && s->js_why && s->js_why[0])
+		/* the main thread's are there, not every worker thread's */
+		fprintf(f, "  node: JavaScript objects not all sampled in %s: %s\n", which, why);
+}
+
+/* memwatch diff: what the two snapshots lack of node's JavaScript objects.
+ * A before snapshot taken while V8's profiler was starting misses nothing
+ * (it samples only what is allocated once started): it is not said. */
+static void print_js_notes(FILE *f, const struct snapshot *a, const struct snapshot *b)
+{
+	if (b->js == SNAP_JS_NATIVE || a->js == SNAP_JS_NATIVE) {
+		print_js_note(f, b->js == SNAP_JS_NATIVE ? b : a, "");
+		return;
+	}
+	if (a->js == SNAP_JS_NOT_SAMPLED) {
+		print_js_note(f, a, "the before snapshot");
+		if (b->js == SNAP_JS_SAMPLED)
+			fprintf(f, "    (the rows of kind js count all of their objects as new)\n");
+	}
+	if (b->js == SNAP_JS_SAMPLED)
+		print_js_note(f, b, "the after snapshot");
+	if (b->js == SNAP_JS_NOT_SAMPLED || b->js == SNAP_JS_STARTING) {
+		print_js_note(f, b, "the after snapshot");
+		fprintf(f, "    (V8's heap shows as the mappings of its pages, kind mmap, not by\n"
+			"    JavaScript function)\n");
+	}
+}
+
 /* memwatch show as a table: the snapshot, the memory, the largest stacks. */
 static int table_show(FILE *f, struct report *r)
 {
@@ -453,6 +495,7 @@ static int table_show(FILE *f, struct report *r)
 		fprintf(f, "  CPython %u.%u captured native-only (memwatch cannot read it): its small objects "
 			"and Python frames are not in these stacks\n",
 			in->s->python_version >> 8, in->s->python_version & 0xff);
+	print_js_note(f, in->s, "this snapshot");
 	if (sample != REPORT_SAMPLE_LIVE)
 		print_volume(f, in);
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
@@ -557,6 +600,7 @@ static void print_explained(FILE *f, const struct report *r)
 		fprintf(f, "  CPython %u.%u captured native-only (memwatch cannot read it): its small objects "
 			"and Python frames are not in these stacks\n",
 			py->python_version >> 8, py->python_version & 0xff);
+	print_js_notes(f, a, b);
 	if (share < 0)
 		return;
 	fmt_signed(g, sizeof g, rss_growth(r));

@@ -5,7 +5,9 @@
 #   sh tests/install-deps.sh --tests  that, and what only the test suite needs:
 #                                     the programs nobody here wrote that the tests
 #                                     point memwatch at, the peers the benchmarks
-#                                     compare with, the fuzzers' compiler
+#                                     compare with, the fuzzers' compiler, and
+#                                     Debian's own node 18 unpacked into
+#                                     /opt/memwatch-tests/node18 (below)
 # Run as root, or as a user who may use sudo. Safe to run again: only missing
 # packages are installed, and nothing is asked for when none is missing.
 set -e
@@ -26,12 +28,22 @@ build="build-essential autoconf automake libtool pkg-config
 # tcmalloc, CPython and its debug build, node, a JVM, Go, musl), the servers and
 # tools nobody here wrote (redis, sqlite3, Prometheus and its node exporter,
 # chromium for the HTML report), heaptrack to compare with, tmux to drive
-# memwatch top, ss (iproute2) to check node opens no port.
+# memwatch top, ss (iproute2) to check node opens no port. The libraries and
+# the JavaScript modules (which it loads from /usr/share/nodejs) that
+# Debian's node 18 needs to run unpacked (below).
 tests="libc6-dbg debuginfod file clang libclang-rt-14-dev valgrind g++
 	libjemalloc2 libtcmalloc-minimal4 curl python3 libpython3-dev python3.11-dbg
 	heaptrack time golang-go musl-tools nodejs openjdk-17-jdk-headless
 	prometheus prometheus-node-exporter chromium strace
-	redis-server redis-tools sqlite3 procps tmux iproute2"
+	redis-server redis-tools sqlite3 procps tmux iproute2
+	libuv1 libicu72 libc-ares2 libnghttp2-14 libbrotli1 libssl3 zlib1g
+	node-cjs-module-lexer node-acorn node-undici"
+
+# Debian's node 18 (packages nodejs 18.* and libnode108, V8 10.2), which the
+# node tests run beside the installed nodejs: it would conflict with a newer
+# nodejs (NodeSource's), so it is not installed but unpacked into this
+# directory, with a launcher, $node18/node, that runs it with its libnode.
+node18=/opt/memwatch-tests/node18
 
 case "${1:-}" in
 "") packages=$build ;;
@@ -47,7 +59,11 @@ for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 		missing="$missing $p"
 done
-[ -n "$missing" ] || exit 0
+want_node18=
+if [ "${1:-}" = --tests ] && ! "$node18/node" -e 0 2>/dev/null; then
+	want_node18=1
+fi
+[ -n "$missing$want_node18" ] || exit 0
 
 # root installs directly; anyone else through sudo, when there is one
 if [ "$(id -u)" -eq 0 ]; then
@@ -55,12 +71,39 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo > /dev/null; then
 	sudo="sudo"
 else
-	echo "install-deps: missing packages:$missing (run as root, or install sudo)" >&2
+	echo "install-deps: missing packages:$missing${want_node18:+ (and $node18)} (run as root, or install sudo)" >&2
 	exit 1
 fi
-echo "install-deps: installing$missing"
-# libunwind-dev conflicts with LLVM's libunwind-14-dev; -y lets apt resolve it.
-# The lock timeout lets it wait for another apt (an unattended upgrade) to end.
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-	-o DPkg::Lock::Timeout=600 $missing
+if [ -n "$missing" ]; then
+	echo "install-deps: installing$missing"
+	# libunwind-dev conflicts with LLVM's libunwind-14-dev; -y lets apt
+	# resolve it. The lock timeout lets it wait for another apt (an
+	# unattended upgrade) to end.
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		-o DPkg::Lock::Timeout=600 $missing
+fi
+[ -n "$want_node18" ] || exit 0
+
+# Debian's newest node 18 (apt-cache madison lists the newest first), its
+# nodejs and libnode108 of the same version downloaded and unpacked.
+v=$(apt-cache madison nodejs | awk '$3 ~ /^18\./ { print $3; exit }')
+if [ -z "$v" ]; then
+	echo "install-deps: apt knows no nodejs 18 (Debian 12's): $node18 not made" >&2
+	exit 1
+fi
+echo "install-deps: unpacking Debian's nodejs $v into $node18"
+dl=$(mktemp -d)
+trap 'rm -rf "$dl"' EXIT
+chmod 755 "$dl"    # apt downloads as its own user
+(cd "$dl" && apt-get download -q "nodejs=$v" "libnode108=$v")
+$sudo rm -rf "$node18"
+$sudo mkdir -p "$node18"
+for deb in "$dl"/*.deb; do
+	$sudo dpkg-deb -x "$deb" "$node18"
+done
+lib=$(dirname "$(find "$node18/usr/lib" -name 'libnode.so.108' | head -n 1)")
+printf '#!/bin/sh\n# Debian nodejs %s, unpacked by tests/install-deps.sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
+	"$v" "$lib" "$node18/usr/bin/node" >"$dl/node"
+$sudo install -m 755 "$dl/node" "$node18/node"
+"$node18/node" -e 'console.log("install-deps: node " + process.version + ", V8 " + process.versions.v8)'

@@ -48,6 +48,53 @@ expect_grep '^stack 0 live_bytes=3145728 live_blocks=3 live_samples=3 alloc_byte
 expect_grep '^  -:0x7f0000001234$' out
 expect_grep '^mallinfo none$' out
 
+# node's fields: they round-trip, and a snapshot whose JavaScript objects were
+# not sampled says so, and why, in show's table and its JSON
+cat >js.txt <<'T'
+pid 78
+exe "/usr/bin/node"
+cmdline "node app.js"
+sample_rate 524288
+js 3
+js_version "10.2.154.26-node.37"
+js_why "the JavaScript thread did not reach a safe point within 1000 ms"
+module 0 bias=0x400000 lo=0x400000 hi=0x401000 path="/usr/bin/node"
+stack 0 live_bytes=1048576 live_blocks=1 live_samples=1 alloc_bytes=1048576 alloc_blocks=1 flags=0x2
+  0:0x42
+T
+"$snapdump" --from-text js.txt js.snap || fail "--from-text js.txt"
+dump js.snap
+expect_grep '^js 3$' out
+expect_grep '^js_version "10\.2\.154\.26-node\.37"$' out
+mv out js1.txt
+"$snapdump" --from-text js1.txt js2.snap || fail "--from-text js1.txt"
+dump js2.snap
+cmp -s js1.txt out || fail "the node fields do not round-trip through --from-text"
+run_mw 0 show js.snap
+expect_grep '^  node: JavaScript objects not sampled in this snapshot: the JavaScript thread did not reach a safe point within 1000 ms$' out
+run_mw 0 show -F json js.snap
+expect_grep '"js": \{"state": "not-sampled", "version": "10\.2\.154\.26-node\.37", "why": "the JavaScript thread did not reach a safe point within 1000 ms"\}' out
+# diff: a before snapshot taken while V8's profiler was starting misses
+# nothing and is not said; one whose read failed is, and an after one is
+sed -e 's/^js 3$/js 4/' -e 's/^js_why .*/js_why "the JavaScript thread has not reached a safe point yet"/' \
+	js.txt >starting.txt
+sed -e 's/^js 3$/js 1/' -e 's/^js_why .*/js_why -/' js.txt >sampled.txt
+"$snapdump" --from-text starting.txt starting.snap || fail "--from-text starting.txt"
+"$snapdump" --from-text sampled.txt sampled.snap || fail "--from-text sampled.txt"
+run_mw 0 diff starting.snap sampled.snap
+expect_no_grep 'node:' out
+run_mw 0 diff js.snap sampled.snap
+expect_grep '^  node: JavaScript objects not sampled in the before snapshot: the JavaScript thread did not reach a safe point within 1000 ms$' out
+expect_grep '^    \(the rows of kind js count all of their objects as new\)$' out
+run_mw 0 diff sampled.snap starting.snap
+expect_grep '^  node: JavaScript objects not sampled in the after snapshot: the JavaScript thread has not reached a safe point yet$' out
+
+# a snapshot of no node says nothing of it, and its JSON has js null
+run_mw 0 show fixture.snap
+expect_no_grep 'node:' out
+run_mw 0 show -F json fixture.snap
+expect_grep '"js": null' out
+
 # expect_refused FILE PATTERN: status 3, one "memwatch: 'FILE': ..." line.
 expect_refused() {
 	dump "$1"

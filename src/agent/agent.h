@@ -360,6 +360,8 @@ void mw_js_capture_stop(void) MW_HIDDEN;
 /* enum mw_js_state; V8's version ("-" if none) and why JS was last not read ("" if it was). */
 int mw_js_state(const char **version, const char **why) MW_HIDDEN;
 const char *mw_js_state_name(int state) MW_HIDDEN;
+/* Worker threads' isolates whose profiler runs now. */
+unsigned mw_js_workers(void) MW_HIDDEN;
 void mw_js_atfork_child(void) MW_HIDDEN;
 /* Add the live sampled JavaScript objects to s, read on the JavaScript thread
  * within wait_ns (0: not at all): stacks of kind js whose frames are in a

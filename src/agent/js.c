@@ -9,27 +9,42 @@
  * V8's C++ API is called through its exported (Itanium-mangled) functions,
  * found by dlsym, never linked against. What is read of V8's structures
  * (v8::AllocationProfile's nodes, their std::vectors, v8::HandleScope's size)
- * was checked against the headers of V8 11.3 (node 20); any other V8, which
- * says its version through v8::V8::GetVersion, is captured native-only.
+ * was checked against the headers of V8 10.2 (node 18, Debian 12's
+ * libnode-dev) and V8 11.3 (node 20), which lay them out alike and export
+ * the same functions under the same names; any other V8, which says its
+ * version through v8::V8::GetVersion, is captured native-only.
  *
- * The isolate: V8 keeps the current isolate in a thread-local of the thread
- * that runs it. The main thread is asked for it by a queued real-time signal
- * whose handler only reads that thread-local (one %fs-relative load in
- * v8::Isolate::TryGetCurrent) and then holds the thread (at most 2 ms) while
+ * The isolates: V8 keeps the current isolate in a thread-local of the
+ * thread that runs it; node runs one on its main thread and one on each
+ * worker_threads Worker's thread. Each thread is asked for its own by a
+ * queued real-time signal whose handler only reads that thread-local
+ * (v8::Isolate::TryGetCurrent: in V8 11.3 one %fs-relative load, in V8 10.2
+ * pthread_getspecific of V8's key, a lock-free read of the thread's own
+ * descriptor) and then holds the thread (at most 2 ms) while
  * RequestInterrupt is called, so that the isolate cannot be torn down
- * meanwhile. The first interrupt registers an environment cleanup hook with
- * node; the hook, run on the JavaScript thread before node disposes of the
- * isolate, stops the profiler and forgets the isolate, under the lock every
- * later request is made with. Once the profiler runs, reading and stopping
- * it go through node::RequestInterrupt, which also wakes an idle event loop;
- * the start cannot (node's Environment is known only on its thread), and
- * waits for the JavaScript thread to run JavaScript. No signal is sent before V8 has a
- * platform: node sets every signal's disposition back to the default early
- * in main, before it initializes V8, which would make ours kill it. Worker
- * threads' isolates are not sampled. */
+ * meanwhile. The main thread is asked first; then, once a second, any thread
+ * not known yet that does not block the signal (a thread that runs no
+ * isolate is asked at most three times: a worker's may be asked before it
+ * enters its isolate, and one that lives less than a few seconds may be
+ * missed, its heap ending with it). The first interrupt registers an
+ * environment cleanup hook with node; the hook, run on the isolate's thread
+ * before node disposes of it, stops the profiler and forgets the isolate,
+ * under the lock every later request is made with. Once the profiler runs,
+ * reading and stopping it go through node::RequestInterrupt, which also
+ * wakes an idle event loop; the start cannot (node's Environment is known
+ * only on its thread), and waits for the thread to run JavaScript. No
+ * signal is sent before V8 has a platform: node sets every signal's
+ * disposition back to the default early in main, before it initializes V8,
+ * which would make ours kill it.
+ *
+ * What a thread the signal reaches sees: a system call that SA_RESTART does
+ * not restart (epoll_wait, poll, nanosleep) returns EINTR once; libuv's
+ * loops, V8's and libuv's worker threads (condition variables) carry on as
+ * for any signal. */
 #include "config.h"
 
 #define _GNU_SOURCE 1
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
@@ -49,8 +64,9 @@
 #define JS_ANSWER_NS (200 * 1000000ull)    /* the signal is answered within this, or never */
 #define JS_POLL_NS (100 * 1000000ull)      /* the helper looks for the isolate this often, */
 #define JS_MAX_POLLS 600                   /*   this many times at most in a capture */
+#define JS_SCAN_NS (1000 * 1000000ull)     /* then for workers' isolates this often */
 
-/* V8's functions, by their mangled names (V8 11.3). */
+/* V8's functions, by their mangled names (the same in V8 10.2 and 11.3). */
 struct v8_api {
 	const char *(*version)(void);
 	void *(*try_get_current)(void);
@@ -91,10 +107,12 @@ static const struct { const char *name; size_t off; } v8_syms[] = {
 };
 static struct v8_api v8;
 
-/* The V8 versions whose structures were checked (their headers). */
-static const char *const checked_versions[] = { "11.3." };
+/* The V8 versions whose structures were checked (their headers), as the
+ * list the line about any other says. */
+static const char *const checked_versions[] = { "10.2.", "11.3." };
+#define CHECKED_VERSIONS "10.2, 11.3"
 
-/* v8::AllocationProfile (v8-profiler.h of V8 11.3), as laid out by the
+/* v8::AllocationProfile (v8-profiler.h of V8 10.2 and 11.3), as laid out by the
  * Itanium C++ ABI and libstdc++'s std::vector (begin, end, capacity). */
 struct std_vector { void *begin, *end, *cap; };
 struct ap_allocation { size_t size; unsigned count; };
@@ -112,9 +130,9 @@ struct ap_sample { uint32_t node_id; size_t size; unsigned count; uint64_t sampl
 typedef struct ap_node *ap_root_fn(void *self);
 typedef const struct std_vector *ap_samples_fn(void *self);
 typedef void ap_delete_fn(void *self);
-_Static_assert(sizeof(struct ap_node) == 88, "v8::AllocationProfile::Node of V8 11.3");
+_Static_assert(sizeof(struct ap_node) == 88, "v8::AllocationProfile::Node of V8 10.2 and 11.3");
 _Static_assert(sizeof(struct ap_allocation) == 16 && sizeof(struct ap_sample) == 32,
-	       "v8::AllocationProfile's Allocation and Sample of V8 11.3");
+	       "v8::AllocationProfile's Allocation and Sample of V8 10.2 and 11.3");
 
 /* One read of the profile: its stacks (frames are the hashes of the functions
  * named in names), in memory of our own. */
@@ -128,26 +146,59 @@ struct js_result {
 
 static pthread_mutex_t js_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t js_cond = PTHREAD_COND_INITIALIZER;
-static int js_state = MW_JS_NONE;      /* enum mw_js_state */
+static int js_state = MW_JS_NONE;      /* enum mw_js_state: the main thread's isolate */
 static bool probed;
 static char js_version[48];
-static char js_why[96];                /* the last reason JS was not read */
+static char js_why[96];                /* the last reason the main thread's JS was not read */
 static bool want;                      /* capture is on */
-static bool helper_running;
-static void *js_iso;                   /* alive while this is set (cleanup hook) */
-static void *js_env;                   /* its node::Environment, once known */
-static bool running;                   /* the profiler is started on js_iso */
-static bool hooked;                    /* the cleanup hook is registered for js_iso */
-static void *gone_iso;                 /* an isolate torn down: never touched again */
-static uint64_t req_gen, done_gen;
-static struct js_result *result;
+static uint64_t req_gen;               /* the generation of the last read asked for */
 static uint64_t interval;
 static int depth;
 
-/* The signal handshake with the main thread. */
+/* The isolates found: the main thread's and worker threads' (each runs its
+ * own on its own thread). A slot's index is the data of the callbacks V8 and
+ * node run for it, and the argument of node's cleanup hook, whose (function,
+ * argument) pair node requires to be unique in an environment: a hooked slot
+ * is never given to another isolate while its environment lives. */
+#define JS_MAX_ISOLATES 32
+enum slot_state {
+	SLOT_FREE,
+	SLOT_PENDING,   /* its start asked of V8, not run yet: never asked anything else,
+			 * since nothing would say that the isolate is gone */
+	SLOT_HOOKED,    /* the cleanup hook registered: alive until the hook runs */
+	SLOT_GONE,      /* torn down (or not in a node environment): never touched
+			 * again; freed once its thread is gone */
+};
+struct js_slot {
+	int state;
+	void *iso;
+	void *env;                   /* its node::Environment (hooked) */
+	pid_t tid;                   /* the thread that runs it */
+	bool running;                /* V8's profiler started on it */
+	bool post_start, post_stop;  /* requests for the helper to make */
+	bool post_read;
+	uint64_t read_gen;           /* the generation of the read asked (0: none) */
+	uint64_t done_gen;           /* the last one answered */
+	struct js_result *result;    /* its answer (NULL: out of memory) */
+};
+static struct js_slot slots[JS_MAX_ISOLATES];
+
+/* The signal handshake with one thread. */
 static int js_signal;
 static void *volatile found_iso;
-static volatile int handshake;  /* 1 sent, 2 answered (found_iso), 3 released */
+static volatile pid_t found_tid;
+static volatile int handshake;  /* 1 sent, 4 being answered, 2 answered (found_iso,
+				 * found_tid), 3 released */
+
+static pid_t my_tid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static bool is_main(const struct js_slot *s)
+{
+	return s->tid == getpid();
+}
 
 static void set_why(const char *s)
 {
@@ -177,7 +228,8 @@ static void probe(void)
 		if (!strncmp(js_version, checked_versions[i], strlen(checked_versions[i])))
 			js_state = MW_JS_OFF;
 	if (js_state == MW_JS_UNSUPPORTED) {
-		snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (11.3)", js_version);
+		snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (" CHECKED_VERSIONS ")",
+			 js_version);
 		return;
 	}
 	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
@@ -191,20 +243,27 @@ static void probe(void)
 	}
 }
 
+
+static void result_free(struct js_result *r);
+
 /* ------------------------------------------------------------------------- */
-/* On the JavaScript thread. */
+/* On the JavaScript threads. */
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	uint64_t t0;
 	void *iso;
+	int one = 1;
 	(void)sig;
 	(void)uc;
-	if (si->si_code != SI_QUEUE || si->si_value.sival_int != JS_SIGNAL_MAGIC ||
-	    si->si_pid != getpid() || __atomic_load_n(&handshake, __ATOMIC_ACQUIRE) != 1)
+	if (si->si_code != SI_QUEUE || si->si_value.sival_int != JS_SIGNAL_MAGIC || si->si_pid != getpid())
+		return;
+	/* one answer at a time: a late signal's thread may race this one's */
+	if (!__atomic_compare_exchange_n(&handshake, &one, 4, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
 	iso = v8.try_get_current();
 	found_iso = iso;
+	found_tid = my_tid();
 	__atomic_store_n(&handshake, 2, __ATOMIC_RELEASE);
 	if (!iso)
 		return;
@@ -213,21 +272,47 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		__builtin_ia32_pause();
 }
 
-/* node tears down the environment of js_iso: forget it. */
+/* The slot a callback names (data), if it is still the isolate iso of the
+ * calling thread and may be asked things; with js_lock held. */
+static struct js_slot *slot_of(void *iso, void *data)
+{
+	uintptr_t i = (uintptr_t)data;
+	struct js_slot *s;
+	if (i >= JS_MAX_ISOLATES)
+		return NULL;
+	s = &slots[i];
+	if ((s->state != SLOT_PENDING && s->state != SLOT_HOOKED) || !iso || s->iso != iso ||
+	    s->tid != my_tid())
+		return NULL;
+	return s;
+}
+
+/* node tears down the environment of a hooked slot: forget it. */
 static void on_cleanup(void *arg)
 {
-	(void)arg;
+	uintptr_t i = (uintptr_t)arg;
+	struct js_slot *s;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
-	if (js_iso && running)
-		v8.stop(v8.heap_profiler(js_iso));
-	gone_iso = js_iso;
-	js_iso = NULL;
-	js_env = NULL;
-	running = false;
-	js_state = MW_JS_GONE;
-	set_why("the isolate was torn down");
-	pthread_cond_broadcast(&js_cond);
+	s = i < JS_MAX_ISOLATES ? &slots[i] : NULL;
+	/* registered only for a hooked slot, which nothing else takes (and
+	 * run on its thread: any other would be a slot given to another
+	 * isolate, which this must not touch) */
+	if (s && s->state == SLOT_HOOKED && s->tid == my_tid()) {
+		if (s->running)
+			v8.stop(v8.heap_profiler(s->iso));
+		s->running = false;
+		s->env = NULL;
+		s->state = SLOT_GONE;
+		s->post_start = s->post_stop = s->post_read = false;
+		result_free(s->result);
+		s->result = NULL;
+		if (is_main(s)) {
+			js_state = MW_JS_GONE;
+			set_why("the isolate was torn down");
+		}
+		pthread_cond_broadcast(&js_cond);
+	}
 	pthread_mutex_unlock(&js_lock);
 	mw_tls.guard--;
 }
@@ -235,32 +320,39 @@ static void on_cleanup(void *arg)
 static void on_start(void *iso, void *data)
 {
 	unsigned char hs[64] __attribute__((aligned(16)));
-	(void)data;
+	struct js_slot *s;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
-	if (iso != js_iso || !want || running)
+	s = slot_of(iso, data);
+	if (!s || !want || s->running)
 		goto out;
-	if (!hooked) {
+	if (s->state == SLOT_PENDING) {
 		void *env = NULL;
 		v8.hs_init(hs, iso);
 		if (v8.in_context(iso))
 			env = v8.node_env(v8.current_context(iso));
 		if (env)
-			v8.add_cleanup(iso, on_cleanup, NULL);
-		js_env = env;
+			v8.add_cleanup(iso, on_cleanup, data);
 		v8.hs_fini(hs);
 		if (!env) {
-			/* Without the hook, the isolate's end could not be seen. */
-			js_iso = NULL;
-			js_state = MW_JS_OFF;
-			set_why("the JavaScript thread ran outside a node environment");
+			/* Without the hook, the isolate's end could not be seen:
+			 * never asked anything again (a worker's, perhaps still
+			 * starting, is looked for again) */
+			s->state = is_main(s) ? SLOT_GONE : SLOT_FREE;
+			if (is_main(s)) {
+				js_state = MW_JS_OFF;
+				set_why("the JavaScript thread ran outside a node environment");
+			}
 			goto out;
 		}
-		hooked = true;
+		s->env = env;
+		s->state = SLOT_HOOKED;
 	}
-	running = v8.start(v8.heap_profiler(iso), interval, depth, 0);
-	js_state = running ? MW_JS_ON : MW_JS_OFF;
-	set_why(running ? "" : "V8 refused to start its sampling heap profiler");
+	s->running = v8.start(v8.heap_profiler(iso), interval, depth, 0);
+	if (is_main(s)) {
+		js_state = s->running ? MW_JS_ON : MW_JS_OFF;
+		set_why(s->running ? "" : "V8 refused to start its sampling heap profiler");
+	}
 out:
 	pthread_mutex_unlock(&js_lock);
 	mw_tls.guard--;
@@ -268,13 +360,15 @@ out:
 
 static void on_stop(void *iso, void *data)
 {
-	(void)data;
+	struct js_slot *s;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
-	if (iso == js_iso && running && !want) {
+	s = slot_of(iso, data);
+	if (s && s->running && !want) {
 		v8.stop(v8.heap_profiler(iso));
-		running = false;
-		js_state = MW_JS_OFF;
+		s->running = false;
+		if (is_main(s))
+			js_state = MW_JS_OFF;
 	}
 	pthread_mutex_unlock(&js_lock);
 	mw_tls.guard--;
@@ -297,14 +391,13 @@ static void node_read(void *data)
 	on_read(v8.try_get_current(), data);
 }
 
-/* Have v8cb (V8's interrupt) or nodecb (node's, which wakes an idle event
- * loop) run on the JavaScript thread. Called with js_lock held and js_iso set. */
-static void ask(void (*v8cb)(void *, void *), void (*nodecb)(void *), void *data)
+/* Have cb run on the JavaScript thread of the hooked slot s, through
+ * node::RequestInterrupt (which also wakes an idle event loop). With js_lock
+ * held: the hook cannot have run. */
+static void ask(struct js_slot *s, void (*cb)(void *))
 {
-	if (js_env)
-		v8.node_interrupt(js_env, nodecb, data);
-	else
-		v8.request_interrupt(js_iso, v8cb, data);
+	if (s->state == SLOT_HOOKED && s->env)
+		v8.node_interrupt(s->env, cb, (void *)(uintptr_t)(s - slots));
 }
 
 static void result_free(struct js_result *r)
@@ -522,24 +615,115 @@ static struct js_result *read_profile(void *iso)
 	return r;
 }
 
+/* One frame's name in a result: its hash, taking the strings. */
+static bool name_add(struct js_result *r, size_t *cap, uint64_t h, char *fn, char *file, uint32_t line)
+{
+	if (!grow((void **)&r->names, r->nnames, cap, sizeof *r->names))
+		return false;
+	r->names[r->nnames].hash = h;
+	r->names[r->nnames].function = fn;
+	r->names[r->nnames].file = file;
+	r->names[r->nnames].line = line;
+	r->nnames++;
+	return true;
+}
+
+/* One name per hash. */
+static void names_uniq(struct js_result *r)
+{
+	size_t u = 0, i;
+	if (!r->nnames)
+		return;
+	qsort(r->names, r->nnames, sizeof *r->names, cmp_name);
+	for (i = 0; i < r->nnames; i++) {
+		if (u && r->names[u - 1].hash == r->names[i].hash) {
+			free(r->names[i].function);
+			free(r->names[i].file);
+			continue;
+		}
+		r->names[u++] = r->names[i];
+	}
+	r->nnames = u;
+}
+
+/* The outermost frame of a worker thread's stacks. */
+#define WORKER_FRAME "(worker thread)"
+static uint64_t worker_hash(void)
+{
+	return mw_splitmix64(hash_str(0xcbf29ce484222325ull, WORKER_FRAME)) & 0x7fffffffffffffffull;
+}
+
+/* Move the stacks and names of from (freed) into into; a worker's stacks get
+ * an outermost frame that says so. False when out of memory (from is freed
+ * all the same, into keeps what it had). */
+static bool result_take(struct js_result *into, struct js_result *from, bool worker)
+{
+	size_t i, ncap = into->nnames, scap = into->nstacks;
+	bool ok = true;
+	if (!from)
+		return true;
+	if (worker) {
+		char *fn = strdup(WORKER_FRAME), *file = strdup("");
+		if (!fn || !file || !name_add(into, &ncap, worker_hash(), fn, file, 0)) {
+			free(fn);
+			free(file);
+			ok = false;
+		}
+	}
+	for (i = 0; ok && i < from->nnames; i++) {
+		if (!name_add(into, &ncap, from->names[i].hash, from->names[i].function, from->names[i].file,
+			      from->names[i].line)) {
+			ok = false;
+			break;
+		}
+		from->names[i].function = from->names[i].file = NULL;
+	}
+	for (i = 0; ok && i < from->nstacks; i++) {
+		struct js_stack *st = &from->stacks[i];
+		if (worker) {
+			uint64_t *f = realloc(st->frames, (st->nframes + 1) * sizeof *f);
+			if (!f) {
+				ok = false;
+				break;
+			}
+			f[st->nframes++] = worker_hash();
+			st->frames = f;
+		}
+		if (!grow((void **)&into->stacks, into->nstacks, &scap, sizeof *into->stacks)) {
+			ok = false;
+			break;
+		}
+		into->stacks[into->nstacks++] = *st;
+		st->frames = NULL;
+	}
+	names_uniq(into);
+	result_free(from);
+	return ok;
+}
+
 static void on_read(void *iso, void *data)
 {
-	uint64_t gen = (uint64_t)(uintptr_t)data;
 	struct js_result *r;
+	struct js_slot *s;
+	uint64_t gen;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
-	if (iso != js_iso || !running || gen != req_gen) {
+	s = slot_of(iso, data);
+	if (!s || !s->running || !s->read_gen || s->read_gen != req_gen || s->done_gen == s->read_gen) {
 		pthread_mutex_unlock(&js_lock);
 		mw_tls.guard--;
 		return;
 	}
+	gen = s->read_gen;
 	pthread_mutex_unlock(&js_lock);
 	r = read_profile(iso);
 	pthread_mutex_lock(&js_lock);
-	if (gen == req_gen && !result) {
-		result = r;
-		done_gen = gen;
-		if (!r)
+	/* (the hook cannot have run meanwhile: it runs on this thread) */
+	if (s->state == SLOT_HOOKED && gen == req_gen && s->done_gen != gen) {
+		result_free(s->result);
+		s->result = r;
+		s->done_gen = gen;
+		if (!r && is_main(s))
 			set_why("out of memory reading V8's profile");
 		pthread_cond_broadcast(&js_cond);
 		r = NULL;
@@ -552,57 +736,99 @@ static void on_read(void *iso, void *data)
 /* ------------------------------------------------------------------------- */
 /* On the helper thread and the control thread. */
 
-/* A real-time signal nobody handles and the main thread does not block, with
- * our handler installed; 0 if there is none. */
-static int pick_signal(struct sigaction *old)
+/* A signal whose handler stays ours: one was sent that was answered late or
+ * never, and may still be delivered (our handler ignores it then). */
+static int owned_signal;
+
+/* Is sig blocked by thread tid (its SigBlk)? True when that cannot be read. */
+static bool thread_blocks(pid_t tid, int sig)
 {
 	char path[64], line[256];
 	unsigned long long blocked = ~0ull;
 	FILE *f;
-	int sig;
-	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)getpid());
+	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
 	if ((f = fopen(path, "re"))) {
 		while (fgets(line, sizeof line, f))
 			if (sscanf(line, "SigBlk: %llx", &blocked) == 1)
 				break;
 		fclose(f);
 	}
+	return sig - 1 >= 64 || ((blocked >> (sig - 1)) & 1);
+}
+
+/* A real-time signal nobody handles and the main thread does not block, with
+ * our handler installed; 0 if there is none, and *later when one that is
+ * free is blocked by the main thread now (as while it starts threads).
+ * *restore: the disposition may be put back (*old) once every signal sent is
+ * answered. */
+static int pick_signal(struct sigaction *old, bool *restore, bool *later)
+{
+	int sig;
+	*restore = false;
+	*later = false;
+	if (owned_signal)
+		return owned_signal;
 	for (sig = SIGRTMAX; sig > SIGRTMIN + 4; sig--) {
 		struct sigaction sa;
-		if (sig - 1 < 64 && (blocked >> (sig - 1)) & 1)
-			continue;
 		if (sigaction(sig, NULL, old) < 0 || old->sa_handler != SIG_DFL || (old->sa_flags & SA_SIGINFO))
 			continue;
+		if (thread_blocks(getpid(), sig)) {
+			*later = true;
+			continue;
+		}
 		memset(&sa, 0, sizeof sa);
 		sa.sa_sigaction = on_signal;
 		sa.sa_flags = SA_SIGINFO | SA_RESTART;
 		sigfillset(&sa.sa_mask);
-		if (sigaction(sig, &sa, NULL) == 0)
+		if (sigaction(sig, &sa, NULL) == 0) {
+			*restore = true;
 			return sig;
+		}
 	}
 	return 0;
 }
 
-/* Ask the main thread for its isolate and, while it is held, for the
- * interrupt that starts the profiler. True when it was asked (or there is no
- * isolate yet: try later); false when it never will be. */
-static bool find_and_start(void)
+/* Is tid one of our slots' threads? With js_lock held. */
+static bool tid_known(pid_t tid)
 {
-	struct sigaction old;
+	size_t i;
+	for (i = 0; i < JS_MAX_ISOLATES; i++)
+		if (slots[i].state != SLOT_FREE && slots[i].tid == tid)
+			return true;
+	return false;
+}
+
+static bool tid_alive(pid_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d", (int)tid);
+	return access(path, F_OK) == 0;
+}
+
+/* Ask thread tid for its isolate by js_signal and, while it is held, for the
+ * interrupt that starts the profiler on it. 1: it runs one (or another
+ * thread answered late with its own: what it said holds), 0: it runs none,
+ * -1: no answer in time (the signal may come later: it stays ours). */
+static int ask_thread(pid_t tid)
+{
 	siginfo_t si;
 	uint64_t t0;
 	int st;
 	void *iso;
+	pid_t who;
+	size_t i;
 
-	if (!v8.platform())
-		return true;    /* node is still starting */
-	if (!(js_signal = pick_signal(&old))) {
-		pthread_mutex_lock(&js_lock);
-		set_why("no free real-time signal to find the JavaScript thread");
+	/* js_lock is held from before the signal to after the request, so that
+	 * the request follows the answer at once, while the thread is held
+	 * (the handler takes no lock; the callbacks that wait for it meanwhile
+	 * wait at most JS_ANSWER_NS) */
+	pthread_mutex_lock(&js_lock);
+	if (!want) {
 		pthread_mutex_unlock(&js_lock);
-		return false;
+		return 0;
 	}
 	found_iso = NULL;
+	found_tid = 0;
 	__atomic_store_n(&handshake, 1, __ATOMIC_RELEASE);
 	memset(&si, 0, sizeof si);
 	si.si_signo = js_signal;
@@ -610,94 +836,267 @@ static bool find_and_start(void)
 	si.si_pid = getpid();
 	si.si_uid = getuid();
 	si.si_value.sival_int = JS_SIGNAL_MAGIC;
-	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), getpid(), js_signal, &si) < 0) {
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, js_signal, &si) < 0) {
 		__atomic_store_n(&handshake, 0, __ATOMIC_RELEASE);
-		sigaction(js_signal, &old, NULL);
-		return true;
+		pthread_mutex_unlock(&js_lock);
+		return 0;      /* it ended */
 	}
 	t0 = mw_now_ns();
-	while ((st = __atomic_load_n(&handshake, __ATOMIC_ACQUIRE)) == 1 && mw_now_ns() - t0 < JS_ANSWER_NS) {
+	while ((st = __atomic_load_n(&handshake, __ATOMIC_ACQUIRE)) != 2 && mw_now_ns() - t0 < JS_ANSWER_NS) {
 		struct timespec ts = { 0, 200000 };
 		nanosleep(&ts, NULL);
 	}
 	if (st != 2) {
-		/* Never answered: our handler stays, and ignores the late signal. */
-		__atomic_store_n(&handshake, 0, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&js_lock);
-		set_why("the main thread did not answer");
-		pthread_mutex_unlock(&js_lock);
-		return true;
+		/* Never answered: our handler stays, and ignores the late signal
+		 * (a thread that claims the handshake meanwhile finds 0 and goes). */
+		int one = 1;
+		if (__atomic_compare_exchange_n(&handshake, &one, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_unlock(&js_lock);
+			return -1;
+		}
+		/* claimed just now: wait for its answer, which comes without a wait */
+		while (__atomic_load_n(&handshake, __ATOMIC_ACQUIRE) != 2)
+			__builtin_ia32_pause();
 	}
 	iso = found_iso;
-	pthread_mutex_lock(&js_lock);
-	if (iso && iso != gone_iso && want && !js_iso) {
-		js_iso = iso;
-		hooked = false;
-		v8.request_interrupt(iso, on_start, NULL);
-		js_state = MW_JS_WAITING;
-		set_why("the JavaScript thread has not reached a safe point yet");
+	who = found_tid;
+	if (iso) {
+		struct js_slot *s = NULL;
+		for (i = 0; i < JS_MAX_ISOLATES; i++)
+			if (slots[i].state != SLOT_FREE && (slots[i].iso == iso || slots[i].tid == who))
+				break;
+		if (i == JS_MAX_ISOLATES)
+			for (i = 0; i < JS_MAX_ISOLATES && !s; i++)
+				if (slots[i].state == SLOT_FREE)
+					s = &slots[i];
+		if (s) {
+			memset(s, 0, sizeof *s);
+			s->state = SLOT_PENDING;
+			s->iso = iso;
+			s->tid = who;
+			v8.request_interrupt(iso, on_start, (void *)(uintptr_t)(s - slots));
+			if (is_main(s)) {
+				js_state = MW_JS_WAITING;
+				set_why("the JavaScript thread has not reached a safe point yet");
+			}
+		}
 	}
 	pthread_mutex_unlock(&js_lock);
 	__atomic_store_n(&handshake, 3, __ATOMIC_RELEASE);
-	/* Delivered, so nothing is pending: the disposition goes back. */
-	sigaction(js_signal, &old, NULL);
+	return iso ? 1 : 0;
+}
+
+/* Threads asked that ran no isolate: asked again a few times, a second or
+ * more apart (a worker thread may be asked before it enters its isolate). */
+#define JS_MAX_NOISO 256
+#define JS_NOISO_TRIES 3
+static struct { pid_t tid; unsigned tries; uint64_t next_ns; } noiso[JS_MAX_NOISO];
+static size_t nnoiso;           /* the helper's own */
+static bool noiso_reset;        /* a capture starts: every thread may be asked again */
+
+/* Look for the isolates not known yet: the main thread's first, then any
+ * other thread's that does not block the signal (our own threads block it).
+ * False when they never can be (no signal). */
+static bool scan(void)
+{
+	struct sigaction old;
+	bool restore, later, answered = true;
+	char path[64];
+	pid_t tids[512];
+	size_t ntids = 0, i, k;
+	DIR *d;
+	struct dirent *e;
+	uint64_t now = mw_now_ns();
+
+	if (!v8.platform())
+		return true;    /* node is still starting */
+	/* the slots of threads gone are free again */
+	pthread_mutex_lock(&js_lock);
+	if (noiso_reset)
+		nnoiso = 0;
+	noiso_reset = false;
+	for (i = 0; i < JS_MAX_ISOLATES; i++)
+		if ((slots[i].state == SLOT_GONE || slots[i].state == SLOT_PENDING) &&
+		    !is_main(&slots[i]) && !tid_alive(slots[i].tid))
+			slots[i].state = SLOT_FREE;
+	pthread_mutex_unlock(&js_lock);
+	tids[ntids++] = getpid();
+	snprintf(path, sizeof path, "/proc/self/task");
+	if ((d = opendir(path))) {
+		while ((e = readdir(d)) && ntids < sizeof tids / sizeof tids[0]) {
+			pid_t t = (pid_t)atoi(e->d_name);
+			if (t > 0 && t != getpid())
+				tids[ntids++] = t;
+		}
+		closedir(d);
+	}
+	/* forget the threads gone from the list of those without an isolate */
+	for (i = k = 0; i < nnoiso; i++) {
+		size_t j;
+		for (j = 0; j < ntids && tids[j] != noiso[i].tid; j++)
+			;
+		if (j < ntids)
+			noiso[k++] = noiso[i];
+	}
+	nnoiso = k;
+	/* the threads to ask now: those not known, and not given up on or
+	 * asked too lately; none (as almost always once all are known): the
+	 * signals are not touched */
+	pthread_mutex_lock(&js_lock);
+	for (i = k = 0; i < ntids; i++) {
+		size_t j;
+		if (tid_known(tids[i]))
+			continue;
+		for (j = 0; j < nnoiso && noiso[j].tid != tids[i]; j++)
+			;
+		if (j < nnoiso && (noiso[j].tries >= JS_NOISO_TRIES || now < noiso[j].next_ns))
+			continue;
+		tids[k++] = tids[i];
+	}
+	pthread_mutex_unlock(&js_lock);
+	ntids = k;
+	if (!ntids)
+		return true;
+	if (!(js_signal = pick_signal(&old, &restore, &later))) {
+		pthread_mutex_lock(&js_lock);
+		set_why(later ? "the main thread blocks the signals that could find it"
+			      : "no free real-time signal to find the JavaScript thread");
+		pthread_mutex_unlock(&js_lock);
+		return later;
+	}
+	for (i = 0; i < ntids; i++) {
+		pid_t t = tids[i];
+		bool known;
+		int r;
+		size_t j;
+		pthread_mutex_lock(&js_lock);
+		known = tid_known(t) || !want;
+		pthread_mutex_unlock(&js_lock);
+		if (known)
+			continue;
+		for (j = 0; j < nnoiso && noiso[j].tid != t; j++)
+			;
+		/* a thread that blocks the signal (ours, node's watchdog, one
+		 * starting with its creator's mask) counts as one that runs no
+		 * isolate: asked again a few times */
+		r = thread_blocks(t, js_signal) ? 0 : ask_thread(t);
+		if (r < 0 && !tid_alive(t))
+			continue;       /* it ended, and its signal with it */
+		if (r < 0) {
+			if (t == getpid()) {
+				pthread_mutex_lock(&js_lock);
+				set_why("the main thread did not answer");
+				pthread_mutex_unlock(&js_lock);
+			}
+			answered = false;
+			break;
+		}
+		if (r == 0 && t != getpid()) {
+			if (j == nnoiso && nnoiso < JS_MAX_NOISO) {
+				noiso[nnoiso].tid = t;
+				noiso[nnoiso].tries = 0;
+				nnoiso++;
+			}
+			if (j < nnoiso) {
+				noiso[j].tries++;
+				noiso[j].next_ns = now + (1000000000ull << noiso[j].tries);
+			}
+		}
+	}
+	if (!answered)
+		owned_signal = js_signal;
+	else if (restore)
+		/* Every signal sent was delivered, so none is pending: the
+		 * disposition goes back. */
+		sigaction(js_signal, &old, NULL);
 	return true;
 }
 
 /* The helper thread, started with the agent from a thread that has the
  * program's descriptor table (the control thread has one of its own, where
  * node::RequestInterrupt's write to the event loop's eventfd would fail and
- * libuv abort): while capture is on and the isolate is not known, it looks
- * for it every JS_POLL_NS; it makes the requests that the control thread
- * posts (post_*), all under js_lock. */
+ * libuv abort): while capture is on it looks for isolates (every JS_POLL_NS
+ * until the main thread's is found, then every JS_SCAN_NS for workers'); it
+ * makes the requests that the control thread posts in the slots, all under
+ * js_lock. */
 static pthread_cond_t helper_cond = PTHREAD_COND_INITIALIZER;
 static bool helper_running;
-static bool post_start, post_stop, find_failed;
-static unsigned polls;          /* looks for the isolate in this capture */
-static uint64_t post_read;      /* the generation of a read to ask for (0: none) */
+static bool find_failed;
+static bool posted;             /* a request is posted in a slot */
+static unsigned polls;          /* looks for the main isolate in this capture */
+
+static bool main_known(void)
+{
+	size_t i;
+	for (i = 0; i < JS_MAX_ISOLATES; i++)
+		if (slots[i].state != SLOT_FREE && is_main(&slots[i]))
+			return true;
+	return false;
+}
 
 static void *helper(void *arg)
 {
+	uint64_t next_scan = 0;
 	(void)arg;
 	mw_tls.guard = 1;
 	pthread_mutex_lock(&js_lock);
 	for (;;) {
-		if (js_iso) {
-			if (post_stop)
-				ask(on_stop, node_stop, NULL);
-			if (post_start)
-				ask(on_start, node_start, NULL);
-			if (post_read)
-				ask(on_read, node_read, (void *)(uintptr_t)post_read);
+		size_t i;
+		for (i = 0; posted && i < JS_MAX_ISOLATES; i++) {
+			struct js_slot *s = &slots[i];
+			/* a worker's thread ends only after node ran the hook;
+			 * one gone without it is never asked anything */
+			if (s->state == SLOT_HOOKED && !is_main(s) && !tid_alive(s->tid))
+				s->state = SLOT_GONE;
+			if (s->state == SLOT_HOOKED) {
+				if (s->post_stop)
+					ask(s, node_stop);
+				if (s->post_start)
+					ask(s, node_start);
+				if (s->post_read)
+					ask(s, node_read);
+			}
+			s->post_stop = s->post_start = s->post_read = false;
 		}
-		post_stop = post_start = false;
-		post_read = 0;
-		if (want && !js_iso && js_state != MW_JS_GONE && !find_failed) {
+		posted = false;
+		if (want && js_state != MW_JS_GONE && !find_failed) {
 			struct timespec dl;
-			pthread_mutex_unlock(&js_lock);
-			if (!find_and_start()) {
+			uint64_t now = mw_now_ns(), wait;
+			if (now >= next_scan) {
+				pthread_mutex_unlock(&js_lock);
+				if (!scan()) {
+					pthread_mutex_lock(&js_lock);
+					find_failed = true;
+					if (js_state == MW_JS_WAITING)
+						js_state = MW_JS_OFF;
+					continue;
+				}
 				pthread_mutex_lock(&js_lock);
-				find_failed = true;
-				continue;
+				if (!main_known() && ++polls >= JS_MAX_POLLS) {
+					/* an embedder that runs JavaScript on another thread */
+					find_failed = true;
+					set_why("no V8 isolate on the main thread");
+					if (js_state == MW_JS_WAITING)
+						js_state = MW_JS_OFF;
+					continue;
+				}
+				now = mw_now_ns();
+				next_scan = now + (main_known() ? JS_SCAN_NS : JS_POLL_NS);
 			}
-			pthread_mutex_lock(&js_lock);
-			if (!js_iso && ++polls >= JS_MAX_POLLS) {
-				/* an embedder that runs JavaScript on another thread */
-				find_failed = true;
-				set_why("no V8 isolate on the main thread");
-				continue;
-			}
+			wait = next_scan > now ? next_scan - now : 0;
 			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_nsec += (long)JS_POLL_NS;
+			dl.tv_sec += (time_t)(wait / 1000000000ull);
+			dl.tv_nsec += (long)(wait % 1000000000ull);
 			if (dl.tv_nsec >= 1000000000L) {
 				dl.tv_sec++;
 				dl.tv_nsec -= 1000000000L;
 			}
-			if (!post_stop && !post_start && !post_read)
+			if (!posted)
 				pthread_cond_timedwait(&helper_cond, &js_lock, &dl);
 			continue;
 		}
-		if (!post_stop && !post_start && !post_read)
+		next_scan = 0;
+		if (!posted)
 			pthread_cond_wait(&helper_cond, &js_lock);
 	}
 	return NULL;
@@ -731,6 +1130,7 @@ void mw_js_init(void)
 
 void mw_js_capture_start(void)
 {
+	size_t i;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
 	if (!helper_running || js_state == MW_JS_GONE) {
@@ -741,12 +1141,25 @@ void mw_js_capture_start(void)
 	want = true;
 	find_failed = false;
 	polls = 0;
+	noiso_reset = true;
 	interval = mw_rate > 1 ? mw_rate : 1;
 	depth = (int)(mw_depth ? mw_depth : MW_DEFAULT_DEPTH);
-	if (js_iso && !running) {
+	for (i = 0; i < JS_MAX_ISOLATES; i++) {
+		struct js_slot *s = &slots[i];
+		if (s->state == SLOT_HOOKED && !s->running) {
+			s->post_start = true;
+			posted = true;
+		}
+	}
+	if (!main_known()) {
 		js_state = MW_JS_WAITING;
-		set_why("the JavaScript thread has not reached a safe point yet");
-		post_start = true;
+		set_why("the JavaScript thread is not found yet");
+	} else if (js_state == MW_JS_OFF) {
+		for (i = 0; i < JS_MAX_ISOLATES; i++)
+			if (slots[i].state == SLOT_HOOKED && is_main(&slots[i])) {
+				js_state = MW_JS_WAITING;
+				set_why("the JavaScript thread has not reached a safe point yet");
+			}
 	}
 	pthread_cond_broadcast(&helper_cond);
 	pthread_mutex_unlock(&js_lock);
@@ -755,23 +1168,29 @@ void mw_js_capture_start(void)
 
 void mw_js_capture_stop(void)
 {
+	size_t i;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
 	want = false;
-	if (js_iso && running)
-		post_stop = true;
-	/* Without node's cleanup hook (the start never ran), nothing would say
-	 * that the isolate is gone: it is looked for again at the next capture,
-	 * and the start still pending does nothing. */
-	if (js_iso && !hooked)
-		js_iso = NULL;
-	post_start = false;
-	post_read = 0;
+	for (i = 0; i < JS_MAX_ISOLATES; i++) {
+		struct js_slot *s = &slots[i];
+		if (s->state == SLOT_HOOKED && s->running) {
+			s->post_stop = true;
+			posted = true;
+		}
+		s->post_start = s->post_read = false;
+		s->read_gen = 0;
+		result_free(s->result);
+		s->result = NULL;
+		/* Without node's cleanup hook (the start never ran), nothing
+		 * would say that the isolate is gone: it is looked for again at
+		 * the next capture, and the start still pending does nothing. */
+		if (s->state == SLOT_PENDING)
+			s->state = SLOT_FREE;
+	}
 	if (js_state == MW_JS_WAITING || js_state == MW_JS_ON)
 		js_state = MW_JS_OFF;
 	req_gen++;
-	result_free(result);
-	result = NULL;
 	pthread_cond_broadcast(&helper_cond);
 	pthread_cond_broadcast(&js_cond);
 	pthread_mutex_unlock(&js_lock);
@@ -789,6 +1208,17 @@ int mw_js_state(const char **version, const char **why)
 	return s;
 }
 
+unsigned mw_js_workers(void)
+{
+	unsigned n = 0;
+	size_t i;
+	pthread_mutex_lock(&js_lock);
+	for (i = 0; i < JS_MAX_ISOLATES; i++)
+		n += slots[i].state == SLOT_HOOKED && slots[i].running && !is_main(&slots[i]);
+	pthread_mutex_unlock(&js_lock);
+	return n;
+}
+
 const char *mw_js_state_name(int s)
 {
 	switch (s) {
@@ -801,21 +1231,47 @@ const char *mw_js_state_name(int s)
 	}
 }
 
-/* Read the profile on the JavaScript thread, waiting at most wait_ns. */
-static struct js_result *take_result(uint64_t wait_ns)
+/* Read the profiles on the JavaScript threads (the main thread's and the
+ * workers'), waiting at most wait_ns; NULL when none was read. *snap_state
+ * is what the snapshot says of the main thread's (enum snap_js), and why
+ * holds the words (NUL-terminated) when it is not sampled, or when a
+ * worker's was not. */
+static struct js_result *take_result(uint64_t wait_ns, uint32_t *snap_state, char *why, size_t whylen)
 {
 	struct js_result *r = NULL;
 	struct timespec dl;
 	uint64_t gen;
+	size_t i, nrun = 0, late = 0, wread = 0;
+	bool main_read = false, main_asked = false;
+
 	pthread_mutex_lock(&js_lock);
-	if (js_state != MW_JS_ON || !js_iso || !running || !wait_ns) {
+	why[0] = 0;
+	for (i = 0; i < JS_MAX_ISOLATES; i++)
+		nrun += slots[i].state == SLOT_HOOKED && slots[i].running;
+	if (!nrun || !wait_ns) {
+		*snap_state = js_state == MW_JS_NONE ? SNAP_JS_NONE
+			      : js_state == MW_JS_UNSUPPORTED ? SNAP_JS_NATIVE
+			      : js_state == MW_JS_WAITING ? SNAP_JS_STARTING : SNAP_JS_NOT_SAMPLED;
+		if (js_state == MW_JS_ON && !wait_ns)
+			snprintf(why, whylen, "the snapshot at exit does not wait for the JavaScript thread");
+		else if (*snap_state != SNAP_JS_NONE)
+			snprintf(why, whylen, "%s", js_why[0] ? js_why : "V8's profiler is not running");
 		pthread_mutex_unlock(&js_lock);
 		return NULL;
 	}
-	result_free(result);
-	result = NULL;
 	gen = ++req_gen;
-	post_read = gen;
+	for (i = 0; i < JS_MAX_ISOLATES; i++) {
+		struct js_slot *s = &slots[i];
+		result_free(s->result);
+		s->result = NULL;
+		s->read_gen = 0;
+		if (s->state == SLOT_HOOKED && s->running) {
+			s->read_gen = gen;
+			s->post_read = true;
+			posted = true;
+			main_asked |= is_main(s);
+		}
+	}
 	pthread_cond_broadcast(&helper_cond);
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += (time_t)(wait_ns / 1000000000ull);
@@ -824,21 +1280,66 @@ static struct js_result *take_result(uint64_t wait_ns)
 		dl.tv_sec++;
 		dl.tv_nsec -= 1000000000L;
 	}
-	while (done_gen != gen && req_gen == gen && js_iso)
-		if (pthread_cond_timedwait(&js_cond, &js_lock, &dl) == ETIMEDOUT)
+	while (req_gen == gen) {
+		size_t pending = 0;
+		for (i = 0; i < JS_MAX_ISOLATES; i++)
+			pending += slots[i].state == SLOT_HOOKED && slots[i].read_gen == gen &&
+				   slots[i].done_gen != gen;
+		if (!pending || pthread_cond_timedwait(&js_cond, &js_lock, &dl) == ETIMEDOUT)
 			break;
-	if (done_gen == gen && result) {
-		r = result;
-		result = NULL;
-		js_why[0] = 0;
-	} else if (done_gen != gen) {
-		if (js_iso)
+	}
+	/* the main thread's first, so that its stacks come first */
+	for (i = 0; i < JS_MAX_ISOLATES; i++) {
+		struct js_slot *s = &slots[i];
+		if (s->read_gen != gen || !is_main(s))
+			continue;
+		if (s->done_gen == gen && s->result) {
+			r = s->result;
+			s->result = NULL;
+			main_read = true;
+			js_why[0] = 0;
+		} else if (s->done_gen != gen && s->state == SLOT_HOOKED) {
 			snprintf(js_why, sizeof js_why,
 				 "the JavaScript thread did not reach a safe point within %llu ms",
 				 (unsigned long long)(wait_ns / 1000000));
-		req_gen++;    /* a late interrupt does nothing */
+		}
+	}
+	for (i = 0; i < JS_MAX_ISOLATES; i++) {
+		struct js_slot *s = &slots[i];
+		if (s->read_gen != gen || is_main(s))
+			continue;
+		if (s->done_gen == gen && s->result) {
+			if (!r && !(r = calloc(1, sizeof *r))) {
+				late++;
+				continue;
+			}
+			result_take(r, s->result, true);
+			s->result = NULL;
+			wread++;
+		} else if (s->state == SLOT_HOOKED && s->done_gen != gen) {
+			late++;
+		}
+	}
+	for (i = 0; i < JS_MAX_ISOLATES; i++)
+		slots[i].read_gen = 0;
+	req_gen++;    /* a late interrupt does nothing */
+	if (main_read)
+		*snap_state = SNAP_JS_SAMPLED;
+	else if (main_asked || js_state == MW_JS_ON)
+		*snap_state = SNAP_JS_NOT_SAMPLED;
+	else
+		*snap_state = js_state == MW_JS_WAITING ? SNAP_JS_STARTING : SNAP_JS_NOT_SAMPLED;
+	if (!main_read)
+		snprintf(why, whylen, "%s%s", js_why[0] ? js_why : "V8's profile was not read",
+			 wread ? " (the main thread's; its worker threads' are in it)" : "");
+	if (late) {
+		size_t n = strlen(why);
+		snprintf(why + n, whylen - n, "%s%zu worker thread%s did not reach a safe point within %llu ms",
+			 n ? "; " : "", late, late == 1 ? "" : "s", (unsigned long long)(wait_ns / 1000000));
 	}
 	pthread_mutex_unlock(&js_lock);
+	if (r)
+		names_uniq(r);
 	return r;
 }
 
@@ -851,10 +1352,17 @@ int mw_js_snapshot(struct snapshot *s, uint64_t wait_ns)
 	uint32_t mod;
 	size_t i, k;
 	int ret = -1;
+	char why[sizeof js_why + 96];
 
 	mw_tls.guard++;
-	r = take_result(wait_ns);
+	r = take_result(wait_ns, &s->js, why, sizeof why);
 	mw_tls.guard--;
+	/* the words say what they can: without memory, the state alone */
+	if (s->js != SNAP_JS_NONE) {
+		s->js_version = strdup(js_version[0] ? js_version : "?");
+		if (why[0])
+			s->js_why = strdup(why);
+	}
 	if (!r)
 		return 0;
 	if (!r->nstacks) {
@@ -926,12 +1434,11 @@ void mw_js_atfork_child(void)
 	pthread_cond_init(&js_cond, NULL);
 	want = false;
 	helper_running = false;
-	post_start = post_stop = false;
-	post_read = 0;
+	posted = false;
 	pthread_cond_init(&helper_cond, NULL);
-	js_iso = NULL;
-	running = false;
-	result = NULL;
+	/* (the parent's results are not freed: the child never reads them) */
+	memset(slots, 0, sizeof slots);
+	nnoiso = 0;
 	if (js_state != MW_JS_NONE && js_state != MW_JS_UNSUPPORTED)
 		js_state = MW_JS_GONE;
 	set_why("a forked child of node");

@@ -20,6 +20,7 @@
  * answered by "ok <nbytes>\n" followed by exactly nbytes of .snap encoding.
  * "status" answers "ok capturing=<0|1> rate=<R> samples=<n> stacks=<n> live=<bytes> pid=<pid>
  * hooks=<n> holders=<n> python=<state> python-version=<x.y> js=<state> js-version=<v>
+ * js-workers=<n>
  * python-why=<sentence>\tjs-why=<sentence>": samples taken since capture
  * start, distinct stacks, estimated live bytes, the number of GOT slots patched
  * now (0 once stop removed them), how many hold the capture, what was made of

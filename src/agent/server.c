@@ -225,13 +225,13 @@ static int do_status(int fd)
 	mw_heap_figures(&f);
 	/* two sentences close it: python-why up to a tab, js-why to the end */
 	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u "
-		     "holders=%u python=%s python-version=%lu.%lu js=%s js-version=%s "
+		     "holders=%u python=%s python-version=%lu.%lu js=%s js-version=%s js-workers=%u "
 		     "python-why=%s\tjs-why=%s",
 		     on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
 		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid(),
 		     mw_hooks_installed() ? mw_hooks_slots() : 0, holders(), mw_python_state_name(py),
-		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff, mw_js_state_name(js), jsv, mw_python_why(),
-		     jswhy);
+		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff, mw_js_state_name(js), jsv, mw_js_workers(),
+		     mw_python_why(), jswhy);
 }
 
 /* The high-water mark, from counters read without a lock: cheap enough for

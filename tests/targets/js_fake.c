@@ -1,5 +1,5 @@
 /* js_fake.c: a program that looks like a node whose V8 the agent does not
- * read: it exports v8::V8::GetVersion (V8 10.2, node 18's) and
+ * read: it exports v8::V8::GetVersion (V8 9.4, node 16's) and
  * v8::Isolate::TryGetCurrent by their mangled names, and allocates with malloc
  * from a known function until a line on stdin. The agent must capture it
  * native-only, say so, and never call into it. */
@@ -11,7 +11,7 @@ static int calls;
 
 const char *_ZN2v82V810GetVersionEv(void)
 {
-	return "10.2.154.26-node.36";
+	return "9.4.146.26-node.26";
 }
 
 /* never to be called: the agent must not touch a V8 it does not read */

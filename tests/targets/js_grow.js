@@ -10,6 +10,15 @@
 //                   answered 200
 //   end SECONDS     grows for that long, then lets its event loop run dry
 //   exit SECONDS    grows for that long, then calls process.exit(0)
+//   worker          a worker thread whose workerObjects() keeps small objects
+//                   in an array, ~20 MiB/s up to ~300 MiB, says "ready PID" (through the main
+//                   thread, which runs no JavaScript of its own meanwhile); a
+//                   line on stdin terminates it and starts another, "ready 2"
+//   block           grows all along; a line on stdin has its JavaScript thread
+//                   wait in native code (execSync of a shell, which says
+//                   "blocking") until a file "unblock" appears in its
+//                   directory (at most 60 s), then "ready 2"; another line
+//                   ends it
 "use strict";
 const mode = process.argv[2];
 const keep = new Map();
@@ -22,6 +31,12 @@ function retainObjects() {
 
 function growBuffers(list) {
 	list.push(Buffer.alloc(1 << 20, 1));
+}
+
+function workerObjects(list) {
+	// (at most 3 million, some 300 MiB: under a worker's heap limit)
+	for (let k = 0; k < 4000 && list.length < 3000000; k++)
+		list.push({ id: k, name: "worker-" + k, at: [k, list.length] });
 }
 
 const served = [];
@@ -114,6 +129,43 @@ if (mode === "map") {
 		process.stdin.destroy();
 	}, 1000 * Number(process.argv[3] || 3));
 	onStdin(() => {});
+} else if (mode === "block") {
+	const child_process = require("child_process");
+	setInterval(retainObjects, 20);
+	console.log("ready " + process.pid);
+	let stage = 0;
+	onStdin(() => {
+		if (++stage > 1) {
+			console.log("ok " + keep.size);
+			process.exit(0);
+		}
+		// the shell says "blocking" once node is in execSync's native code
+		child_process.execSync(
+			"echo blocking; i=0; while [ ! -e unblock ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done",
+			{ stdio: ["ignore", "inherit", "inherit"] });
+		console.log("ready 2");
+	});
+} else if (mode === "worker") {
+	const { Worker } = require("worker_threads");
+	let stage = 0, w;
+	function start(said) {
+		w = new Worker(__filename, { argv: ["worker-child"] });
+		w.on("message", () => console.log(said));
+		w.on("exit", (c) => console.log("worker exit " + c));
+	}
+	start("ready " + process.pid);
+	onStdin(() => {
+		if (++stage > 1) {
+			console.log("ok");
+			process.exit(0);
+		}
+		w.terminate().then(() => start("ready 2"));
+	});
+} else if (mode === "worker-child") {
+	const { parentPort } = require("worker_threads");
+	const kept = [];
+	setInterval(workerObjects, 20, kept);
+	parentPort.postMessage("ready");
 } else {
 	console.error("js_grow.js: unknown mode " + mode);
 	process.exit(2);

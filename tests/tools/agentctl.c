@@ -51,10 +51,10 @@ int main(int argc, char **argv)
 			struct control_status st;
 			r = control_status(fd, &st, &cause);
 			if (r == 0)
-				printf("status: capturing=%d hooks=%llu rate=%llu samples=%llu stacks=%llu live=%llu js=%s python=%s\n",
+				printf("status: capturing=%d hooks=%llu rate=%llu samples=%llu stacks=%llu live=%llu js=%s js-workers=%u python=%s\n",
 				       st.capturing, (unsigned long long)st.hooks, (unsigned long long)st.rate,
 				       (unsigned long long)st.samples, (unsigned long long)st.stacks,
-				       (unsigned long long)st.live_bytes, st.js[0] ? st.js : "?",
+				       (unsigned long long)st.live_bytes, st.js[0] ? st.js : "?", st.js_workers,
 				       st.python[0] ? st.python : "?");
 		} else if (strncmp(a, "snapshot=", 9) == 0) {
 			unsigned char *buf;

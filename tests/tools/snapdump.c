@@ -5,7 +5,8 @@
  *   snapdump FILE.snap                  print; exit 3 with one error line if bad
  *   snapdump --from-text TEXT OUT.snap  build OUT from TEXT ("-": stdin)
  *
- * The text: one "key value" line per process field; "mallinfo k=v ..." or
+ * The text: one "key value" line per process field (js_version and js_why
+ * quoted, or - when absent); "mallinfo k=v ..." or
  * "mallinfo none"; "module I k=v ... path=\"...\""; "stack I k=v ..." followed by
  * indented frame lines "MODULE:0xOFFSET" (MODULE "-" for none); "symbol
  * MODULE:0xOFFSET nframes=N" followed by indented lines 'function="f" file="a.c"
@@ -72,6 +73,13 @@ static void dump(const struct snapshot *s)
 	if (s->python || s->python_version)
 		printf("python %" PRIu32 " %" PRIu32 ".%" PRIu32 "\n", s->python,
 		       s->python_version >> 8, s->python_version & 0xff);
+	if (s->js || s->js_version || s->js_why) {
+		printf("js %" PRIu32 "\njs_version ", s->js);
+		print_str(s->js_version);
+		printf("\njs_why ");
+		print_str(s->js_why);
+		fputc('\n', stdout);
+	}
 	if (s->mallinfo.present)
 		printf("mallinfo arena=%" PRIu64 " mmapped=%" PRIu64 " in_use=%" PRIu64
 		       " free_bytes=%" PRIu64 " releasable=%" PRIu64 "\n",
@@ -521,6 +529,13 @@ static void parse_line(struct parser *ps, struct snapshot *s, char *line)
 		v = word(ps);
 		s->python_version = (uint32_t)(strtoul(v, &v, 10) << 8);
 		s->python_version |= (uint32_t)(*v == '.' ? strtoul(v + 1, NULL, 10) & 0xff : 0);
+	} else if (strcmp(key, "js") == 0) {
+		s->js = (uint32_t)number(ps, word(ps), key);
+	} else if (strcmp(key, "js_version") == 0 || strcmp(key, "js_why") == 0) {
+		char **field = key[3] == 'v' ? &s->js_version : &s->js_why;
+		skip_blanks(ps);
+		free(*field);
+		*field = quoted(ps, key);
 	} else if (strcmp(key, "mallinfo") == 0) {
 		skip_blanks(ps);
 		if (strcmp(ps->p, "none") == 0) {

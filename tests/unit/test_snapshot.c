@@ -42,6 +42,9 @@ static struct snapshot *rich_snapshot(size_t nstacks)
 	s->dropped_bytes = 1ull << 40;
 	s->python = SNAP_PYTHON_NATIVE;
 	s->python_version = 3 << 8 | 7;
+	s->js = SNAP_JS_NOT_SAMPLED;
+	s->js_version = xstrdup("11.3.244.8-node.33");
+	s->js_why = xstrdup("the JavaScript thread did not reach a safe point within 1000 ms");
 	s->mallinfo = (struct snap_mallinfo){ true, 1, 2, UINT64_MAX, 4, 5 };
 
 	s->nmodules = 3;
@@ -187,6 +190,9 @@ static void assert_snapshots_equal(const struct snapshot *a, const struct snapsh
 	assert_true(a->dropped_bytes == b->dropped_bytes);
 	assert_int_equal(a->python, b->python);
 	assert_int_equal(a->python_version, b->python_version);
+	assert_int_equal(a->js, b->js);
+	assert_str_same(a->js_version, b->js_version);
+	assert_str_same(a->js_why, b->js_why);
 	assert_int_equal(a->mallinfo.present, b->mallinfo.present);
 	if (a->mallinfo.present)
 		assert_memory_equal(&a->mallinfo.arena, &b->mallinfo.arena, 5 * sizeof(uint64_t));
@@ -677,19 +683,52 @@ static void test_forward_compat(void **state)
 	snapshot_free(d);
 	free(f);
 
-	/* a process section that ends after cmdline (written before the
-	 * CPython fields were appended) reads with both 0 */
-	more[p].len -= 12 + 8;
+	/* a process section that ends after the CPython fields (written
+	 * before node's were appended) reads with no V8 */
+	size_t js_len = 4 + 1 + strlen(s->js_version) + 1 + strlen(s->js_why);
+	more[p].len -= 12 + js_len;
+	f = assemble(1, more, m, &len2);
+	d = expect_ok(f, len2);
+	assert_int_equal(d->js, SNAP_JS_NONE);
+	assert_null(d->js_version);
+	assert_null(d->js_why);
+	d->js = s->js;
+	d->js_version = xstrdup(s->js_version);
+	d->js_why = xstrdup(s->js_why);
+	assert_snapshots_equal(s, d);
+	snapshot_free(d);
+	free(f);
+
+	/* one that ends after cmdline (written before the CPython fields were
+	 * appended) reads with both 0 */
+	more[p].len -= 8;
 	f = assemble(1, more, m, &len2);
 	d = expect_ok(f, len2);
 	assert_int_equal(d->python, 0);
 	assert_int_equal(d->python_version, 0);
+	assert_int_equal(d->js, SNAP_JS_NONE);
 	d->python = s->python;
 	d->python_version = s->python_version;
+	d->js = s->js;
+	d->js_version = xstrdup(s->js_version);
+	d->js_why = xstrdup(s->js_why);
 	assert_snapshots_equal(s, d);
 	snapshot_free(d);
 	free(f);
-	more[p].len += 12 + 8;
+	more[p].len += 12 + js_len + 8;
+
+	/* a js state newer than this reader reads as none */
+	{
+		unsigned char *st = longer + more[p].len - 12 - js_len;
+		memcpy(st, "\x09\0\0\0", 4);
+		f = assemble(1, more, m, &len2);
+		d = expect_ok(f, len2);
+		assert_int_equal(d->js, SNAP_JS_NONE);
+		assert_string_equal(d->js_version, s->js_version);
+		snapshot_free(d);
+		free(f);
+		memcpy(st, "\x03\0\0\0", 4);
+	}
 
 	more[0].flags = 1; /* required */
 	f = assemble(1, more, m, &len2);

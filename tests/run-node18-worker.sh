@@ -1,0 +1,6 @@
+#!/bin/sh
+# run-node18-worker.sh: run-node-worker.sh on Debian's node 18 (V8 10.2),
+# which tests/install-deps.sh --tests unpacks into /opt/memwatch-tests/node18;
+# skipped when it is not there.
+node_under_test=18
+. "$top_srcdir/tests/run-node-worker.sh"
