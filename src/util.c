@@ -164,8 +164,12 @@ int parse_duration_ms(const char *s, uint64_t *ms, char **cause)
 int parse_referrers_limit(const char *arg, uint64_t *ms, char **cause)
 {
 	uint64_t v;
-	if (parse_duration_ms(arg, &v, cause) < 0)
+	char *why = NULL;
+	if (parse_duration_ms(arg, &v, &why) < 0) {
+		*cause = xasprintf("--referrers-limit: %s", why);
+		free(why);
 		return -1;
+	}
 	if (v < 10 || v > 600000) {
 		*cause = xasprintf("--referrers-limit '%s' out of range (10ms to 10m)", arg);
 		return -1;

@@ -77,6 +77,7 @@
 #define TPF_HEAPTYPE (1ul << 9)
 #define TPF_HAVE_GC (1ul << 14)
 #define TPF_MANAGED_DICT (1ul << 4)
+#define TPF_LONG_SUBCLASS (1ul << 24)
 #define TPF_LIST_SUBCLASS (1ul << 25)
 #define TPF_TUPLE_SUBCLASS (1ul << 26)
 #define TPF_UNICODE_SUBCLASS (1ul << 28)
@@ -359,6 +360,10 @@ static int visit_back(void *obj, void *arg)
 	c->parent = o;
 	c->target = n->target;
 	c->level = (uint16_t)(se->level + 1);
+	/* a target a tracked object refers to is alive (the GIL is held),
+	 * tracked itself or not (a dict of atomic values is not) */
+	if (se->level == 0 && se->t[n->target].obj == o)
+		se->t[n->target].alive = true;
 	/* the rest of its referents still: another target there joins here */
 	return 0;
 }
@@ -402,6 +407,9 @@ static size_t object_size(uintptr_t o)
 		size_t k = mw_py_str_size((const void *)o);
 		if (k)
 			n = k;
+	} else if (item && minor >= 12 && (fl & TPF_LONG_SUBCLASS)) {
+		/* 3.12 on: an int's lv_tag, its digits shifted by 3 */
+		n += item * (size_t)(word(o + OB_SIZE) >> 3);
 	} else if (item) {
 		intptr_t sz = (intptr_t)word(o + OB_SIZE);
 		n += item * (size_t)(sz < 0 ? -sz : sz);
@@ -420,7 +428,7 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state)
 {
 	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
 	uintptr_t gc, interp, nx, pv, t, tt;
-	char name[8];
+	char name[200];
 	int i;
 
 	if (minor == 8) {
