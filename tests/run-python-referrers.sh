@@ -27,7 +27,7 @@ for v in $cpythons; do
 	python_state "$t" on
 	step "$name"
 	wait_until "[ \$(grep -c '^created' $name.out) -ge 1 ]" 60
-	run_mw 0 snap -p "$t" --referrers -o "$name.snap"
+	run_mw 0 snap -p "$t" -w 0 --referrers -o "$name.snap"
 	cp out "$name.snap.out"
 	expect_grep "^pid $t: referrers: Python held [0-9.]+ m?s, [0-9]+ objects traversed in [0-9]+ pass(es)? \\([0-9]+ tracked\\)" "$name.snap.out"
 	# the module global and the class attribute, each with the object it
@@ -48,7 +48,7 @@ for v in $cpythons; do
 	expect_grep '"referrers": \{"status": "done", ' out
 
 	# without the option: no search, no chain
-	run_mw 0 snap -p "$t" -o "$name.plain.snap"
+	run_mw 0 snap -p "$t" -w 0 -o "$name.plain.snap"
 	expect_no_grep 'referrers' out
 	run_mw 0 show --by type -n 10 "$name.plain.snap"
 	expect_no_grep 'kept alive by|referrers' out

@@ -193,6 +193,14 @@ static struct request {
 	size_t arena_used;
 } rq;
 
+/* CLOCK_MONOTONIC, which the request's condition variable waits on. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void rq_init(void)
 {
 	pthread_condattr_t a;
@@ -471,7 +479,7 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state)
 
 static bool out_of_time(uint64_t deadline)
 {
-	return mw_now_ns() >= deadline;
+	return mono_ns() >= deadline;
 }
 
 /* One pass over every tracked object: the level's referrers (and, on the
@@ -980,7 +988,7 @@ static void *search_main(void *arg)
 	mw_tls.guard = 1;
 	pthread_cleanup_push(search_exit, NULL);
 	g = mw_py.gil_ensure();
-	t0 = mw_now_ns();
+	t0 = mono_ns();
 	pthread_mutex_lock(&rq_lock);
 	if (rq.abandoned) {
 		rq.state = RQ_IDLE;
@@ -996,7 +1004,7 @@ static void *search_main(void *arg)
 	} else {
 		search();
 	}
-	rq.pause_ns = mw_now_ns() - t0;
+	rq.pause_ns = mono_ns() - t0;
 	mw_py.gil_release(g);
 	pthread_mutex_lock(&rq_lock);
 	rq.state = rq.abandoned ? RQ_IDLE : RQ_DONE;
@@ -1188,7 +1196,7 @@ static void set_note(struct snapshot *s, uint32_t status, const char *note)
 int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_objects)
 {
 	struct target t[MAX_TARGETS];
-	uint64_t start = mw_now_ns(), deadline = start + limit_ns;
+	uint64_t start = mono_ns(), deadline = start + limit_ns;
 	struct timespec ts;
 	sigset_t all, old;
 	pthread_attr_t attr;
@@ -1269,7 +1277,7 @@ int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_obje
 	/* the GIL, until the deadline */
 	ts.tv_sec = (time_t)(deadline / 1000000000u);
 	ts.tv_nsec = (long)(deadline % 1000000000u);
-	while (rq.state == RQ_WAITING && mw_now_ns() < deadline)
+	while (rq.state == RQ_WAITING && mono_ns() < deadline)
 		pthread_cond_timedwait(&rq_cond, &rq_lock, &ts);
 	if (rq.state == RQ_WAITING) {
 		rq.abandoned = true;
@@ -1281,7 +1289,7 @@ int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_obje
 	/* the search ends by itself at the deadline; a last margin for the
 	 * naming of what it found */
 	ts.tv_sec += 2;
-	while (rq.state == RQ_SEARCHING && mw_now_ns() < deadline + 2000000000ull)
+	while (rq.state == RQ_SEARCHING && mono_ns() < deadline + 2000000000ull)
 		pthread_cond_timedwait(&rq_cond, &rq_lock, &ts);
 	if (rq.state != RQ_DONE) {
 		rq.abandoned = true;
