@@ -8,7 +8,9 @@
 # says how long Python waited and how many objects it traversed; show (by
 # type and by stack) prints the chains under their rows, JSON carries them;
 # a forward view says what one object of a top type holds; the script runs
-# on and ends well. A snapshot without --referrers has no search.
+# on and ends well. A snapshot without --referrers has no search. A watch with
+# --referrers logs the pause of its final snapshot's search, and its HTML
+# page lists the chains.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
@@ -58,6 +60,23 @@ for v in $cpythons; do
 	end_target "$name"
 	finished "$name" "$t"
 done
+
+# a watch with --referrers: its final snapshot's search, the pause in the
+# run log, and the chains in the HTML page (the first CPython of the list)
+v=${cpythons%% *}
+py=${v#*=}
+start_script feed "$py" "$refs" 20000 || finish
+(for i in 1 2 3 4 5; do echo; sleep 0.5; done) >feed.in &
+feeder=$!
+started_pids="$started_pids $feeder"
+run_mw 0 -p "$t" -i 200ms -d 4s -q --capture now --referrers -o feed.log
+expect_grep "^# event [0-9.]+ $t referrers status=done pause-ms=[0-9.]+ visited=[0-9]+ tracked=[0-9]+ passes=[0-9]+ chains=[1-9]" feed.log
+run_mw 0 report -o feed.html feed.log
+expect_grep "^<h3>pid $t: what keeps Python objects alive</h3>" feed.html
+expect_grep "kept alive by: <code>__main__\.(AUDIT_LOG|Registry\.sessions) " feed.html
+wait "$feeder"
+end_target feed
+finished feed "$t"
 
 # bad values: one line, status 2
 run_mw 2 snap -p $$ --referrers --referrers-limit 0 -o never.snap
