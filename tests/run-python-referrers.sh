@@ -4,7 +4,9 @@
 # to 3.13: pyenv's builds; a missing one is said and skipped). py_refs.py
 # keeps instances of Event in a module-level list (AUDIT_LOG) and instances
 # of Session in a dict that is a class attribute (Registry.sessions): the
-# chains name both roots, the index or key, and the type kept; the search
+# chains name both roots, the index or key, and the type kept; and (its cache
+# mode) objects kept by a functools.lru_cache and by a dict a closure holds:
+# the chains name the functions; the search
 # says how long Python waited and how many objects it traversed; show (by
 # type and by stack) prints the chains under their rows, JSON carries them;
 # a forward view says what one object of a top type holds; the script runs
@@ -59,6 +61,23 @@ for v in $cpythons; do
 	wait "$ctl" 2>/dev/null
 	end_target "$name"
 	finished "$name" "$t"
+
+	# caches: Entry objects kept by a functools.lru_cache, Memo objects in
+	# a dict a closure holds: the chains name the functions
+	start_script "${name}_c" "$py" "$refs" 30000 cache || continue
+	run_mw 0 snap -p "$t" -w 1 -o "$name.c0.snap"
+	start_ctl "$name.cctl" "$t" start=16384 sleep=120000
+	python_state "$t" on
+	step "${name}_c"
+	wait_until "[ \$(grep -c '^created' ${name}_c.out) -ge 1 ]" 60
+	run_mw 0 snap -p "$t" -w 0 --referrers -o "$name.c.snap"
+	cp out "$name.c.snap.out"
+	expect_grep "kept alive by: __main__\\.lookup \\((functools\\.)?_lru_cache_wrapper\\) -> \\(dict\\) -> " "$name.c.snap.out"
+	expect_grep "kept alive by: __main__\\.remember \\(function\\) -> .* \\(cell\\) -> \\(dict\\) -> \\['m[0-9]+'\\] " "$name.c.snap.out"
+	kill "$ctl" 2>/dev/null
+	wait "$ctl" 2>/dev/null
+	end_target "${name}_c"
+	finished "${name}_c" "$t"
 done
 
 # a watch with --referrers: its final snapshot's search, the pause in the

@@ -105,6 +105,7 @@ static struct {
 	int (*dict_next)(void *d, intptr_t *pos, void **key, void **value);
 	uintptr_t dict_type, list_type, tuple_type, module_type, frame_type;
 	const char *runtime;
+	void *(*interp_main)(void);
 } py;
 
 /* ------------------------------------------------------------------------- */
@@ -271,6 +272,7 @@ struct search {
 	uintptr_t top[MAX_TARGETS];
 	uintptr_t join_at[MAX_TARGETS], join_child[MAX_TARGETS];
 	bool done[MAX_TARGETS];
+	bool via_join[MAX_TARGETS];  /* done through join_at, not a root of its own */
 	uint16_t deepest[MAX_TARGETS];
 	uintptr_t deep_node[MAX_TARGETS];
 	size_t fw;               /* forward: the target being traversed */
@@ -456,7 +458,10 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state)
 		} else {
 			off = minor <= 10 ? PY39_INTERP_GC : minor == 11 ? PY311_INTERP_GC : PY312_INTERP_GC;
 		}
-		interp = mw_py.interp_head ? (uintptr_t)mw_py.interp_head() : 0;
+		/* the main interpreter's: the one whose GIL PyGILState_Ensure
+		 * takes (the head of the list is the newest) */
+		interp = py.interp_main ? (uintptr_t)py.interp_main() :
+			 mw_py.interp_head ? (uintptr_t)mw_py.interp_head() : 0;
 		if (!interp)
 			return -1;
 		gc = interp + off;
@@ -582,14 +587,24 @@ static size_t after_pass(struct search *se)
 			se->filter[b >> 6] |= 1ull << (b & 63);
 		}
 	}
-	for (size_t k = 0; k < se->nt; k++) {
-		struct node *c;
-		if (se->done[k] || !se->join_at[k])
-			continue;
-		c = node_find(se, se->join_at[k]);
-		if (c && c->rooted) {
+	/* a target joined to a rooted tree is rooted too, and so is its own
+	 * path there (another target may have joined it on the way) */
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (size_t k = 0; k < se->nt; k++) {
+			struct node *c;
+			if (se->done[k] || !se->join_at[k])
+				continue;
+			c = node_find(se, se->join_at[k]);
+			if (!c || !c->rooted)
+				continue;
 			se->done[k] = true;
+			se->via_join[k] = true;
 			se->top[k] = se->join_at[k];
+			for (struct node *p = node_find(se, se->join_child[k]); p;
+			     p = p->level ? node_find(se, p->parent) : NULL)
+				p->rooted = 1;
+			changed = true;
 		}
 	}
 	return live;
@@ -742,6 +757,31 @@ static void walk(struct search *se, uintptr_t from, uintptr_t stop, uintptr_t *p
 	}
 }
 
+/* The objects from the root of target k's chain down to stop, an object on
+ * it: for a target rooted through another's tree (joined), that one's chain
+ * down to where it joined, then its own objects. */
+static void chain_to(struct search *se, size_t k, uintptr_t stop, uintptr_t *path, size_t *np, size_t max,
+		     int depth)
+{
+	struct node *j;
+
+	if (depth > MAX_TARGETS)
+		return;
+	if (!se->via_join[k]) {
+		walk(se, se->top[k], stop, path, np, max);
+		return;
+	}
+	j = node_find(se, se->join_at[k]);
+	if (!j)
+		return;
+	chain_to(se, j->target, se->join_at[k], path, np, max, depth + 1);
+	if (!*np || path[*np - 1] != se->join_at[k]) {
+		*np = 0;
+		return;
+	}
+	walk(se, se->join_child[k], stop, path, np, max);
+}
+
 /* The chain of target k: from its top (a root, or the deepest object found)
  * to the target, as links named. */
 static void name_chain(struct search *se, size_t k, uint64_t deadline)
@@ -756,27 +796,13 @@ static void name_chain(struct search *se, size_t k, uint64_t deadline)
 
 	c->nlinks = 0;
 	c->end = SNAP_CHAIN_NO_ROOT;
-	if (se->done[k] && !se->join_at[k]) {
+	if (se->done[k]) {
 		c->end = SNAP_CHAIN_ROOT;
-		walk(se, se->top[k], 0, path, &np, sizeof path / sizeof *path);
-	} else if (se->done[k]) {
-		/* joined another target's tree at join_at: a root whose path
-		 * passes there, down to join_at, then from the object it refers
-		 * to down to this target */
-		size_t m = (size_t)1 << NODE_BITS;
-		c->end = SNAP_CHAIN_ROOT;
-		for (size_t j = 0; j < m && !np; j++) {
-			struct node *r = &se->nodes[j];
-			if (!r->obj || !r->root || !r->rooted)
-				continue;
-			walk(se, r->obj, se->join_at[k], path, &np, sizeof path / sizeof *path);
-			if (!np || path[np - 1] != se->join_at[k])
-				np = 0;
-		}
-		if (np)
-			walk(se, se->join_child[k], 0, path, &np, sizeof path / sizeof *path);
-		else
+		chain_to(se, k, se->t[k].obj, path, &np, sizeof path / sizeof *path, 0);
+		if (!np || path[np - 1] != se->t[k].obj) {
+			np = 0;
 			c->end = SNAP_CHAIN_STOPPED;
+		}
 	}
 	if (np) {
 		struct node *r = node_find(se, path[0]);
@@ -812,9 +838,16 @@ static void name_chain(struct search *se, size_t k, uint64_t deadline)
 		size_t m = class_name(path[0], e, sizeof e);
 		snprintf(b, sizeof b, "%.*s", (int)m, e);
 	} else if (kind == ROOT_FRAME) {
-		uintptr_t code = word(path[0] + FRAME_CODE), nm = code ? word(code + CODE_NAME) : 0;
+		/* 3.8 to 3.10: the frame object holds its code; later ones hold
+		 * an interpreter frame, not read here */
+		unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
+		uintptr_t code = minor <= 10 ? word(path[0] + FRAME_CODE) : 0;
+		uintptr_t nm = code && type_of(code) == (uintptr_t)mw_py.code_type ? word(code + CODE_NAME) : 0;
 		size_t m = is_str(nm) ? mw_py_read_str((void *)nm, e, sizeof e) : 0;
-		snprintf(b, sizeof b, "a frame of %.*s()", (int)m, e);
+		if (m)
+			snprintf(b, sizeof b, "a frame of %.*s()", (int)m, e);
+		else
+			snprintf(b, sizeof b, "a frame");
 	}
 	for (i = first; i < np && c->nlinks < MAX_LINKS; i++) {
 		struct out_link *l = &c->links[c->nlinks];
@@ -1030,6 +1063,7 @@ static void look_up(void)
 	py.module_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyModule_Type");
 	py.frame_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyFrame_Type");
 	py.runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+	py.interp_main = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
 	mw_loader_leave();
 	py.looked = true;
 }

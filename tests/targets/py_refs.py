@@ -3,7 +3,10 @@
 # Session in a dict that is a class attribute (Registry.sessions), with churn
 # of other objects made and dropped meanwhile. At each line on stdin it
 # creates N more of each (N from argv, default 100000) and prints "created N
-# TOTAL". Prints "ready" first and "ok" at end of input.
+# TOTAL". Prints "ready" first and "ok" at end of input. With "cache" after N,
+# it makes instead instances of Entry kept by a functools.lru_cache (lookup)
+# and of Memo kept in a dict a closure holds (remember).
+import functools
 import sys
 
 AUDIT_LOG = []
@@ -25,6 +28,34 @@ class Registry:
     sessions = {}
 
 
+class Entry:
+    def __init__(self, key):
+        self.key = key
+
+
+class Memo:
+    def __init__(self, key):
+        self.key = key
+
+
+@functools.lru_cache(maxsize=None)
+def lookup(key):
+    return Entry(key)
+
+
+def memoizer():
+    memo = {}
+
+    def remember(key):
+        if key not in memo:
+            memo[key] = Memo(key)
+        return memo[key]
+    return remember
+
+
+remember = memoizer()
+
+
 def churn(n):
     scratch = [(i, "scratch-%d" % i) for i in range(n)]
     return len(scratch)
@@ -39,10 +70,25 @@ def record(n):
             churn(16)
 
 
+def cache(n, base):
+    for i in range(base, base + n):
+        lookup(i)
+        remember("m%d" % i)
+        if i % 8 == 0:
+            churn(16)
+
+
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100000
+    cached = len(sys.argv) > 2 and sys.argv[2] == "cache"
+    made = 0
     print("ready", flush=True)
     for _ in sys.stdin:
+        if cached:
+            cache(n, made)
+            made += n
+            print("created", n, made, flush=True)
+            continue
         before = len(AUDIT_LOG)
         record(n)
         print("created", len(AUDIT_LOG) - before, len(AUDIT_LOG), flush=True)
