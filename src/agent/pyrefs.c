@@ -610,6 +610,14 @@ static size_t after_pass(struct search *se)
 	return live;
 }
 
+/* Does the first word of a block look like a live object's reference count?
+ * A freed one holds the allocator's link there (an address, or glibc's
+ * mangled one), or 0. Immortal objects (3.12 on) count 2^32-1 or so. */
+static bool alive_refcnt(uintptr_t rc)
+{
+	return rc != 0 && rc < ((uintptr_t)1 << 40);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Naming the chains. */
 
@@ -977,8 +985,9 @@ static void search(void)
 	for (size_t k = 0; k < se.nt; k++) {
 		/* a target that is not what it was noted as (freed meanwhile)
 		 * has no chain */
-		uintptr_t w;
-		if (!mw_py_safe_word((void *)(se.t[k].obj + OB_TYPE), &w) || w != se.t[k].type) {
+		uintptr_t w, rc;
+		if (!mw_py_safe_word((void *)(se.t[k].obj + OB_TYPE), &w) || w != se.t[k].type ||
+		    !mw_py_safe_word((void *)(se.t[k].obj + OB_REFCNT), &rc) || !alive_refcnt(rc)) {
 			rq.chains[k].nlinks = 0;
 			continue;
 		}
