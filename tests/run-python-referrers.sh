@@ -97,6 +97,15 @@ wait "$feeder"
 end_target feed
 finished feed "$t"
 
+# a process that is not CPython: the snapshot says there is nothing to search
+sleep 300 &
+nopy=$!
+started_pids="$started_pids $nopy"
+run_mw 0 snap -p "$nopy" -w 1 --referrers -o nopy.snap
+expect_grep "^pid $nopy: referrers not searched: no CPython in this process" out
+kill "$nopy"
+wait "$nopy" 2>/dev/null
+
 # bad values: one line, status 2
 run_mw 2 snap -p $$ --referrers --referrers-limit 0 -o never.snap
 expect_grep '^memwatch: .*referrers-limit' err

@@ -84,9 +84,9 @@
 #define TPF_DICT_SUBCLASS (1ul << 29)
 #define TPF_TYPE_SUBCLASS (1ul << 31)
 
-#define MAX_TARGETS 12
-#define TOP_TYPES 3
-#define TOP_STACKS 3
+#define MAX_TARGETS 16
+#define TOP_TYPES 4
+#define TOP_STACKS 4
 #define PER_TYPE 2
 #define MAX_LEVELS 24
 #define NODE_BITS 18                 /* the table of objects found: 2^18 slots */
@@ -1084,12 +1084,13 @@ static bool placeholder(const struct snapshot *s, uint32_t t)
 
 /* Choose the targets among the objects noted for s: up to PER_TYPE of each of
  * the TOP_TYPES types with the most sampled live bytes, and one of the
- * leading type of each of the TOP_STACKS stacks with the most. */
+ * leading type of each of the TOP_STACKS stacks with the most that have no
+ * target of that type yet. */
 static size_t choose(const struct snapshot *s, struct target *t)
 {
 	uint64_t *tbytes = NULL, best;
-	uint32_t top[TOP_TYPES], stacks[TOP_STACKS];
-	size_t nt = 0, ntop = 0, nst = 0, i, k;
+	uint32_t top[TOP_TYPES], seen[64];
+	size_t nt = 0, ntop = 0, nst = 0, nseen = 0, i, k;
 
 	pthread_mutex_lock(&ex_lock);
 	if (ex_owner != s || !nex || !s->ntypes)
@@ -1112,22 +1113,6 @@ static size_t choose(const struct snapshot *s, struct target *t)
 		top[ntop] = bi;
 		tbytes[bi] = 0;
 	}
-	/* the stacks: each one's largest typed entry of a real type */
-	for (nst = 0; nst < TOP_STACKS; nst++) {
-		size_t bi = SIZE_MAX;
-		for (best = 0, i = 0; i < s->ntyped; i++) {
-			bool taken = false;
-			for (k = 0; k < nst; k++)
-				taken = taken || s->typed[stacks[k]].stack == s->typed[i].stack;
-			if (!taken && !placeholder(s, s->typed[i].type) && s->typed[i].live_bytes > best) {
-				best = s->typed[i].live_bytes;
-				bi = i;
-			}
-		}
-		if (bi == SIZE_MAX)
-			break;
-		stacks[nst] = (uint32_t)bi;
-	}
 	for (k = 0; k < ntop; k++) {
 		size_t got = 0;
 		for (i = 0; i < nex && got < PER_TYPE && nt < MAX_TARGETS; i++) {
@@ -1143,21 +1128,37 @@ static size_t choose(const struct snapshot *s, struct target *t)
 			got++;
 		}
 	}
-	for (k = 0; k < nst; k++) {
-		for (i = 0; i < nex && nt < MAX_TARGETS; i++) {
-			bool dup = false;
-			if (ex[i].typed != stacks[k])
+	/* the stacks, in the order of their bytes: an object of each one's
+	 * largest typed entry of a real type, unless a target above is of that
+	 * stack and type already (then the next stack) */
+	for (nst = 0; nst < TOP_STACKS && nt < MAX_TARGETS;) {
+		size_t bi = SIZE_MAX;
+		bool dup = false;
+		for (best = 0, i = 0; i < s->ntyped; i++) {
+			bool taken = false;
+			for (k = 0; k < nseen; k++)
+				taken = taken || seen[k] == s->typed[i].stack;
+			if (!taken && !placeholder(s, s->typed[i].type) && s->typed[i].live_bytes > best) {
+				best = s->typed[i].live_bytes;
+				bi = i;
+			}
+		}
+		if (bi == SIZE_MAX || nseen == sizeof seen / sizeof *seen)
+			break;
+		seen[nseen++] = s->typed[bi].stack;
+		for (size_t j = 0; j < nt; j++)
+			dup = dup || (t[j].stack == s->typed[bi].stack && t[j].tindex == s->typed[bi].type);
+		if (dup)
+			continue;
+		for (i = 0; i < nex; i++) {
+			if (ex[i].typed != bi)
 				continue;
-			for (size_t j = 0; j < nt; j++)
-				dup = dup || (t[j].obj == ex[i].obj) ||
-				      (t[j].stack == s->typed[stacks[k]].stack && t[j].tindex == s->typed[stacks[k]].type);
-			if (dup)
-				break;
 			t[nt].obj = ex[i].obj;
-			t[nt].tindex = s->typed[stacks[k]].type;
-			t[nt].stack = s->typed[stacks[k]].stack;
+			t[nt].tindex = s->typed[bi].type;
+			t[nt].stack = s->typed[bi].stack;
 			t[nt].forward = false;
 			nt++;
+			nst++;
 			break;
 		}
 	}
@@ -1252,6 +1253,10 @@ int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_obje
 	s->refsearch.limit_ns = limit_ns;
 	s->refsearch.max_objects = max_objects;
 	pthread_once(&rq_once, rq_init);
+	if (mw_python_state(NULL) == MW_PY_NONE) {
+		set_note(s, SNAP_REFS_UNAVAILABLE, "no CPython in this process");
+		goto out;
+	}
 	if (mw_python_state(NULL) != MW_PY_ON || !mw_python_frames || !mw_py.gil_ensure) {
 		set_note(s, SNAP_REFS_UNAVAILABLE, "Python objects are not sampled in this process now");
 		goto out;
