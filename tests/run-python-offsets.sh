@@ -215,11 +215,35 @@ cat > gcstate.c <<'C'
 #else
 #include <internal/pycore_pystate.h>
 #endif
+#if PY_VERSION_HEX >= 0x030b0000
+#include <internal/pycore_frame.h>
+#else
+#include <frameobject.h>
+#endif
 #include <stddef.h>
 #include <stdio.h>
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
 int main(void)
 {
+	/* a running frame's locals */
+#if PY_VERSION_HEX < 0x030a0000
+	P("PY38_FRAME_LOCALSPLUS", offsetof(PyFrameObject, f_localsplus));
+#elif PY_VERSION_HEX < 0x030b0000
+	P("PY310_FRAME_LOCALSPLUS", offsetof(PyFrameObject, f_localsplus));
+#else
+	P("PY311_FRAME_LOCALSPLUS", offsetof(_PyInterpreterFrame, localsplus));
+	P("PY311_CODE_LOCALSPLUSNAMES", offsetof(PyCodeObject, co_localsplusnames));
+	P("PY311_CODE_NAME", offsetof(PyCodeObject, co_name));
+#endif
+#if PY_VERSION_HEX < 0x030b0000
+	P("PY38_CODE_NLOCALS", offsetof(PyCodeObject, co_nlocals));
+	P("PY38_CODE_VARNAMES", offsetof(PyCodeObject, co_varnames));
+	P("PY38_CODE_NAME", offsetof(PyCodeObject, co_name));
+#elif PY_VERSION_HEX < 0x030c0000
+	P("PY311_CODE_NLOCALSPLUS", offsetof(PyCodeObject, co_nlocalsplus));
+#else
+	P("PY312_CODE_NLOCALSPLUS", offsetof(PyCodeObject, co_nlocalsplus));
+#endif
 #if PY_VERSION_HEX < 0x03090000
 	P("PY38_RUNTIME_GC", offsetof(_PyRuntimeState, gc));
 #elif PY_VERSION_HEX < 0x030b0000

@@ -6,7 +6,8 @@
 # of Session in a dict that is a class attribute (Registry.sessions): the
 # chains name both roots, the index or key, and the type kept; and (its cache
 # mode) objects kept by a functools.lru_cache and by a dict a closure holds:
-# the chains name the functions; the search
+# the chains name the functions; (its local mode) objects kept by a local
+# variable of a running function: the chain names both; the search
 # says how long Python waited and how many objects it traversed; show (by
 # type and by stack) prints the chains under their rows, JSON carries them;
 # a forward view says what one object of a top type holds; the script runs
@@ -78,6 +79,21 @@ for v in $cpythons; do
 	wait "$ctl" 2>/dev/null
 	end_target "${name}_c"
 	finished "${name}_c" "$t"
+
+	# a local variable of a running function (its frame is no object the
+	# collector tracks): the chain names it and the function
+	start_script "${name}_l" "$py" "$refs" 30000 local || continue
+	run_mw 0 snap -p "$t" -w 1 -o "$name.l0.snap"
+	start_ctl "$name.lctl" "$t" start=16384 sleep=120000
+	python_state "$t" on
+	step "${name}_l"
+	wait_until "[ \$(grep -c '^created' ${name}_l.out) -ge 1 ]" 60
+	run_mw 0 snap -p "$t" -w 0 --referrers -o "$name.l.snap"
+	expect_grep "kept alive by: local pending of serve\\(\\) \\(list\\) -> \\[[0-9]+\\] (-> Event$|\\(Event\\))" out
+	kill "$ctl" 2>/dev/null
+	wait "$ctl" 2>/dev/null
+	end_target "${name}_l"
+	finished "${name}_l" "$t"
 done
 
 # a watch with --referrers: its final snapshot's search, the pause in the

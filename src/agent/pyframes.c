@@ -593,6 +593,43 @@ static bool safe_type(const char *obj, const void *type)
 	return type && safe_word(obj + PY_OB_TYPE, &t) && t == type;
 }
 
+/* For pyrefs.c, with the GIL held: each frame of every thread of the
+ * interpreter (3.8 to 3.10: its frame objects, which the collector does not
+ * track while they run; 3.11 on: its interpreter frames): fn(frame, code,
+ * arg) until it returns non-zero. Frames the C stack owns (3.12 on) are
+ * passed over. The lists are followed by safe reads. */
+void mw_py_each_frame(const void *interp, int (*fn)(const char *frame, const char *code, void *arg), void *arg)
+{
+	const char *ts, *f, *code;
+	unsigned threads = 0, k;
+
+	if (!mw_py.thread_head || !interp)
+		return;
+	for (ts = mw_py.thread_head(interp); ts && threads < 1024; threads++) {
+		if (!safe_word(ts + lay.ts_frame, (const void **)&f) ||
+		    (f && lay.cframe && !safe_word(f + lay.cf_current, (const void **)&f)))
+			f = NULL;
+		for (k = 0; f && k < 1024; k++) {
+			bool skip = false;
+			if (lay.f_owner) {
+				const void *ow;
+				unsigned char owner;
+				if (!safe_word((const char *)((uintptr_t)(f + lay.f_owner) & ~(uintptr_t)7), &ow))
+					break;
+				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + lay.f_owner) & 7), 1);
+				skip = owner == PY313_OWNED_BY_CSTACK;
+			}
+			if (!skip && safe_word(f + lay.f_code, (const void **)&code) && code &&
+			    safe_type(code, mw_py.code_type) && fn(f, code, arg))
+				return;
+			if (!safe_word(f + lay.f_previous, (const void **)&f))
+				break;
+		}
+		if (!safe_word(ts + PY_TSTATE_NEXT, (const void **)&ts))
+			break;
+	}
+}
+
 /* A frame may be popped while it is read: the caller tries again before
  * believing a failure. */
 #define CHECK_THREADS 256

@@ -73,6 +73,17 @@
 #define FRAME_CODE 32                /* PyFrameObject.f_code (3.8-3.10) */
 #define CODE_NAME 112                /* PyCodeObject.co_name (3.8-3.10) */
 #define MANAGED_DICT (-3 * 8)        /* 3.11 on: the managed dict's pointer before the object */
+#define PY311_FRAME_LOCALSPLUS 72    /* _PyInterpreterFrame.localsplus (3.11 to 3.13) */
+#define PY311_CODE_NLOCALSPLUS 76    /* PyCodeObject.co_nlocalsplus (int; 3.11) */
+#define PY312_CODE_NLOCALSPLUS 72    /* 3.12, 3.13 */
+#define PY311_CODE_LOCALSPLUSNAMES 96   /* .co_localsplusnames (3.11 to 3.13) */
+#define PY311_CODE_NAME 120          /* .co_name (3.11 to 3.13) */
+#define PY38_FRAME_LOCALSPLUS 360    /* PyFrameObject.f_localsplus (3.8, 3.9) */
+#define PY310_FRAME_LOCALSPLUS 352   /* 3.10 */
+#define PY38_CODE_NLOCALS 28         /* PyCodeObject.co_nlocals (int; 3.8 to 3.10) */
+#define PY38_CODE_VARNAMES 72        /* .co_varnames (3.8 to 3.10) */
+#define PY38_CODE_NAME 112           /* .co_name (3.8 to 3.10) */
+#define MAX_LOCAL_ROOTS 64
 
 #define TPF_HEAPTYPE (1ul << 9)
 #define TPF_HAVE_GC (1ul << 14)
@@ -249,7 +260,7 @@ struct node {
 	uint8_t root;          /* enum root_kind, once known */
 	uint8_t rooted;        /* on the path of a root found */
 };
-enum root_kind { NOT_ROOT, ROOT_MODULE_DICT, ROOT_CLASS_DICT, ROOT_MODULE, ROOT_CLASS, ROOT_FRAME };
+enum root_kind { NOT_ROOT, ROOT_MODULE_DICT, ROOT_CLASS_DICT, ROOT_MODULE, ROOT_CLASS, ROOT_FRAME, ROOT_LOCAL };
 
 struct rootent {
 	uintptr_t dict, owner;   /* dict: a module's or a class's; owner: it */
@@ -276,6 +287,11 @@ struct search {
 	uint16_t deepest[MAX_TARGETS];
 	uintptr_t deep_node[MAX_TARGETS];
 	size_t fw;               /* forward: the target being traversed */
+	/* 3.11 on: a running frame's locals that hold a level's objects, each
+	 * a node of its own (its obj the slot's address) */
+	struct { uintptr_t slot, code; uint32_t index; } locals[MAX_LOCAL_ROOTS];
+	size_t nlocals;
+	uintptr_t interp;
 };
 
 static inline size_t hash_ptr(uintptr_t p)
@@ -434,7 +450,7 @@ static size_t object_size(uintptr_t o)
 /* The generations' list heads, as the running interpreter has them: each a
  * circular list whose first node links back to its head and starts an object
  * whose type is a type. Read with safe reads: a wrong layout fails here. */
-static int gc_heads(uintptr_t *heads, uintptr_t *state)
+static int gc_heads(uintptr_t *heads, uintptr_t *state, uintptr_t *interp_out)
 {
 	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
 	uintptr_t gc, interp, nx, pv, t, tt;
@@ -445,6 +461,8 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state)
 		if (!py.runtime)
 			return -1;
 		gc = (uintptr_t)py.runtime + PY38_RUNTIME_GC;
+		*interp_out = py.interp_main ? (uintptr_t)py.interp_main() :
+			      mw_py.interp_head ? (uintptr_t)mw_py.interp_head() : 0;
 	} else {
 		size_t off;
 		if (minor == 13) {
@@ -464,6 +482,7 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state)
 			 mw_py.interp_head ? (uintptr_t)mw_py.interp_head() : 0;
 		if (!interp)
 			return -1;
+		*interp_out = interp;
 		gc = interp + off;
 	}
 	for (i = 0; i < 4; i++) {
@@ -558,6 +577,52 @@ static void mark_rooted(struct search *se, struct node *n)
 		p->rooted = 1;
 }
 
+/* A running frame's locals (3.8 to 3.10: its co_nlocals first slots; 3.11
+ * on: its co_nlocalsplus first, locals, cells and free variables) that hold
+ * an object of the level searched for: roots, as nodes of their own at the
+ * next level. */
+static int frame_locals(const char *frame, const char *code, void *arg)
+{
+	struct search *se = arg;
+	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
+	int n = *(const int *)(code + (minor <= 10 ? PY38_CODE_NLOCALS : minor == 11 ? PY311_CODE_NLOCALSPLUS
+											: PY312_CODE_NLOCALSPLUS));
+	const uintptr_t *slots = (const uintptr_t *)(frame + (minor <= 9 ? PY38_FRAME_LOCALSPLUS :
+							       minor == 10 ? PY310_FRAME_LOCALSPLUS :
+							       PY311_FRAME_LOCALSPLUS));
+
+	for (int i = 0; i < n && i < 100000; i++) {
+		uintptr_t v = slots[i];
+		size_t b;
+		struct node *t, *r;
+		if (!v)
+			continue;
+		b = filter_bit(v);
+		if (!(se->filter[b >> 6] & (1ull << (b & 63))))
+			continue;
+		t = node_find(se, v);
+		if (!t || t->level != se->level || t->root || se->done[t->target])
+			continue;
+		if (se->nlocals == MAX_LOCAL_ROOTS)
+			return 1;
+		r = node_add(se, (uintptr_t)&slots[i]);
+		if (!r)
+			return 1;
+		r->parent = v;
+		r->target = t->target;
+		r->level = (uint16_t)(se->level + 1);
+		r->root = ROOT_LOCAL;
+		se->locals[se->nlocals].slot = (uintptr_t)&slots[i];
+		se->locals[se->nlocals].code = (uintptr_t)code;
+		se->locals[se->nlocals].index = (uint32_t)i;
+		se->nlocals++;
+		if (se->level == 0 && se->t[t->target].obj == v)
+			se->t[t->target].alive = true;
+		mark_rooted(se, r);
+	}
+	return 0;
+}
+
 /* After a pass: the new level's roots; the targets that joined a rooted
  * tree; the filter of the objects the next pass looks for. How many objects
  * the next level has. */
@@ -570,6 +635,8 @@ static size_t after_pass(struct search *se)
 		struct node *n = &se->nodes[j];
 		if (!n->obj || n->level != se->level + 1)
 			continue;
+		if (n->root == ROOT_LOCAL)
+			continue;   /* a frame's slot, rooted when it was found */
 		if (n->level > se->deepest[n->target] || !se->deep_node[n->target]) {
 			se->deepest[n->target] = n->level;
 			se->deep_node[n->target] = n->obj;
@@ -799,6 +866,7 @@ static void name_chain(struct search *se, size_t k, uint64_t deadline)
 	size_t np = 0, i, first;
 	struct node *n;
 	uint8_t kind = NOT_ROOT;
+	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
 	char b[300], e[200];
 	bool slot = false, prev_slot = false;
 
@@ -845,10 +913,33 @@ static void name_chain(struct search *se, size_t k, uint64_t deadline)
 	} else if (kind == ROOT_CLASS) {
 		size_t m = class_name(path[0], e, sizeof e);
 		snprintf(b, sizeof b, "%.*s", (int)m, e);
+	} else if (kind == ROOT_LOCAL) {
+		/* path[0] is a frame's slot, not an object: never read as one */
+		snprintf(b, sizeof b, "a local");
+		first = 1;
+		for (size_t j = 0; j < se->nlocals && np > 1; j++) {
+			uintptr_t code, names, nm, fn;
+			size_t m = 0, f = 0;
+			char fb[100];
+			if (se->locals[j].slot != path[0])
+				continue;
+			code = se->locals[j].code;
+			names = word(code + (minor <= 10 ? PY38_CODE_VARNAMES : PY311_CODE_LOCALSPLUSNAMES));
+			fn = word(code + (minor <= 10 ? PY38_CODE_NAME : PY311_CODE_NAME));
+			nm = names && se->locals[j].index < (uint32_t)word(names + OB_SIZE) ?
+			     word(names + TUPLE_ITEMS + 8 * (size_t)se->locals[j].index) : 0;
+			if (is_str(nm))
+				m = mw_py_read_str((void *)nm, e, sizeof e);
+			if (is_str(fn))
+				f = mw_py_read_str((void *)fn, fb, sizeof fb);
+			snprintf(b, sizeof b, "local %.*s of %.*s()", (int)(m ? m : 1), m ? e : "?",
+				 (int)(f ? f : 1), f ? fb : "?");
+			first = 1;
+			break;
+		}
 	} else if (kind == ROOT_FRAME) {
 		/* 3.8 to 3.10: the frame object holds its code; later ones hold
 		 * an interpreter frame, not read here */
-		unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
 		uintptr_t code = minor <= 10 ? word(path[0] + FRAME_CODE) : 0;
 		uintptr_t nm = code && type_of(code) == (uintptr_t)mw_py.code_type ? word(code + CODE_NAME) : 0;
 		size_t m = is_str(nm) ? mw_py_read_str((void *)nm, e, sizeof e) : 0;
@@ -923,7 +1014,7 @@ static void search(void)
 	int st = SNAP_REFS_DONE;
 
 	memset(&se, 0, sizeof se);
-	if (gc_heads(heads, &state) < 0) {
+	if (gc_heads(heads, &state, &se.interp) < 0) {
 		rq.status = SNAP_REFS_UNAVAILABLE;
 		snprintf(rq.note, sizeof rq.note, "the collector's lists are not where this version keeps them");
 		return;
@@ -956,6 +1047,13 @@ static void search(void)
 	for (se.level = 0; se.level < MAX_LEVELS; se.level++) {
 		size_t live;
 		bool all = true;
+		/* the locals of the running frames first (3.11 on) */
+		mw_py_each_frame((const void *)se.interp, frame_locals, &se);
+		for (size_t k = 0; k < se.nt; k++)
+			all = all && se.done[k];
+		if (all)
+			break;
+		all = true;
 		st = pass(&se, heads, deadline, rq.max_objects);
 		rq.passes++;
 		se.first_pass = false;

@@ -56,6 +56,8 @@ size_t mw_py_read_str(const void *o, char *buf, size_t len) MW_HIDDEN;
 bool mw_py_safe_word(const void *at, uintptr_t *w) MW_HIDDEN;
 size_t mw_py_str_size(const void *o) MW_HIDDEN;
 int mw_py_name_index(struct snapshot *s, const char *name, size_t n) MW_HIDDEN;
+void mw_py_each_frame(const void *interp, int (*fn)(const char *frame, const char *code, void *arg),
+		      void *arg) MW_HIDDEN;
 /* pyrefs.c: while mw_python_types reads the types of snapshot s, an object
  * of typed entry `typed` (at most two per entry are noted); typed SIZE_MAX
  * starts a new snapshot. */

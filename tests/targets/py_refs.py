@@ -6,7 +6,8 @@
 # prints "created N TOTAL". Prints "ready" first and "ok" at end of input.
 # With "cache" after N, it makes instead instances of Entry kept by a
 # functools.lru_cache (lookup) and of Memo kept in a dict a closure holds
-# (remember).
+# (remember); with "local", Event objects kept in a list that is a local
+# variable (pending) of a function that runs on (serve).
 import functools
 import sys
 
@@ -80,9 +81,24 @@ def cache(n, base):
             churn(16)
 
 
+def serve(n):
+    pending = []
+    for _ in sys.stdin:
+        for i in range(n):
+            pending.append(Event(i, "pending"))
+            if i % 8 == 0:
+                churn(16)
+        print("created", n, len(pending), flush=True)
+
+
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100000
     cached = len(sys.argv) > 2 and sys.argv[2] == "cache"
+    if len(sys.argv) > 2 and sys.argv[2] == "local":
+        print("ready", flush=True)
+        serve(n)
+        print("ok", flush=True)
+        return
     made = 0
     print("ready", flush=True)
     for _ in sys.stdin:
