@@ -23,6 +23,10 @@
 #define MIN_REGION_LEN 7               /* kind, name and five figures */
 #define MIN_TYPE_LEN 2                 /* a name: length + 1 and a byte */
 #define MIN_TYPED_LEN 5                /* stack, type and three figures */
+#define MIN_CHAIN_LEN 4                /* type, stack, end and a count */
+#define MIN_LINK_LEN 2                 /* two optional strings */
+#define MIN_FORWARD_LEN 3              /* type, bytes and a count */
+#define MIN_REFERENT_LEN 3             /* an optional string and two figures */
 
 /* Name of a known section type, for messages. */
 static const char *section_name(uint32_t type)
@@ -36,6 +40,7 @@ static const char *section_name(uint32_t type)
 	case SEC_REGIONS: return "regions";
 	case SEC_TEMPORARY: return "temporary";
 	case SEC_TYPES: return "types";
+	case SEC_REFERRERS: return "referrers";
 	default: return "unknown";
 	}
 }
@@ -574,6 +579,97 @@ static void decode_types(struct reader *r, struct snapshot *s)
 	}
 }
 
+/* Section 9: the referrer search. A later version of the section (its first
+ * field) is skipped whole: the snapshot reads as one without it. */
+static void decode_referrers(struct reader *r, struct snapshot *s)
+{
+	struct snap_refsearch *q = &s->refsearch;
+	uint64_t version = get_varint(r);
+	size_t n;
+
+	if (r->failed || version != SNAP_REFS_VERSION)
+		return;
+	s->has_refs = true;
+	q->status = get_varint32(r, "status");
+	q->limit_ns = get_varint(r);
+	q->max_objects = get_varint(r);
+	q->pause_ns = get_varint(r);
+	q->visited = get_varint(r);
+	q->tracked = get_varint(r);
+	q->passes = get_varint32(r, "passes");
+	q->note = get_optstr(r, "note");
+	if (q->status > SNAP_REFS_UNAVAILABLE)
+		q->status = SNAP_REFS_UNAVAILABLE;
+	n = get_count(r, get_varint(r), MIN_CHAIN_LEN, "chains");
+	if (r->failed)
+		return;
+	if (n) {
+		s->chains = alloc_records(r, n, sizeof *s->chains);
+		if (!s->chains)
+			return;
+		s->nchains = n;
+	}
+	r->what = "chain";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_refchain *c = &s->chains[i];
+		size_t k;
+		r->index = i;
+		c->type = get_varint32(r, "type");
+		c->stack = get_varint32(r, "stack");
+		c->end = get_varint32(r, "end");
+		if (c->end > SNAP_CHAIN_STOPPED)
+			c->end = SNAP_CHAIN_STOPPED;
+		k = get_count(r, get_varint(r), MIN_LINK_LEN, "links");
+		if (!r->failed && (c->type >= s->ntypes || c->stack >= s->nstacks || !k)) {
+			r->failed = true;
+			set_cause(r->cause, "section '%s': chain %zu names type %u of %zu, stack %u of %zu, %zu links",
+				  r->section, i, c->type, s->ntypes, c->stack, s->nstacks, k);
+		}
+		if (r->failed)
+			return;
+		c->links = alloc_records(r, k, sizeof *c->links);
+		if (!c->links)
+			return;
+		c->nlinks = (uint32_t)k;
+		for (size_t j = 0; j < k && !r->failed; j++) {
+			c->links[j].edge = get_optstr(r, "edge");
+			c->links[j].type = get_optstr(r, "link type");
+		}
+	}
+	n = get_count(r, get_varint(r), MIN_FORWARD_LEN, "forward views");
+	if (r->failed || !n)
+		return;
+	s->forward = alloc_records(r, n, sizeof *s->forward);
+	if (!s->forward)
+		return;
+	s->nforward = n;
+	r->what = "forward view";
+	for (size_t i = 0; i < n && !r->failed; i++) {
+		struct snap_forward *f = &s->forward[i];
+		size_t k;
+		r->index = i;
+		f->type = get_varint32(r, "type");
+		f->bytes = get_varint(r);
+		k = get_count(r, get_varint(r), MIN_REFERENT_LEN, "referents");
+		if (!r->failed && f->type >= s->ntypes) {
+			r->failed = true;
+			set_cause(r->cause, "section '%s': forward view %zu names type %u of %zu",
+				  r->section, i, f->type, s->ntypes);
+		}
+		if (r->failed || !k)
+			continue;
+		f->referents = alloc_records(r, k, sizeof *f->referents);
+		if (!f->referents)
+			return;
+		f->nreferents = (uint32_t)k;
+		for (size_t j = 0; j < k && !r->failed; j++) {
+			f->referents[j].type = get_optstr(r, "referent type");
+			f->referents[j].count = get_varint(r);
+			f->referents[j].bytes = get_varint(r);
+		}
+	}
+}
+
 /* Check the header, the checksum and the section headers; fill locs for the
  * known sections. The checksum decides how a fault is named: when it holds, the
  * bytes are what the writer wrote and a fault is a malformed file; when it does
@@ -678,7 +774,7 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 	}
 	for (uint32_t t = SEC_PROCESS; t <= SEC_KNOWN_MAX; t++) {
 		if (!locs[t].seen && t != SEC_MALLINFO && t != SEC_SYMBOLS && t != SEC_REGIONS &&
-		    t != SEC_TEMPORARY && t != SEC_TYPES) {
+		    t != SEC_TEMPORARY && t != SEC_TYPES && t != SEC_REFERRERS) {
 			set_cause(cause, "section '%s' is missing", section_name(t));
 			return -1;
 		}
@@ -735,6 +831,10 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 	if (!r.failed && locs[SEC_TYPES].seen) {
 		enter_section(&r, &locs[SEC_TYPES], SEC_TYPES);
 		decode_types(&r, s);
+	}
+	if (!r.failed && locs[SEC_REFERRERS].seen) {
+		enter_section(&r, &locs[SEC_REFERRERS], SEC_REFERRERS);
+		decode_referrers(&r, s);
 	}
 	if (r.failed) {
 		snapshot_free(s);

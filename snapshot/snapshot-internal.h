@@ -17,6 +17,7 @@
 #define SNAP_SECTION_HDR_LEN 16 /* u32 type, u32 flags, u64 length */
 #define SNAP_TRAILER_LEN 4     /* u32 CRC-32 of every byte before it */
 #define SNAP_BUILD_ID_MAX 64
+#define SNAP_REFS_VERSION 1    /* the first field of section 9 */
 
 enum snap_section_type {
 	SEC_PROCESS = 1,
@@ -27,7 +28,8 @@ enum snap_section_type {
 	SEC_REGIONS = 6,
 	SEC_TEMPORARY = 7,
 	SEC_TYPES = 8,
-	SEC_KNOWN_MAX = SEC_TYPES,
+	SEC_REFERRERS = 9,
+	SEC_KNOWN_MAX = SEC_REFERRERS,
 };
 
 enum snap_section_flags {

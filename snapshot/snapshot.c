@@ -146,7 +146,8 @@ uint32_t snap_crc(const unsigned char *p, size_t len)
 static void encode_into(struct writer *w, const struct snapshot *s)
 {
 	uint32_t nsections = 3 + (s->mallinfo.present ? 1 : 0) + (s->nsymbols ? 1 : 0) +
-			     (s->has_regions ? 1 : 0) + (s->has_temp ? 1 : 0) + (s->ntypes ? 1 : 0);
+			     (s->has_regions ? 1 : 0) + (s->has_temp ? 1 : 0) + (s->ntypes ? 1 : 0) +
+			     (s->has_refs ? 1 : 0);
 	size_t at;
 
 	put_bytes(w, SNAPSHOT_MAGIC, SNAP_MAGIC_LEN);
@@ -277,6 +278,45 @@ static void encode_into(struct writer *w, const struct snapshot *s)
 		end_section(w, at);
 	}
 
+	if (s->has_refs) {
+		const struct snap_refsearch *q = &s->refsearch;
+		at = begin_section(w, SEC_REFERRERS, 0);
+		put_varint(w, SNAP_REFS_VERSION);
+		put_varint(w, q->status);
+		put_varint(w, q->limit_ns);
+		put_varint(w, q->max_objects);
+		put_varint(w, q->pause_ns);
+		put_varint(w, q->visited);
+		put_varint(w, q->tracked);
+		put_varint(w, q->passes);
+		put_optstr(w, q->note);
+		put_varint(w, s->nchains);
+		for (size_t i = 0; i < s->nchains; i++) {
+			const struct snap_refchain *c = &s->chains[i];
+			put_varint(w, c->type);
+			put_varint(w, c->stack);
+			put_varint(w, c->end);
+			put_varint(w, c->nlinks);
+			for (uint32_t k = 0; k < c->nlinks; k++) {
+				put_optstr(w, c->links[k].edge);
+				put_optstr(w, c->links[k].type);
+			}
+		}
+		put_varint(w, s->nforward);
+		for (size_t i = 0; i < s->nforward; i++) {
+			const struct snap_forward *f = &s->forward[i];
+			put_varint(w, f->type);
+			put_varint(w, f->bytes);
+			put_varint(w, f->nreferents);
+			for (uint32_t k = 0; k < f->nreferents; k++) {
+				put_optstr(w, f->referents[k].type);
+				put_varint(w, f->referents[k].count);
+				put_varint(w, f->referents[k].bytes);
+			}
+		}
+		end_section(w, at);
+	}
+
 	/* The trailer: computed over everything written so far. */
 	if (w->buf)
 		put_u32(w, snap_crc(w->buf, w->pos));
@@ -300,6 +340,16 @@ static bool encodable(const struct snapshot *s)
 			return false;
 	for (size_t i = 0; i < s->ntyped; i++)
 		if (s->typed[i].stack >= s->nstacks || s->typed[i].type >= s->ntypes)
+			return false;
+	if ((s->nchains && !s->chains) || (s->nforward && !s->forward) ||
+	    ((s->nchains || s->nforward) && !s->has_refs))
+		return false;
+	for (size_t i = 0; i < s->nchains; i++)
+		if (s->chains[i].type >= s->ntypes || s->chains[i].stack >= s->nstacks ||
+		    !s->chains[i].nlinks || !s->chains[i].links)
+			return false;
+	for (size_t i = 0; i < s->nforward; i++)
+		if (s->forward[i].type >= s->ntypes || (s->forward[i].nreferents && !s->forward[i].referents))
 			return false;
 	for (size_t i = 0; i < s->nmodules; i++) {
 		const struct snap_module *m = &s->modules[i];
@@ -378,5 +428,20 @@ void snapshot_free(struct snapshot *s)
 		free(s->types[i]);
 	free(s->types);
 	free(s->typed);
+	free(s->refsearch.note);
+	for (size_t i = 0; s->chains && i < s->nchains; i++) {
+		for (uint32_t k = 0; s->chains[i].links && k < s->chains[i].nlinks; k++) {
+			free(s->chains[i].links[k].edge);
+			free(s->chains[i].links[k].type);
+		}
+		free(s->chains[i].links);
+	}
+	free(s->chains);
+	for (size_t i = 0; s->forward && i < s->nforward; i++) {
+		for (uint32_t k = 0; s->forward[i].referents && k < s->forward[i].nreferents; k++)
+			free(s->forward[i].referents[k].type);
+		free(s->forward[i].referents);
+	}
+	free(s->forward);
 	free(s);
 }

@@ -154,6 +154,60 @@ struct snap_typed {
 #define SNAP_TYPE_NOT_OBJECT "<not an object>"
 #define SNAP_TYPE_UNREADABLE "<unreadable>"
 
+/* What keeps sampled objects alive (CPython, memwatch snap --referrers): for a
+ * few sampled live objects of the top rows, a chain of references from a root
+ * (a module global, a class attribute, a frame's local, sys.modules) to the
+ * object, found by the interpreter's own traversal; and what one object of
+ * each top type holds (its referents by type). See memwatch-snapshot(5). */
+struct snap_reflink {
+	char *edge;                  /* how it is reached from the link before it: for
+				      * the first, the root's name ("__main__.AUDIT_LOG");
+				      * then "[3]", "['key']", ".attr"; NULL: unnamed */
+	char *type;                  /* the type of the object reached (NULL: unknown) */
+};
+enum snap_chain_end {
+	SNAP_CHAIN_ROOT = 0,         /* the first link is a root */
+	SNAP_CHAIN_NO_ROOT = 1,      /* nothing the collector tracks refers to the first
+				      * link: held by a C extension, a running frame or
+				      * the interpreter itself */
+	SNAP_CHAIN_STOPPED = 2,      /* the search stopped at its bound before a root */
+};
+struct snap_refchain {
+	uint32_t type;               /* index into types: the object's type */
+	uint32_t stack;              /* index into stacks: its sample's stack */
+	uint32_t end;                /* enum snap_chain_end (a reader maps others to stopped) */
+	uint32_t nlinks;             /* at least 1: the last link is the object itself */
+	struct snap_reflink *links;  /* from the root to the object */
+};
+struct snap_referent {
+	char *type;                  /* the referents' type */
+	uint64_t count;              /* how many the object refers to */
+	uint64_t bytes;              /* their sizes summed (as sys.getsizeof, with the GC header) */
+};
+struct snap_forward {
+	uint32_t type;               /* index into types: the object's type */
+	uint64_t bytes;              /* the object's own size */
+	uint32_t nreferents;
+	struct snap_referent *referents;   /* by type, largest first */
+};
+enum snap_refs_status {
+	SNAP_REFS_DONE = 0,          /* every object's chain was searched to its end */
+	SNAP_REFS_TIME = 1,          /* stopped at the time limit */
+	SNAP_REFS_OBJECTS = 2,       /* stopped at the object limit */
+	SNAP_REFS_NO_GIL = 3,        /* the GIL was not had within the time limit */
+	SNAP_REFS_UNAVAILABLE = 4,   /* not searched (the note says why) */
+};
+struct snap_refsearch {
+	uint32_t status;             /* enum snap_refs_status */
+	uint64_t limit_ns;           /* the time limit asked */
+	uint64_t max_objects;        /* the object limit asked */
+	uint64_t pause_ns;           /* how long Python threads were held (the GIL) */
+	uint64_t visited;            /* objects traversed, every pass counted */
+	uint64_t tracked;            /* objects the collector tracks (one pass) */
+	uint32_t passes;             /* passes over the tracked objects */
+	char *note;                  /* why it stopped or was not made; NULL */
+};
+
 struct snapshot {
 	uint32_t version;            /* format version read (SNAPSHOT_VERSION written) */
 	int32_t pid;
@@ -187,6 +241,12 @@ struct snapshot {
 	char **types;                /* qualified names of types */
 	size_t ntyped;
 	struct snap_typed *typed;
+	bool has_refs;               /* a referrer search was asked (section 9) */
+	struct snap_refsearch refsearch;
+	size_t nchains;
+	struct snap_refchain *chains;
+	size_t nforward;
+	struct snap_forward *forward;
 };
 
 /* Encode s into a malloc'd buffer (*buf, *len; caller frees). One allocation of

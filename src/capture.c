@@ -166,6 +166,8 @@ void capture_opts_init(struct capture_opts *o)
 		.max_depth = 64,
 		.report = true,
 		.exit_fd = -1,
+		.referrers_limit_ms = MW_REFERRERS_LIMIT_MS,
+		.referrers_objects = MW_REFERRERS_OBJECTS,
 	};
 }
 
@@ -312,6 +314,17 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	for (size_t i = 0; i < s->nstacks; i++)
 		live += s->stacks[i].live_bytes;
 	c->stored_live = live;
+	if (s->has_refs) {
+		/* the referrer search: how long Python threads waited */
+		static const char *const status[] = { "done", "time-limit", "object-limit", "no-gil",
+						      "not-searched" };
+		const struct snap_refsearch *q = &s->refsearch;
+		runlog_event(c->log, t, c->pid, "referrers",
+			     "status=%s pause-ms=%.1f visited=%llu tracked=%llu passes=%u chains=%zu",
+			     status[q->status <= SNAP_REFS_UNAVAILABLE ? q->status : SNAP_REFS_UNAVAILABLE],
+			     (double)q->pause_ns / 1e6, (unsigned long long)q->visited,
+			     (unsigned long long)q->tracked, q->passes, s->nchains);
+	}
 	if (!peak)
 		c->nsnaps++;
 	{
@@ -551,8 +564,9 @@ static int snapshot_wait(struct capture *c, int wait_ms)
 static int take_snapshot(struct capture *c, double t, bool final, int wait_ms)
 {
 	char *cause = NULL;
+	uint64_t refs = final && c->o.referrers ? c->o.referrers_limit_ms : 0;
 
-	if (control_snapshot_send(c->fd, &c->rx, &cause) < 0) {
+	if (control_snapshot_send_refs(c->fd, &c->rx, refs, c->o.referrers_objects, &cause) < 0) {
 		if (control_interrupted()) {
 			/* a stop signal cut short the wait for an earlier reply, still
 			 * owed: the end takes it up, with the final snapshot */
@@ -967,7 +981,8 @@ int capture_end(struct capture *c, double t, enum end_reason reason, bool proces
 			why = run != PROC_RUNNING ? owed_of_run(run) : c->rx_why;
 			runlog_event(c->log, capture_now(c), c->pid, "snapshot-failed",
 				     "cause=%s final=1 retry=no", owed_name(why));
-		} else if (c->state == ST_CAPTURING && take_snapshot(c, t, true, FINAL_WAIT_MS) == 0) {
+		} else if (c->state == ST_CAPTURING &&
+			   take_snapshot(c, t, true, FINAL_WAIT_MS + (c->o.referrers ? (int)c->o.referrers_limit_ms : 0)) == 0) {
 			owed = true;
 			why = c->rx_why;
 		}

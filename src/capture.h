@@ -32,6 +32,9 @@ struct capture_opts {
 	const char *snap_prefix;         /* snapshot names: <prefix>.<pid>.<n>.snap */
 	int exit_fd;                     /* memwatch run: the file the agent of exit_pid */
 	int exit_pid;                    /*   writes its snapshot into at exit (-1/0: none) */
+	bool referrers;                  /* --referrers: a search with the final snapshot */
+	uint64_t referrers_limit_ms;     /* --referrers-limit (default 1 s) */
+	uint64_t referrers_objects;      /* --referrers-objects */
 };
 
 /* Defaults for every field. */

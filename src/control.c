@@ -492,14 +492,25 @@ void control_snap_rx_release(struct control_snap_rx *rx)
 
 int control_snapshot_send(int fd, struct control_snap_rx *rx, char **cause)
 {
-	static const char req[] = "snapshot\n";
+	return control_snapshot_send_refs(fd, rx, 0, 0, cause);
+}
+
+int control_snapshot_send_refs(int fd, struct control_snap_rx *rx, uint64_t refs_ms,
+			       uint64_t refs_objects, char **cause)
+{
+	char req[96];
 	size_t off = 0;
 
+	if (refs_ms)
+		snprintf(req, sizeof req, "snapshot referrers=%llu objects=%llu\n",
+			 (unsigned long long)refs_ms, (unsigned long long)refs_objects);
+	else
+		snprintf(req, sizeof req, "snapshot\n");
 	control_snap_rx_release(rx);
 	if (drain_owed(fd, cause) < 0)
 		return -1;
-	while (off < sizeof req - 1) {
-		ssize_t w = send(fd, req + off, sizeof req - 1 - off, MSG_NOSIGNAL);
+	while (off < strlen(req)) {
+		ssize_t w = send(fd, req + off, strlen(req) - off, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {

@@ -88,6 +88,10 @@ enum {
 };
 /* Send a snapshot request. 0, or -1 with *cause. */
 int control_snapshot_send(int fd, struct control_snap_rx *rx, char **cause);
+/* The same, with a referrer search (CPython) bounded by refs_ms (0: none)
+ * and refs_objects objects traversed. */
+int control_snapshot_send_refs(int fd, struct control_snap_rx *rx, uint64_t refs_ms,
+			       uint64_t refs_objects, char **cause);
 /* Receive what has come of the reply, waiting up to timeout_ms for the rest.
  * CONTROL_RX_DONE with *buf (caller frees) and *len, or another CONTROL_RX_. */
 int control_snapshot_recv(int fd, struct control_snap_rx *rx, int timeout_ms,

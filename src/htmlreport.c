@@ -9,6 +9,7 @@
 #include "plot.h"
 #include "report.h"
 #include "runlog.h"
+#include "snapshot.h"
 #include "util.h"
 
 #include <errno.h>
@@ -223,6 +224,64 @@ static void events_table(FILE *f, const struct runlog_data *d)
 	fputs("</table>\n", f);
 }
 
+/* CPython: what keeps the objects alive, as the last snapshot's referrer
+ * search (--referrers) found it: a list of its chains and of what one object
+ * of each top type holds, with how long Python threads waited. */
+static void referrers_list(FILE *f, const char *path, int pid)
+{
+	char *cause = NULL, b[32];
+	struct snapshot *s = snapshot_read(path, &cause);
+	const struct snap_refsearch *q;
+
+	free(cause);
+	if (!s || !s->has_refs) {
+		snapshot_free(s);
+		return;
+	}
+	q = &s->refsearch;
+	fprintf(f, "<h3>pid %d: what keeps Python objects alive</h3>\n<p class=\"referrers\">", pid);
+	if (q->status == SNAP_REFS_UNAVAILABLE || q->status == SNAP_REFS_NO_GIL) {
+		fputs("Not searched: ", f);
+		flame_escape(f, q->note ? q->note : "unknown");
+		fputs(".</p>\n", f);
+		snapshot_free(s);
+		return;
+	}
+	fprintf(f, "Python threads waited %s while %" PRIu64 " objects were traversed (%" PRIu64
+		" tracked, %u pass%s)", fmt_seconds(b, sizeof b, (double)q->pause_ns / 1e9), q->visited,
+		q->tracked, q->passes, q->passes == 1 ? "" : "es");
+	if (q->note) {
+		fputs("; ", f);
+		flame_escape(f, q->note);
+	}
+	fputs(".</p>\n<ul class=\"chains\">\n", f);
+	for (size_t i = 0; i < s->nchains; i++) {
+		char *t = report_chain_text(&s->chains[i]);
+		fputs("<li><b>", f);
+		flame_escape(f, s->types[s->chains[i].type]);
+		fputs("</b> kept alive by: <code>", f);
+		flame_escape(f, t);
+		fputs("</code></li>\n", f);
+		free(t);
+	}
+	for (size_t i = 0; i < s->nforward; i++) {
+		const struct snap_forward *w = &s->forward[i];
+		fputs("<li>one <b>", f);
+		flame_escape(f, s->types[w->type]);
+		fprintf(f, "</b> (%s) holds:", fmt_bytes(b, sizeof b, (double)w->bytes));
+		for (uint32_t k = 0; k < w->nreferents; k++) {
+			fprintf(f, "%s %" PRIu64 " ", k ? "," : "", w->referents[k].count);
+			flame_escape(f, w->referents[k].type ? w->referents[k].type : "?");
+			fprintf(f, " %s", fmt_bytes(b, sizeof b, (double)w->referents[k].bytes));
+		}
+		if (!w->nreferents)
+			fputs(" no other object", f);
+		fputs("</li>\n", f);
+	}
+	fputs("</ul>\n", f);
+	snapshot_free(s);
+}
+
 /* The section of one process: the table and flame graph of its first and last
  * snapshots (or of its only one). 0, or an exit status (said). */
 static int process_section(FILE *f, const struct report_opts *o, const struct cmdfile_snap *s,
@@ -289,6 +348,7 @@ static int process_section(FILE *f, const struct report_opts *o, const struct cm
 			flame_escape(f, types);
 			fputs("</pre>\n", f);
 		}
+		referrers_list(f, last->path, pid);
 	}
 	free(table);
 	free(svg);

@@ -78,6 +78,11 @@ struct row {
 	const char *type;             /* by type: the type's name */
 	struct row_part *parts;       /* see struct row_part */
 	uint32_t nparts;
+	/* CPython: what keeps the row's objects alive, and what one of them
+	 * holds (by type), from the last snapshot's referrer search */
+	const struct snap_refchain **chains;
+	uint32_t nchains;
+	const struct snap_forward *forward;
 };
 
 
@@ -160,6 +165,9 @@ uint64_t sample_blocks(const struct figures *f, enum report_sample sample);
 const char *sample_words(enum report_sample sample);
 /* The parts of a row, the largest first (by growth in a diff, by live bytes
  * after), at most max: into *out (caller frees); how many. */
+/* The chains of a row, their texts told apart (at most max, caller frees
+ * the array and its strings). */
+size_t row_chain_texts(const struct row *w, size_t max, char ***out);
 size_t row_top_parts(const struct report *r, const struct row *w, size_t max, struct row_part **out);
 /* Free the rows of r and their index. */
 void rows_free(struct report *r);

@@ -108,6 +108,22 @@ static void json_snapshot(FILE *f, const struct input *in)
 			s->mallinfo.free_bytes, s->mallinfo.releasable);
 	else
 		fputs("null", f);
+	fputs(", \"referrers\": ", f);
+	if (s->has_refs) {
+		const struct snap_refsearch *q = &s->refsearch;
+		static const char *const status[] = { "done", "time-limit", "object-limit", "no-gil",
+						      "not-searched" };
+		fprintf(f, "{\"status\": \"%s\", \"limit_ns\": %" PRIu64 ", \"max_objects\": %" PRIu64
+			", \"pause_ns\": %" PRIu64 ", \"visited\": %" PRIu64 ", \"tracked\": %" PRIu64
+			", \"passes\": %" PRIu32 ", \"chains\": %zu, \"note\": ",
+			status[q->status <= SNAP_REFS_UNAVAILABLE ? q->status : SNAP_REFS_UNAVAILABLE],
+			q->limit_ns, q->max_objects, q->pause_ns, q->visited, q->tracked, q->passes,
+			s->nchains);
+		json_str(f, q->note);
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
 	fputs(", \"regions\": ", f);
 	if (s->has_regions) {
 		fputc('[', f);
@@ -124,6 +140,37 @@ static void json_snapshot(FILE *f, const struct input *in)
 		fputs("]}", f);
 	} else {
 		fputs("null}", f);
+	}
+}
+
+/* CPython: what keeps a row's objects alive ("kept_alive_by": the chains as
+ * text), and what one object of its type holds ("holds"). */
+static void json_refs(FILE *f, const struct row *w)
+{
+	char **t;
+	size_t n = row_chain_texts(w, 5, &t);
+
+	if (n) {
+		fputs("\"kept_alive_by\": [", f);
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				fputs(", ", f);
+			json_str(f, t[i]);
+			free(t[i]);
+		}
+		fputs("],\n    ", f);
+	}
+	free(t);
+	if (w->forward) {
+		const struct snap_forward *fw = w->forward;
+		fprintf(f, "\"holds\": {\"bytes\": %" PRIu64 ", \"referents\": [", fw->bytes);
+		for (uint32_t i = 0; i < fw->nreferents; i++) {
+			fputs(i ? ", {\"type\": " : "{\"type\": ", f);
+			json_str(f, fw->referents[i].type);
+			fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", fw->referents[i].count,
+				fw->referents[i].bytes);
+		}
+		fputs("]},\n    ", f);
 	}
 }
 
@@ -169,6 +216,7 @@ static void json_parts(FILE *f, struct report *r, const struct row *w)
 	}
 	fputs("],\n    ", f);
 	free(p);
+	json_refs(f, w);
 }
 
 /* A row's "frames" array, innermost first: the frames all its stacks share. */

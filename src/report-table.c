@@ -131,6 +131,50 @@ static void print_row_types(FILE *f, struct report *r, const struct row *w, int 
 	free(p);
 }
 
+/* CPython: what keeps the row's objects alive (the chains of the referrer
+ * search), and what one object of its type holds. */
+static void print_row_refs(FILE *f, const struct row *w, int width)
+{
+	char **t, b[32];
+	size_t n = row_chain_texts(w, 3, &t);
+
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%*skept alive by: %s\n", width, "", t[i]);
+		free(t[i]);
+	}
+	free(t);
+	if (w->forward) {
+		const struct snap_forward *fw = w->forward;
+		fprintf(f, "%*sone holds (%s itself):", width, "", fmt_bytes(b, sizeof b, (double)fw->bytes));
+		for (uint32_t i = 0; i < fw->nreferents && i < 4; i++) {
+			const struct snap_referent *x = &fw->referents[i];
+			fprintf(f, "%s %" PRIu64 " %s %s", i ? "," : "", x->count, x->type ? x->type : "?",
+				fmt_bytes(b, sizeof b, (double)x->bytes));
+		}
+		if (!fw->nreferents)
+			fputs(" no other object", f);
+		fputc('\n', f);
+	}
+}
+
+/* The referrer search of a snapshot, in a line. */
+static void print_refsearch(FILE *f, const struct snapshot *s)
+{
+	const struct snap_refsearch *q = &s->refsearch;
+	char b[32];
+
+	if (!s->has_refs)
+		return;
+	if (q->status == SNAP_REFS_UNAVAILABLE || q->status == SNAP_REFS_NO_GIL) {
+		fprintf(f, "  referrers not searched: %s\n", q->note ? q->note : "unknown");
+		return;
+	}
+	fprintf(f, "  referrers searched: %zu chain%s, Python held %s (%" PRIu64 " objects traversed in %u pass%s, "
+		"%" PRIu64 " tracked)%s%s\n", s->nchains, s->nchains == 1 ? "" : "s",
+		fmt_seconds(b, sizeof b, (double)q->pause_ns / 1e9), q->visited, q->passes,
+		q->passes == 1 ? "" : "es", q->tracked, q->note ? "; " : "", q->note ? q->note : "");
+}
+
 /* The frames of a row after its figures (already printed, width columns). */
 static void print_row_frames(FILE *f, struct report *r, const struct row *w, int width)
 {
@@ -140,6 +184,7 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 
 	if (r->o->by == REPORT_BY_TYPE) {
 		print_type_row(f, r, w, width);
+		print_row_refs(f, w, width);
 		return;
 	}
 	n = row_frames(r, w, max, false, &d, &total, NULL, via, sizeof via);
@@ -164,8 +209,10 @@ static void print_row_frames(FILE *f, struct report *r, const struct row *w, int
 	else if (w->truncated)
 		fprintf(f, "%*s... (stack truncated at the depth limit)\n", width, "");
 	free(d);
-	if (r->o->by == REPORT_BY_STACK)
+	if (r->o->by == REPORT_BY_STACK) {
 		print_row_types(f, r, w, width);
+		print_row_refs(f, w, width);
+	}
 }
 
 /* A wall-clock time in UTC, so a report reads the same in every time zone. */
@@ -496,6 +543,7 @@ static int table_show(FILE *f, struct report *r)
 			"and Python frames are not in these stacks\n",
 			in->s->python_version >> 8, in->s->python_version & 0xff);
 	print_js_note(f, in->s, "this snapshot");
+	print_refsearch(f, in->s);
 	if (sample != REPORT_SAMPLE_LIVE)
 		print_volume(f, in);
 	v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
@@ -671,6 +719,7 @@ static int table_diff(FILE *f, struct report *r)
 		/* where the growth went, when the stacks do not say */
 		if (explained_share(r) >= 0 && explained_share(r) < 0.5)
 			print_regions_change(f, a->s, b->s);
+		print_refsearch(f, b->s);
 		goto rows;
 	}
 	print_snapshot_header(f, a, "before");
@@ -702,6 +751,7 @@ static int table_diff(FILE *f, struct report *r)
 
 	print_explained(f, r);
 	print_regions_change(f, a->s, b->s);
+	print_refsearch(f, b->s);
 rows:
 	grown = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &ng);
 	shrunk = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &ns);

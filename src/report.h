@@ -49,6 +49,10 @@ struct report_options {
 
 /* The defaults of memwatch diff and show (a table of the top 10 rows). */
 void report_options_init(struct report_options *o);
+/* One chain of a referrer search as a line of text ("__main__.AUDIT_LOG
+ * (list) -> [3] -> Event"); the caller frees it. */
+struct snap_refchain;
+char *report_chain_text(const struct snap_refchain *c);
 
 /* Free what o holds (its directories, its patterns). */
 void report_options_release(struct report_options *o);

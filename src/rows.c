@@ -886,6 +886,8 @@ static int cmp_typed(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
+static void row_chains(struct report *r, struct row *w, int k, size_t si, uint32_t type);
+
 /* By type: the rows of stack st (index si) of input k, one per type of its
  * objects, each with the user's line that allocated them as a part. */
 static void collect_types(struct report *r, int k, size_t si, const struct snap_stack *st,
@@ -948,7 +950,80 @@ static void collect_types(struct report *r, int k, size_t si, const struct snap_
 		part_add(w, head.function, head.file, head.line, k, bytes, blocks);
 		if (!t)
 			return;
+		row_chains(r, w, k, si, t->type);
 	}
+}
+
+/* The chains of the last snapshot that start from a sample of stack si (and
+ * of type index type, or any when UINT32_MAX), to row w. */
+static void row_chains(struct report *r, struct row *w, int k, size_t si, uint32_t type)
+{
+	const struct snapshot *s = r->in[k].s;
+	if (k != r->nin - 1)
+		return;
+	for (size_t i = 0; i < s->nchains; i++) {
+		const struct snap_refchain *c = &s->chains[i];
+		if (c->stack != si || (type != UINT32_MAX && c->type != type))
+			continue;
+		w->chains = xrealloc(w->chains, (w->nchains + 1) * sizeof *w->chains);
+		w->chains[w->nchains++] = c;
+	}
+	if (type == UINT32_MAX || w->forward)
+		return;
+	for (size_t i = 0; i < s->nforward; i++)
+		if (s->forward[i].type == type) {
+			w->forward = &s->forward[i];
+			break;
+		}
+}
+
+/* *s with a, b and c appended. */
+static void cat3(char **s, const char *a, const char *b, const char *c)
+{
+	char *n = xasprintf("%s%s%s%s", *s, a, b, c);
+	free(*s);
+	*s = n;
+}
+
+char *report_chain_text(const struct snap_refchain *c)
+{
+	char *t = xstrdup(c->end == SNAP_CHAIN_NO_ROOT ? "<no tracked referrer> -> " :
+			  c->end != SNAP_CHAIN_ROOT ? "<search stopped> ... " : "");
+
+	for (uint32_t i = 0; i < c->nlinks; i++) {
+		const struct snap_reflink *l = &c->links[i];
+		const char *type = l->type ? l->type : "?";
+		if (i)
+			cat3(&t, " -> ", "", "");
+		if (i + 1 == c->nlinks && i > 0)
+			cat3(&t, l->edge ? l->edge : "", l->edge ? " -> " : "", type);
+		else if (l->edge) {
+			cat3(&t, l->edge, " (", type);
+			cat3(&t, ")", "", "");
+		}
+		else
+			cat3(&t, "(", type, ")");
+	}
+	return t;
+}
+
+size_t row_chain_texts(const struct row *w, size_t max, char ***out)
+{
+	size_t n = 0;
+	*out = NULL;
+	for (uint32_t i = 0; i < w->nchains && n < max; i++) {
+		char *t = report_chain_text(w->chains[i]);
+		bool dup = false;
+		for (size_t j = 0; j < n && !dup; j++)
+			dup = !strcmp((*out)[j], t);
+		if (dup) {
+			free(t);
+			continue;
+		}
+		*out = xrealloc(*out, (n + 1) * sizeof **out);
+		(*out)[n++] = t;
+	}
+	return n;
 }
 
 /* By stack: the types of the objects stack si of input k holds, as parts of
@@ -1100,8 +1175,10 @@ void collect(struct report *r, int k)
 						     in->s->sample_rate);
 		w->f[k].temp_var += volume_variance(st->temp_bytes, st->temp_blocks,
 						    in->s->sample_rate);
-		if (r->o->by == REPORT_BY_STACK)
+		if (r->o->by == REPORT_BY_STACK) {
 			row_types(r, w, k, i, &tpos);
+			row_chains(r, w, k, i, UINT32_MAX);
+		}
 	}
 }
 
@@ -1318,6 +1395,7 @@ void rows_free(struct report *r)
 		free(r->rows[i].key);
 		free(r->rows[i].segs);
 		free(r->rows[i].parts);
+		free(r->rows[i].chains);
 	}
 	free(r->rows);
 	free(r->vbuf);

@@ -17,6 +17,7 @@
 #include "inject.h"
 #include "maps.h"
 #include "proc.h"
+#include "report.h"
 #include "snapshot.h"
 #include "symbolize.h"
 #include "util.h"
@@ -29,7 +30,8 @@
 #define STOPPED_WAIT_MS 10000
 
 const char snap_usage[] =
-	"  memwatch snap -p PID [-o FILE] [-f] [-w TIME] [-r SIZE] [-E]\n"
+	"  memwatch snap -p PID [-o FILE] [-f] [-w TIME] [-r SIZE] [-E] [--referrers]\n"
+	"               [--referrers-limit TIME] [--referrers-objects N]\n"
 	"    take a heap snapshot of PID now, from the memwatch agent running in it;\n"
 	"    with no agent there, attach one and sample for --wait first\n"
 	"    -p, --pid PID        the process (PID or /proc/PID)\n"
@@ -43,6 +45,15 @@ const char snap_usage[] =
 	"    -r, --sample-rate SIZE  mean bytes between samples then (default 512KiB)\n"
 	"    -E, --embed-symbols  resolve and embed the symbols of its frames, so that\n"
 	"                         it can be reported where its binaries are not\n"
+	"        --referrers      CPython: for a few sampled live objects of the top types\n"
+	"                         and stacks, find what keeps them alive (a chain of\n"
+	"                         references from a module global, a class attribute\n"
+	"                         or a frame) and what one object of each top type\n"
+	"                         holds; Python threads wait meanwhile (the GIL held)\n"
+	"        --referrers-limit TIME  the most the search may take, the wait for\n"
+	"                         the GIL included (default 1s, at most 10m)\n"
+	"        --referrers-objects N   the most objects it traverses, every pass\n"
+	"                         counted (default 50000000)\n"
 	"    -h, --help           this help\n"
 	"    A stopped process (SIGSTOP, a debugger) is waited for up to 10s to run\n"
 	"    again, then snap gives up (status 5); it never continues the process.\n"
@@ -56,6 +67,8 @@ struct snap_opts {
 	uint64_t wait_ms;
 	uint64_t rate;
 	bool embed;
+	uint64_t refs_ms;        /* --referrers: its time limit; 0: no search */
+	uint64_t refs_limit_ms, refs_objects;
 };
 
 /* True when pid does not exist or has exited (a zombie, not reaped yet). */
@@ -118,14 +131,15 @@ static int wait_running(int pid)
 
 /* Ask for a snapshot and receive it, following the process: a stop in the
  * middle is waited out as wait_running does. 0, or the exit status, said. */
-static int fetch_snapshot(int pid, int fd, unsigned char **buf, size_t *len)
+static int fetch_snapshot(int pid, int fd, unsigned char **buf, size_t *len, uint64_t refs_ms,
+			  uint64_t refs_objects)
 {
 	struct control_snap_rx rx = { 0 };
 	uint64_t end = mono_ns() + (uint64_t)SNAP_TIMEOUT_MS * 1000000u;
 	char *cause = NULL;
 	int ret;
 
-	if (control_snapshot_send(fd, &rx, &cause) < 0) {
+	if (control_snapshot_send_refs(fd, &rx, refs_ms, refs_objects, &cause) < 0) {
 		ret = request_failed(cause);
 		free(cause);
 		return ret;
@@ -255,6 +269,8 @@ static char *default_name(int pid)
 	return xasprintf("memwatch-%d-%s.snap", pid, stamp);
 }
 
+enum { OPT_REFERRERS = 256, OPT_REFERRERS_LIMIT, OPT_REFERRERS_OBJECTS };
+
 static int parse_args(int argc, char **argv, struct snap_opts *o)
 {
 	static const struct option longopts[] = {
@@ -264,6 +280,9 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 		{ "wait", required_argument, NULL, 'w' },
 		{ "sample-rate", required_argument, NULL, 'r' },
 		{ "embed-symbols", no_argument, NULL, 'E' },
+		{ "referrers", no_argument, NULL, OPT_REFERRERS },
+		{ "referrers-limit", required_argument, NULL, OPT_REFERRERS_LIMIT },
+		{ "referrers-objects", required_argument, NULL, OPT_REFERRERS_OBJECTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -274,6 +293,8 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 	optind = 1;
 	o->wait_ms = DEFAULT_WAIT_MS;
 	o->rate = 512 * 1024;
+	o->refs_limit_ms = MW_REFERRERS_LIMIT_MS;
+	o->refs_objects = MW_REFERRERS_OBJECTS;
 	while ((c = getopt_long(argc, argv, "+:p:o:fw:r:Eh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -300,6 +321,17 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 		case 'E':
 			o->embed = true;
 			break;
+		case OPT_REFERRERS:
+			o->refs_ms = 1;
+			break;
+		case OPT_REFERRERS_LIMIT:
+			if (parse_referrers_limit(optarg, &o->refs_limit_ms, &cause) < 0)
+				return mw_usage_error("snap", cause);
+			break;
+		case OPT_REFERRERS_OBJECTS:
+			if (parse_referrers_objects(optarg, &o->refs_objects, &cause) < 0)
+				return mw_usage_error("snap", cause);
+			break;
 		case 'h':
 			mw_usage_print(snap_usage);
 			fputs("\nExamples:\n"
@@ -316,6 +348,8 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 		mw_error("snap: unexpected argument '%s'", argv[optind]);
 		return MW_EXIT_USAGE;
 	}
+	if (o->refs_ms)
+		o->refs_ms = o->refs_limit_ms;
 	if (!o->pid) {
 		mw_error("snap: which process? (-p PID)");
 		mw_hint("memwatch snap -p PID [-o FILE]");
@@ -380,6 +414,41 @@ failed:
 	return r;
 }
 
+/* The referrer search (--referrers): how long Python waited, and each chain
+ * found, on standard output. */
+static void print_referrers(int pid, const struct snapshot *s)
+{
+	const struct snap_refsearch *q = &s->refsearch;
+	char b[32];
+
+	if (!s->has_refs)
+		return;
+	if (q->status == SNAP_REFS_UNAVAILABLE || q->status == SNAP_REFS_NO_GIL) {
+		printf("pid %d: referrers not searched: %s\n", pid, q->note ? q->note : "unknown");
+		return;
+	}
+	printf("pid %d: referrers: Python held %s, %llu objects traversed in %u pass%s (%llu tracked)%s%s\n",
+	       pid, fmt_seconds(b, sizeof b, (double)q->pause_ns / 1e9), (unsigned long long)q->visited,
+	       q->passes, q->passes == 1 ? "" : "es", (unsigned long long)q->tracked, q->note ? "; " : "",
+	       q->note ? q->note : "");
+	for (size_t i = 0; i < s->nchains; i++) {
+		char *t = report_chain_text(&s->chains[i]);
+		printf("  %s kept alive by: %s\n", s->types[s->chains[i].type], t);
+		free(t);
+	}
+	for (size_t i = 0; i < s->nforward; i++) {
+		const struct snap_forward *f = &s->forward[i];
+		printf("  one %s (%s) holds:", s->types[f->type], fmt_bytes(b, sizeof b, (double)f->bytes));
+		for (uint32_t k = 0; k < f->nreferents; k++)
+			printf("%s %llu %s %s", k ? "," : "", (unsigned long long)f->referents[k].count,
+			       f->referents[k].type ? f->referents[k].type : "?",
+			       fmt_bytes(b, sizeof b, (double)f->referents[k].bytes));
+		if (!f->nreferents)
+			printf(" no other object");
+		putchar('\n');
+	}
+}
+
 /* What the snapshot written to path holds, on standard output. */
 static void print_summary(const struct snap_opts *o, const struct snapshot *s,
 			  const struct control_status *st, const char *path)
@@ -406,6 +475,7 @@ static void print_summary(const struct snap_opts *o, const struct snapshot *s,
 		       (unsigned long long)samples, fmt_bytes(b2, sizeof b2, (double)s->sample_rate),
 		       s->dropped_stacks ? " (some stacks dropped: over the stack limit)" : "");
 	}
+	print_referrers(o->pid, s);
 }
 
 /* memwatch snap: load or find the agent, hold a capture, fetch, enrich and
@@ -456,7 +526,7 @@ int cmd_snap(int argc, char **argv)
 		if (control_python_note(&st, note, sizeof note))
 			fprintf(stderr, "memwatch: pid %d: %s\n", o.pid, note);
 	}
-	if ((r = fetch_snapshot(o.pid, fd, &buf, &len)) != 0) {
+	if ((r = fetch_snapshot(o.pid, fd, &buf, &len, o.refs_ms, o.refs_objects)) != 0) {
 		ret = r;
 		goto out;
 	}

@@ -161,6 +161,38 @@ int parse_duration_ms(const char *s, uint64_t *ms, char **cause)
 	return -1;
 }
 
+int parse_referrers_limit(const char *arg, uint64_t *ms, char **cause)
+{
+	uint64_t v;
+	char *why = NULL;
+	if (parse_duration_ms(arg, &v, &why) < 0) {
+		*cause = xasprintf("--referrers-limit: %s", why);
+		free(why);
+		return -1;
+	}
+	if (v < 10 || v > 600000) {
+		*cause = xasprintf("--referrers-limit '%s' out of range (10ms to 10m)", arg);
+		return -1;
+	}
+	*ms = v;
+	return 0;
+}
+
+int parse_referrers_objects(const char *arg, uint64_t *n, char **cause)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (!(arg[0] >= '0' && arg[0] <= '9') || *end || errno || v < 1000 || v > 1000000000000ull) {
+		*cause = xasprintf("invalid --referrers-objects '%s' (a whole number from 1000 to 10^12)", arg);
+		return -1;
+	}
+	*n = v;
+	return 0;
+}
+
 int parse_size(const char *s, uint64_t *bytes, char **cause)
 {
 	static const struct { const char *u; double mul; } units[] = {

@@ -70,6 +70,12 @@ const char *base_name(const char *path);
 const char *fmt_bytes(char *buf, size_t n, double bytes);
 /* Format a duration in seconds for people: "950 ms", "12.5 s", "3 m 20 s". */
 const char *fmt_seconds(char *buf, size_t n, double seconds);
+/* --referrers-limit and --referrers-objects (snap, watch, run): their
+ * defaults, and their parsing (0 or -1 with *cause). */
+#define MW_REFERRERS_LIMIT_MS 1000
+#define MW_REFERRERS_OBJECTS 50000000ull
+int parse_referrers_limit(const char *arg, uint64_t *ms, char **cause);
+int parse_referrers_objects(const char *arg, uint64_t *n, char **cause);
 
 /* Monotonic and wall clock, nanoseconds. */
 uint64_t mono_ns(void);

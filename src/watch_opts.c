@@ -38,6 +38,12 @@ const char watch_usage[] =
 	"                          runs already is shared at its rate)\n"
 	"      --max-depth N       frames kept per stack, 1 to 256 (default 64)\n"
 	"      --max-stacks N      distinct stacks kept (default: the agent's)\n"
+	"      --referrers         CPython: with the last snapshot, find what keeps the top\n"
+	"                          sampled objects alive and what one of each top type\n"
+	"                          holds (Python threads wait meanwhile: the GIL is held)\n"
+	"      --referrers-limit TIME  the most that search may take, the wait for the\n"
+	"                          GIL included (default 1s, at most 10m)\n"
+	"      --referrers-objects N   the most objects it traverses (default 50000000)\n"
 	"      --no-report         no growth report at the end\n"
 	"  -h, --help              this help\n"
 	"    The run log has one line per sample: time_s pid rss_kib anon_kib file_kib\n"
@@ -55,7 +61,8 @@ const char watch_usage[] =
 
 enum {
 	OPT_PSS = 256, OPT_CAPTURE, OPT_SNAP_EVERY, OPT_MAX_SNAPS, OPT_MAX_DEPTH,
-	OPT_MAX_STACKS, OPT_NO_REPORT, OPT_METRICS,
+	OPT_MAX_STACKS, OPT_NO_REPORT, OPT_METRICS, OPT_REFERRERS, OPT_REFERRERS_LIMIT,
+	OPT_REFERRERS_OBJECTS,
 };
 
 static const struct option long_options[] = {
@@ -75,6 +82,9 @@ static const struct option long_options[] = {
 	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+	{ "referrers", no_argument, NULL, OPT_REFERRERS },
+	{ "referrers-limit", required_argument, NULL, OPT_REFERRERS_LIMIT },
+	{ "referrers-objects", required_argument, NULL, OPT_REFERRERS_OBJECTS },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -200,6 +210,18 @@ static int parse_capture_option(int c, const char *arg, struct capture_opts *co)
 		return 0;
 	case OPT_NO_REPORT:
 		co->report = false;
+		return 0;
+	case OPT_REFERRERS:
+		co->referrers = true;
+		return 0;
+	case OPT_REFERRERS_LIMIT:
+		if (parse_referrers_limit(arg, &v, &cause) < 0)
+			return mw_usage_error(NULL, cause);
+		co->referrers_limit_ms = v;
+		return 0;
+	case OPT_REFERRERS_OBJECTS:
+		if (parse_referrers_objects(arg, &co->referrers_objects, &cause) < 0)
+			return mw_usage_error(NULL, cause);
 		return 0;
 	}
 	return MW_EXIT_USAGE;

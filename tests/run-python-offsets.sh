@@ -306,4 +306,92 @@ for v in $cpythons; do
 		fail "$name: a dict's keys are not as the agent reads them: $(tail -n 1 dk.out)"
 	fi
 done
+
+# the collector's state the referrer search walks (src/agent/pyrefs.c): where
+# it is (_PyRuntime.gc in 3.8, PyInterpreterState.gc after; in 3.13 the
+# agent reads that offset from _Py_DebugOffsets), its generations, permanent
+# generation and collecting flag, and the objects it reads, against each
+# version's internal headers where installed
+cat > gcstate.c <<'C'
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#if PY_VERSION_HEX >= 0x03090000
+#include <internal/pycore_interp.h>
+#include <internal/pycore_runtime.h>
+#else
+#include <internal/pycore_pystate.h>
+#endif
+#if PY_VERSION_HEX >= 0x030b0000
+#include <internal/pycore_frame.h>
+#else
+#include <frameobject.h>
+#endif
+#include <stddef.h>
+#include <stdio.h>
+#define P(name, value) printf("%s %zu\n", name, (size_t)(value))
+int main(void)
+{
+	/* a running frame's locals */
+#if PY_VERSION_HEX < 0x030a0000
+	P("PY38_FRAME_LOCALSPLUS", offsetof(PyFrameObject, f_localsplus));
+#elif PY_VERSION_HEX < 0x030b0000
+	P("PY310_FRAME_LOCALSPLUS", offsetof(PyFrameObject, f_localsplus));
+#else
+	P("PY311_FRAME_LOCALSPLUS", offsetof(_PyInterpreterFrame, localsplus));
+	P("PY311_CODE_LOCALSPLUSNAMES", offsetof(PyCodeObject, co_localsplusnames));
+	P("PY311_CODE_NAME", offsetof(PyCodeObject, co_name));
+#endif
+#if PY_VERSION_HEX < 0x030b0000
+	P("PY38_CODE_NLOCALS", offsetof(PyCodeObject, co_nlocals));
+	P("PY38_CODE_VARNAMES", offsetof(PyCodeObject, co_varnames));
+	P("PY38_CODE_NAME", offsetof(PyCodeObject, co_name));
+#elif PY_VERSION_HEX < 0x030c0000
+	P("PY311_CODE_NLOCALSPLUS", offsetof(PyCodeObject, co_nlocalsplus));
+#else
+	P("PY312_CODE_NLOCALSPLUS", offsetof(PyCodeObject, co_nlocalsplus));
+#endif
+#if PY_VERSION_HEX < 0x03090000
+	P("PY38_RUNTIME_GC", offsetof(_PyRuntimeState, gc));
+#elif PY_VERSION_HEX < 0x030b0000
+	P("PY39_INTERP_GC", offsetof(PyInterpreterState, gc));
+#elif PY_VERSION_HEX < 0x030c0000
+	P("PY311_INTERP_GC", offsetof(PyInterpreterState, gc));
+#elif PY_VERSION_HEX < 0x030d0000
+	P("PY312_INTERP_GC", offsetof(PyInterpreterState, gc));
+#else
+	P("DO_INTERP_GC", offsetof(_Py_DebugOffsets, interpreter_state.gc));
+#endif
+	P("GC_GENERATIONS", offsetof(struct _gc_runtime_state, generations));
+	P("GC_GENERATION_SIZE", sizeof(struct gc_generation));
+	P("GC_PERMANENT", offsetof(struct _gc_runtime_state, permanent_generation));
+	P("GC_COLLECTING", offsetof(struct _gc_runtime_state, collecting));
+	P("GC_HEAD_SIZE", sizeof(PyGC_Head));
+	P("TP_TRAVERSE", offsetof(PyTypeObject, tp_traverse));
+	P("TP_DICT", offsetof(PyTypeObject, tp_dict));
+	P("TP_DICTOFFSET", offsetof(PyTypeObject, tp_dictoffset));
+	P("TP_ITEMSIZE", offsetof(PyTypeObject, tp_itemsize));
+	P("LIST_ITEMS", offsetof(PyListObject, ob_item));
+	P("TUPLE_ITEMS", offsetof(PyTupleObject, ob_item));
+	return 0;
+}
+C
+sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyrefs.c" >agent-gc.txt
+checked=0
+for m in 8 9 10 11 12 13; do
+	for d in "${HOME:-/nonexistent}"/.pyenv/versions/3.$m.*/include/python3.$m /usr/include/python3.$m; do
+		[ -r "$d/internal/pycore_gc.h" ] || [ -r "$d/internal/pycore_pystate.h" ] || continue
+		if ! "$cc" -D_GNU_SOURCE -I"$d" gcstate.c -o gcstate >ccg.out 2>&1; then
+			fail "cannot compile against $d: $(head -n 5 ccg.out)"
+			continue
+		fi
+		./gcstate >gc.txt || { fail "gcstate failed"; continue; }
+		while read -r name value; do
+			mine=$(awk -v n="$name" '$1 == n { print $2 }' agent-gc.txt)
+			[ "$mine" = "$value" ] || fail "$name: the referrer search reads $mine, the headers in $d say $value"
+		done <gc.txt
+		echo "$d: $(grep -c '' gc.txt) offsets of the collector as the referrer search reads them"
+		checked=$((checked + 1))
+	done
+done
+[ "$checked" -gt 0 ] || echo "note: no CPython internal headers: the collector's offsets not checked" >&2
 finish

@@ -324,6 +324,11 @@ struct snapshot;
 /* pyframes.c: the type of the object in every live sampled block, into the
  * snapshot's types section (nothing when CPython is not read). 0 or -1. */
 int mw_python_types(struct snapshot *s) MW_HIDDEN;
+/* pyrefs.c: the referrer search into s (section 9), bounded by limit_ns
+ * (counted from now, the wait for the GIL included) and max_objects
+ * traversed. -1 only when out of memory; a search not made says why in s. */
+int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_objects) MW_HIDDEN;
+void mw_pyrefs_atfork_child(void) MW_HIDDEN;
 void mw_python_capture_stop(void) MW_HIDDEN;
 int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
 const char *mw_python_state_name(int state) MW_HIDDEN;
@@ -387,7 +392,10 @@ bool mw_capture_atfork_child(bool go_on) MW_HIDDEN;
 /* Build and encode a snapshot of this process (*buf malloc'd, caller frees),
  * with node's JavaScript objects if V8's profile is read within js_wait_ns.
  * 0, or -1 (out of memory). */
-int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns) MW_HIDDEN;
+/* refs_ns: a referrer search bounded by that time (0: none), and by
+ * refs_objects objects traversed. */
+int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns, uint64_t refs_ns,
+	       uint64_t refs_objects) MW_HIDDEN;
 /* The time a snapshot waits for node's JavaScript thread to read V8's profile. */
 #define MW_JS_WAIT_NS (1000 * 1000000ull)
 /* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */

@@ -198,7 +198,8 @@ static void read_mallinfo(struct snap_mallinfo *mi)
 	mi->releasable = m.keepcost;
 }
 
-int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns)
+int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns, uint64_t refs_ns,
+	       uint64_t refs_objects)
 {
 	struct snapshot *s = calloc(1, sizeof *s);
 	struct modlist ml = { 0 };
@@ -283,6 +284,10 @@ int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns)
 	locked = false;
 	if (mw_python_snapshot(s) < 0 || mw_js_snapshot(s, js_wait_ns) < 0)
 		goto out;
+	/* after the heap's lock is let go: the search takes the GIL, and a
+	 * thread that holds it may be waiting for that lock */
+	if (refs_ns && mw_python_referrers(s, refs_ns, refs_objects) < 0)
+		goto out;
 	r = snapshot_encode(s, buf, len);
 out:
 	if (locked)
@@ -298,7 +303,7 @@ int mw_collect_write(int fd)
 	size_t len = 0, off = 0;
 	int r = -1;
 
-	if (mw_collect(&buf, &len, 0) < 0)
+	if (mw_collect(&buf, &len, 0, 0, 0) < 0)
 		return -1;
 	if (ftruncate(fd, 0) == 0) {
 		while (off < len) {

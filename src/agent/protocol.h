@@ -11,7 +11,7 @@
  * Requests are single text lines ending in '\n':
  *   start rate=<bytes> depth=<frames> [max-stacks=<n>]
  *   stop
- *   snapshot
+ *   snapshot [referrers=<ms> objects=<n>]
  *   status
  *   hold          (hold the capture without starting it: take over one the
  *                 agent started on its own, capture=now)
@@ -27,6 +27,11 @@
  * CPython and of node's JavaScript heap; the two sentences say why either is
  * not read (empty when it is): python-why ends at the tab, js-why at the end
  * of the line.
+ * "snapshot referrers=<ms> objects=<n>" (CPython) adds what keeps the top
+ * sampled objects alive (section 9 of the snapshot): a search that holds the
+ * GIL, bounded by <ms> milliseconds from the request (the wait for the GIL
+ * included) and by <n> objects traversed; the snapshot says how it went (an
+ * agent older than this answers "err unknown request").
  * "peak" answers "ok peaks=<n> peak=<bytes> live=<bytes> age-ms=<ms>": the
  * estimated live heap marks a peak each time it passes the last one by 10 %
  * and 8 MiB; n counts the peaks marked (it only grows: a client that saw n

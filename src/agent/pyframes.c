@@ -629,6 +629,43 @@ static bool safe_type(const char *obj, const void *type)
 	return type && safe_word(obj + PY_OB_TYPE, &t) && t == type;
 }
 
+/* For pyrefs.c, with the GIL held: each frame of every thread of the
+ * interpreter (3.8 to 3.10: its frame objects, which the collector does not
+ * track while they run; 3.11 on: its interpreter frames): fn(frame, code,
+ * arg) until it returns non-zero. Frames the C stack owns (3.12 on) are
+ * passed over. The lists are followed by safe reads. */
+void mw_py_each_frame(const void *interp, int (*fn)(const char *frame, const char *code, void *arg), void *arg)
+{
+	const char *ts, *f, *code;
+	unsigned threads = 0, k;
+
+	if (!mw_py.thread_head || !interp)
+		return;
+	for (ts = mw_py.thread_head(interp); ts && threads < 1024; threads++) {
+		if (!safe_word(ts + lay.ts_frame, (const void **)&f) ||
+		    (f && lay.cframe && !safe_word(f + lay.cf_current, (const void **)&f)))
+			f = NULL;
+		for (k = 0; f && k < 1024; k++) {
+			bool skip = false;
+			if (lay.f_owner) {
+				const void *ow;
+				unsigned char owner;
+				if (!safe_word((const char *)((uintptr_t)(f + lay.f_owner) & ~(uintptr_t)7), &ow))
+					break;
+				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + lay.f_owner) & 7), 1);
+				skip = owner == PY313_OWNED_BY_CSTACK;
+			}
+			if (!skip && safe_word(f + lay.f_code, (const void **)&code) && code &&
+			    safe_type(code, mw_py.code_type) && fn(f, code, arg))
+				return;
+			if (!safe_word(f + lay.f_previous, (const void **)&f))
+				break;
+		}
+		if (!safe_word(ts + PY_TSTATE_NEXT, (const void **)&ts))
+			break;
+	}
+}
+
 /* A frame may be popped while it is read: the caller tries again before
  * believing a failure. */
 #define CHECK_THREADS 256
@@ -1124,6 +1161,51 @@ static size_t type_name(uintptr_t t, unsigned long flags, char *buf, size_t len)
 	return k < n ? k : 0;
 }
 
+static int name_index(struct snapshot *s, const char *name, size_t n);
+
+/* For pyrefs.c: the name of type t as the types section has it (0: not a
+ * type), and the text of a str object (read directly: the caller holds the
+ * GIL and the object). */
+size_t mw_py_type_name(uintptr_t t, char *buf, size_t len)
+{
+	unsigned long flags;
+	if (!is_type(t, &flags))
+		return 0;
+	return type_name(t, flags, buf, len);
+}
+
+size_t mw_py_read_str(const void *o, char *buf, size_t len)
+{
+	return read_str(o, buf, len);
+}
+
+bool mw_py_safe_word(const void *at, uintptr_t *w)
+{
+	const void *v;
+	if (!safe_word(at, &v))
+		return false;
+	*w = (uintptr_t)v;
+	return true;
+}
+
+/* The size of a str object: its header and its characters (as sys.getsizeof
+ * counts a compact one); 0 when it is not compact. */
+size_t mw_py_str_size(const void *o)
+{
+	uint32_t state = *(const uint32_t *)((const char *)o + lay.str_state);
+	size_t n = (size_t)*(const int64_t *)((const char *)o + lay.str_length);
+	if (!(state & (1u << 5)))
+		return 0;
+	if (state & (1u << 6))
+		return lay.str_ascii_data + n + 1;
+	return lay.str_compact_data + (n + 1) * ((state >> 2) & 7);
+}
+
+int mw_py_name_index(struct snapshot *s, const char *name, size_t n)
+{
+	return name_index(s, name, n);
+}
+
 static int name_index(struct snapshot *s, const char *name, size_t n)
 {
 	char **x;
@@ -1165,8 +1247,8 @@ static struct type_entry *type_lookup(struct type_entry *cache, struct snapshot 
 }
 
 /* The type of the object in the block at a: its name index, -1 none (not an
- * object), -2 unreadable, -3 out of memory. */
-static int block_type(struct type_entry *cache, struct snapshot *s, uintptr_t a)
+ * object), -2 unreadable, -3 out of memory. The object's address into *obj. */
+static int block_type(struct type_entry *cache, struct snapshot *s, uintptr_t a, uintptr_t *obj)
 {
 	uintptr_t w[6];
 	size_t got = safe_read((const char *)a, w, sizeof w), o;
@@ -1177,8 +1259,10 @@ static int block_type(struct type_entry *cache, struct snapshot *s, uintptr_t a)
 		struct type_entry *e = type_lookup(cache, s, w[o / 8 + 1]);
 		if (e->name == -2)
 			return -3;
-		if (e->name >= 0 && e->presize == o)
+		if (e->name >= 0 && e->presize == o) {
+			*obj = a + o;
 			return e->name;
+		}
 	}
 	return -1;
 }
@@ -1210,6 +1294,7 @@ int mw_python_types(struct snapshot *s)
 		goto out;
 	if (!s->types && !(s->types = calloc(1, sizeof *s->types)))
 		goto out;
+	mw_pyrefs_note(s, SIZE_MAX, 0);
 	for (i = 0; i < n; i++) {
 		const struct mw_live_copy *l = &live[i];
 		int t;
@@ -1218,7 +1303,8 @@ int mw_python_types(struct snapshot *s)
 
 		if (l->stack >= s->nstacks || snap_stack_kind(s->stacks[l->stack].flags) != SNAP_KIND_MALLOC)
 			continue;
-		t = block_type(cache, s, l->addr);
+		uintptr_t obj = 0;
+		t = block_type(cache, s, l->addr, &obj);
 		if (t == -3)
 			goto out;
 		if (t == -1) {
@@ -1241,6 +1327,8 @@ int mw_python_types(struct snapshot *s)
 			s->typed[s->ntyped].type = (uint32_t)t;
 			s->ntyped++;
 		}
+		if (obj && s->typed[idx[j].at].live_samples < 2)
+			mw_pyrefs_note(s, idx[j].at, obj);
 		s->typed[idx[j].at].live_samples++;
 		s->typed[idx[j].at].live_bytes += l->bytes;
 		/* blocks summed in fixed point, rounded below */

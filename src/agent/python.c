@@ -634,6 +634,7 @@ void mw_python_atfork_parent(void)
 void mw_python_atfork_child(void)
 {
 	mw_pyframes_atfork_child();
+	mw_pyrefs_atfork_child();
 	pthread_mutex_init(&py_lock, NULL);
 	pthread_cond_init(&py_cond, NULL);
 	helper_running = false;

@@ -10,6 +10,8 @@
 
 #include "agent.h"
 
+struct snapshot;
+
 typedef struct {
 	void *ctx;
 	void *(*malloc)(void *ctx, size_t size);
@@ -49,6 +51,19 @@ bool mw_py_layout(const char *runtime) MW_HIDDEN;
  * GIL: a frame popped meanwhile can make it fail once): 1 it holds, 0 nothing to check it on yet (no Python frame in any
  * thread), -1 it does not hold (why says how, in a few words). */
 int mw_py_check(char *why, size_t len) MW_HIDDEN;
+/* pyframes.c, for pyrefs.c (see there). */
+size_t mw_py_type_name(uintptr_t t, char *buf, size_t len) MW_HIDDEN;
+size_t mw_py_read_str(const void *o, char *buf, size_t len) MW_HIDDEN;
+bool mw_py_safe_word(const void *at, uintptr_t *w) MW_HIDDEN;
+size_t mw_py_str_size(const void *o) MW_HIDDEN;
+int mw_py_name_index(struct snapshot *s, const char *name, size_t n) MW_HIDDEN;
+void mw_py_each_frame(const void *interp, int (*fn)(const char *frame, const char *code, void *arg),
+		      void *arg) MW_HIDDEN;
+/* pyrefs.c: while mw_python_types reads the types of snapshot s, an object
+ * of typed entry `typed` (at most two per entry are noted); typed SIZE_MAX
+ * starts a new snapshot. */
+void mw_pyrefs_note(const struct snapshot *s, size_t typed, uintptr_t obj) MW_HIDDEN;
+
 /* fork: the child must not inherit the frame table's lock half-held. */
 void mw_pyframes_atfork_prepare(void) MW_HIDDEN;
 void mw_pyframes_atfork_parent(void) MW_HIDDEN;

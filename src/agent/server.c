@@ -246,12 +246,20 @@ static int do_peak(int fd)
 		     (unsigned long long)(count && now > ns ? (now - ns) / 1000000u : 0));
 }
 
-static int do_snapshot(int fd)
+/* "snapshot" or "snapshot referrers=<ms> objects=<n>" */
+static int do_snapshot(int fd, const char *args)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
-	int r;
-	if (mw_collect(&buf, &len, MW_JS_WAIT_NS) < 0)
+	unsigned long long ms = 0, objs = 0;
+	int r, used = 0;
+
+	if (*args) {
+		if (sscanf(args, " referrers=%llu objects=%llu%n", &ms, &objs, &used) != 2 ||
+		    args[used] || ms == 0 || ms > 600000 || objs == 0)
+			return reply(fd, "err bad snapshot request '%.100s'", args);
+	}
+	if (mw_collect(&buf, &len, MW_JS_WAIT_NS, ms * 1000000ull, objs) < 0)
 		return reply(fd, "err cannot build the snapshot: out of memory");
 	r = reply(fd, "ok %zu", len);
 	if (r == 0)
@@ -365,8 +373,8 @@ static int handle_line(struct client *c, char *line)
 	}
 	if (strcmp(line, "status") == 0)
 		return do_status(fd);
-	if (strcmp(line, "snapshot") == 0)
-		return do_snapshot(fd);
+	if (strncmp(line, "snapshot", 8) == 0 && (line[8] == 0 || line[8] == ' '))
+		return do_snapshot(fd, line + 8);
 	if (strcmp(line, "peak") == 0)
 		return do_peak(fd);
 	return reply(fd, "err unknown request '%.100s'", line);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # make-snapshot-corpus.sh: (re)build the seed corpus of fuzz_snapshot in
 # tests/fuzz/corpus/snapshot/ with snapdump --from-text: a few valid snapshots (one
-# with a stack of every kind, and the regions section) and
+# with a stack of every kind, and the regions, types and referrers sections) and
 # a few broken ones (cut, bit-flipped, newer version, unknown section, not a
 # snapshot). The fuzz target repairs the checksum itself, so broken seeds with a
 # stale CRC still reach the section parsers.
@@ -68,6 +68,19 @@ type 2 name="collections.OrderedDict"
 typed stack=0 type=0 samples=1 bytes=524288 blocks=512
 typed stack=0 type=1 samples=1 bytes=524288 blocks=512
 typed stack=2 type=2 samples=0 bytes=0 blocks=0
+refsearch status=1 limit_ns=1000000000 max_objects=50000000 pause_ns=1000123456 visited=20000000 tracked=10000000 passes=2 note="the time limit was reached after 2 passes"
+chain type=0 stack=0 end=0
+  edge="__main__.AUDIT_LOG" type="list"
+  edge="[3]" type="Event"
+chain type=2 stack=2 end=1
+  edge=- type="dict"
+  edge="['k\"1']" type="collections.OrderedDict"
+chain type=0 stack=0 end=7
+  edge=- type=-
+forward type=0 bytes=56
+  type="dict" count=1 bytes=1168
+  type="str" count=2 bytes=120
+forward type=2 bytes=0
 T
 # one stack of each kind (flags: malloc 0, mmap 0x2, brk 0x6, file 0xa), and
 # the combinations a reader must still name: truncated mmap 0x3, brk and file

@@ -12,7 +12,11 @@
  * MODULE:0xOFFSET nframes=N" followed by indented lines 'function="f" file="a.c"
  * line=N' (- for an absent string); "regions N" (the mapping breakdown was read)
  * and "region kind=K mappings=N size=N rss=N anon=N swap=N name=\"...\""; "type
- * I name=\"...\"" and "typed stack=S type=T samples=N bytes=N blocks=N". Count lines ("modules 2") and lines starting
+ * I name=\"...\"" and "typed stack=S type=T samples=N bytes=N blocks=N"; "refsearch
+ * status=N limit_ns=N max_objects=N pause_ns=N visited=N tracked=N passes=N
+ * note=\"...\"", "chain type=T stack=S end=E" followed by indented lines
+ * 'edge="..." type="..."', "forward type=T bytes=N" followed by indented lines
+ * 'type="..." count=N bytes=N'. Count lines ("modules 2") and lines starting
  * with "memwatch snapshot" or '#' are ignored on input. */
 #include "config.h"
 
@@ -153,6 +157,37 @@ static void dump(const struct snapshot *s)
 		       " blocks=%" PRIu64 "\n", t->stack, t->type, t->live_samples, t->live_bytes,
 		       t->live_blocks);
 	}
+	if (s->has_refs) {
+		const struct snap_refsearch *q = &s->refsearch;
+		printf("refsearch status=%" PRIu32 " limit_ns=%" PRIu64 " max_objects=%" PRIu64
+		       " pause_ns=%" PRIu64 " visited=%" PRIu64 " tracked=%" PRIu64 " passes=%" PRIu32
+		       " note=", q->status, q->limit_ns, q->max_objects, q->pause_ns, q->visited,
+		       q->tracked, q->passes);
+		print_str(q->note);
+		fputc('\n', stdout);
+	}
+	for (size_t i = 0; i < s->nchains; i++) {
+		const struct snap_refchain *c = &s->chains[i];
+		printf("chain type=%" PRIu32 " stack=%" PRIu32 " end=%" PRIu32 "\n", c->type, c->stack,
+		       c->end);
+		for (uint32_t k = 0; k < c->nlinks; k++) {
+			fputs("  edge=", stdout);
+			print_str(c->links[k].edge);
+			fputs(" type=", stdout);
+			print_str(c->links[k].type);
+			fputc('\n', stdout);
+		}
+	}
+	for (size_t i = 0; i < s->nforward; i++) {
+		const struct snap_forward *f = &s->forward[i];
+		printf("forward type=%" PRIu32 " bytes=%" PRIu64 "\n", f->type, f->bytes);
+		for (uint32_t k = 0; k < f->nreferents; k++) {
+			fputs("  type=", stdout);
+			print_str(f->referents[k].type);
+			printf(" count=%" PRIu64 " bytes=%" PRIu64 "\n", f->referents[k].count,
+			       f->referents[k].bytes);
+		}
+	}
 }
 
 /* ------------------------------------------------------------------------- */
@@ -163,6 +198,8 @@ struct parser {
 	unsigned lineno;
 	char *p;            /* next character of the current line */
 	char *err;          /* first error, caller frees */
+	int block;          /* what indented lines belong to: 0 a stack or symbol,
+			     * 1 the last chain, 2 the last forward view */
 };
 
 /* Record an error at the current line (the first one wins). */
@@ -373,6 +410,91 @@ static void set_typed(struct parser *ps, void *obj, const char *k, const char *v
 		perr(ps, "typed: unknown field '%s'", k);
 }
 
+/* Setters for the referrer search's lines. */
+static void set_refsearch(struct parser *ps, void *obj, const char *k, const char *v)
+{
+	struct snap_refsearch *q = obj;
+	if (strcmp(k, "note") == 0) {
+		free(q->note);
+		q->note = v ? (strcmp(v, "-") == 0 ? NULL : xstrdup(v)) : quoted(ps, k);
+	} else if (!v) {
+		perr(ps, "refsearch %s: not a string field", k);
+	} else if (strcmp(k, "status") == 0) {
+		q->status = (uint32_t)number(ps, v, k);
+	} else if (strcmp(k, "limit_ns") == 0) {
+		q->limit_ns = number(ps, v, k);
+	} else if (strcmp(k, "max_objects") == 0) {
+		q->max_objects = number(ps, v, k);
+	} else if (strcmp(k, "pause_ns") == 0) {
+		q->pause_ns = number(ps, v, k);
+	} else if (strcmp(k, "visited") == 0) {
+		q->visited = number(ps, v, k);
+	} else if (strcmp(k, "tracked") == 0) {
+		q->tracked = number(ps, v, k);
+	} else if (strcmp(k, "passes") == 0) {
+		q->passes = (uint32_t)number(ps, v, k);
+	} else {
+		perr(ps, "refsearch: unknown field '%s'", k);
+	}
+}
+
+static void set_chain(struct parser *ps, void *obj, const char *k, const char *v)
+{
+	struct snap_refchain *c = obj;
+	if (!v)
+		perr(ps, "chain %s: not a string field", k);
+	else if (strcmp(k, "type") == 0)
+		c->type = (uint32_t)number(ps, v, k);
+	else if (strcmp(k, "stack") == 0)
+		c->stack = (uint32_t)number(ps, v, k);
+	else if (strcmp(k, "end") == 0)
+		c->end = (uint32_t)number(ps, v, k);
+	else
+		perr(ps, "chain: unknown field '%s'", k);
+}
+
+static void set_link(struct parser *ps, void *obj, const char *k, const char *v)
+{
+	struct snap_reflink *l = obj;
+	char **field = strcmp(k, "edge") == 0 ? &l->edge : strcmp(k, "type") == 0 ? &l->type : NULL;
+	if (!field) {
+		perr(ps, "link: unknown field '%s'", k);
+		return;
+	}
+	free(*field);
+	*field = v ? (strcmp(v, "-") == 0 ? NULL : xstrdup(v)) : quoted(ps, k);
+}
+
+static void set_forward(struct parser *ps, void *obj, const char *k, const char *v)
+{
+	struct snap_forward *f = obj;
+	if (!v)
+		perr(ps, "forward %s: not a string field", k);
+	else if (strcmp(k, "type") == 0)
+		f->type = (uint32_t)number(ps, v, k);
+	else if (strcmp(k, "bytes") == 0)
+		f->bytes = number(ps, v, k);
+	else
+		perr(ps, "forward: unknown field '%s'", k);
+}
+
+static void set_referent(struct parser *ps, void *obj, const char *k, const char *v)
+{
+	struct snap_referent *r = obj;
+	if (strcmp(k, "type") == 0) {
+		free(r->type);
+		r->type = v ? (strcmp(v, "-") == 0 ? NULL : xstrdup(v)) : quoted(ps, k);
+	} else if (!v) {
+		perr(ps, "referent %s: not a string field", k);
+	} else if (strcmp(k, "count") == 0) {
+		r->count = number(ps, v, k);
+	} else if (strcmp(k, "bytes") == 0) {
+		r->bytes = number(ps, v, k);
+	} else {
+		perr(ps, "referent: unknown field '%s'", k);
+	}
+}
+
 /* Setter for the fields of a "module" line. */
 static void set_module(struct parser *ps, void *obj, const char *k, const char *v)
 {
@@ -483,8 +605,21 @@ static void parse_line(struct parser *ps, struct snapshot *s, char *line)
 		return;
 
 	if (indented) {
-		/* A frame of the last stack, or a resolved frame of the last symbol. */
-		if (s->nsymbols) {
+		/* A link of the last chain, a referent of the last forward view, a
+		 * frame of the last stack, or a resolved frame of the last symbol. */
+		if (ps->block == 1) {
+			struct snap_refchain *c = &s->chains[s->nchains - 1];
+			size_t n = c->nlinks;
+			struct snap_reflink *l = push((void **)&c->links, &n, sizeof *l);
+			c->nlinks = (uint32_t)n;
+			pairs(ps, l, set_link);
+		} else if (ps->block == 2) {
+			struct snap_forward *f = &s->forward[s->nforward - 1];
+			size_t n = f->nreferents;
+			struct snap_referent *r = push((void **)&f->referents, &n, sizeof *r);
+			f->nreferents = (uint32_t)n;
+			pairs(ps, r, set_referent);
+		} else if (s->nsymbols) {
 			struct snap_symbol *sym = &s->symbols[s->nsymbols - 1];
 			size_t n = sym->nframes;
 			struct snap_symframe *f = push((void **)&sym->frames, &n, sizeof *f);
@@ -503,6 +638,24 @@ static void parse_line(struct parser *ps, struct snapshot *s, char *line)
 	}
 
 	char *key = word(ps);
+	ps->block = 0;
+	if (strcmp(key, "refsearch") == 0) {
+		s->has_refs = true;
+		pairs(ps, &s->refsearch, set_refsearch);
+		return;
+	} else if (strcmp(key, "chain") == 0) {
+		struct snap_refchain *c = push((void **)&s->chains, &s->nchains, sizeof *c);
+		s->has_refs = true;
+		pairs(ps, c, set_chain);
+		ps->block = 1;
+		return;
+	} else if (strcmp(key, "forward") == 0) {
+		struct snap_forward *f = push((void **)&s->forward, &s->nforward, sizeof *f);
+		s->has_refs = true;
+		pairs(ps, f, set_forward);
+		ps->block = 2;
+		return;
+	}
 	if (strcmp(key, "pid") == 0) {
 		s->pid = (int32_t)number(ps, word(ps), key);
 	} else if (strcmp(key, "exe") == 0) {

@@ -648,6 +648,96 @@ static void test_types(void **state)
 	snapshot_free(s);
 }
 
+/* The referrers section: the search's figures, its chains and forward views
+ * round-trip; a chain naming a type beyond the types is refused, and the
+ * encoder will not write one; a later version of the section is skipped
+ * whole (the snapshot reads as one without it). */
+static void test_referrers(void **state)
+{
+	(void)state;
+	struct snapshot *s = small_snapshot(), *d;
+	size_t len, len2;
+	unsigned char *buf, *f, *out = NULL;
+	struct section sec[12];
+	size_t n, t;
+
+	s->ntypes = 2;
+	s->types = xcalloc(2, sizeof *s->types);
+	s->types[0] = xstrdup("Event");
+	s->types[1] = xstrdup("list");
+	s->has_refs = true;
+	s->refsearch = (struct snap_refsearch){ .status = SNAP_REFS_TIME, .limit_ns = 1000000000,
+						.max_objects = 5000, .pause_ns = 999, .visited = 77,
+						.tracked = 40, .passes = 2, .note = xstrdup("stopped") };
+	s->nchains = 1;
+	s->chains = xcalloc(1, sizeof *s->chains);
+	s->chains[0].type = 0;
+	s->chains[0].stack = 0;
+	s->chains[0].end = SNAP_CHAIN_ROOT;
+	s->chains[0].nlinks = 2;
+	s->chains[0].links = xcalloc(2, sizeof *s->chains[0].links);
+	s->chains[0].links[0].edge = xstrdup("__main__.AUDIT_LOG");
+	s->chains[0].links[0].type = xstrdup("list");
+	s->chains[0].links[1].edge = xstrdup("[3]");
+	s->chains[0].links[1].type = xstrdup("Event");
+	s->nforward = 1;
+	s->forward = xcalloc(1, sizeof *s->forward);
+	s->forward[0].type = 0;
+	s->forward[0].bytes = 56;
+	s->forward[0].nreferents = 1;
+	s->forward[0].referents = xcalloc(1, sizeof *s->forward[0].referents);
+	s->forward[0].referents[0].type = xstrdup("dict");
+	s->forward[0].referents[0].count = 1;
+	s->forward[0].referents[0].bytes = 1168;
+	buf = encode(s, &len);
+	d = expect_ok(buf, len);
+	assert_true(d->has_refs);
+	assert_int_equal(d->refsearch.status, SNAP_REFS_TIME);
+	assert_int_equal(d->refsearch.limit_ns, 1000000000);
+	assert_int_equal(d->refsearch.max_objects, 5000);
+	assert_int_equal(d->refsearch.pause_ns, 999);
+	assert_int_equal(d->refsearch.visited, 77);
+	assert_int_equal(d->refsearch.tracked, 40);
+	assert_int_equal(d->refsearch.passes, 2);
+	assert_string_equal(d->refsearch.note, "stopped");
+	assert_int_equal(d->nchains, 1);
+	assert_int_equal(d->chains[0].nlinks, 2);
+	assert_string_equal(d->chains[0].links[0].edge, "__main__.AUDIT_LOG");
+	assert_string_equal(d->chains[0].links[1].type, "Event");
+	assert_int_equal(d->nforward, 1);
+	assert_int_equal(d->forward[0].bytes, 56);
+	assert_string_equal(d->forward[0].referents[0].type, "dict");
+	assert_int_equal(d->forward[0].referents[0].bytes, 1168);
+	snapshot_free(d);
+
+	/* version 1, status 1, limit (5 bytes), max_objects (2), pause (2),
+	 * visited, tracked, passes, note (8), count 1 at 22, then the chain's
+	 * type at 23 */
+	n = split(buf, len, sec, 12);
+	t = find_section(sec, n, 9);   /* referrers */
+	assert_int_equal(sec[t].payload[23], 0);
+	sec[t].payload[23] = 9;
+	f = assemble(1, sec, n, &len2);
+	expect_reject(f, len2, "chain 0 names type 9 of 2, stack 0 of 1, 2 links");
+	free(f);
+	sec[t].payload[23] = 0;
+	sec[t].payload[0] = 2;     /* a later version of the section */
+	f = assemble(1, sec, n, &len2);
+	d = expect_ok(f, len2);
+	assert_false(d->has_refs);
+	assert_int_equal(d->nchains, 0);
+	assert_int_equal(d->ntypes, 2);
+	snapshot_free(d);
+	free(f);
+	free_sections(sec, n);
+	free(buf);
+
+	s->chains[0].type = 2;
+	assert_int_equal(snapshot_encode(s, &out, &len), -1);
+	assert_int_equal(errno, EINVAL);
+	snapshot_free(s);
+}
+
 /* An unknown optional section is skipped wherever it sits, and extra bytes at
  * the end of a known section are ignored (room for later fields); an unknown
  * section flagged as required is refused. */
@@ -941,6 +1031,7 @@ int main(void)
 		cmocka_unit_test(test_bad_module_ref),
 		cmocka_unit_test(test_forward_compat),
 		cmocka_unit_test(test_types),
+		cmocka_unit_test(test_referrers),
 		cmocka_unit_test(test_structure),
 		cmocka_unit_test(test_stack_kinds),
 		cmocka_unit_test(test_file_io),

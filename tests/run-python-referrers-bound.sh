@@ -1,0 +1,117 @@
+#!/bin/sh
+# run-python-referrers-bound.sh: the referrer search keeps to its bounds, on
+# Debian's python3 (3.11). py_refs_big.py holds 10 million live objects the
+# collector tracks, and a thread that measures its own stalls:
+# - snap --referrers (default limit, 1 s) finishes: Python is held no longer
+#   than the limit, the thread's longest stall is no longer than the limit and
+#   a slack, and the pause per million objects is said; with a limit of
+#   100 ms the search stops at it (status time-limit) and says so;
+# - a watch with --referrers writes the pause into the run log;
+# - the GIL held by the program (a C call of 3 s): snap --referrers-limit
+#   300ms gives up the search (the snapshot says why) within its bound, and
+#   the next search, once the program lets the GIL go, is made;
+# - the program ends while a search waits for the GIL (its interpreter
+#   finalizing): it ends as it would have, with no crash.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/py-lib.sh"
+need_ptrace
+need_py311
+big=$top_srcdir/tests/targets/py_refs_big.py
+slack_ms=700
+
+# say NAME LINE: a line to the script's stdin
+say() {
+	timeout 10 sh -c 'echo "$2" > "$1"' sh "$1.in" "$2" ||
+		fail "cannot write to $1: the target is not reading"
+}
+
+# pause_of: from the JSON of the last show (out), $pause_ms and $status
+pause_of() {
+	pause_ms=$(sed -n 's/.*"referrers": {"status": "[a-z-]*", .*"pause_ns": \([0-9]*\),.*/\1/p' out | head -n 1)
+	status=$(sed -n 's/.*"referrers": {"status": "\([a-z-]*\)".*/\1/p' out | head -n 1)
+	pause_ms=$(( ${pause_ms:-999999999999} / 1000000 ))
+}
+
+start_script big "$py" "$big" 10000000 || finish
+wait_until "grep -q '^ready' big.out" 120
+run_mw 0 snap -p "$t" -w 1 -o big.0.snap
+start_ctl big.ctl "$t" start=65536 sleep=300000
+python_state "$t" on
+step big
+wait_until "grep -q '^created' big.out" 60
+
+for limit in 1000 100; do
+	n=$(grep -c '^reset' big.out)
+	say big reset
+	wait_until "[ \$(grep -c '^reset' big.out) -gt $n ]" 20
+	run_mw 0 snap -p "$t" -w 0 --referrers --referrers-limit "${limit}ms" -o "big.$limit.snap"
+	cp out "big.$limit.out"
+	expect_grep "^pid $t: referrers: Python held .*, [0-9]+ objects traversed in [0-9]+ pass(es)? \\([0-9]+ tracked\\)" "big.$limit.out"
+	run_mw 0 show -F json "big.$limit.snap"
+	pause_of
+	echo "limit ${limit} ms: $status, Python held $pause_ms ms"
+	[ "$pause_ms" -le $((limit + 50)) ] || fail "the search held Python $pause_ms ms, over its limit of $limit ms"
+	visited=$(sed -n 's/.*"referrers": {.*"visited": \([0-9]*\),.*/\1/p' out | head -n 1)
+	[ "$pause_ms" -gt 0 ] && echo "pause per million objects traversed: $((pause_ms * 1000000 / ${visited:-1})) ms"
+	n=$(grep -c '^stall' big.out)
+	say big stall
+	wait_until "[ \$(grep -c '^stall' big.out) -gt $n ]" 20
+	stall=$(awk '$1 == "stall" { s = $2 } END { print s + 0 }' big.out)
+	echo "the script's thread stalled $stall ms at most"
+	[ "$stall" -le $((limit + slack_ms)) ] ||
+		fail "the script's thread stalled $stall ms, over the limit of $limit ms and $slack_ms ms"
+	case $limit in
+	1000) expect_grep "\\(1[0-9]{7} tracked\\)" "big.$limit.out" ;;
+	esac
+	case $limit in
+	100) [ "$status" = time-limit ] || fail "with a limit of 100 ms the search ended '$status', not at its limit"
+	     expect_grep 'the time limit was reached' "big.$limit.out" ;;
+	*) [ "$status" = done ] || [ "$status" = time-limit ] || fail "the search ended '$status'" ;;
+	esac
+done
+
+# the watch: its final snapshot's search, in the run log
+run_mw 0 -p "$t" -d 2s -i 200ms -q --capture now --referrers -o big.log
+expect_grep "^# event [0-9.]+ $t referrers status=(done|time-limit) pause-ms=[0-9.]+ visited=[0-9]+ tracked=1[0-9]{7} passes=[0-9]+ chains=[0-9]+" big.log
+pause=$(sed -n 's/.* referrers status=[a-z-]* pause-ms=\([0-9]*\).*/\1/p' big.log)
+[ "${pause:-99999}" -le 1050 ] || fail "the watch's search held Python ${pause:-?} ms"
+
+kill "$ctl" 2>/dev/null
+wait "$ctl" 2>/dev/null
+end_target big
+finished big "$t"
+
+# the GIL held by the program: the search is given up, then made again
+start_script hold "$py" "$big" 100000 || finish
+run_mw 0 snap -p "$t" -w 1 -o hold.0.snap
+start_ctl hold.ctl "$t" start=16384 sleep=300000
+python_state "$t" on
+step hold
+wait_until "grep -q '^created' hold.out" 60
+say hold "hold 3000"
+sleep 0.3
+t0=$(date +%s%N)
+run_mw 0 snap -p "$t" -w 0 --referrers --referrers-limit 300ms -o hold.1.snap
+t1=$(date +%s%N)
+expect_grep "^pid $t: referrers not searched: the GIL was not had within the time limit" out
+echo "snap --referrers-limit 300ms took $(( (t1 - t0) / 1000000 )) ms while the program held the GIL"
+[ $(( (t1 - t0) / 1000000 )) -lt 2700 ] || fail "the snapshot waited for the GIL past the limit"
+wait_until "grep -q '^held' hold.out" 20
+run_mw 0 snap -p "$t" -w 0 --referrers -o hold.2.snap
+expect_grep "kept alive by: __main__\\.AUDIT_LOG \\(list\\) -> \\[[0-9]+\\] " out
+
+# the program ends while a search waits for the GIL
+say hold "bye 2000"
+sleep 0.3
+run_prog_any() { "$@" >out 2>err; st=$?; }
+run_prog_any "$MEMWATCH" snap -p "$t" -w 0 --referrers --referrers-limit 5s -o hold.3.snap
+echo "snap as the program ended: status $st: $(head -n 3 out err)"
+case $st in
+0|4|5) ;;
+*) fail "snap --referrers as the program ended: status $st" ;;
+esac
+[ "$st" -eq 0 ] || expect_grep '^memwatch: ' err
+finished hold "$t"
+kill "$ctl" 2>/dev/null
+wait "$ctl" 2>/dev/null
+finish
