@@ -38,8 +38,8 @@ for v in $cpythons; do
 	# the module global and the class attribute, each with the object it
 	# holds (3.8 to 3.10 give each instance a __dict__ of its own, which may
 	# be the target: the chain then goes on through the instance)
-	expect_grep "kept alive by: __main__\\.AUDIT_LOG \\(list\\) -> \\[[0-9]+\\] (-> Event$|\\(Event\\))" "$name.snap.out"
-	expect_grep "kept alive by: __main__\\.Registry\\.sessions \\(dict\\) -> \\['s[0-9]+'\\] (-> Session$|\\(Session\\))" "$name.snap.out"
+	expect_grep "kept alive by: __main__\\.AUDIT_LOG \\(list\\) -> \\[[0-9]+\\] (-> __main__\\.Event$|\\(__main__\\.Event\\))" "$name.snap.out"
+	expect_grep "kept alive by: __main__\\.Registry\\.sessions \\(dict\\) -> \\['s[0-9]+'\\] (-> __main__\\.Session$|\\(__main__\\.Session\\))" "$name.snap.out"
 	expect_grep "^  one [A-Za-z_.]+ \\([0-9.]+ [KMG]?i?B\\) holds: [0-9]+ " "$name.snap.out"
 
 	run_mw 0 show --by type -n 10 "$name.snap"
@@ -89,7 +89,7 @@ for v in $cpythons; do
 	step "${name}_l"
 	wait_until "[ \$(grep -c '^created' ${name}_l.out) -ge 1 ]" 60
 	run_mw 0 snap -p "$t" -w 0 --referrers -o "$name.l.snap"
-	expect_grep "kept alive by: local pending of serve\\(\\) \\(list\\) -> \\[[0-9]+\\] (-> Event$|\\(Event\\))" out
+	expect_grep "kept alive by: local pending of serve\\(\\) \\(list\\) -> \\[[0-9]+\\] (-> __main__\\.Event$|\\(__main__\\.Event\\))" out
 	kill "$ctl" 2>/dev/null
 	wait "$ctl" 2>/dev/null
 	end_target "${name}_l"
