@@ -663,13 +663,13 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	 * miss at nearly every sample (what is read here unlocked may be
 	 * stale; a prefetch of any address is harmless) */
 	sh = shard_of((uintptr_t)p);
+	mw_loader_enter();
 	{
 		struct live *live = __atomic_load_n(&sh->live, __ATOMIC_RELAXED);
 		size_t c = __atomic_load_n(&sh->cap, __ATOMIC_RELAXED);
 		if (live && c)
 			__builtin_prefetch(&live[live_slot((uintptr_t)p, c)], 1);
 	}
-	mw_loader_enter();
 	n = mw_unwind(ips, (int)cap);
 	mw_loader_leave();
 	if (n < 0)
