@@ -1,7 +1,8 @@
 #!/bin/sh
 # run-agent-sites.sh: the preloaded agent's figures for known allocation sites:
-# exact at rate 1 (every allocation recorded), close to the truth at the default
-# rate and at 64 KiB; frees are seen; the target's own result is unchanged.
+# exact at rate 1 (every allocation recorded, a block at a just-freed address
+# included), close to the truth at the default rate and at 64 KiB; frees are
+# seen; the target's own result is unchanged.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/agent-lib.sh"
 
@@ -22,6 +23,10 @@ expect_eq "keep_small live blocks" "$(site live_blocks a1.snap "$T" keep_small)"
 expect_eq "churn live bytes" "$(site live_bytes a1.snap "$T" churn)" 0
 expect_eq "churn allocated bytes" "$(site alloc_bytes a1.snap "$T" churn)" 33554432
 expect_eq "churn allocated blocks" "$(site alloc_blocks a1.snap "$T" churn)" 8192
+# each block taken at the address just freed keeps its record
+expect_eq "reuse live bytes" "$(site live_bytes a1.snap "$T" reuse)" 200000
+expect_eq "reuse live blocks" "$(site live_blocks a1.snap "$T" reuse)" 1000
+expect_eq "reuse allocated blocks" "$(site alloc_blocks a1.snap "$T" reuse)" 2000
 expect_eq "sample rate" "$(snap_field a1.snap sample_rate)" 1
 expect_grep "^exe \".*/agent_sites\"" a1.snap.txt
 expect_grep "^module 0 .*build_id=[0-9a-f]{40} path=\".*/agent_sites\"" a1.snap.txt
