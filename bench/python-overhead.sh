@@ -43,65 +43,26 @@ for py in $pythons; do
 done
 [ -x "$mw" ] && [ -x "$ctl" ] || { echo "python-overhead.sh: build memwatch and tests/tools/agentctl (make check)" >&2; exit 1; }
 
+. "$(dirname "$0")/bench-lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-pybench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# run VARIANT: one run; appends "wall cpu peak_rss_kib" to $tmp/VARIANT
+# run VARIANT: one run (attached_run); "wall cpu peak_rss_kib" in $tmp/VARIANT
 run() {
-	local v=$1 pid hold c=""
-	rm -f "$tmp/in" "$tmp/out"
-	mkfifo "$tmp/in"
-	"$py" "$wl" "$rounds" "$kind" <"$tmp/in" >"$tmp/out" 2>&1 &
-	pid=$!
-	sleep 3600 >"$tmp/in" &
-	hold=$!
-	while ! grep -q ready "$tmp/out" 2>/dev/null; do sleep 0.05; done
-	if [ "$v" != plain ]; then
-		# attach (and capture for a moment, which ends before the rounds)
-		"$mw" snap -p "$pid" -w 100ms -f -o "$tmp/a.snap" >/dev/null 2>&1 ||
-			echo "python-overhead.sh: attach failed" >&2
-	fi
-	if [ "$v" = capture ]; then
-		"$ctl" "$pid" start=${RATE:-524288} sleep=3600000 >/dev/null 2>&1 &
-		c=$!
-		while ! "$ctl" "$pid" status 2>/dev/null | grep -q ' python=on$'; do sleep 0.05; done
-	fi
-	echo go >"$tmp/in"
-	wait "$pid"
-	kill "$hold" 2>/dev/null
-	[ -n "$c" ] && kill "$c" 2>/dev/null
-	wait 2>/dev/null
-	sed -n 's/^wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\) maxrss_kib=\([0-9]*\)$/\1 \2 \3/p' "$tmp/out" >>"$tmp/$v"
-}
-
-median() {
-	sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+	attached_run "$1" ' python=on$' "$py" "$wl" "$rounds" "$kind"
 }
 
 for py in $pythons; do
-	rm -f "$tmp/plain" "$tmp/attached" "$tmp/capture"
-	# the order turns at every repeat, so that no variant always follows another
-	i=0
-	while [ $i -lt "$repeats" ]; do
-		case $((i % 3)) in
-		0) order="plain attached capture" ;;
-		1) order="attached capture plain" ;;
-		*) order="capture plain attached" ;;
-		esac
-		for v in $order; do
-			run $v
-		done
-		i=$((i + 1))
-	done
-	pw=$(cut -d' ' -f1 "$tmp/plain" | median)
-	pc=$(cut -d' ' -f2 "$tmp/plain" | median)
-	pr=$(cut -d' ' -f3 "$tmp/plain" | median)
+	attached_repeats
+	pw=$(cut -d' ' -f1 "$tmp/plain" | median_in)
+	pc=$(cut -d' ' -f2 "$tmp/plain" | median_in)
+	pr=$(cut -d' ' -f3 "$tmp/plain" | median_in)
 	echo "python-overhead: $py, $kind, $rounds rounds, $repeats repeats, rate ${RATE:-524288}, medians"
 	printf '%-10s %9s %9s %8s %8s %9s %7s\n' variant wall_s cpu_s wall/x cpu/x peak_MiB rss/x
 	for v in plain attached capture; do
-		w=$(cut -d' ' -f1 "$tmp/$v" | median)
-		c=$(cut -d' ' -f2 "$tmp/$v" | median)
-		r=$(cut -d' ' -f3 "$tmp/$v" | median)
+		w=$(cut -d' ' -f1 "$tmp/$v" | median_in)
+		c=$(cut -d' ' -f2 "$tmp/$v" | median_in)
+		r=$(cut -d' ' -f3 "$tmp/$v" | median_in)
 		awk -v v=$v -v w="$w" -v c="$c" -v r="$r" -v pw="$pw" -v pc="$pc" -v pr="$pr" \
 			'BEGIN { printf "%-10s %9.3f %9.3f %8.3f %8.3f %9.1f %7.2f\n", v, w, c, w / pw, c / pc, r / 1024, r / pr }'
 	done
