@@ -464,6 +464,24 @@ static int cmp_name(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One name per hash. */
+static void names_uniq(struct js_result *r)
+{
+	size_t u = 0, i;
+	if (!r->nnames)
+		return;
+	qsort(r->names, r->nnames, sizeof *r->names, cmp_name);
+	for (i = 0; i < r->nnames; i++) {
+		if (u && r->names[u - 1].hash == r->names[i].hash) {
+			free(r->names[i].function);
+			free(r->names[i].file);
+			continue;
+		}
+		r->names[u++] = r->names[i];
+	}
+	r->nnames = u;
+}
+
 /* Read the profile into a result of our own: one stack per node that holds
  * live samples, its frames the path from that node up to the root. */
 static struct js_result *read_profile(void *iso)
@@ -598,20 +616,7 @@ static struct js_result *read_profile(void *iso)
 		result_free(r);
 		return NULL;
 	}
-	/* one name per hash */
-	if (r->nnames) {
-		size_t u = 0;
-		qsort(r->names, r->nnames, sizeof *r->names, cmp_name);
-		for (i = 0; i < r->nnames; i++) {
-			if (u && r->names[u - 1].hash == r->names[i].hash) {
-				free(r->names[i].function);
-				free(r->names[i].file);
-				continue;
-			}
-			r->names[u++] = r->names[i];
-		}
-		r->nnames = u;
-	}
+	names_uniq(r);
 	return r;
 }
 
@@ -628,23 +633,6 @@ static bool name_add(struct js_result *r, size_t *cap, uint64_t h, char *fn, cha
 	return true;
 }
 
-/* One name per hash. */
-static void names_uniq(struct js_result *r)
-{
-	size_t u = 0, i;
-	if (!r->nnames)
-		return;
-	qsort(r->names, r->nnames, sizeof *r->names, cmp_name);
-	for (i = 0; i < r->nnames; i++) {
-		if (u && r->names[u - 1].hash == r->names[i].hash) {
-			free(r->names[i].function);
-			free(r->names[i].file);
-			continue;
-		}
-		r->names[u++] = r->names[i];
-	}
-	r->nnames = u;
-}
 
 /* The outermost frame of a worker thread's stacks. */
 #define WORKER_FRAME "(worker thread)"
