@@ -128,8 +128,8 @@
 #define MEMBER_OFFSET 16             /* .offset (Py_ssize_t) */
 #define MEMBER_T_OBJECT 6            /* T_OBJECT */
 #define MEMBER_T_OBJECT_EX 16        /* T_OBJECT_EX */
-#define MAX_MEMBERS 1024
-#define MAX_BASES 64
+#define MAX_MEMBERS 256              /* members read of one type */
+#define MAX_BASES 32                 /* types read up its tp_base */
 
 #define TPF_HEAPTYPE (1ul << 9)
 #define TPF_HAVE_GC (1ul << 14)
@@ -910,10 +910,12 @@ static size_t values_attr(uintptr_t o, uintptr_t t, unsigned long fl, uintptr_t 
 
 /* The __slots__ member of o (of type t) that holds v: ".name" into buf, from
  * the members of t and of its bases (a member that holds an object, at an
- * offset within the object); 0 when none does. */
-static size_t slot_attr(uintptr_t o, uintptr_t t, uintptr_t v, char *buf, size_t len)
+ * offset within the object); 0 when none does, or the margin after the
+ * search's deadline is spent (the GIL is held meanwhile). */
+static size_t slot_attr(uintptr_t o, uintptr_t t, uintptr_t v, char *buf, size_t len, uint64_t deadline)
 {
 	uintptr_t size, ty = t;
+	unsigned count = 0;
 
 	if (!mw_py_safe_word((const void *)(t + TP_BASICSIZE), &size))
 		return 0;
@@ -925,6 +927,8 @@ static size_t slot_attr(uintptr_t o, uintptr_t t, uintptr_t v, char *buf, size_t
 			uintptr_t md = m + (uintptr_t)j * MEMBERDEF_SIZE;
 			char nb[100];
 			size_t n;
+			if (!(++count & 255) && out_of_time(deadline + 100000000ull))
+				return 0;
 			if (!mw_py_safe_word((const void *)md, &name) || !name ||
 			    !mw_py_safe_word((const void *)(md + MEMBER_TYPE), &kind) ||
 			    !mw_py_safe_word((const void *)(md + MEMBER_OFFSET), &off))
@@ -1006,7 +1010,7 @@ static size_t edge_name(uintptr_t from, uintptr_t to, char *buf, size_t len, boo
 	n = (ssize_t)values_attr(from, t, fl, to, buf, len);
 	if (n > 0)
 		return (size_t)n;
-	return slot_attr(from, t, to, buf, len);
+	return slot_attr(from, t, to, buf, len, deadline);
 }
 
 /* Append to path the objects from `from` along their parents, down to a
