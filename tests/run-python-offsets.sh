@@ -8,7 +8,10 @@
 # _Py_DebugOffsets table holds the offsets the agent reads from it. And those
 # of 3.8, 3.9, 3.10 and 3.12, against their headers where installed (pyenv).
 # The type and dict offsets read for a class's name and module too, and the
-# dict's layout checked in each installed interpreter as it runs.
+# dict's layout checked in each installed interpreter as it runs; and what
+# the referrer search reads to name an instance's attributes (__slots__,
+# and from 3.11 on the values kept without a __dict__ and their type's
+# shared keys), against the headers and in each interpreter as it runs.
 . "$top_srcdir/tests/lib.sh"
 
 [ -r /usr/include/python3.11/internal/pycore_frame.h ] ||
@@ -307,6 +310,103 @@ for v in $cpythons; do
 	fi
 done
 
+# An instance's attributes as the referrer search names them
+# (src/agent/pyrefs.c), read in each installed interpreter as it runs: a
+# class's __slots__ members (its tp_members, then its base's) at their
+# offsets; from 3.11 on an instance's values (no __dict__ made: before the
+# object in 3.11 and 3.12, inline after its header in 3.13), value i held
+# under its type's shared keys' entry i; and once its __dict__ is made, the
+# values the agent reads are gone (3.11, 3.12) or still the attributes (3.13).
+cat > attrs.py <<'P'
+import ctypes, sys
+a = dict(kv.split("=") for kv in sys.argv[1:])
+o = lambda n: int(a[n])
+word = lambda at: ctypes.c_uint64.from_address(at).value
+byte = lambda at: ctypes.c_uint8.from_address(at).value
+v = sys.version_info[:2]
+
+
+class Slotted:
+    __slots__ = ("first", "second")
+
+
+class Sub(Slotted):
+    __slots__ = ("third",)
+
+
+s = Sub()
+s.first, s.second, s.third = [1], [2], [3]
+found = {}
+t = id(Sub)
+for depth in range(8):
+    m = word(t + o("TP_MEMBERS"))
+    j = 0
+    while m and word(m + j * o("MEMBERDEF_SIZE")):
+        md = m + j * o("MEMBERDEF_SIZE")
+        if ctypes.c_int.from_address(md + o("MEMBER_TYPE")).value == o("MEMBER_T_OBJECT_EX"):
+            found[ctypes.string_at(word(md)).decode()] = word(id(s) + word(md + o("MEMBER_OFFSET")))
+        j += 1
+    t = word(t + o("TP_BASE"))
+    if not t:
+        break
+want = {"first": id(s.first), "second": id(s.second), "third": id(s.third)}
+assert found == want, "slots: %r, not %r" % (found, want)
+if v < (3, 11):
+    print("slots")
+    sys.exit(0)
+
+
+class Plain:
+    def __init__(self):
+        self.alpha = [1]
+        self.beta = "b" * 40
+        self.gamma = {}
+
+
+def values(p):
+    if v == (3, 11):
+        return word(id(p) - o("PY311_VALUES_PTR")), 30
+    if v == (3, 12):
+        w = word(id(p) - o("PY312_DICT_OR_VALUES"))
+        return (w + o("PY312_VALUES_BIAS"), 30) if w & o("PY312_VALUES_BIAS") else (0, 0)
+    b = id(p) + o("PY313_INLINE_VALUES")
+    if byte(b + o("PY313_DV_VALID")) != 1:
+        return 0, 0
+    return b + o("PY313_DV_VALUES"), byte(b + o("PY313_DV_CAPACITY"))
+
+
+p = Plain()
+keys = word(id(Plain) + o("PY311_HT_CACHED_KEYS" if v == (3, 11) else "PY312_HT_CACHED_KEYS"))
+assert byte(keys + o("PY311_DK_KIND")) == o("PY311_DK_SPLIT"), "not split keys"
+l2, l2i = byte(keys + o("PY311_DK_LOG2_SIZE")), byte(keys + o("PY311_DK_LOG2_INDEX_BYTES"))
+assert 3 <= l2 <= 7 and l2i == l2, "keys of size 2^%d, indices of 2^%d bytes" % (l2, l2i)
+n = word(keys + o("PY311_DK_NENTRIES"))
+assert 3 <= n <= o("PY311_SHARED_KEYS_MAX"), "%d entries" % n
+ent = keys + o("PY311_DK_INDICES") + (1 << l2i)
+at, cap = values(p)
+assert at, "no values"
+got = {}
+for i in range(min(n, cap)):
+    got[ctypes.cast(word(ent + o("PY311_DK_UENTRY_SIZE") * i), ctypes.py_object).value] = word(at + 8 * i)
+want = {"alpha": id(p.alpha), "beta": id(p.beta), "gamma": id(p.gamma)}
+assert got == want, "values: %r, not %r" % (got, want)
+d = p.__dict__
+at, cap = values(p)
+assert (at == 0) == (v < (3, 13)), "values after __dict__: %x" % at
+if at:
+    assert all(word(at + 8 * i) == want[k] for i, k in enumerate(got)), "values after __dict__"
+print("slots and values (%d entries)" % n)
+P
+sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyrefs.c" >agent-attrs.txt
+for v in $cpythons; do
+	name=${v%%=*} py=${v#*=}
+	if "$py" attrs.py $(awk '{ print $1 "=" $2 }' agent-attrs.txt) >at.out 2>&1; then
+		echo "$name: an instance's attributes as the agent reads them ($(cat at.out))"
+	else
+		fail "$name: an instance's attributes are not as the agent reads them: $(tail -n 1 at.out)"
+	fi
+done
+
 # the collector's state the referrer search walks (src/agent/pyrefs.c): where
 # it is (_PyRuntime.gc in 3.8, PyInterpreterState.gc after; in 3.13 the
 # agent reads that offset from _Py_DebugOffsets), its generations, permanent
@@ -315,6 +415,7 @@ done
 cat > gcstate.c <<'C'
 #define Py_BUILD_CORE 1
 #include <Python.h>
+#include <string.h>
 #if PY_VERSION_HEX >= 0x03090000
 #include <internal/pycore_interp.h>
 #include <internal/pycore_runtime.h>
@@ -323,14 +424,70 @@ cat > gcstate.c <<'C'
 #endif
 #if PY_VERSION_HEX >= 0x030b0000
 #include <internal/pycore_frame.h>
+#include <internal/pycore_dict.h>
+#include <internal/pycore_object.h>
 #else
 #include <frameobject.h>
 #endif
+#include <structmember.h>
 #include <stddef.h>
 #include <stdio.h>
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
 int main(void)
 {
+	/* an instance's attributes: __slots__ members (every version), and
+	 * from 3.11 on its values and its type's shared keys, found from an
+	 * object of a type with the flags of a class's (its header only) */
+	P("TP_BASICSIZE", offsetof(PyTypeObject, tp_basicsize));
+	P("STR_LENGTH", offsetof(PyASCIIObject, length));
+	P("TP_MEMBERS", offsetof(PyTypeObject, tp_members));
+	P("TP_BASE", offsetof(PyTypeObject, tp_base));
+	P("MEMBERDEF_SIZE", sizeof(PyMemberDef));
+	P("MEMBER_TYPE", offsetof(PyMemberDef, type));
+	P("MEMBER_OFFSET", offsetof(PyMemberDef, offset));
+	P("MEMBER_T_OBJECT", T_OBJECT);
+	P("MEMBER_T_OBJECT_EX", T_OBJECT_EX);
+#if PY_VERSION_HEX >= 0x030b0000
+	{
+		static PyTypeObject tp;
+		static union { PyObject *align; char b[512]; } mem;
+		PyObject *o = (PyObject *)(mem.b + 256);
+		tp.tp_flags = Py_TPFLAGS_HEAPTYPE | Py_TPFLAGS_MANAGED_DICT;
+		tp.tp_basicsize = sizeof(PyObject);
+		o->ob_type = &tp;
+#if PY_VERSION_HEX < 0x030c0000
+		P("PY311_HT_CACHED_KEYS", offsetof(PyHeapTypeObject, ht_cached_keys));
+		P("PY311_VALUES_PTR", (char *)o - (char *)_PyObject_ValuesPointer(o));
+#else
+		P("PY312_HT_CACHED_KEYS", offsetof(PyHeapTypeObject, ht_cached_keys));
+#endif
+#if PY_VERSION_HEX >= 0x030c0000 && PY_VERSION_HEX < 0x030d0000
+		{
+			PyDictOrValues *dv = _PyObject_DictOrValuesPointer(o);
+			uintptr_t w;
+			P("PY312_DICT_OR_VALUES", (char *)o - (char *)dv);
+			_PyDictOrValues_SetValues(dv, (PyDictValues *)(mem.b + 64));
+			memcpy(&w, dv, sizeof w);
+			P("PY312_VALUES_BIAS", (uintptr_t)(mem.b + 64) - w);
+		}
+#endif
+#if PY_VERSION_HEX >= 0x030d0000
+		tp.tp_flags |= Py_TPFLAGS_INLINE_VALUES;
+		P("PY313_INLINE_VALUES", (char *)_PyObject_InlineValues(o) - (char *)o);
+		P("PY313_DV_CAPACITY", offsetof(PyDictValues, capacity));
+		P("PY313_DV_VALID", offsetof(PyDictValues, valid));
+		P("PY313_DV_VALUES", offsetof(PyDictValues, values));
+#endif
+	}
+	P("PY311_DK_LOG2_SIZE", offsetof(PyDictKeysObject, dk_log2_size));
+	P("PY311_DK_LOG2_INDEX_BYTES", offsetof(PyDictKeysObject, dk_log2_index_bytes));
+	P("PY311_DK_KIND", offsetof(PyDictKeysObject, dk_kind));
+	P("PY311_DK_NENTRIES", offsetof(PyDictKeysObject, dk_nentries));
+	P("PY311_DK_INDICES", offsetof(PyDictKeysObject, dk_indices));
+	P("PY311_DK_SPLIT", DICT_KEYS_SPLIT);
+	P("PY311_DK_UENTRY_SIZE", sizeof(PyDictUnicodeEntry));
+	P("PY311_SHARED_KEYS_MAX", SHARED_KEYS_MAX_SIZE);
+#endif
 	/* a running frame's locals */
 #if PY_VERSION_HEX < 0x030a0000
 	P("PY38_FRAME_LOCALSPLUS", offsetof(PyFrameObject, f_localsplus));
@@ -380,16 +537,22 @@ checked=0
 for m in 8 9 10 11 12 13; do
 	for d in "${HOME:-/nonexistent}"/.pyenv/versions/3.$m.*/include/python3.$m /usr/include/python3.$m; do
 		[ -r "$d/internal/pycore_gc.h" ] || [ -r "$d/internal/pycore_pystate.h" ] || continue
-		if ! "$cc" -D_GNU_SOURCE -I"$d" gcstate.c -o gcstate >ccg.out 2>&1; then
-			fail "cannot compile against $d: $(head -n 5 ccg.out)"
-			continue
-		fi
-		./gcstate >gc.txt || { fail "gcstate failed"; continue; }
-		while read -r name value; do
-			mine=$(awk -v n="$name" '$1 == n { print $2 }' agent-gc.txt)
-			[ "$mine" = "$value" ] || fail "$name: the referrer search reads $mine, the headers in $d say $value"
-		done <gc.txt
-		echo "$d: $(grep -c '' gc.txt) offsets of the collector as the referrer search reads them"
+		# the release build's layout, and the same through Py_DEBUG
+		for mode in release debug; do
+			flags=
+			[ "$mode" = debug ] && flags=-DPy_DEBUG
+			if ! "$cc" -D_GNU_SOURCE $flags -I"$d" gcstate.c -o gcstate >ccg.out 2>&1; then
+				fail "cannot compile against $d ($mode): $(head -n 5 ccg.out)"
+				continue
+			fi
+			./gcstate >gc.txt || { fail "gcstate failed"; continue; }
+			while read -r name value; do
+				mine=$(awk -v n="$name" '$1 == n { print $2 }' agent-gc.txt)
+				[ "$mine" = "$value" ] ||
+					fail "$name: the referrer search reads $mine, the headers in $d ($mode) say $value"
+			done <gc.txt
+			echo "$d ($mode): $(grep -c '' gc.txt) offsets of the collector and of attributes as the referrer search reads them"
+		done
 		checked=$((checked + 1))
 	done
 done

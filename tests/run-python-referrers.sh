@@ -4,7 +4,9 @@
 # to 3.13: pyenv's builds; a missing one is said and skipped). py_refs.py
 # keeps instances of Event in a module-level list (AUDIT_LOG) and instances
 # of Session in a dict that is a class attribute (Registry.sessions): the
-# chains name both roots, the index or key, and the type kept; and (its cache
+# chains name both roots, the index or key, and the type kept; the attribute
+# of an instance and the __slots__ member of another that hold the objects
+# (Session.hits, Mark.seen) on every version; and (its cache
 # mode) objects kept by a functools.lru_cache and by a dict a closure holds:
 # the chains name the functions; (its local mode) objects kept by a local
 # variable of a running function: the chain names both; the search
@@ -41,6 +43,15 @@ for v in $cpythons; do
 	expect_grep "kept alive by: __main__\\.AUDIT_LOG \\(list\\) -> \\[[0-9]+\\] (-> __main__\\.Event$|\\(__main__\\.Event\\))" "$name.snap.out"
 	expect_grep "kept alive by: __main__\\.Registry\\.sessions \\(dict\\) -> \\['s[0-9]+'\\] (-> __main__\\.Session$|\\(__main__\\.Session\\))" "$name.snap.out"
 	expect_grep "^  one [A-Za-z_.]+ \\([0-9.]+ [KMG]?i?B\\) holds: [0-9]+ " "$name.snap.out"
+	# an instance's attribute (3.11 on kept in its values, no __dict__
+	# made; before, through its __dict__) and a __slots__ member, each
+	# named: never only the type of what it holds (the sets, the largest
+	# objects, are always among the top types searched: their chains go
+	# through both; the lists, ints and Marks a Session holds are some
+	# of the time)
+	expect_grep "kept alive by: __main__\\.Registry\\.sessions \\(dict\\) -> \\['s[0-9]+'\\] \\(__main__\\.Session\\) -> \\.(hits -> list|user -> int|mark -> __main__\\.Mark|mark \\(__main__\\.Mark\\) -> )" "$name.snap.out"
+	expect_grep "kept alive by: __main__\\.Registry\\.sessions \\(dict\\) -> \\['s[0-9]+'\\] \\(__main__\\.Session\\) -> \\.mark \\(__main__\\.Mark\\) -> \\.seen -> set$" "$name.snap.out"
+	expect_no_grep "\\(__main__\\.(Session|Mark)\\) -> ([a-z(]|__main__)" "$name.snap.out"
 
 	run_mw 0 show --by type -n 10 "$name.snap"
 	cp out "$name.show"

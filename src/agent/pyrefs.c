@@ -85,9 +85,56 @@
 #define PY38_CODE_NAME 112           /* .co_name (3.8 to 3.10) */
 #define MAX_LOCAL_ROOTS 64
 
+/* An instance's attributes where no __dict__ was made (3.11 on): its values,
+ * in the order of the entries of its type's shared keys
+ * (PyHeapTypeObject.ht_cached_keys, a split table of str keys: value i is
+ * the attribute named by entry i's key). 3.11: a PyDictValues pointer four
+ * words before the object (the first of the two words of the pre-header,
+ * before the GC header: pycore_object.h, _PyObject_ValuesPointer), NULL once
+ * a dict is made; 3.12: the pre-header's second word (three words before)
+ * holds either the dict or the values' address minus one
+ * (_PyObject_DictOrValuesPointer, odd for values); 3.13: the values inline after the PyObject header of a type with
+ * Py_TPFLAGS_INLINE_VALUES (_PyObject_InlineValues: capacity, size,
+ * embedded and valid bytes, then the array), valid until they are copied out
+ * (pycore_dict.h). The keys' entries (PyDictUnicodeEntry: key, value) follow
+ * their one-byte indices, at most 30 of them (SHARED_KEYS_MAX_SIZE). */
+#define TP_MEMBERS 240               /* PyTypeObject.tp_members */
+#define TP_BASE 256                  /* .tp_base */
+#define PY311_HT_CACHED_KEYS 872     /* PyHeapTypeObject.ht_cached_keys (3.11) */
+#define PY312_HT_CACHED_KEYS 880     /* 3.12, 3.13 (PyTypeObject.tp_watched before) */
+#define PY311_VALUES_PTR 32          /* 3.11: the values' pointer, this many bytes before the object */
+#define PY312_DICT_OR_VALUES 24      /* 3.12: the dict or the values minus one, as many before */
+#define PY312_VALUES_BIAS 1          /* 3.12: what the values' address is stored less */
+#define PY313_INLINE_VALUES 16       /* 3.13: sizeof (PyObject), where the values begin */
+#define PY313_DV_CAPACITY 0          /* PyDictValues.capacity (uint8_t) */
+#define PY313_DV_VALID 3             /* .valid (uint8_t) */
+#define PY313_DV_VALUES 8            /* .values[] */
+#define PY311_DK_LOG2_SIZE 8         /* PyDictKeysObject.dk_log2_size (uint8_t; 3.11 on) */
+#define PY311_DK_LOG2_INDEX_BYTES 9  /* .dk_log2_index_bytes (uint8_t) */
+#define PY311_DK_KIND 10             /* .dk_kind (uint8_t) */
+#define PY311_DK_NENTRIES 24         /* .dk_nentries */
+#define PY311_DK_INDICES 32          /* .dk_indices[] */
+#define PY311_DK_SPLIT 2             /* DICT_KEYS_SPLIT */
+#define PY311_DK_UENTRY_SIZE 16      /* sizeof (PyDictUnicodeEntry), its key first */
+#define PY311_SHARED_KEYS_MAX 30     /* SHARED_KEYS_MAX_SIZE */
+#define STR_LENGTH 16                /* PyASCIIObject.length (3.8 to 3.13) */
+#define MAX_ATTR_CHARS 36            /* a longer name is not read (4 bytes of UTF-8 each) */
+/* __slots__ (every version): a type's tp_members, an array of PyMemberDef
+ * (structmember.h: name, type, offset, flags, doc) ended by a NULL name; a
+ * slot is a member of type T_OBJECT_EX at its offset in the object; each
+ * class lists its own, its bases' are in theirs (tp_base). */
+#define MEMBERDEF_SIZE 40            /* sizeof (PyMemberDef) */
+#define MEMBER_TYPE 8                /* .type (int) */
+#define MEMBER_OFFSET 16             /* .offset (Py_ssize_t) */
+#define MEMBER_T_OBJECT 6            /* T_OBJECT */
+#define MEMBER_T_OBJECT_EX 16        /* T_OBJECT_EX */
+#define MAX_MEMBERS 256              /* members read of one type */
+#define MAX_BASES 32                 /* types read up its tp_base */
+
 #define TPF_HEAPTYPE (1ul << 9)
 #define TPF_HAVE_GC (1ul << 14)
 #define TPF_MANAGED_DICT (1ul << 4)
+#define TPF_INLINE_VALUES (1ul << 2)  /* 3.13 */
 #define TPF_LONG_SUBCLASS (1ul << 24)
 #define TPF_LIST_SUBCLASS (1ul << 25)
 #define TPF_TUPLE_SUBCLASS (1ul << 26)
@@ -776,7 +823,147 @@ static size_t module_name(uintptr_t mod, char *buf, size_t len)
 	return is_str(nm) ? mw_py_read_str((void *)nm, buf, len) : 0;
 }
 
-/* How from refers to to: "[3]", "['key']", "__dict__"; 0 when not known. */
+/* The byte at a, read by a safe read of its word. */
+static bool safe_byte(uintptr_t a, unsigned *b)
+{
+	uintptr_t w;
+	if (!mw_py_safe_word((const void *)(a & ~(uintptr_t)7), &w))
+		return false;
+	*b = (unsigned)(w >> (8 * (a & 7))) & 0xff;
+	return true;
+}
+
+/* ".name" into buf for the str object key (its text printable), 0 when it is
+ * not one. */
+static size_t attr_text(uintptr_t key, char *buf, size_t len)
+{
+	uintptr_t kt, chars;
+	char k[4 * MAX_ATTR_CHARS + 8];
+	size_t n;
+
+	/* a str of a length read whole into k: never a name cut short */
+	if (!key || !mw_py_safe_word((const void *)(key + OB_TYPE), &kt) || kt != (uintptr_t)mw_py.unicode_type ||
+	    !mw_py_safe_word((const void *)(key + STR_LENGTH), &chars) || !chars || chars > MAX_ATTR_CHARS)
+		return 0;
+	n = mw_py_read_str((const void *)key, k, sizeof k);
+	if (!n || n >= sizeof k - 4)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)k[i] < 0x20 || k[i] == 0x7f)
+			return 0;
+	snprintf(buf, len, ".%.*s", (int)n, k);
+	return strlen(buf);
+}
+
+/* The attribute of instance o (of type t, flags fl) that holds v, from its
+ * values (3.11 on, no __dict__ made: see PY311_HT_CACHED_KEYS): ".name" into
+ * buf, 0 when it holds none there, or when anything read is not as CPython
+ * lays it out (then the edge keeps the type's name: never a wrong one). */
+static size_t values_attr(uintptr_t o, uintptr_t t, unsigned long fl, uintptr_t v, char *buf, size_t len)
+{
+	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
+	uintptr_t values, keys, w, nentries, entries, key;
+	unsigned cap = PY311_SHARED_KEYS_MAX, b, l2, l2i, kind;
+
+	if (minor < 11 || minor > 13 || !(fl & TPF_MANAGED_DICT) || !(fl & TPF_HEAPTYPE))
+		return 0;
+	if (minor == 11) {
+		if (!mw_py_safe_word((const void *)(o - PY311_VALUES_PTR), &values) || !values)
+			return 0;
+	} else if (minor == 12) {
+		if (!mw_py_safe_word((const void *)(o - PY312_DICT_OR_VALUES), &w) || !(w & PY312_VALUES_BIAS))
+			return 0;
+		values = w + PY312_VALUES_BIAS;
+	} else {
+		uintptr_t bs;
+		if (!(fl & TPF_INLINE_VALUES) || !mw_py_safe_word((const void *)(t + TP_BASICSIZE), &bs) ||
+		    bs != PY313_INLINE_VALUES)
+			return 0;
+		w = o + PY313_INLINE_VALUES;
+		if (!safe_byte(w + PY313_DV_VALID, &b) || b != 1 || !safe_byte(w + PY313_DV_CAPACITY, &cap))
+			return 0;
+		values = w + PY313_DV_VALUES;
+	}
+	if (values & 7)
+		return 0;
+	if (!mw_py_safe_word((const void *)(t + (minor >= 12 ? PY312_HT_CACHED_KEYS : PY311_HT_CACHED_KEYS)),
+			     &keys) || !keys || (keys & 7))
+		return 0;
+	/* a split table of at most 30 entries: one-byte indices */
+	if (!safe_byte(keys + PY311_DK_LOG2_SIZE, &l2) || !safe_byte(keys + PY311_DK_LOG2_INDEX_BYTES, &l2i) ||
+	    !safe_byte(keys + PY311_DK_KIND, &kind) || kind != PY311_DK_SPLIT || l2 < 3 || l2 > 7 || l2i != l2 ||
+	    !mw_py_safe_word((const void *)(keys + PY311_DK_NENTRIES), &nentries) ||
+	    nentries > PY311_SHARED_KEYS_MAX)
+		return 0;
+	entries = keys + PY311_DK_INDICES + ((uintptr_t)1 << l2i);
+	for (uintptr_t i = 0; i < nentries && i < cap; i++) {
+		if (!mw_py_safe_word((const void *)(values + 8 * i), &w))
+			return 0;
+		if (w != v)
+			continue;
+		if (!mw_py_safe_word((const void *)(entries + PY311_DK_UENTRY_SIZE * i), &key))
+			return 0;
+		return attr_text(key, buf, len);
+	}
+	return 0;
+}
+
+/* The __slots__ member of o (of type t) that holds v: ".name" into buf, from
+ * the members of t and of its bases (a member that holds an object, at an
+ * offset within the object); 0 when none does, or the margin after the
+ * search's deadline is spent (the GIL is held meanwhile). */
+static size_t slot_attr(uintptr_t o, uintptr_t t, uintptr_t v, char *buf, size_t len, uint64_t deadline)
+{
+	uintptr_t size, ty = t;
+	unsigned count = 0;
+
+	if (!mw_py_safe_word((const void *)(t + TP_BASICSIZE), &size))
+		return 0;
+	for (unsigned d = 0; ty && d < MAX_BASES; d++) {
+		uintptr_t m, name, kind, off, w;
+		if (!mw_py_safe_word((const void *)(ty + TP_MEMBERS), &m))
+			return 0;
+		for (unsigned j = 0; m && !(m & 7) && j < MAX_MEMBERS; j++) {
+			uintptr_t md = m + (uintptr_t)j * MEMBERDEF_SIZE;
+			char nb[100];
+			size_t n;
+			if (!(++count & 255) && out_of_time(deadline + 100000000ull))
+				return 0;
+			if (!mw_py_safe_word((const void *)md, &name) || !name ||
+			    !mw_py_safe_word((const void *)(md + MEMBER_TYPE), &kind) ||
+			    !mw_py_safe_word((const void *)(md + MEMBER_OFFSET), &off))
+				break;
+			kind &= 0xffffffff;
+			/* one that holds an object, within the object */
+			if ((kind != MEMBER_T_OBJECT && kind != MEMBER_T_OBJECT_EX) || (off & 7) ||
+			    off < 2 * sizeof(void *) || off > size || off + sizeof(void *) > size)
+				continue;
+			if (!mw_py_safe_word((const void *)(o + off), &w) || w != v)
+				continue;
+			/* its name, a C string */
+			for (n = 0; n < sizeof nb; n++) {
+				unsigned c;
+				if (!safe_byte(name + n, &c))
+					return 0;
+				if (!c)
+					break;
+				if (c < 0x20 || c == 0x7f)
+					return 0;
+				nb[n] = (char)c;
+			}
+			if (!n || n == sizeof nb)
+				return 0;
+			snprintf(buf, len, ".%.*s", (int)n, nb);
+			return strlen(buf);
+		}
+		if (!mw_py_safe_word((const void *)(ty + TP_BASE), &ty))
+			return 0;
+	}
+	return 0;
+}
+
+/* How from refers to to: "[3]", "['key']", "__dict__", ".name"; 0 when not
+ * known. */
 static size_t edge_name(uintptr_t from, uintptr_t to, char *buf, size_t len, bool *is_dict_slot,
 			uint64_t deadline)
 {
@@ -789,12 +976,14 @@ static size_t edge_name(uintptr_t from, uintptr_t to, char *buf, size_t len, boo
 	*is_dict_slot = false;
 	if (fl & TPF_DICT_SUBCLASS) {
 		n = dict_key(from, to, k, sizeof k, deadline);
-		if (n <= 0)
+		if (n > 0) {
+			snprintf(buf, len, "['%.*s']", (int)n, k);
+			return strlen(buf);
+		}
+		if (n < 0 || !(fl & TPF_HEAPTYPE))
 			return 0;
-		snprintf(buf, len, "['%.*s']", (int)n, k);
-		return strlen(buf);
-	}
-	if (fl & (TPF_LIST_SUBCLASS | TPF_TUPLE_SUBCLASS)) {
+		/* a subclass's instance: an attribute still */
+	} else if (fl & (TPF_LIST_SUBCLASS | TPF_TUPLE_SUBCLASS)) {
 		intptr_t sz = (intptr_t)word(from + OB_SIZE);
 		uintptr_t items = fl & TPF_LIST_SUBCLASS ? word(from + LIST_ITEMS) : from + TUPLE_ITEMS;
 		for (intptr_t i = 0; items && i < sz; i++)
@@ -802,7 +991,8 @@ static size_t edge_name(uintptr_t from, uintptr_t to, char *buf, size_t len, boo
 				snprintf(buf, len, "[%ld]", (long)i);
 				return strlen(buf);
 			}
-		return 0;
+		if (!(fl & TPF_HEAPTYPE))
+			return 0;
 	}
 	{
 		intptr_t off = (intptr_t)word(t + TP_DICTOFFSET);
@@ -817,7 +1007,10 @@ static size_t edge_name(uintptr_t from, uintptr_t to, char *buf, size_t len, boo
 			return strlen(buf);
 		}
 	}
-	return 0;
+	n = (ssize_t)values_attr(from, t, fl, to, buf, len);
+	if (n > 0)
+		return (size_t)n;
+	return slot_attr(from, t, to, buf, len, deadline);
 }
 
 /* Append to path the objects from `from` along their parents, down to a

@@ -1,6 +1,8 @@
 # py_refs.py: objects kept alive two ways, for memwatch snap --referrers:
 # instances of Event in a module-level list (AUDIT_LOG), and instances of
-# Session in a dict that is a class attribute (Registry.sessions), with churn
+# Session in a dict that is a class attribute (Registry.sessions), each
+# holding a list in an attribute (hits) and an instance of a class with
+# __slots__ (mark) whose slot holds a set (seen), with churn
 # of other objects made and dropped meanwhile. At each line on stdin it
 # creates N more events and N/2 sessions (N from argv, default 100000) and
 # prints "created N TOTAL". Prints "ready" first and "ok" at end of input.
@@ -20,10 +22,19 @@ class Event:
         self.kind = kind
 
 
+class Mark:
+    __slots__ = ("user", "seen")
+
+    def __init__(self, user):
+        self.user = user
+        self.seen = {user}
+
+
 class Session:
     def __init__(self, user):
         self.user = user
         self.hits = [user]
+        self.mark = Mark(user)
 
 
 class Registry:
