@@ -1,8 +1,9 @@
 /* top.c: memwatch top -p PID: the watch with a full-screen face (ncurses).
  * The watch loop (watch.c) samples, logs and captures as ever; this file
  * draws what it sees after every sample, asks each capture for snapshots of
- * its own at a cadence set by what one costs the target, shows the rows of
- * report.h's view, and reads the keys while it waits. */
+ * its own at a cadence set by what one costs the target (and, when r asks,
+ * one with a referrer search), shows the rows of report.h's view, and reads
+ * the keys while it waits. */
 #include "config.h"
 
 #include <curses.h>
@@ -39,7 +40,10 @@ const char top_usage[] =
 	"    are and its whole stack; by type, the lines that allocated them), s sort,\n"
 	"    b by, / focus pattern, x hide pattern, m mark now as the base, p pause,\n"
 	"    Tab/n next and Shift-Tab/N previous process, w write the view's\n"
-	"    snapshot, q quit.\n"
+	"    snapshot, r one referrer search (CPython) with the next snapshot: from\n"
+	"    then on an opened row by stack or type shows what keeps its objects\n"
+	"    alive (Python threads wait while it runs, up to --referrers-limit;\n"
+	"    --referrers searches only with the last snapshot, at the end), q quit.\n"
 	"    Needs a terminal (not a pipe, not TERM=dumb). Snapshots for the view are\n"
 	"    taken no more often than keeps their cost in the target under 1% of a\n"
 	"    CPU; the header says the cadence.\n";
@@ -518,11 +522,11 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 }
 
 /* The lines an opened row shows: by stack, function or line the types its
- * objects mostly are, then, when the snapshot has them, the reference chains
+ * objects mostly are, then, after a referrer search (r), the reference chains
  * that keep them alive, then its whole stack; by type the lines of the
- * user's code that allocated them, then the chains. What the row holds comes
- * first: a stack under Python's frames is long. *out (caller frees each and
- * the array). */
+ * user's code that allocated them, then the chains and what one object of
+ * the type holds. What the row holds comes first: a stack under Python's
+ * frames is long. *out (caller frees each and the array). */
 static size_t detail_lines(const struct top *tp, const struct page *p,
 			   const struct report_detail *d, char ***out)
 {
