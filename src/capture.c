@@ -1074,7 +1074,8 @@ unsigned capture_snapshots(const struct capture *c)
 	return c->nsnaps;
 }
 
-struct snapshot *capture_peek(struct capture *c, double t, int wait_ms, struct capture_peek_cost *cost)
+struct snapshot *capture_peek(struct capture *c, double t, int wait_ms, bool referrers,
+			      struct capture_peek_cost *cost)
 {
 	struct snapshot *s;
 	char *cause = NULL;
@@ -1085,7 +1086,8 @@ struct snapshot *capture_peek(struct capture *c, double t, int wait_ms, struct c
 		c->call_ns = mono_ns();
 		c->peek_cpu_ns = agent_thread_cpu_ns(c->pid);
 		c->peek_ns = mono_ns();
-		if (control_snapshot_send(c->fd, &c->rx, &cause) < 0) {
+		if (control_snapshot_send_refs(c->fd, &c->rx, referrers ? c->o.referrers_limit_ms : 0,
+					       c->o.referrers_objects, &cause) < 0) {
 			free(cause);
 			return NULL;
 		}

@@ -86,11 +86,15 @@ struct capture_peek_cost {
 struct snapshot;
 /* memwatch top: a snapshot for the view, asked of the agent while capturing
  * when no request is in flight, waited for up to wait_ms (t: the watch's time
- * now). It is not one of the capture's: not written, no event. A reply that
- * comes later is received by capture_sample and given at the next call.
+ * now). It is not one of the capture's: not written, no event. With
+ * referrers, the request asks for a referrer search too (CPython), bounded
+ * by the options' referrers_limit_ms and referrers_objects. A reply that
+ * comes later is received by capture_sample and given at the next call, so
+ * the snapshot returned may answer an earlier request: its has_refs says
+ * whether it carries a search.
  * Returns the snapshot (caller frees with snapshot_free; enriched with the
  * process's mappings) and what it cost, or NULL when none is ready. */
-struct snapshot *capture_peek(struct capture *c, double t, int wait_ms,
+struct snapshot *capture_peek(struct capture *c, double t, int wait_ms, bool referrers,
 			      struct capture_peek_cost *cost);
 
 #endif

@@ -135,7 +135,7 @@ static void print_row_types(FILE *f, struct report *r, const struct row *w, int 
  * search), and what one object of its type holds. */
 static void print_row_refs(FILE *f, const struct row *w, int width)
 {
-	char **t, b[32];
+	char **t;
 	size_t n = row_chain_texts(w, 3, &t);
 
 	for (size_t i = 0; i < n; i++) {
@@ -144,16 +144,9 @@ static void print_row_refs(FILE *f, const struct row *w, int width)
 	}
 	free(t);
 	if (w->forward) {
-		const struct snap_forward *fw = w->forward;
-		fprintf(f, "%*sone holds (%s itself):", width, "", fmt_bytes(b, sizeof b, (double)fw->bytes));
-		for (uint32_t i = 0; i < fw->nreferents && i < 4; i++) {
-			const struct snap_referent *x = &fw->referents[i];
-			fprintf(f, "%s %" PRIu64 " %s %s", i ? "," : "", x->count, x->type ? x->type : "?",
-				fmt_bytes(b, sizeof b, (double)x->bytes));
-		}
-		if (!fw->nreferents)
-			fputs(" no other object", f);
-		fputc('\n', f);
+		char *h = row_forward_text(w->forward);
+		fprintf(f, "%*s%s\n", width, "", h);
+		free(h);
 	}
 }
 

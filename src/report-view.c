@@ -9,6 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a referrer search found for one row of its snapshot, by the row's
+ * key: kept from one update to the next. */
+struct view_refs {
+	char *key;
+	char **kept;
+	size_t nkept;
+	char *holds;                  /* NULL: none */
+};
+
 struct report_view {
 	struct report_options o;      /* a copy: its patterns are the caller's */
 	struct symbolizer *z;
@@ -17,6 +26,8 @@ struct report_view {
 	struct report_line *lines;
 	struct row **order;           /* lines[i] is the row order[i] */
 	size_t nlines;
+	struct view_refs *refs;       /* the rows of the last search set */
+	size_t nrefs;
 };
 
 struct report_view *report_view_new(const struct report_options *o)
@@ -50,11 +61,26 @@ static void view_clear(struct report_view *v)
 	v->loaded = false;
 }
 
+static void refs_clear(struct report_view *v)
+{
+	for (size_t i = 0; i < v->nrefs; i++) {
+		free(v->refs[i].key);
+		for (size_t k = 0; k < v->refs[i].nkept; k++)
+			free(v->refs[i].kept[k]);
+		free(v->refs[i].kept);
+		free(v->refs[i].holds);
+	}
+	free(v->refs);
+	v->refs = NULL;
+	v->nrefs = 0;
+}
+
 void report_view_free(struct report_view *v)
 {
 	if (!v)
 		return;
 	view_clear(v);
+	refs_clear(v);
 	symbolizer_free(v->z);
 	free(v);
 }
@@ -209,6 +235,40 @@ int report_view_update(struct report_view *v, struct snapshot *base, struct snap
 	return 0;
 }
 
+void report_view_set_refs(struct report_view *v, struct snapshot *refs)
+{
+	struct report r;
+	uint32_t *map;
+
+	refs_clear(v);
+	if (!refs || (!refs->nchains && !refs->nforward))
+		return;
+	/* the search's own snapshot in rows made as the view's are, so that
+	 * a row of a later snapshot finds its chains by its key */
+	memset(&r, 0, sizeof r);
+	r.o = &v->o;
+	r.z = v->z;
+	r.nin = 1;
+	r.in[0].s = refs;
+	r.in[0].path = "referrers";
+	map = r.in[0].map = symbolizer_add(v->z, refs);
+	collect(&r, 0);
+	for (size_t i = 0; i < r.nrows; i++) {
+		const struct row *w = &r.rows[i];
+		struct view_refs *e;
+
+		if (!w->nchains && !w->forward)
+			continue;
+		v->refs = xrealloc(v->refs, (v->nrefs + 1) * sizeof *v->refs);
+		e = &v->refs[v->nrefs++];
+		e->key = row_key(&r, w);
+		e->nkept = row_chain_texts(w, w->nchains, &e->kept);
+		e->holds = w->forward ? row_forward_text(w->forward) : NULL;
+	}
+	rows_free(&r);
+	free(map);
+}
+
 size_t report_view_rows(const struct report_view *v, const struct report_line **lines)
 {
 	*lines = v->lines;
@@ -287,7 +347,17 @@ int report_view_detail(struct report_view *v, size_t i, size_t max_parts, struct
 		n = max_parts;
 	}
 	d->nparts = n;
-	/* d->kept: reference chains are not in snapshots yet */
+	/* what the last search set found for a row of this key */
+	for (k = 0; k < v->nrefs; k++) {
+		const struct view_refs *e = &v->refs[k];
+		if (strcmp(e->key, v->lines[i].key))
+			continue;
+		d->kept = xcalloc(e->nkept ? e->nkept : 1, sizeof *d->kept);
+		for (d->nkept = 0; d->nkept < e->nkept; d->nkept++)
+			d->kept[d->nkept] = xstrdup(e->kept[d->nkept]);
+		d->holds = e->holds ? xstrdup(e->holds) : NULL;
+		break;
+	}
 	return 0;
 }
 
@@ -304,6 +374,7 @@ void report_detail_release(struct report_detail *d)
 	for (k = 0; k < d->nkept; k++)
 		free(d->kept[k]);
 	free(d->kept);
+	free(d->holds);
 	memset(d, 0, sizeof *d);
 }
 

@@ -145,11 +145,21 @@ struct report_detail {
 	struct report_part_line *parts;
 	size_t nparts;
 	/* what keeps its objects alive, one reference chain per line, from a
-	 * root to the object ("__main__.AUDIT_LOG (list) -> [index] -> Event"):
-	 * filled when snapshots carry chains; none do yet */
+	 * root to the object ("__main__.AUDIT_LOG (list) -> [3] -> Event"), as
+	 * the last search set (report_view_set_refs) found for a row of the same
+	 * key (by stack or by type; none by function or line) */
 	char **kept;
 	size_t nkept;
+	/* by type: what one object of the type held in that search ("one holds
+	 * (56 B itself): 2 str 120 B"), or NULL */
+	char *holds;
 };
+/* The referrer search (CPython) whose chains the opened rows show from now
+ * on, until another is set (NULL: none): refs is a snapshot that carries
+ * one; the chains of its rows go to the rows of later updates that have the
+ * same key. refs is read now only (what it says is copied): the caller may
+ * free it after. Set it again on a view made anew (other options). */
+void report_view_set_refs(struct report_view *v, struct snapshot *refs);
 /* Row i opened, into d (its parts at most max_parts, 0: all). Returns 0, or
  * -1 when there is no row i (d is then empty). */
 int report_view_detail(struct report_view *v, size_t i, size_t max_parts, struct report_detail *d);

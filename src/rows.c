@@ -1026,6 +1026,23 @@ size_t row_chain_texts(const struct row *w, size_t max, char ***out)
 	return n;
 }
 
+char *row_forward_text(const struct snap_forward *fw)
+{
+	char b[32], c[32];
+	char *t = xasprintf("one holds (%s itself):", fmt_bytes(b, sizeof b, (double)fw->bytes));
+
+	for (uint32_t i = 0; i < fw->nreferents && i < 4; i++) {
+		const struct snap_referent *x = &fw->referents[i];
+		char n[32];
+		snprintf(n, sizeof n, "%" PRIu64, x->count);
+		cat3(&t, i ? ", " : " ", n, " ");
+		cat3(&t, x->type ? x->type : "?", " ", fmt_bytes(c, sizeof c, (double)x->bytes));
+	}
+	if (!fw->nreferents)
+		cat3(&t, " no other object", "", "");
+	return t;
+}
+
 /* By stack: the types of the objects stack si of input k holds, as parts of
  * its row. */
 static void row_types(struct report *r, struct row *w, int k, size_t si, size_t *tpos)

@@ -1,8 +1,9 @@
 /* top.c: memwatch top -p PID: the watch with a full-screen face (ncurses).
  * The watch loop (watch.c) samples, logs and captures as ever; this file
  * draws what it sees after every sample, asks each capture for snapshots of
- * its own at a cadence set by what one costs the target, shows the rows of
- * report.h's view, and reads the keys while it waits. */
+ * its own at a cadence set by what one costs the target (and, when r asks,
+ * one with a referrer search), shows the rows of report.h's view, and reads
+ * the keys while it waits. */
 #include "config.h"
 
 #include <curses.h>
@@ -39,7 +40,10 @@ const char top_usage[] =
 	"    are and its whole stack; by type, the lines that allocated them), s sort,\n"
 	"    b by, / focus pattern, x hide pattern, m mark now as the base, p pause,\n"
 	"    Tab/n next and Shift-Tab/N previous process, w write the view's\n"
-	"    snapshot, q quit.\n"
+	"    snapshot, r one referrer search (CPython) with the next snapshot: from\n"
+	"    then on an opened row by stack or type shows what keeps its objects\n"
+	"    alive (Python threads wait while it runs, up to --referrers-limit;\n"
+	"    --referrers searches only with the last snapshot, at the end), q quit.\n"
 	"    Needs a terminal (not a pipe, not TERM=dumb). Snapshots for the view are\n"
 	"    taken no more often than keeps their cost in the target under 1% of a\n"
 	"    CPU; the header says the cadence.\n";
@@ -88,6 +92,11 @@ struct page {
 	struct row_hist *rh;
 	size_t nrh;
 	unsigned written;        /* snapshots written with w */
+	/* the referrer search (CPython), asked with r: one with the next view
+	 * snapshot, never with every one (Python threads wait while it runs) */
+	bool refs_asked;
+	struct snapshot *refs;   /* the latest that came (may be base or now) */
+	double refs_t;           /* the watch's time when it came */
 };
 
 struct top {
@@ -128,12 +137,31 @@ static struct page *page_of(struct top *tp, int pid, const char *cmd)
 	return p;
 }
 
+/* The page's view made anew (other options), with the chains of its search. */
+static void page_new_view(struct top *tp, struct page *p)
+{
+	report_view_free(p->view);
+	p->view = report_view_new(&tp->ro);
+	report_view_set_refs(p->view, p->refs);
+}
+
+/* Free s, a snapshot the page held, unless it still holds it otherwise. */
+static void page_let_go(struct page *p, struct snapshot *s)
+{
+	if (s != p->base && s != p->now && s != p->refs)
+		snapshot_free(s);
+}
+
 static void page_drop_snaps(struct page *p)
 {
-	if (p->now != p->base)
-		snapshot_free(p->now);
-	snapshot_free(p->base);
-	p->now = p->base = NULL;
+	struct snapshot *b = p->base, *n = p->now, *r = p->refs;
+
+	p->now = p->base = p->refs = NULL;
+	snapshot_free(b);
+	if (n != b)
+		snapshot_free(n);
+	if (r != b && r != n)
+		snapshot_free(r);
 }
 
 static void page_free(struct page *p)
@@ -204,6 +232,29 @@ static double cadence_of(const struct top *tp, const struct capture_peek_cost *c
 	return (k < 1 ? 1 : k) * iv;
 }
 
+/* The referrer search of page p came with its snapshot s at t: the latest
+ * from now on. */
+static void page_refs_in(struct top *tp, struct page *p, double t, struct snapshot *s)
+{
+	const struct snap_refsearch *q = &s->refsearch;
+	struct snapshot *old = p->refs;
+	char when[32];
+
+	p->refs_asked = false;
+	p->refs = s;
+	p->refs_t = t;
+	page_let_go(p, old);
+	report_view_set_refs(p->view, s);
+	fmt_seconds(when, sizeof when, t);
+	if (q->status == SNAP_REFS_UNAVAILABLE || q->status == SNAP_REFS_NO_GIL)
+		snprintf(tp->msg, sizeof tp->msg, "pid %d: referrers not searched: %.180s", p->pid,
+			 q->note ? q->note : "unknown");
+	else
+		snprintf(tp->msg, sizeof tp->msg, "pid %d: referrers searched at %s: %zu chain%s (Enter "
+			 "on a row by stack or type shows its own)", p->pid, when, s->nchains,
+			 s->nchains == 1 ? "" : "s");
+}
+
 /* A sample of one process: its RSS history, and a view snapshot when due. */
 static void page_sample(struct top *tp, struct page *p, double t, const struct watch_member *m)
 {
@@ -229,22 +280,29 @@ static void page_sample(struct top *tp, struct page *p, double t, const struct w
 	p->shared = capture_shared(m->cap);
 	if (tp->paused || t + (double)tp->wo.interval_ms / 2000 < p->next_peek)
 		return;
-	s = capture_peek(m->cap, t, PEEK_WAIT_MS, &cost);
+	s = capture_peek(m->cap, t, PEEK_WAIT_MS, p->refs_asked, &cost);
 	if (!s)
 		return;
-	p->cost = cost;
-	p->have_cost = true;
-	p->cadence = cadence_of(tp, &cost);
+	/* a search's time is not what a view's snapshot costs */
+	if (!s->has_refs) {
+		p->cost = cost;
+		p->have_cost = true;
+		p->cadence = cadence_of(tp, &cost);
+	}
 	p->next_peek = t + p->cadence;
 	if (!p->base) {
 		/* the first: what growth is measured from */
 		p->base = s;
 		p->now = s;
 	} else {
-		if (p->now != p->base)
-			snapshot_free(p->now);
+		struct snapshot *old = p->now;
 		p->now = s;
+		page_let_go(p, old);
 	}
+	if (s->has_refs)
+		page_refs_in(tp, p, t, s);
+	else if (p->refs_asked)
+		p->next_peek = 0;   /* it answered an earlier request: ask again */
 	page_update_rows(tp, p, true);
 }
 
@@ -292,7 +350,33 @@ static const char *by_word(enum report_by b)
 	       b == REPORT_BY_TYPE ? "type" : "stack";
 }
 
-/* The header of page p: lines 0 to 2. */
+/* The referrer search of page p in a line at y: asked, or the latest, when
+ * it came, how long Python waited; nothing before the first r. */
+static void draw_refs(const struct top *tp, const struct page *p, int y)
+{
+	char line[400], when[32], held[32], lim[32];
+	const struct snap_refsearch *q = p->refs ? &p->refs->refsearch : NULL;
+
+	fmt_seconds(lim, sizeof lim, (double)tp->wo.capture.referrers_limit_ms / 1000);
+	if (p->refs_asked)
+		snprintf(line, sizeof line, "referrers: a search asked, with the next snapshot%s "
+			 "(Python threads wait up to %s)", tp->paused ? " once updates resume" : "", lim);
+	else if (!q)
+		line[0] = '\0';
+	else if (q->status == SNAP_REFS_UNAVAILABLE || q->status == SNAP_REFS_NO_GIL)
+		snprintf(line, sizeof line, "referrers at %s: not searched: %.200s",
+			 fmt_seconds(when, sizeof when, p->refs_t), q->note ? q->note : "unknown");
+	else
+		snprintf(line, sizeof line, "referrers at %s: Python held %s, %zu chain%s, %llu objects "
+			 "traversed%s%.200s  (r: again)",
+			 fmt_seconds(when, sizeof when, p->refs_t),
+			 fmt_seconds(held, sizeof held, (double)q->pause_ns / 1e9), p->refs->nchains,
+			 p->refs->nchains == 1 ? "" : "s", (unsigned long long)q->visited,
+			 q->note ? "; " : "", q->note ? q->note : "");
+	clip_line(y, line);
+}
+
+/* The header of page p: lines 0 to 4. */
 static void draw_header(struct top *tp, struct page *p)
 {
 	char a[32], b[32], c[32], line[512], el[32];
@@ -355,6 +439,8 @@ static void draw_header(struct top *tp, struct page *p)
 		 tp->focus_pat ? "  focus " : "", tp->focus_pat ? tp->focus_pat : "",
 		 tp->hide_pat ? "  hide " : "", tp->hide_pat ? tp->hide_pat : "");
 	clip_line(3, line);
+	/* line 4: the referrer search whose chains opened rows show */
+	draw_refs(tp, p, 4);
 }
 
 /* A standard error in a column of width cells, right-aligned ('±' is two
@@ -436,12 +522,13 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 }
 
 /* The lines an opened row shows: by stack, function or line the types its
- * objects mostly are, then, when the snapshot has them, the reference chains
+ * objects mostly are, then, after a referrer search (r), the reference chains
  * that keep them alive, then its whole stack; by type the lines of the
- * user's code that allocated them, then the chains. What the row holds comes
- * first: a stack under Python's frames is long. *out (caller frees each and
- * the array). */
-static size_t detail_lines(const struct top *tp, const struct report_detail *d, char ***out)
+ * user's code that allocated them, then the chains and what one object of
+ * the type holds. What the row holds comes first: a stack under Python's
+ * frames is long. *out (caller frees each and the array). */
+static size_t detail_lines(const struct top *tp, const struct page *p,
+			   const struct report_detail *d, char ***out)
 {
 	size_t n = 0, k, cap = d->nframes + d->nparts + d->nkept + 8;
 	char **v = xcalloc(cap, sizeof *v), g[40], b[32];
@@ -470,10 +557,16 @@ static size_t detail_lines(const struct top *tp, const struct report_detail *d, 
 		}
 		v[n++] = t;
 	}
-	if (d->nkept) {
-		v[n++] = xstrdup("kept alive by:");
-		for (k = 0; k < d->nkept; k++)
-			v[n++] = xasprintf("  %s", d->kept[k]);
+	/* as memwatch show prints them under a row */
+	for (k = 0; k < d->nkept; k++)
+		v[n++] = xasprintf("kept alive by: %s", d->kept[k]);
+	if (d->holds)
+		v[n++] = xstrdup(d->holds);
+	if (!d->nkept && !d->holds && p->refs && p->refs->nchains && tp->ro.by != REPORT_BY_FUNCTION &&
+	    tp->ro.by != REPORT_BY_LINE) {
+		char when[32];
+		v[n++] = xasprintf("(the referrer search at %s found no chain to its objects)",
+				   fmt_seconds(when, sizeof when, p->refs_t));
 	}
 	if (n && d->nframes)
 		v[n++] = xstrdup("");
@@ -497,7 +590,7 @@ static void draw_stack(struct top *tp, struct page *p, int y, int last)
 		draw_rows(tp, p, y, last);
 		return;
 	}
-	nv = detail_lines(tp, &d, &v);
+	nv = detail_lines(tp, p, &d, &v);
 	report_detail_release(&d);
 	fmt_bytes(g, sizeof g, (double)(l[tp->sel].growth < 0 ? -l[tp->sel].growth : l[tp->sel].growth));
 	attron(A_REVERSE);
@@ -583,7 +676,7 @@ static void draw(struct top *tp)
 	clip_line(LINES - 2, tp->msg);
 	attron(A_REVERSE);
 	clip_line(LINES - 1, "q quit  Up/Down move  Enter open  s sort  b by  / focus  x hide  "
-			     "m mark  p pause  Tab next  w write");
+			     "m mark  p pause  Tab next  w write  r referrers");
 	attroff(A_REVERSE);
 	refresh();
 }
@@ -675,7 +768,7 @@ static void set_pattern(struct top *tp, bool focus)
 	if (!*pat)
 		free(pat);
 	for (size_t i = 0; i < tp->npages; i++) {
-		tp->pages[i].view = report_view_new(&tp->ro);
+		page_new_view(tp, &tp->pages[i]);
 		page_update_rows(tp, &tp->pages[i], false);
 	}
 	tp->sel = tp->scroll = 0;
@@ -698,6 +791,22 @@ static void write_snapshot(struct top *tp, struct page *p)
 		snprintf(tp->msg, sizeof tp->msg, "wrote %s", path);
 	}
 	free(path);
+}
+
+/* r: a referrer search with the page's next view snapshot; said at once when
+ * the process is known not to be CPython. */
+static void ask_refs(struct top *tp, struct page *p)
+{
+	if (p->now && p->now->python == SNAP_PYTHON_NONE) {
+		snprintf(tp->msg, sizeof tp->msg, "pid %d is not CPython: no Python objects to search "
+			 "referrers of", p->pid);
+		return;
+	}
+	p->refs_asked = true;
+	p->next_peek = 0;
+	snprintf(tp->msg, sizeof tp->msg, "pid %d: referrer search asked%s", p->pid,
+		 tp->paused ? " (paused: it comes once updates resume)" :
+		 p->state && strcmp(p->state, "capturing") ? " (it comes once capturing)" : "");
 }
 
 /* Act on one key; true to quit. */
@@ -748,8 +857,7 @@ static bool on_key(struct top *tp, int ch)
 	case 'b':
 		tp->ro.by = (tp->ro.by + 1) % 4;
 		for (size_t i = 0; i < tp->npages; i++) {
-			report_view_free(tp->pages[i].view);
-			tp->pages[i].view = report_view_new(&tp->ro);
+			page_new_view(tp, &tp->pages[i]);
 			page_update_rows(tp, &tp->pages[i], false);
 		}
 		tp->sel = tp->scroll = 0;
@@ -760,9 +868,9 @@ static bool on_key(struct top *tp, int ch)
 		break;
 	case 'm':
 		if (p && p->now) {
-			if (p->base != p->now)
-				snapshot_free(p->base);
+			struct snapshot *old = p->base;
 			p->base = p->now;
+			page_let_go(p, old);
 			p->marked = true;
 			page_update_rows(tp, p, false);
 			snprintf(tp->msg, sizeof tp->msg, "marked: growth is now counted from here");
@@ -789,6 +897,10 @@ static bool on_key(struct top *tp, int ch)
 	case 'w':
 		if (p)
 			write_snapshot(tp, p);
+		break;
+	case 'r':
+		if (p)
+			ask_refs(tp, p);
 		break;
 	case KEY_RESIZE:
 	default:

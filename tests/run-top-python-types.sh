@@ -45,11 +45,11 @@ start_audit pyty
 top_start ty 120 40 -p "$t" -i 500ms --capture now -o ty.log --by type
 see ty "sort growth  by type"
 see ty "^ +GROWTH .* OBJECTS .* TYPE"
-top_type ty Event 30
+top_type ty "__main__\.Event" 30
 # the screen, in the log
 sed 's/^/  screen: /' ty.pane
 # opened: the lines of the user's code that allocate it
-row=$(awk '/^ +GROWTH +/ { t = 1; next } t && NF >= 6 { n++; if ($NF == "Event") { print n; exit } }' ty.pane)
+row=$(awk '/^ +GROWTH +/ { t = 1; next } t && NF >= 6 { n++; if ($NF == "__main__.Event") { print n; exit } }' ty.pane)
 [ -n "$row" ] || row=1
 i=1
 while [ "$i" -lt "$row" ]; do
@@ -57,7 +57,7 @@ while [ "$i" -lt "$row" ]; do
 	i=$((i + 1))
 done
 keys ty Enter
-see ty "^TYPE Event: "
+see ty "^TYPE __main__\.Event: "
 see ty "^ +\+ *[0-9.]+ [KMG]?i?B +[0-9]+ +AuditTrail\.record  py_audit\.py:$line\$"
 sed 's/^/  screen: /' ty.pane
 keys ty Escape
@@ -65,16 +65,16 @@ see ty "^ +GROWTH "
 # sorted by live bytes; by allocated, which types order by live
 keys ty s
 see ty "sort live  by type"
-top_type ty Event 20
+top_type ty "__main__\.Event" 20
 keys ty s
 see ty "sort alloc \(types count live objects: ordered by live\)  by type"
-top_type ty Event 20
+top_type ty "__main__\.Event" 20
 keys ty s
 see ty "sort growth  by type"
 # a mark: Event grows on from there
 keys ty m
 see ty "since mark"
-top_type ty Event 20
+top_type ty "__main__\.Event" 20
 keys ty q
 top_quit ty 0
 it_went_on pyty
@@ -98,7 +98,7 @@ keys st b
 see st "sort growth  by line"
 keys st b
 see st "sort growth  by type"
-top_type st Event 20
+top_type st "__main__\.Event" 20
 keys st b
 see st "sort growth  by stack"
 keys st q
