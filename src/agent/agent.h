@@ -113,7 +113,10 @@ void mw_unmap(void *p, size_t len) MW_HIDDEN;
  * memory could be mapped (*v unchanged). */
 bool mw_grow(void **v, size_t n, size_t *cap, size_t elsize) MW_HIDDEN;
 
-uint64_t mw_now_ns(void) MW_HIDDEN;                  /* CLOCK_MONOTONIC */
+/* The wall clock (CLOCK_REALTIME), as snapshots and the peak are stamped and
+ * the CLI reads them; the short waits that use it end early, never late, if
+ * the clock is set meanwhile. */
+uint64_t mw_now_ns(void) MW_HIDDEN;
 
 void *mw_sampled_alloc(void *p, size_t size) MW_HIDDEN;   /* slow path after a sample point */
 void mw_sampled_free(const void *p) MW_HIDDEN;            /* remove the record of p, if any */
