@@ -15,6 +15,43 @@
 need_ptrace
 need_py311
 
+# finalize_case LABEL PYTHON NAME: the script's daemon threads allocate while
+# the interpreter finalizes, capture on. CPython 3.10 itself crashes in
+# take_gil() now and then when a daemon thread wakes after finalization
+# (gh-87135: 3.10.13 segfaulted in 5 of 300 plain runs of this script here,
+# every other version in none of 150): on 3.10 a SIGSEGV is said and the case
+# is made once more, which must then pass.
+finalize_case() {
+	local pf st
+	start_script "$3" "$2" "$script" finalize
+	pf=$t
+	run_mw 0 snap -p "$pf" -w 1 -o "$3.f0.snap"
+	start_ctl "$3.ctl" "$pf" start=65536 status sleep=20000
+	python_state "$pf" on
+	step "$3"
+	case $1 in
+	3.10 | *-3.10)
+		wait "$pf"
+		st=$?
+		if [ "$st" -eq 139 ]; then
+			echo "$1: CPython 3.10 crashed at finalization (gh-87135): once more"
+			end_target "$3"
+			wait "$ctl"
+			finalize_case 3.10-again "$2" "${3}2"
+			return 0
+		fi
+		end_target "$3"
+		[ "$st" -eq 0 ] || { fail "target $3 exited with status $st"; sed 's/^/  | /' "$3.out" "$3.err" >&2; }
+		expect_grep '^ok' "$3.out"
+		expect_no_grep 'Fatal Python error|Segmentation|Traceback' "$3.err"
+		;;
+	*)
+		finished "$3" "$pf"
+		;;
+	esac
+	wait "$ctl"
+}
+
 # life LABEL PYTHON: cases 1 to 5 with PYTHON, in the directory LABEL
 life() {
 	local py=$2
@@ -37,14 +74,7 @@ life() {
 	finished steady "$ps"
 
 	# 2. the interpreter finalizes while capture is on
-	start_script fin "$py" "$script" finalize
-	pf=$t
-	run_mw 0 snap -p "$pf" -w 1 -o f0.snap
-	start_ctl fin.ctl "$pf" start=65536 status sleep=20000
-	python_state "$pf" on
-	step fin
-	finished fin "$pf"
-	wait "$ctl"
+	finalize_case "$1" "$py" fin
 
 	# 3. forks while capture is on: the children finish (finalizing or not), the
 	# parent is sampled on, with its Python frames
