@@ -67,11 +67,15 @@ top_row() {
 }
 
 # top_quit NAME STATUS: memwatch top has exited with STATUS, and the screen is
-# the shell's again: what it showed before top, nothing of top's view.
+# the shell's again: what it showed before top, nothing of top's view, in the
+# screen and its scrollback.
 top_quit() {
 	wait_until "[ -s $1.rc ]" 30 || { pane "$1"; sed 's/^/  screen: /' "$1.pane" >&2; return 0; }
 	[ "$(cat "$1.rc")" = "$2" ] || { fail "$1: memwatch top exited $(cat "$1.rc"), expected $2"; sed 's/^/  stderr: /' "$1.err" >&2; }
 	see "$1" "^SHELL AFTER $1" 10
-	expect_grep "^SHELL BEFORE $1\$" "$1.pane"
-	expect_no_grep "^memwatch top  pid|Up/Down move|GROWTH .* LIVE" "$1.pane"
+	# the screen with what scrolled off it (the report top prints as it ends
+	# can be longer than the screen)
+	tmux -S "$sock" capture-pane -p -S - -t "$1" >"$1.all" 2>/dev/null
+	expect_grep "^SHELL BEFORE $1\$" "$1.all"
+	expect_no_grep "^memwatch top  pid|Up/Down move|GROWTH .* LIVE" "$1.all"
 }
