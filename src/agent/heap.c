@@ -116,8 +116,10 @@ struct delta {
 	uint32_t pad;
 	uint64_t d[D_COUNT]; /* added, modulo 2^64 */
 };
-/* Frees whose record is still to be taken out (see free_later). */
+/* Frees whose record is still to be taken out (see free_later), at rates of
+ * FREE_LATER_RATE and finer. */
 #define FREED 8
+#define FREE_LATER_RATE 4096
 struct shard {
 	mw_spin_t lock;
 	size_t cap, n;
@@ -769,7 +771,13 @@ void mw_sampled_free(const void *p)
 	}
 	t->guard++;
 	lock_shard(sh);
-	free_later(sh, (uintptr_t)p);
+	/* at coarse rates samples are few and heavy: a free waiting there would
+	 * keep up to FREED samples' weight in the live total that marks the
+	 * peak, for as long as the next frees take */
+	if (mw_rate <= FREE_LATER_RATE)
+		free_later(sh, (uintptr_t)p);
+	else
+		remove_live_locked(sh, (uintptr_t)p, NULL);
 	unlock_shard(sh);
 	t->guard--;
 }
