@@ -14,6 +14,17 @@
 # shared keys), against the headers and in each interpreter as it runs.
 . "$top_srcdir/tests/lib.sh"
 
+# same_offsets HEADERS AGENT WHERE: every "NAME VALUE" line of HEADERS (what a
+# program compiled against CPython's headers printed) has the same value in
+# AGENT (the agent's "#define NAME VALUE"s); WHERE names the headers.
+same_offsets() {
+	local name value mine
+	while read -r name value; do
+		mine=$(awk -v n="$name" '$1 == n { print $2 }' "$2")
+		[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, $3 say $value"
+	done <"$1"
+}
+
 [ -r /usr/include/python3.11/internal/pycore_frame.h ] ||
 	skip "CPython 3.11's internal headers are not installed (libpython3.11-dev)"
 cc=${CC:-cc}
@@ -67,10 +78,7 @@ check() {
 	inc=$1
 	"$cc" -I"$inc" ${2:-} offsets.c -o offsets >cc.out 2>&1 || { fail "cannot compile against $inc: $(head -n 5 cc.out)"; return; }
 	./offsets >headers.txt || { fail "offsets failed"; return; }
-	while read -r name value; do
-		mine=$(awk -v n="$name" '$1 == n { print $2 }' agent.txt)
-		[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, the headers in $inc say $value"
-	done <headers.txt
+	same_offsets headers.txt agent.txt "the headers in $inc"
 	[ "$(grep -c '' headers.txt)" -eq 28 ] || fail "$inc: expected 28 offsets, got $(grep -c '' headers.txt)"
 	echo "$inc: 28 offsets as the agent reads them"
 }
@@ -179,10 +187,7 @@ for m in 8 9 10 12; do
 			continue
 		fi
 		./older >older.txt || { fail "older failed"; continue; }
-		while read -r name value; do
-			mine=$(awk -v n="$name" '$1 == n { print $2 }' agent-older.txt)
-			[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, CPython 3.$m's headers in $inc ($mode) say $value"
-		done <older.txt
+		same_offsets older.txt agent-older.txt "CPython 3.$m's headers in $inc ($mode)"
 		echo "$inc ($mode): $(grep -c '' older.txt) offsets as the agent reads them"
 	done
 done
@@ -243,10 +248,7 @@ C
 		sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyframes.c" "$top_srcdir/src/agent/python.c" >agent13.txt
 		# the agent's data of a compact str: two words after PyASCIIObject
 		echo "PY313_COMPACT_DATA 16" >>agent13.txt
-		while read -r name value; do
-			mine=$(awk -v n="$name" '$1 == n { print $2 }' agent13.txt)
-			[ "$mine" = "$value" ] || fail "$name: the agent reads $mine, CPython 3.13's headers in $inc13 say $value"
-		done <do.txt
+		same_offsets do.txt agent13.txt "CPython 3.13's headers in $inc13"
 		echo "$inc13: $(grep -c '' do.txt) offsets as the agent reads them"
 	else
 		fail "cannot compile against $inc13: $(head -n 5 cc13.out)"
@@ -546,11 +548,7 @@ for m in 8 9 10 11 12 13; do
 				continue
 			fi
 			./gcstate >gc.txt || { fail "gcstate failed"; continue; }
-			while read -r name value; do
-				mine=$(awk -v n="$name" '$1 == n { print $2 }' agent-gc.txt)
-				[ "$mine" = "$value" ] ||
-					fail "$name: the referrer search reads $mine, the headers in $d ($mode) say $value"
-			done <gc.txt
+			same_offsets gc.txt agent-gc.txt "the headers in $d ($mode)"
 			echo "$d ($mode): $(grep -c '' gc.txt) offsets of the collector and of attributes as the referrer search reads them"
 		done
 		checked=$((checked + 1))
