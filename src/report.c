@@ -294,7 +294,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct report_op
 	int c, st;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:n:m:b:F:D:o:E:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:m:b:F:D:o:E:h", longopts, NULL)) != -1) {
 		st = parse_opt(c, argv[0], usage, o);
 		if (st > 0 || (st == 0 && c == 'h'))
 			return st;

@@ -295,7 +295,7 @@ static int parse_args(int argc, char **argv, struct snap_opts *o)
 	o->rate = 512 * 1024;
 	o->refs_limit_ms = MW_REFERRERS_LIMIT_MS;
 	o->refs_objects = MW_REFERRERS_OBJECTS;
-	while ((c = getopt_long(argc, argv, "+:p:o:fw:r:Eh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:o:fw:r:Eh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pid(optarg, &o->pid, &cause) < 0)

@@ -32,6 +32,19 @@ expect_grep '^  allocator in use ' out
 expect_grep '^  RSS ' out
 [ -s err ] && fail "show wrote to stderr: $(cat err)"
 
+# options after the operands, the GNU convention: the same report
+run_mw 0 show --top 2 --depth 1 a.snap
+mv out first.out
+run_mw 0 show a.snap --top 2 --depth 1
+cmp -s first.out out || fail "show a.snap --top 2 --depth 1 differs from show --top 2 --depth 1 a.snap"
+run_mw 0 diff -n 1 a.snap b.snap
+mv out first.out
+run_mw 0 diff a.snap -n 1 b.snap
+cmp -s first.out out || fail "diff a.snap -n 1 b.snap differs from diff -n 1 a.snap b.snap"
+run_mw 0 show -- a.snap
+run_mw 2 show a.snap b.snap --depth 1
+expect_grep '^memwatch: show: expected one snapshot \(got 2\)$' err
+
 # --top and --min-bytes
 run_mw 0 show --top 1 a.snap
 [ "$(grep -c '^ *[0-9]\+ ' out)" -eq 1 ] || fail "--top 1 shows $(grep -c '^ *[0-9]\+ ' out) rows"
