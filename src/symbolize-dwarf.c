@@ -9,45 +9,33 @@
 #include "util.h"
 
 #include <dwarf.h>
-#include <dlfcn.h>
+#include <libiberty/demangle.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* libstdc++'s demangler (C++ and legacy Rust names, both _Z...) is looked up
- * at run time: linking libstdc++ would add to memwatch's resident size while it
- * watches (see also the debuginfod client in symbolize.c). */
-typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
-
-/* The demangler, or NULL when libstdc++ is not installed (names stay mangled). */
-static demangle_fn *demangler(void)
+/* Is name mangled as C++ (_Z, which Rust's legacy mangling is too) or as
+ * Rust's v0 (_R)? */
+static bool mangled(const char *name)
 {
-	static bool tried;
-	static demangle_fn *fn;
-	if (!tried) {
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-		tried = true;
-		if (h)
-			fn = (demangle_fn *)dlsym(h, "__cxa_demangle");
-	}
-	return fn;
+	return name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
 }
 
-/* Demangled C++/Rust name, interned; other names as they are. */
+/* Demangled C++/Rust name, interned; other names as they are. libiberty
+ * decodes Rust's manglings as rustc-demangle's short form does: the legacy
+ * hash ("::h0123456789abcdef") and v0's crate disambiguators left out, the
+ * '$LT$'-style escapes of legacy names decoded. */
 static const char *intern_name(struct symbolizer *z, const char *name)
 {
 	const char *r;
 	char *d;
-	int status = -1;
 
 	if (!name)
 		return NULL;
-	if (name[0] != '_' || name[1] != 'Z')
+	if (!mangled(name))
 		return sym_intern(z, name);
-	d = demangler() ? demangler()(name, NULL, NULL, &status) : NULL;
-	if (status != 0 || !d) {
-		free(d);
+	d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	if (!d)
 		return sym_intern(z, name);
-	}
 	r = sym_intern(z, d);
 	free(d);
 	return r;

@@ -33,8 +33,7 @@
 #include <unistd.h>
 
 /* The few debuginfod client calls used for the progress line are looked up at
- * run time (as libstdc++'s demangler is, symbolize-dwarf.c): linking
- * libdebuginfod (with curl and its TLS stack) and libstdc++ would triple
+ * run time: linking libdebuginfod (with curl and its TLS stack) would triple
  * memwatch's resident size while it watches, and libdw loads the debuginfod
  * client by itself when DEBUGINFOD_URLS is set. */
 static struct {

@@ -13,19 +13,21 @@
 set -e
 
 # Building: the toolchain and autotools, the libraries memwatch links
-# (libproc2, libunwind, elfutils, protobuf-c, ncurses for memwatch top) and
+# (libproc2, libunwind, elfutils, libiberty's demangler, protobuf-c, ncurses
+# for memwatch top) and
 # the headers it reads (libdebuginfod's). cmocka is here although only the
 # unit tests use it: configure looks for it when it runs, so it must be there
 # before the build.
 # Running: gnuplot draws the plots.
 build="build-essential autoconf automake libtool pkg-config
 	libproc2-dev libunwind-dev libdw-dev libelf-dev libdebuginfod-dev zlib1g-dev
+	libiberty-dev
 	libprotobuf-c-dev protobuf-c-compiler libncurses-dev libcmocka-dev
 	gnuplot-nox"
 
 # The tests: debug info for libc, a debuginfod server, the fuzzers' clang,
 # valgrind, the allocators and runtimes the agent is tested in (jemalloc,
-# tcmalloc, CPython and its debug build, node, a JVM, Go, musl), the servers and
+# tcmalloc, CPython and its debug build, node, a JVM, Go, Rust, musl), the servers and
 # tools nobody here wrote (redis, sqlite3, Prometheus and its node exporter,
 # chromium for the HTML report), heaptrack to compare with, tmux to drive
 # memwatch top, ss (iproute2) to check node opens no port. The libraries and
@@ -33,7 +35,7 @@ build="build-essential autoconf automake libtool pkg-config
 # Debian's node 18 needs to run unpacked (below).
 tests="libc6-dbg debuginfod file clang libclang-rt-14-dev valgrind g++
 	libjemalloc2 libtcmalloc-minimal4 curl python3 libpython3-dev python3.11-dbg
-	heaptrack time golang-go musl-tools nodejs openjdk-17-jdk-headless
+	heaptrack time golang-go rustc musl-tools nodejs openjdk-17-jdk-headless
 	prometheus prometheus-node-exporter chromium strace
 	redis-server redis-tools sqlite3 procps tmux iproute2
 	libuv1 libicu72 libc-ares2 libnghttp2-14 libbrotli1 libssl3 zlib1g
