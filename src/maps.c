@@ -8,15 +8,25 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* glibc's non-main arenas are heaps reserved HEAP_MAX_SIZE at a time (64 MiB on
  * 64-bit: twice the largest mmap threshold) and aligned to it; the part not yet
- * in use stays PROT_NONE right above. */
+ * in use stays PROT_NONE right above. Each heap starts with its heap_info: the
+ * arena's state (right after it in an arena's first heap), the heap before it,
+ * its size in use and the size made read-write (glibc 2.35 added the page size
+ * after them). Other allocators reserve aligned regions too (mimalloc's
+ * segments): only that header in the memory tells a glibc heap. */
 #define ARENA_HEAP_MAX ((uint64_t)64 << 20)
+
+struct heap_info {
+	uint64_t ar_ptr, prev, size, mprotect_size;
+};
 
 /* One mapping of smaps, with the figures of its lines. */
 struct mapping {
@@ -86,10 +96,35 @@ static bool is_guard(const struct mapping *m)
 	return m && !m->path[0] && strncmp(m->perms, "---", 3) == 0;
 }
 
-/* The kind of mapping m, between its neighbours prev and next (NULL at the
- * ends); *name is set for the kinds that are summed by name. */
-static uint32_t classify(const struct mapping *m, const struct mapping *prev,
-			 const struct mapping *next, const uint64_t *sps, size_t nsps,
+/* Does the read-write mapping m start with a glibc heap_info (read through
+ * rd)? The heap's sizes fit the mapping, the heap before it is another heap,
+ * and its arena is right after it (a first heap: sizeof (heap_info) is 32, or
+ * 48 from glibc 2.35) or in another heap. */
+static bool glibc_heap(const struct mapping *m, maps_read_mem *rd, void *ctx)
+{
+	struct heap_info h;
+	uint64_t len = m->hi - m->lo;
+
+	if (!rd || m->lo % ARENA_HEAP_MAX != 0 || len > ARENA_HEAP_MAX ||
+	    strncmp(m->perms, "rw", 2) != 0 || !rd(ctx, m->lo, &h, sizeof h))
+		return false;
+	if (h.size == 0 || h.size > len || h.mprotect_size < h.size || h.mprotect_size > ARENA_HEAP_MAX ||
+	    h.size % 4096 != 0 || h.mprotect_size % 4096 != 0)
+		return false;
+	if (h.prev == 0)
+		return h.ar_ptr == m->lo + 32 || h.ar_ptr == m->lo + 48;
+	return h.prev % ARENA_HEAP_MAX == 0 && h.prev != m->lo &&
+	       (h.ar_ptr % ARENA_HEAP_MAX == 32 || h.ar_ptr % ARENA_HEAP_MAX == 48);
+}
+
+/* The kind of mapping m, after prev (NULL at the start) of kind prev_kind; *name
+ * is set for the kinds that are summed by name. A thread stack is a mapping
+ * that holds a thread's stack pointer, or the kernel's [stack]; an arena is a
+ * glibc heap (its header read through rd) and the reserve right above it; any
+ * other private anonymous mapping is anonymous: no guess from its neighbours or
+ * its alignment, which other allocators' regions share. */
+static uint32_t classify(const struct mapping *m, const struct mapping *prev, uint32_t prev_kind,
+			 const uint64_t *sps, size_t nsps, maps_read_mem *rd, void *ctx,
 			 const char **name)
 {
 	const char *p = m->path;
@@ -119,18 +154,12 @@ static uint32_t classify(const struct mapping *m, const struct mapping *prev,
 	}
 	if (shared)
 		return SNAP_REGION_SHMEM;
-	/* anonymous and private: an arena heap (aligned, its PROT_NONE reserve
-	 * right above, or the reserve itself), a thread stack (a thread's stack
-	 * pointer is in it, or it sits right above its guard page), or plain mmap */
-	if (m->lo % ARENA_HEAP_MAX == 0 && m->hi - m->lo <= ARENA_HEAP_MAX &&
-	    (m->hi - m->lo == ARENA_HEAP_MAX || (is_guard(next) && next->lo == m->hi &&
-						 next->hi <= m->lo + ARENA_HEAP_MAX)))
+	if (glibc_heap(m, rd, ctx))
 		return SNAP_REGION_ARENA;
-	if (is_guard(m) && prev && !prev->path[0] && prev->lo % ARENA_HEAP_MAX == 0 &&
+	if (is_guard(m) && prev && prev_kind == SNAP_REGION_ARENA && !is_guard(prev) &&
 	    prev->hi == m->lo && m->hi <= prev->lo + ARENA_HEAP_MAX)
 		return SNAP_REGION_ARENA;
-	if (!is_guard(m) &&
-	    (holds_sp(m, sps, nsps) || (is_guard(prev) && prev->hi == m->lo)))
+	if (!is_guard(m) && holds_sp(m, sps, nsps))
 		return SNAP_REGION_STACK;
 	return SNAP_REGION_ANON;
 }
@@ -182,8 +211,10 @@ static void parse_figure(const char *line, struct mapping *m)
 	}
 }
 
-int maps_parse(FILE *f, const uint64_t *sps, size_t nsps, struct snap_region **out, size_t *n)
+int maps_parse(FILE *f, const uint64_t *sps, size_t nsps, maps_read_mem *rd, void *ctx,
+	       struct snap_region **out, size_t *n)
 {
+	uint32_t kind = SNAP_REGION_OTHER;
 	struct mapping *v = NULL;
 	size_t nv = 0, cap = 0, i;
 	struct sums s = { 0 };
@@ -191,7 +222,7 @@ int maps_parse(FILE *f, const uint64_t *sps, size_t nsps, struct snap_region **o
 	size_t linecap = 0;
 	bool failed = false;
 
-	/* the whole list first: a mapping's kind depends on its neighbours */
+	/* the whole list first: a reserve's kind depends on the mapping below */
 	while (getline(&line, &linecap, f) > 0) {
 		if ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f')) {
 			if (nv == cap) {
@@ -213,8 +244,7 @@ int maps_parse(FILE *f, const uint64_t *sps, size_t nsps, struct snap_region **o
 	free(line);
 	for (i = 0; i < nv && !failed; i++) {
 		const char *name;
-		uint32_t kind = classify(&v[i], i ? &v[i - 1] : NULL, i + 1 < nv ? &v[i + 1] : NULL,
-					 sps, nsps, &name);
+		kind = classify(&v[i], i ? &v[i - 1] : NULL, kind, sps, nsps, rd, ctx, &name);
 		sums_add(&s, kind, name, &v[i]);
 	}
 	for (i = 0; i < nv; i++)
@@ -276,13 +306,20 @@ static uint64_t *thread_sps(pid_t pid, size_t *n)
 	return v;
 }
 
+/* maps_read_mem through /proc/PID/mem (ctx: its descriptor). */
+static bool read_proc_mem(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	int fd = *(int *)ctx;
+	return fd >= 0 && pread(fd, buf, len, (off_t)addr) == (ssize_t)len;
+}
+
 int maps_read(pid_t pid, struct snap_region **out, size_t *n, char **cause)
 {
 	char path[64];
 	FILE *f;
 	uint64_t *sps;
 	size_t nsps;
-	int rc;
+	int rc, memfd;
 
 	snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
 	f = fopen(path, "re");
@@ -291,7 +328,14 @@ int maps_read(pid_t pid, struct snap_region **out, size_t *n, char **cause)
 		return -1;
 	}
 	sps = thread_sps(pid, &nsps);
-	rc = maps_parse(f, sps, nsps, out, n);
+	/* arenas are told by their header: without the right to read the
+	 * process's memory, they are anonymous mappings */
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	memfd = open(path, O_RDONLY | O_CLOEXEC);
+	rc = maps_parse(f, sps, nsps, read_proc_mem, &memfd, out, n);
+	if (memfd >= 0)
+		close(memfd);
+	snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
 	if (rc == 0 && ferror(f)) {
 		maps_free(*out, *n);
 		rc = -1;

@@ -4,6 +4,7 @@
 #ifndef MEMWATCH_MAPS_H
 #define MEMWATCH_MAPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -14,9 +15,16 @@
  * with maps_free). 0, or -1 with *cause (caller frees). */
 int maps_read(pid_t pid, struct snap_region **out, size_t *n, char **cause);
 
+/* Reads len bytes of the process's memory at addr into buf; false when it
+ * cannot. */
+typedef bool maps_read_mem(void *ctx, uint64_t addr, void *buf, size_t len);
+
 /* The same from smaps text f; sps are the stack pointers of threads (their
- * mappings are thread stacks), nsps of them. 0, or -1 (out of memory). */
-int maps_parse(FILE *f, const uint64_t *sps, size_t nsps, struct snap_region **out, size_t *n);
+ * mappings are thread stacks), nsps of them; rd(ctx, ...) reads the process's
+ * memory (glibc's arenas are told by their header), or is NULL. 0, or -1 (out
+ * of memory). */
+int maps_parse(FILE *f, const uint64_t *sps, size_t nsps, maps_read_mem *rd, void *ctx,
+	       struct snap_region **out, size_t *n);
 
 /* Free what maps_read or maps_parse made. */
 void maps_free(struct snap_region *v, size_t n);

@@ -34,7 +34,7 @@ static const char smaps[] =
 	MAP("7f0000100000-7f0004000000", "---p", "0", "", 64512, 0, 0, 0)
 	/* plain mmap */
 	MAP("7f1000000000-7f1000800000", "rw-p", "0", "", 8192, 8000, 8000, 0)
-	/* a thread stack above its guard page */
+	/* a thread stack above its guard page, its thread's stack pointer in it */
 	MAP("7f2000000000-7f2000001000", "---p", "0", "", 4, 0, 0, 0)
 	MAP("7f2000001000-7f2000801000", "rw-p", "0", "", 8192, 16, 16, 0)
 	/* a thread stack known by its thread's stack pointer (no guard) */
@@ -44,6 +44,10 @@ static const char smaps[] =
 	MAP("7f4200000000-7f4200100000", "rw-s", "0", "", 1024, 128, 0, 0)
 	MAP("7f5000000000-7f5000200000", "r--p", "99", "/usr/lib/libc.so.6", 2048, 1500, 0, 0)
 	MAP("7f5000200000-7f5000201000", "rw-p", "99", "/usr/lib/libc.so.6", 4, 4, 4, 0)
+	/* another allocator's region (a mimalloc segment): 64 MiB aligned, above
+	 * a PROT_NONE reserve, with no glibc heap header: anonymous */
+	MAP("7f5ff0000000-7f6000000000", "---p", "0", "", 262144, 0, 0, 0)
+	MAP("7f6000000000-7f6002000000", "rw-p", "0", "", 32768, 20000, 20000, 0)
 	MAP("7ffc00000000-7ffc00021000", "rw-p", "0", "[stack]", 132, 32, 32, 0)
 	MAP("7ffc00100000-7ffc00102000", "r-xp", "0", "[vdso]", 8, 8, 0, 0);
 
@@ -57,9 +61,22 @@ static const struct snap_region *find(const struct snap_region *v, size_t n, uin
 	return NULL;
 }
 
+/* The memory of the process smaps describes: a glibc heap_info at the arena
+ * (its state right after a 48-byte header, its first heap, 1 MiB in use and
+ * read-write); zeros elsewhere. */
+static bool fake_mem(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	uint64_t h[4] = { 0x7f0000000000 + 48, 0, 1 << 20, 1 << 20 };
+	(void)ctx;
+	memset(buf, 0, len);
+	if (addr == 0x7f0000000000)
+		memcpy(buf, h, len < sizeof h ? len : sizeof h);
+	return true;
+}
+
 static void test_kinds(void **state)
 {
-	uint64_t sps[] = { 0x7f3000080000 };
+	uint64_t sps[] = { 0x7f3000080000, 0x7f2000800000 };
 	struct snap_region *v = NULL;
 	size_t n = 0;
 	const struct snap_region *g;
@@ -67,7 +84,7 @@ static void test_kinds(void **state)
 	(void)state;
 
 	assert_non_null(f);
-	assert_int_equal(maps_parse(f, sps, 1, &v, &n), 0);
+	assert_int_equal(maps_parse(f, sps, 2, fake_mem, NULL, &v, &n), 0);
 	fclose(f);
 
 	assert_non_null(g = find(v, n, SNAP_REGION_HEAP, NULL));
@@ -78,10 +95,10 @@ static void test_kinds(void **state)
 	assert_int_equal(g->rss, 1000 * 1024);
 	assert_int_equal(g->size, 65536 * 1024);
 	assert_non_null(g = find(v, n, SNAP_REGION_ANON, NULL));
-	assert_int_equal(g->rss, 8000 * 1024);
-	assert_int_equal(g->mappings, 2);    /* the mmap and the guard page */
+	assert_int_equal(g->rss, (8000 + 20000) * 1024);
+	assert_int_equal(g->mappings, 4);    /* the mmap, the guard page, the segment and its reserve */
 	assert_non_null(g = find(v, n, SNAP_REGION_STACK, NULL));
-	assert_int_equal(g->mappings, 3);    /* [stack], above a guard, by its sp */
+	assert_int_equal(g->mappings, 3);    /* [stack], and two by their sp */
 	assert_int_equal(g->rss, (16 + 12 + 32) * 1024);
 	assert_non_null(g = find(v, n, SNAP_REGION_ANON_NAMED, "[anon:v8 heap]"));
 	assert_int_equal(g->rss, 512 * 1024);
@@ -98,6 +115,18 @@ static void test_kinds(void **state)
 	assert_non_null(g = find(v, n, SNAP_REGION_OTHER, NULL));
 	assert_int_equal(g->rss, 8 * 1024);
 
+	maps_free(v, n);
+
+	/* no memory to read, no stack pointers: no arena, only [stack] a stack */
+	f = fmemopen((void *)smaps, sizeof smaps - 1, "r");
+	assert_non_null(f);
+	assert_int_equal(maps_parse(f, NULL, 0, NULL, NULL, &v, &n), 0);
+	fclose(f);
+	assert_null(find(v, n, SNAP_REGION_ARENA, NULL));
+	assert_non_null(g = find(v, n, SNAP_REGION_STACK, NULL));
+	assert_int_equal(g->mappings, 1);
+	assert_non_null(g = find(v, n, SNAP_REGION_ANON, NULL));
+	assert_int_equal(g->rss, (1000 + 8000 + 16 + 12 + 20000) * 1024);
 	maps_free(v, n);
 }
 
