@@ -27,14 +27,14 @@ build="build-essential autoconf automake libtool pkg-config
 
 # The tests: debug info for libc, a debuginfod server, the fuzzers' clang,
 # valgrind, the allocators and runtimes the agent is tested in (jemalloc,
-# tcmalloc, CPython and its debug build, node, a JVM, Go, Rust, musl), the servers and
+# tcmalloc, mimalloc, CPython and its debug build, node, a JVM, Go, Rust, musl), the servers and
 # tools nobody here wrote (redis, sqlite3, Prometheus and its node exporter,
 # chromium for the HTML report), heaptrack to compare with, tmux to drive
 # memwatch top, ss (iproute2) to check node opens no port. The libraries and
 # the JavaScript modules (which it loads from /usr/share/nodejs) that
 # Debian's node 18 needs to run unpacked (below).
 tests="libc6-dbg debuginfod file clang libclang-rt-14-dev valgrind g++
-	libjemalloc2 libtcmalloc-minimal4 curl python3 libpython3-dev python3.11-dbg
+	libjemalloc2 libtcmalloc-minimal4 libmimalloc-dev curl python3 libpython3-dev python3.11-dbg
 	heaptrack time golang-go rustc musl-tools nodejs openjdk-17-jdk-headless
 	prometheus prometheus-node-exporter chromium strace
 	redis-server redis-tools sqlite3 procps tmux iproute2

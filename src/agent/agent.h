@@ -259,7 +259,13 @@ extern mw_merge_fn *mw_frames_merge MW_HIDDEN;
 enum mw_func {
 	F_MALLOC, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_FREE, F_POSIX_MEMALIGN,
 	F_ALIGNED_ALLOC, F_MEMALIGN, F_VALLOC, F_PVALLOC, F_DLOPEN,
-	F_MMAP, F_MMAP64, F_MUNMAP, F_MREMAP, F_BRK, F_SBRK, F_COUNT
+	F_MMAP, F_MMAP64, F_MUNMAP, F_MREMAP, F_BRK, F_SBRK,
+	/* mimalloc's own API (mimalloc.c) */
+	F_MI_MALLOC, F_MI_CALLOC, F_MI_REALLOC, F_MI_FREE, F_MI_ZALLOC, F_MI_MALLOCN,
+	F_MI_REALLOCN, F_MI_REALLOCF, F_MI_STRDUP, F_MI_STRNDUP, F_MI_MALLOC_ALIGNED,
+	F_MI_ZALLOC_ALIGNED, F_MI_CALLOC_ALIGNED, F_MI_REALLOC_ALIGNED, F_MI_MALLOC_SMALL,
+	F_MI_ZALLOC_SMALL, F_MI_FREE_SIZE, F_MI_FREE_ALIGNED, F_MI_FREE_SIZE_ALIGNED,
+	F_COUNT
 };
 
 /* The allocator's own entry points (what a patched slot pointed to), resolved
@@ -282,10 +288,51 @@ struct __attribute__((aligned(64))) mw_orig {
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	int (*brk)(void *);
 	void *(*sbrk)(intptr_t);
+	/* mimalloc's, where a module defines them (else NULL: never hooked) */
+	void *(*mi_malloc)(size_t);
+	void *(*mi_calloc)(size_t, size_t);
+	void *(*mi_realloc)(void *, size_t);
+	void (*mi_free)(void *);
+	void *(*mi_zalloc)(size_t);
+	void *(*mi_mallocn)(size_t, size_t);
+	void *(*mi_reallocn)(void *, size_t, size_t);
+	void *(*mi_reallocf)(void *, size_t);
+	char *(*mi_strdup)(const char *);
+	char *(*mi_strndup)(const char *, size_t);
+	void *(*mi_malloc_aligned)(size_t, size_t);
+	void *(*mi_zalloc_aligned)(size_t, size_t);
+	void *(*mi_calloc_aligned)(size_t, size_t, size_t);
+	void *(*mi_realloc_aligned)(void *, size_t, size_t);
+	void *(*mi_malloc_small)(size_t);
+	void *(*mi_zalloc_small)(size_t);
+	void (*mi_free_size)(void *, size_t);
+	void (*mi_free_aligned)(void *, size_t);
+	void (*mi_free_size_aligned)(void *, size_t, size_t);
 };
 extern struct mw_orig mw_orig MW_HIDDEN;
 /* The hooks, in the same order (hooks.c): what patch.c writes into slots. */
 extern void *const mw_hook_fn[F_COUNT] MW_HIDDEN;
+
+/* mimalloc.c: the hooks of mimalloc's own API, in mw_hook_fn */
+void *mw_hk_mi_malloc(size_t n) MW_HIDDEN;
+void *mw_hk_mi_calloc(size_t a, size_t b) MW_HIDDEN;
+void *mw_hk_mi_realloc(void *p, size_t n) MW_HIDDEN;
+void mw_hk_mi_free(void *p) MW_HIDDEN;
+void *mw_hk_mi_zalloc(size_t n) MW_HIDDEN;
+void *mw_hk_mi_mallocn(size_t a, size_t b) MW_HIDDEN;
+void *mw_hk_mi_reallocn(void *p, size_t a, size_t b) MW_HIDDEN;
+void *mw_hk_mi_reallocf(void *p, size_t n) MW_HIDDEN;
+char *mw_hk_mi_strdup(const char *s) MW_HIDDEN;
+char *mw_hk_mi_strndup(const char *s, size_t max) MW_HIDDEN;
+void *mw_hk_mi_malloc_aligned(size_t n, size_t align) MW_HIDDEN;
+void *mw_hk_mi_zalloc_aligned(size_t n, size_t align) MW_HIDDEN;
+void *mw_hk_mi_calloc_aligned(size_t a, size_t b, size_t align) MW_HIDDEN;
+void *mw_hk_mi_realloc_aligned(void *p, size_t n, size_t align) MW_HIDDEN;
+void *mw_hk_mi_malloc_small(size_t n) MW_HIDDEN;
+void *mw_hk_mi_zalloc_small(size_t n) MW_HIDDEN;
+void mw_hk_mi_free_size(void *p, size_t n) MW_HIDDEN;
+void mw_hk_mi_free_aligned(void *p, size_t align) MW_HIDDEN;
+void mw_hk_mi_free_size_aligned(void *p, size_t n, size_t align) MW_HIDDEN;
 
 int mw_hooks_init(char **why) MW_HIDDEN;            /* resolve originals, find our own module */
 int mw_hooks_install(bool blocking) MW_HIDDEN;      /* patch every module; slots patched, or -1 if busy */

@@ -615,5 +615,12 @@ void *const mw_hook_fn[F_COUNT] = {
 	(void *)hk_memalign, (void *)hk_valloc, (void *)hk_pvalloc, (void *)hk_dlopen,
 	(void *)hk_mmap, (void *)hk_mmap64, (void *)hk_munmap, (void *)hk_mremap,
 	(void *)hk_brk, (void *)hk_sbrk,
+	(void *)mw_hk_mi_malloc, (void *)mw_hk_mi_calloc, (void *)mw_hk_mi_realloc,
+	(void *)mw_hk_mi_free, (void *)mw_hk_mi_zalloc, (void *)mw_hk_mi_mallocn,
+	(void *)mw_hk_mi_reallocn, (void *)mw_hk_mi_reallocf, (void *)mw_hk_mi_strdup,
+	(void *)mw_hk_mi_strndup, (void *)mw_hk_mi_malloc_aligned, (void *)mw_hk_mi_zalloc_aligned,
+	(void *)mw_hk_mi_calloc_aligned, (void *)mw_hk_mi_realloc_aligned,
+	(void *)mw_hk_mi_malloc_small, (void *)mw_hk_mi_zalloc_small, (void *)mw_hk_mi_free_size,
+	(void *)mw_hk_mi_free_aligned, (void *)mw_hk_mi_free_size_aligned,
 };
 

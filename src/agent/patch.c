@@ -1,5 +1,6 @@
 /* patch.c: the GOT patching that routes every loaded module's calls to
- * malloc, free and friends, the mmap family, brk/sbrk and dlopen through the
+ * malloc, free and friends, mimalloc's own API, the mmap family, brk/sbrk and
+ * dlopen through the
  * hooks of hooks.c: the allocator's own functions found (mw_orig), slots
  * rewritten and put back, modules loaded later found. */
 #include "config.h"
@@ -24,6 +25,10 @@ static const char *const func_names[F_COUNT] = {
 	"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
 	"aligned_alloc", "memalign", "valloc", "pvalloc", "dlopen",
 	"mmap", "mmap64", "munmap", "mremap", "brk", "sbrk",
+	"mi_malloc", "mi_calloc", "mi_realloc", "mi_free", "mi_zalloc", "mi_mallocn",
+	"mi_reallocn", "mi_reallocf", "mi_strdup", "mi_strndup", "mi_malloc_aligned",
+	"mi_zalloc_aligned", "mi_calloc_aligned", "mi_realloc_aligned", "mi_malloc_small",
+	"mi_zalloc_small", "mi_free_size", "mi_free_aligned", "mi_free_size_aligned",
 };
 
 /* ------------------------------------------------------------------------- */
@@ -461,7 +466,8 @@ static uintptr_t dyn_addr(const struct modinfo *m, uintptr_t v)
  * only when it holds the original (or, lazily bound, a stub of the module's own
  * PLT): a slot bound to some other allocator stays alone, since routing its
  * frees to ours would corrupt memory. Returns the slots patched. */
-static unsigned patch_module(const struct modinfo *m, const struct maps *mp, bool no_maps)
+static unsigned patch_module(const struct modinfo *m, const struct maps *mp, bool no_maps,
+			     bool no_mi)
 {
 	const ElfW(Dyn) *d;
 	const ElfW(Sym) *symtab = NULL;
@@ -526,7 +532,8 @@ static unsigned patch_module(const struct modinfo *m, const struct maps *mp, boo
 				continue;
 			name = strtab + symtab[symi].st_name;
 			f = func_of(name);
-			if (f < 0 || !((void **)&mw_orig)[f] || (no_maps && f >= F_MMAP))
+			if (f < 0 || !((void **)&mw_orig)[f] || (no_maps && f >= F_MMAP && f <= F_SBRK) ||
+			    (no_mi && f >= F_MI_MALLOC))
 				continue;
 			slot = (uintptr_t *)(m->base + off);
 			if ((uintptr_t)slot < m->lo || (uintptr_t)slot >= m->hi)
@@ -609,6 +616,39 @@ static bool allocator_module(const struct modinfo *m, uintptr_t py)
 	return (a >= m->lo && a < m->hi) || (py && py >= m->lo && py < m->hi);
 }
 
+/* mimalloc's module: its entry points call one another through its own slots,
+ * which are never hooked (a block would be counted twice). */
+static bool mimalloc_module(const struct modinfo *m)
+{
+	uintptr_t a = (uintptr_t)mw_orig.mi_malloc;
+	return a && a >= m->lo && a < m->hi;
+}
+
+/* mimalloc loaded since the originals were resolved (dlopen'd): its entry
+ * points, set before any slot leads to their hooks. */
+static void resolve_mimalloc(void)
+{
+	void **slots = (void **)&mw_orig;
+	void *p;
+	int i;
+
+	if (mw_orig.mi_malloc)
+		return;
+	p = dlsym(RTLD_DEFAULT, func_names[F_MI_MALLOC]);
+	if (!p || is_plt_stub(p)) {
+		dlerror();
+		return;
+	}
+	for (i = F_MI_MALLOC + 1; i < F_COUNT; i++) {
+		void *q = dlsym(RTLD_DEFAULT, func_names[i]);
+		if (!q || is_plt_stub(q))
+			dlerror();
+		else
+			slots[i] = q;
+	}
+	__atomic_store_n(&slots[F_MI_MALLOC], p, __ATOMIC_RELEASE);
+}
+
 static int install(bool blocking, bool refresh)
 {
 	uintptr_t py;
@@ -631,6 +671,7 @@ static int install(bool blocking, bool refresh)
 	py = (uintptr_t)dlsym(RTLD_DEFAULT, "PyObject_Malloc");
 	if (!py)
 		dlerror();
+	resolve_mimalloc();
 	dl_iterate_phdr(collect_cb, &c);
 	if (!c.failed) {
 		if (c.subs != seen_subs) {
@@ -648,7 +689,8 @@ static int install(bool blocking, bool refresh)
 				continue;
 			if (!mp.n)
 				maps_read(&mp);
-			total += (int)patch_module(&c.m[i], &mp, allocator_module(&c.m[i], py));
+			total += (int)patch_module(&c.m[i], &mp, allocator_module(&c.m[i], py),
+						   mimalloc_module(&c.m[i]));
 			mark_done(c.m[i].base);
 			unpin_module(pin);
 		}
