@@ -449,7 +449,14 @@ static int func_of(const char *s)
 	default:
 		return -1;
 	}
-	for (i = 0; i < F_COUNT; i++)
+	/* mimalloc's names apart: most modules have a hundred m... symbols */
+	if (s[0] == 'm' && s[1] == 'i' && s[2] == '_') {
+		for (i = F_MI_MALLOC; i < F_COUNT; i++)
+			if (strcmp(s, func_names[i]) == 0)
+				return i;
+		return -1;
+	}
+	for (i = 0; i < F_MI_MALLOC; i++)
 		if (strcmp(s, func_names[i]) == 0)
 			return i;
 	return -1;
@@ -608,8 +615,9 @@ static void mark_done(uintptr_t base)
 
 /* A module whose mmaps are an allocator's own, never sampled as mappings: the
  * one defining the real malloc (jemalloc and tcmalloc call mmap through their
- * GOT; glibc's malloc does not go through one) and the one defining CPython's
- * object allocator (its arenas are mmaps whose objects python.c samples). */
+ * GOT; glibc's malloc does not go through one), mimalloc's (where it does not
+ * stand in for malloc), and the one defining CPython's object allocator (its
+ * arenas are mmaps whose objects python.c samples). */
 static bool allocator_module(const struct modinfo *m, uintptr_t py)
 {
 	uintptr_t a = (uintptr_t)mw_orig.malloc;
@@ -682,6 +690,7 @@ static int install(bool blocking, bool refresh)
 			ndone = 0;
 		for (i = 0; i < c.n; i++) {
 			void *pin;
+			bool mi;
 			if (skip_module(&c.m[i]) || is_done(c.m[i].base))
 				continue;
 			pin = pin_module(&c.m[i]);
@@ -689,8 +698,9 @@ static int install(bool blocking, bool refresh)
 				continue;
 			if (!mp.n)
 				maps_read(&mp);
-			total += (int)patch_module(&c.m[i], &mp, allocator_module(&c.m[i], py),
-						   mimalloc_module(&c.m[i]));
+			mi = mimalloc_module(&c.m[i]);
+			total += (int)patch_module(&c.m[i], &mp, allocator_module(&c.m[i], py) || mi,
+						   mi);
 			mark_done(c.m[i].base);
 			unpin_module(pin);
 		}
