@@ -8,6 +8,7 @@
 #include "config.h"
 #include "hashmap.h"
 #include "report-internal.h"
+#include "stdframes.h"
 #include "util.h"
 
 #include <inttypes.h>
@@ -216,95 +217,6 @@ static bool interpreter_module(struct report *r, uint32_t gmod)
 	if (!strncmp(n, "lib", 3))
 		n += 3;
 	return !strncmp(n, "python", 6) && n[6] >= '2' && n[6] <= '9';
-}
-
-/* The qualified name in a demangled one, past the return type that names of
- * template functions carry ("void std::vector<…>::_M_realloc_insert<…>(…)"). */
-static const char *qualified_name(const char *fn)
-{
-	const char *p, *start = fn;
-	int depth = 0;
-
-	for (p = fn; *p && !(*p == '(' && depth == 0); p++) {
-		if (*p == '<')
-			depth++;
-		else if (*p == '>' && depth > 0)
-			depth--;
-		else if (*p == ' ' && depth == 0 && strncmp(start, "operator", 8) != 0)
-			start = p + 1;
-	}
-	return start;
-}
-
-/* Does the path p start with a crate of Rust's standard library (or
- * hashbrown, std's HashMap), or with the C++ one's std::? */
-static bool rust_std_path(const char *p)
-{
-	static const char *const crates[] = { "std::", "core::", "alloc::", "hashbrown::" };
-
-	for (;;) {
-		if (*p == '&' || *p == '[' || *p == '(')
-			p++;
-		else if (!strncmp(p, "mut ", 4) || !strncmp(p, "dyn ", 4))
-			p += 4;
-		else if (!strncmp(p, "*mut ", 5))
-			p += 5;
-		else if (!strncmp(p, "*const ", 7))
-			p += 7;
-		else
-			break;
-	}
-	for (size_t i = 0; i < sizeof crates / sizeof crates[0]; i++)
-		if (!strncmp(p, crates[i], strlen(crates[i])))
-			return true;
-	return false;
-}
-
-/* A Rust standard library name, as libiberty demangles it: a path in std,
- * core, alloc or hashbrown ("alloc::raw_vec::finish_grow"), an impl of a
- * type of theirs ("<alloc::alloc::Global as core::alloc::Allocator>::grow",
- * "<hashbrown::raw::RawTable<T>>::insert"), one of their traits for a type
- * that is no path ("<str as alloc::borrow::ToOwned>::to_owned", a generic
- * T), or the allocator's shims (__rust_alloc, __rdl_alloc, __rg_alloc). */
-static bool rust_std_name(const char *fn)
-{
-	const char *as;
-	int depth = 0;
-
-	if (!strncmp(fn, "__rust_", 7) || !strncmp(fn, "__rdl_", 6) || !strncmp(fn, "__rg_", 5) ||
-	    rust_std_path(fn))
-		return true;
-	if (fn[0] != '<')
-		return false;
-	if (rust_std_path(fn + 1))
-		return true;
-	/* the trait of "<SELF as TRAIT>::", when SELF names no path */
-	for (as = fn + 1; *as; as++) {
-		if (*as == '<')
-			depth++;
-		else if (*as == '>' && depth-- == 0)
-			return false;
-		else if (depth == 0 && !strncmp(as, "::", 2))
-			return false;
-		else if (depth == 0 && !strncmp(as, " as ", 4))
-			return rust_std_path(as + 4);
-	}
-	return false;
-}
-
-/* A C++ standard library name: its templates are inlined into the caller;
- * or a Rust one, likewise. */
-static bool std_name(const char *fn)
-{
-	const char *q;
-	if (!fn)
-		return false;
-	if (rust_std_name(fn))
-		return true;
-	q = qualified_name(fn);
-	return !strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11) ||
-	       !strncmp(q, "__cxxabiv1::", 12) || !strncmp(q, "__cxa_", 6) ||
-	       !strncmp(fn, "operator new", 12) || !strncmp(fn, "operator delete", 15);
 }
 
 static bool hidden_frame(const struct report *r, const struct dframe *d)
