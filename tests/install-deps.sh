@@ -16,7 +16,8 @@ set -e
 # (libproc2, libunwind, elfutils, protobuf-c, ncurses for memwatch top) and
 # the headers it reads (libdebuginfod's). cmocka is here although only the
 # unit tests use it: configure looks for it when it runs, so it must be there
-# before the build.
+# before the build; so is LLVM's libunwind (libunwind-14, 70 KB), which a test
+# program links to show that the agent leaves a program's own unwinder alone.
 # Running: gnuplot draws the plots.
 # The agent's libunwind: built from Debian's source package as a static library
 # of position-independent objects (src/agent/libunwind-pic.sh) into
@@ -24,7 +25,7 @@ set -e
 # own (Debian's libunwind.a cannot be linked into a shared object).
 build="build-essential autoconf automake libtool pkg-config
 	libproc2-dev libunwind-dev libdw-dev libelf-dev libdebuginfod-dev zlib1g-dev
-	libprotobuf-c-dev protobuf-c-compiler libncurses-dev libcmocka-dev
+	libprotobuf-c-dev protobuf-c-compiler libncurses-dev libcmocka-dev libunwind-14
 	gnuplot-nox"
 
 # The tests: debug info for libc, a debuginfod server, the fuzzers' clang,

@@ -7,8 +7,9 @@
 # has there; the watch triggers, attaches, snapshots and reports the leak;
 # diff names it; everything is written on the host. Where memfds are not to be
 # had (MEMWATCH_TEST_NO_MEMFD), the agent is copied into the container's /tmp
-# and removed once loaded: a copy left by a memwatch killed before it could
-# remove it is removed by a later attach. Then the same for a
+# and removed once loaded, as it is when the memfd cannot be loaded (no /proc
+# in the container): a copy left by a memwatch killed before it could remove
+# it is removed by a later attach. Then the same for a
 # container whose root is an unprivileged host uid, as rootless Podman and
 # Docker's userns-remap make them.
 . "$top_srcdir/tests/lib.sh"
@@ -51,6 +52,24 @@ run_mw 0 diff "flow.$pid.1.snap" "$final"
 expect_grep "cache_store +demo\.c:25" out
 
 kill -0 "$pid" 2> /dev/null || fail "the container's process died"
+kill -9 "$pid" 2> /dev/null
+
+# A container without /proc: the memfd cannot be opened as /proc/self/fd/N,
+# so the agent is copied into its /tmp (and removed once loaded)
+make_root "$tmp/root4"
+CT_SETUP='umount "$r/proc"'
+start_container "$tmp/root4" demo4.out "$TARGETS/demo" 60
+pid=$ct_pid
+[ ! -e "/proc/$pid/root/proc/self" ] || fail "the container has a /proc"
+MEMWATCH_INJECT_DEBUG=1 run_mw 0 snap -p "$pid" -w 1s -o d.snap
+expect_grep "^inject: no memfd \(dlopen failed: /proc/self/fd/[0-9]+: cannot open shared object file: No such file or directory\): copying the agent into its root$" err
+expect_grep "^memwatch: pid $pid: agent attached" err
+grep -q " /tmp/memwatch-[0-9]*-[^/]*/libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
+	fail "the agent is not mapped from its removed copy"
+ls -l "/proc/$pid/fd" > fd4.list
+! grep -q memfd fd4.list || fail "the memfd was left open in the process: $(grep memfd fd4.list)"
+ct_tmp_list "$pid" > tmp4.list
+[ ! -s tmp4.list ] || fail "the agent's copy was left in the container's /tmp: $(cat tmp4.list)"
 kill -9 "$pid" 2> /dev/null
 
 # Without memfds, memwatch killed after placing its copy, before loading it
