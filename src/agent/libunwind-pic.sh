@@ -52,11 +52,13 @@ apt() {
 	apt-get -q -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$work/parts" \
 		-o Dir::State::Lists="$work/lists" "$@"
 }
-apt update > "$work/update.log" 2>&1 || { cat "$work/update.log" >&2; exit 1; }
+# (a source that fails, a third party's without sources, does not stop the
+# fetch: apt source says so if Debian's failed too)
+apt update > "$work/update.log" 2>&1 || true
 
 v=$(dpkg-query -W -f='${Version}' libunwind-dev 2>/dev/null || true)
 (cd "$work" && apt source --download-only "libunwind${v:+=$v}" > "$work/source.log" 2>&1) ||
-	{ cat "$work/source.log" >&2; exit 1; }
+	{ cat "$work/update.log" "$work/source.log" >&2; exit 1; }
 (cd "$work" && dpkg-source -x libunwind_*.dsc src > "$work/extract.log" 2>&1) ||
 	{ cat "$work/extract.log" >&2; exit 1; }
 
