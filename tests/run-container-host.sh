@@ -31,7 +31,7 @@ expect_grep "^pid $pid: .* live \(estimated\) in [0-9]+ stacks" out
 grep -q " /memfd:libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
 	fail "the agent is not mapped from a memfd"
 ls -l "/proc/$pid/fd" > fd.list
-! grep -q memfd fd.list || fail "the memfd was left open in the process: $(grep memfd fd.list)"
+! grep -q '/memfd:' fd.list || fail "the memfd was left open in the process: $(grep /memfd: fd.list)"
 ct_tmp_list "$pid" > tmp.list
 [ ! -s tmp.list ] || fail "something was written into the container's /tmp: $(cat tmp.list)"
 run_mw 0 show a.snap
@@ -67,7 +67,7 @@ expect_grep "^memwatch: pid $pid: agent attached" err
 grep -q " /tmp/memwatch-[0-9]*-[^/]*/libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
 	fail "the agent is not mapped from its removed copy"
 ls -l "/proc/$pid/fd" > fd4.list
-! grep -q memfd fd4.list || fail "the memfd was left open in the process: $(grep memfd fd4.list)"
+! grep -q '/memfd:' fd4.list || fail "the memfd was left open in the process: $(grep /memfd: fd4.list)"
 ct_tmp_list "$pid" > tmp4.list
 [ ! -s tmp4.list ] || fail "the agent's copy was left in the container's /tmp: $(cat tmp4.list)"
 kill -9 "$pid" 2> /dev/null

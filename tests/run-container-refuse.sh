@@ -24,7 +24,7 @@ start_container "$tmp/ro" ro.out "$TARGETS/demo" 60
 run_mw 5 snap -p "$ct_pid" -w 1s -o ro.snap
 expect_err_line "pid $ct_pid: cannot attach: cannot load the agent: through a memfd, dlopen failed: /proc/self/fd/[0-9]+: cannot open shared object file: No such file or directory; as a copy in the process's root, no writable place for the agent in the process's container \(/tmp, /var/tmp and /dev/shm are read-only, noexec or missing\)"
 ls -l "/proc/$ct_pid/fd" > fd.list
-! grep -q memfd fd.list || fail "the memfd was left open in the process: $(grep memfd fd.list)"
+! grep -q '/memfd:' fd.list || fail "the memfd was left open in the process: $(grep /memfd: fd.list)"
 expect_grep "^  hint: give the container a writable /tmp that allows code \(docker run --tmpfs /tmp:exec\)" err
 [ ! -e ro.snap ] || fail "a snapshot was written"
 no_agent "$ct_pid"
