@@ -281,12 +281,22 @@ static void sweep_stale_copies(const char *dir)
 	closedir(d);
 }
 
+bool container_agent_visible(int pid, const char *agent_abs)
+{
+	char fn[PATH_MAX + 64];
+	struct stat ours, theirs;
+
+	snprintf(fn, sizeof fn, "/proc/%d/root%s", pid, agent_abs);
+	return stat(agent_abs, &ours) == 0 && stat(fn, &theirs) == 0 && ours.st_ino == theirs.st_ino &&
+	       ours.st_dev == theirs.st_dev;
+}
+
 int container_place_agent(int pid, const char *agent_abs, uid_t uid, gid_t gid,
 			  struct container_agent *ca, char **cause, char **hint)
 {
 	static const char *const places[] = { "/tmp", "/var/tmp", "/dev/shm" };
 	char fn[PATH_MAX + 64];
-	struct stat ours, theirs;
+	struct stat theirs;
 	int last_err = 0;
 
 	*ca = (struct container_agent){ 0 };
@@ -296,9 +306,7 @@ int container_place_agent(int pid, const char *agent_abs, uid_t uid, gid_t gid,
 		*cause = xasprintf("cannot see into the process's root (%s): %s", fn, strerror(errno));
 		return -EACCES;
 	}
-	snprintf(fn, sizeof fn, "/proc/%d/root%s", pid, agent_abs);
-	if (stat(agent_abs, &ours) == 0 && stat(fn, &theirs) == 0 && ours.st_ino == theirs.st_ino &&
-	    ours.st_dev == theirs.st_dev) {
+	if (container_agent_visible(pid, agent_abs)) {
 		ca->path = xstrdup(agent_abs);
 		return 0;
 	}

@@ -25,6 +25,9 @@ struct container_agent {
 	bool copied;      /* a copy was made (it may be removed already) */
 };
 
+/* Whether pid sees the agent file agent_abs (absolute) at that same path. */
+bool container_agent_visible(int pid, const char *agent_abs);
+
 /* Make the agent file agent_abs (absolute) loadable by pid: the same file when
  * the process sees it at that path, else a copy in a writable, executable
  * place of its root (/tmp, /var/tmp, /dev/shm), owned by uid:gid. Also checks

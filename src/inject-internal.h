@@ -222,6 +222,10 @@ struct injector {
 	struct module loaded;       /* the agent already mapped (already_loaded) */
 	struct classifier cl;
 	bool unwind_map_files;      /* unwind from the mapped objects (deleted files, another root) */
+	bool via_memfd;             /* it does not see our agent file: load it from a memfd
+				     * (inject-memfd.c), a copy in its root as the fallback */
+	uint64_t memfd_create_addr; /* libc's memfd_create and close, for via_memfd */
+	uint64_t close_addr;
 	unsigned long long start_time;  /* of the process: tells a reused pid apart */
 	int busy_by;                /* INJECT_EBUSY: the memwatch that is attaching */
 };
@@ -238,5 +242,13 @@ bool process_exists(int pid);
 int memwatch_tracing(int pid);
 int fail_stopped(int pid, char **cause, char **hint);
 int explain_eperm(struct injector *ij, char **cause, char **hint);
+
+/* ---------------------------------------------------------------- inject-memfd.c: the agent where the process cannot see our file */
+
+/* The room frame_build leaves for the path dlopen is given (a memfd's, a copy's). */
+#define MEMFD_PATH_MAX 256
+bool memfd_possible(struct injector *ij);
+int memfd_load_agent(struct injector *ij, struct seized *s, const uint64_t *addrs, uint64_t *start_addr,
+		     enum call_result *cr, char *msg, size_t msglen, char **cause, char **hint);
 
 #endif

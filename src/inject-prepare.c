@@ -429,15 +429,26 @@ static int find_agent(struct injector *ij, const char *agent_path, char **cause,
 		ij->cl.agent_hi = ij->loaded.hi;
 		return 0;
 	}
-	/* In a container: its socket must be reachable, and the agent is copied
-	 * into its root, owned by its user, unless the same file is there at the
-	 * same path. */
+	/* In a container: its socket must be reachable, and the agent is loaded
+	 * from a memfd made in it (inject-memfd.c, once a thread is stopped) or
+	 * else copied into its root, owned by its user, unless the same file is
+	 * there at the same path. */
 	if (container_check_reach(pid, cause, hint) < 0)
 		return -INJECT_EPERM;
 	container_agent_release(&ij->placed);
-	if ((r = container_place_agent(pid, ij->agent_abs, ij->st.uid[1], ij->st.gid[1], &ij->placed,
-				       cause, hint)) < 0)
+	ij->via_memfd = false;
+	if (!container_agent_visible(pid, ij->agent_abs) && memfd_possible(ij)) {
+		char fn[64];
+		struct stat root;
+		/* its root is seen with ptrace's permission (PTRACE_MODE_READ) */
+		snprintf(fn, sizeof fn, "/proc/%d/root/", pid);
+		if (stat(fn, &root) < 0 && (errno == EACCES || errno == EPERM))
+			return explain_eperm(ij, cause, hint);
+		ij->via_memfd = true;
+	} else if ((r = container_place_agent(pid, ij->agent_abs, ij->st.uid[1], ij->st.gid[1],
+					      &ij->placed, cause, hint)) < 0) {
 		return r == -EACCES ? explain_eperm(ij, cause, hint) : -INJECT_EUNSUPPORTED;
+	}
 	struct module agent = { 0 };
 	uint64_t minv;
 	int fd = open(ij->agent_abs, O_RDONLY | O_CLOEXEC);

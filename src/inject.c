@@ -41,21 +41,29 @@
 static int do_calls(struct injector *ij, struct seized *s, struct inject_result *res, bool *no_restore,
 		    char **cause, char **hint)
 {
-	char msg[256] = "";
-	uint64_t start_addr, addrs[3];
+	char msg[256] = "", room[MEMFD_PATH_MAX];
+	uint64_t start_addr, addrs[5];
 	/* the third: where the start function stores its result (a sentinel
-	 * until then, and for an agent that does not store it) */
-	const char *strs[3] = { ij->placed.path ? ij->placed.path : ij->agent_abs, ij->options,
-				START_PENDING };
+	 * until then, and for an agent that does not store it); the fourth and
+	 * fifth, for a load through a memfd: its name, and room for the path */
+	const char *strs[5] = { ij->placed.path ? ij->placed.path : ij->agent_abs, ij->options,
+				START_PENDING, AGENT_SONAME, room };
 	enum call_result cr;
-	int pid = ij->pid;
+	int pid = ij->pid, lr;
 
 	*no_restore = false;
-	if (frame_build(pid, s, ij->rt_sigreturn_addr, strs, 3, addrs, msg, sizeof msg) < 0)
+	memset(room, '/', sizeof room - 1);
+	room[sizeof room - 1] = '\0';
+	if (frame_build(pid, s, ij->rt_sigreturn_addr, strs, ij->via_memfd ? 5 : 3, addrs, msg, sizeof msg) < 0)
 		return inject_fail(INJECT_EINTERNAL, cause, hint, NULL, "%s", msg);
 	if (ij->loaded.path) {
 		start_addr = ij->loaded.bias + ij->start_off;
 		res->already_loaded = true;
+	} else if (ij->via_memfd) {
+		if ((lr = memfd_load_agent(ij, s, addrs, &start_addr, &cr, msg, sizeof msg, cause, hint)) > 0)
+			goto call_failed;
+		if (lr < 0)
+			return lr;
 	} else {
 		uint64_t flags = RTLD_NOW | (ij->dlopen_is_private ? RTLD_DLOPEN_FLAG : 0);
 		cr = remote_call(pid, s, ij->dlopen_addr, addrs[0], flags, CALL_TIMEOUT_MS, msg, sizeof msg);

@@ -537,7 +537,8 @@ bool match_libpthread(const char *b)
 /* The agent, also as a copy placed in a container and removed once mapped. */
 bool match_agent(const char *b)
 {
-	return name_is(b, AGENT_SONAME);
+	/* or loaded from a memfd (inject-memfd.c) */
+	return name_is(b, AGENT_SONAME) || !strcmp(b, "memfd:" AGENT_SONAME " (deleted)");
 }
 
 /* The remote unwinder (libunwind-ptrace) reads unwind tables from the files

@@ -17,12 +17,17 @@ set -e
 # for memwatch top) and
 # the headers it reads (libdebuginfod's). cmocka is here although only the
 # unit tests use it: configure looks for it when it runs, so it must be there
-# before the build.
+# before the build; so is LLVM's libunwind (libunwind-14, 70 KB), which a test
+# program links to show that the agent leaves a program's own unwinder alone.
 # Running: gnuplot draws the plots.
+# The agent's libunwind: built from Debian's source package as a static library
+# of position-independent objects (src/agent/libunwind-pic.sh) into
+# $agent_unwind, where configure looks for it, so that the agent carries its
+# own (Debian's libunwind.a cannot be linked into a shared object).
 build="build-essential autoconf automake libtool pkg-config
 	libproc2-dev libunwind-dev libdw-dev libelf-dev libdebuginfod-dev zlib1g-dev
 	libiberty-dev
-	libprotobuf-c-dev protobuf-c-compiler libncurses-dev libcmocka-dev
+	libprotobuf-c-dev protobuf-c-compiler libncurses-dev libcmocka-dev libunwind-14
 	gnuplot-nox"
 
 # The tests: debug info for libc, a debuginfod server, the fuzzers' clang,
@@ -46,6 +51,7 @@ tests="libc6-dbg debuginfod file clang libclang-rt-14-dev valgrind g++
 # nodejs (NodeSource's), so it is not installed but unpacked into this
 # directory, with a launcher, $node18/node, that runs it with its libnode.
 node18=/opt/memwatch-tests/node18
+agent_unwind=/usr/local/lib/memwatch-libunwind
 
 case "${1:-}" in
 "") packages=$build ;;
@@ -65,7 +71,9 @@ want_node18=
 if [ "${1:-}" = --tests ] && ! "$node18/node" -e 0 2>/dev/null; then
 	want_node18=1
 fi
-[ -n "$missing$want_node18" ] || exit 0
+want_unwind=
+[ -e "$agent_unwind/lib/libunwind.a" ] || want_unwind=1
+[ -n "$missing$want_node18$want_unwind" ] || exit 0
 
 # root installs directly; anyone else through sudo, when there is one
 if [ "$(id -u)" -eq 0 ]; then
@@ -73,10 +81,10 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo > /dev/null; then
 	sudo="sudo"
 else
-	echo "install-deps: missing packages:$missing${want_node18:+ (and $node18)} (run as root, or install sudo)" >&2
+	echo "install-deps: missing packages:$missing${want_node18:+ (and $node18)}${want_unwind:+ (and $agent_unwind)} (run as root, or install sudo)" >&2
 	exit 1
 fi
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+[ -z "$missing$want_node18" ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
 if [ -n "$missing" ]; then
 	echo "install-deps: installing$missing"
 	# libunwind-dev conflicts with LLVM's libunwind-14-dev; -y lets apt
@@ -84,6 +92,9 @@ if [ -n "$missing" ]; then
 	# unattended upgrade) to end.
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 		-o DPkg::Lock::Timeout=600 $missing
+fi
+if [ -n "$want_unwind" ]; then
+	$sudo sh "$(dirname "$0")/../src/agent/libunwind-pic.sh" "$agent_unwind"
 fi
 [ -n "$want_node18" ] || exit 0
 

@@ -1,12 +1,15 @@
 #!/bin/sh
 # run-container-host.sh: memwatch on the host, given the host's pid of a
 # process in a container (other user, mount, PID, network and cgroup
-# namespaces, its own root and /tmp): snap attaches the agent (a copy placed in
-# the container's /tmp and removed once loaded), the agent is reached over
+# namespaces, its own root and /tmp): snap attaches the agent (loaded from a
+# memfd made in the process: nothing is written into the container), the agent is reached over
 # its socket in the container's network namespace under the pid the process
 # has there; the watch triggers, attaches, snapshots and reports the leak;
-# diff names it; everything is written on the host. A copy left by a memwatch
-# killed before it could remove it is removed by a later attach. Then the same for a
+# diff names it; everything is written on the host. Where memfds are not to be
+# had (MEMWATCH_TEST_NO_MEMFD), the agent is copied into the container's /tmp
+# and removed once loaded, as it is when the memfd cannot be loaded (no /proc
+# in the container): a copy left by a memwatch killed before it could remove
+# it is removed by a later attach. Then the same for a
 # container whose root is an unprivileged host uid, as rootless Podman and
 # Docker's userns-remap make them.
 . "$top_srcdir/tests/lib.sh"
@@ -17,17 +20,20 @@ make_root "$tmp/root"
 start_container "$tmp/root" demo.out "$TARGETS/demo" 60
 pid=$ct_pid
 
-# the agent is not in the container: it is copied there
+# the agent is not in the container: it is loaded from a memfd
 [ ! -e "$tmp/root$MEMWATCH_AGENT" ] || fail "the agent is visible in the container by itself"
-run_mw 0 snap -p "$pid" -w 2s -o a.snap
+MEMWATCH_INJECT_DEBUG=1 run_mw 0 snap -p "$pid" -w 2s -o a.snap
+expect_grep "^inject: the agent loaded from a memfd$" err
 expect_grep "^a\.snap$" out
 expect_grep "^memwatch: pid $pid: agent attached \(thread $pid paused [0-9.]+ ms\)" err
 expect_grep "^pid $pid: .* live \(estimated\) in [0-9]+ stacks" out
 [ -s a.snap ] || fail "no snapshot written on the host"
-grep -q "libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
-	fail "the agent is not mapped from its removed copy"
+grep -q " /memfd:libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
+	fail "the agent is not mapped from a memfd"
+ls -l "/proc/$pid/fd" > fd.list
+! grep -q '/memfd:' fd.list || fail "the memfd was left open in the process: $(grep /memfd: fd.list)"
 ct_tmp_list "$pid" > tmp.list
-[ ! -s tmp.list ] || fail "the agent's copy was left in the container's /tmp: $(cat tmp.list)"
+[ ! -s tmp.list ] || fail "something was written into the container's /tmp: $(cat tmp.list)"
 run_mw 0 show a.snap
 expect_grep "cache_store +demo\.c:25" out
 expect_grep "^snapshot a\.snap: pid 1 demo" out
@@ -48,10 +54,29 @@ expect_grep "cache_store +demo\.c:25" out
 kill -0 "$pid" 2> /dev/null || fail "the container's process died"
 kill -9 "$pid" 2> /dev/null
 
-# memwatch killed after placing its copy, before loading it (before its first
-# ptrace request, MEMWATCH_TEST_KILL_AT=1), twice: both copies stay, named
-# after it. The next attach removes the one older than any attach (aged here),
-# keeps the young one, and removes its own once loaded.
+# A container without /proc: the memfd cannot be opened as /proc/self/fd/N,
+# so the agent is copied into its /tmp (and removed once loaded)
+make_root "$tmp/root4"
+CT_SETUP='umount "$r/proc"'
+start_container "$tmp/root4" demo4.out "$TARGETS/demo" 60
+pid=$ct_pid
+[ ! -e "/proc/$pid/root/proc/self" ] || fail "the container has a /proc"
+MEMWATCH_INJECT_DEBUG=1 run_mw 0 snap -p "$pid" -w 1s -o d.snap
+expect_grep "^inject: no memfd \(dlopen failed: /proc/self/fd/[0-9]+: cannot open shared object file: No such file or directory\): copying the agent into its root$" err
+expect_grep "^memwatch: pid $pid: agent attached" err
+grep -q " /tmp/memwatch-[0-9]*-[^/]*/libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
+	fail "the agent is not mapped from its removed copy"
+ls -l "/proc/$pid/fd" > fd4.list
+! grep -q '/memfd:' fd4.list || fail "the memfd was left open in the process: $(grep /memfd: fd4.list)"
+ct_tmp_list "$pid" > tmp4.list
+[ ! -s tmp4.list ] || fail "the agent's copy was left in the container's /tmp: $(cat tmp4.list)"
+kill -9 "$pid" 2> /dev/null
+
+# Without memfds, memwatch killed after placing its copy, before loading it
+# (before its first ptrace request, MEMWATCH_TEST_KILL_AT=1), twice: both
+# copies stay, named after it. The next attach removes the one older than any
+# attach (aged here), keeps the young one, and removes its own once loaded.
+export MEMWATCH_TEST_NO_MEMFD=1
 make_root "$tmp/root3"
 start_container "$tmp/root3" demo3.out "$TARGETS/demo" 60
 pid=$ct_pid
@@ -71,8 +96,11 @@ expect_grep "^memwatch: pid $pid: agent attached" err
 ct_tmp_list "$pid" > after.list
 [ "$(cat after.list)" = "$young" ] ||
 	fail "after the attach, the container's /tmp has '$(cat after.list)', expected only '$young'"
+grep -q " /tmp/memwatch-[0-9]*-[^/]*/libmemwatch-agent\.so (deleted)$" "/proc/$pid/maps" ||
+	fail "the agent is not mapped from its removed copy"
 kill -0 "$pid" 2> /dev/null || fail "the container's process died"
 kill -9 "$pid" 2> /dev/null
+unset MEMWATCH_TEST_NO_MEMFD
 
 # A container whose root is uid 100000 here: the copy of the agent belongs to
 # that uid, and the agent, which accepts its own user or root as its user

@@ -5,9 +5,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -214,10 +217,44 @@ static int agent_start(const char *options);
 
 /* The entry point (see protocol.h): *result, when given, gets the outcome
  * for an injector that cannot see the return value. */
+/* Close the memfds an injector made to load the agent and could not close, as
+ * it was killed between making one and closing it (a later injector closes its
+ * own before calling here): found by their name in /proc/self/fd, read with
+ * getdents64 and readlinkat, which allocate nothing. */
+static void close_stale_memfds(void)
+{
+	static const char ours[] = "/memfd:libmemwatch-agent.so (deleted)";
+	char buf[4096], link[sizeof ours + 1];
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	if (dir < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < n;) {
+			struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d =
+				(void *)(buf + off);
+			char *end;
+			long fd = strtol(d->name, &end, 10);
+			ssize_t l;
+			off += d->reclen;
+			if (*end || end == d->name || fd == dir)
+				continue;
+			l = readlinkat(dir, d->name, link, sizeof link - 1);
+			if (l == (ssize_t)sizeof ours - 1 && !memcmp(link, ours, sizeof ours - 1))
+				close((int)fd);
+		}
+	}
+	close(dir);
+}
+
 __attribute__((visibility("default"))) int memwatch_agent_start(const char *options, int *result);
 int memwatch_agent_start(const char *options, int *result)
 {
-	int r = agent_start(options);
+	int r;
+
+	close_stale_memfds();
+	r = agent_start(options);
 	if (result)
 		*result = r;
 	return r;

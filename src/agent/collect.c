@@ -93,6 +93,10 @@ static int modules_cb(struct dl_phdr_info *info, size_t sz, void *data)
 	/* The main program is "" to the loader: name it by /proc/self/exe. */
 	if (!name[0] && l->n == 0 && l->exe)
 		name = l->exe;
+	/* The agent loaded from a memfd (the injector's /proc/self/fd/N, closed
+	 * since): named as the process's maps show it. */
+	if (lo <= mw_self_lo && mw_self_lo < hi && !strncmp(name, "/proc/self/fd/", 14))
+		name = "/memfd:libmemwatch-agent.so (deleted)";
 	m->path = strdup(name);
 	if (!m->path) {
 		l->failed = true;
