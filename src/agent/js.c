@@ -323,9 +323,7 @@ static void on_cleanup(void *arg)
 	mw_tls.guard--;
 }
 
-/* A v8::HandleScope's data in its isolate, and a scope opened inline
- * (V8_SCOPE_INLINE), as v8-internal.h and v8-local-handle.h lay them out. */
-struct hs_data { void **next, **limit; int level, sealed_level; };
+/* A scope opened inline (V8_SCOPE_INLINE), as v8-local-handle.h lays it out. */
 struct hs_inline { void *iso; void **prev_next, **prev_limit; };
 
 /* Open a v8::HandleScope in hs (V8_HS_ROOM bytes) on iso, on its thread, as
@@ -334,12 +332,12 @@ struct hs_inline { void *iso; void **prev_next, **prev_limit; };
 static bool scope_open(void *hs, void *iso)
 {
 	struct hs_inline *h = hs;
-	struct hs_data *d;
+	struct v8_hs_data *d;
 	if (lay->scope == V8_SCOPE_CALLED) {
 		v8.hs_init(hs, iso);
 		return true;
 	}
-	d = (struct hs_data *)((char *)iso + lay->hs_data);
+	d = (struct v8_hs_data *)((char *)iso + lay->hs_data);
 	if (d->level < 0 || d->level > 1 << 20 || d->sealed_level < 0 || d->sealed_level > d->level ||
 	    !d->next != !d->limit || d->next > d->limit)
 		return false;
@@ -354,12 +352,12 @@ static bool scope_open(void *hs, void *iso)
 static void scope_close(void *hs)
 {
 	struct hs_inline *h = hs;
-	struct hs_data *d;
+	struct v8_hs_data *d;
 	if (lay->scope == V8_SCOPE_CALLED) {
 		v8.hs_fini(hs);
 		return;
 	}
-	d = (struct hs_data *)((char *)h->iso + lay->hs_data);
+	d = (struct v8_hs_data *)((char *)h->iso + lay->hs_data);
 	d->next = h->prev_next;
 	d->level--;
 	if (d->limit != h->prev_limit) {
@@ -372,8 +370,14 @@ static void on_start(void *iso, void *data)
 {
 	unsigned char hs[V8_HS_ROOM] __attribute__((aligned(16)));
 	struct js_slot *s;
+	uintptr_t i = (uintptr_t)data;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
+	/* The thread that answered for the isolate may have been one running
+	 * a task for it (a V8 platform thread, whose current isolate is then
+	 * that one); V8 runs the interrupt on the isolate's own thread. */
+	if (i < JS_MAX_ISOLATES && iso && slots[i].state == SLOT_PENDING && slots[i].iso == iso)
+		slots[i].tid = my_tid();
 	s = slot_of(iso, data);
 	if (!s || !want || s->running)
 		goto out;
@@ -572,8 +576,8 @@ static struct js_result *read_profile(void *iso)
 		return r;
 	}
 	vt = *(void ***)prof;
-	root = ((ap_root_fn *)vt[0])(prof);
-	sv = ((ap_samples_fn *)vt[1])(prof);
+	root = ((ap_root_fn *)vt[V8_VT_ROOT])(prof);
+	sv = ((ap_samples_fn *)vt[V8_VT_SAMPLES])(prof);
 	/* the node ids of the samples, sorted: live_samples by node */
 	nids = (size_t)(sv->end - sv->begin) / lay->sample_size;
 	if (nids && !(ids = malloc(nids * sizeof *ids)))
@@ -675,7 +679,7 @@ static struct js_result *read_profile(void *iso)
 		}
 		top--;
 	}
-	((ap_delete_fn *)vt[3])(prof);
+	((ap_delete_fn *)vt[V8_VT_DELETE])(prof);
 	scope_close(hs);
 	free(ids);
 	free(walk);
