@@ -42,6 +42,15 @@ struct v8_layout {
 	uint16_t hs_data;               /* V8_SCOPE_INLINE: Internals::kIsolateHandleScopeDataOffset */
 };
 
+/* The slots of v8::AllocationProfile's virtual functions the agent calls. */
+#define V8_VT_ROOT 0            /* GetRootNode */
+#define V8_VT_SAMPLES 1         /* GetSamples */
+#define V8_VT_DELETE 3          /* the deleting destructor */
+
+/* A v8::HandleScope's data in its isolate (v8::internal::HandleScopeData),
+ * where V8_SCOPE_INLINE moves it. */
+struct v8_hs_data { void **next, **limit; int level, sealed_level; };
+
 /* The room js.c gives a v8::HandleScope; a V8 whose is larger is not read. */
 #define V8_HS_ROOM 64
 
