@@ -7,7 +7,7 @@
  * session, nothing in the process's JavaScript.
  *
  * V8's C++ API is called through its exported (Itanium-mangled) functions,
- * found by dlsym, never linked against. What is read of V8's structures
+ * found by dlsym, never linked against (v8api.c). What is read of V8's structures
  * (v8::AllocationProfile's nodes and samples, their std::vectors,
  * v8::HandleScope's size, or where its data is when its constructor is
  * inline) and which functions copy a string out are per V8 version, in
@@ -45,7 +45,6 @@
 
 #define _GNU_SOURCE 1
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>
@@ -58,7 +57,7 @@
 
 #include "agent.h"
 #include "snapshot.h"
-#include "v8layout.h"
+#include "v8api.h"
 
 #define JS_SIGNAL_MAGIC 0x6d776a73        /* "mwjs" in si_value */
 #define JS_HOLD_NS (2 * 1000000ull)        /* the signal handler holds the thread at most this */
@@ -66,61 +65,6 @@
 #define JS_POLL_NS (100 * 1000000ull)      /* the helper looks for the isolate this often, */
 #define JS_MAX_POLLS 600                   /*   this many times at most in a capture */
 #define JS_SCAN_NS (1000 * 1000000ull)     /* then for workers' isolates this often */
-
-/* V8's and node's functions, by their mangled names; those that not every
- * V8 of v8layout.c's table exports are asked for by its entry (needed()). */
-struct v8_api {
-	const char *(*version)(void);
-	void *(*try_get_current)(void);
-	void (*request_interrupt)(void *iso, void (*cb)(void *iso, void *data), void *data);
-	void *(*heap_profiler)(void *iso);
-	bool (*start)(void *hp, uint64_t interval, int depth, int flags);
-	void (*stop)(void *hp);
-	void *(*profile)(void *hp);
-	void (*hs_init)(void *hs, void *iso);
-	void (*hs_fini)(void *hs);
-	int (*write_utf8)(const void *str, void *iso, char *buf, int len, int *nchars, int opts);
-	size_t (*write_utf8_v2)(const void *str, void *iso, char *buf, size_t cap, int flags, size_t *nchars);
-	void (*hs_delete_ext)(void *hs, void *iso);
-	bool (*in_context)(void *iso);
-	void *(*current_context)(void *iso);
-	void *(*node_env)(void *context);
-	void (*add_cleanup)(void *iso, void (*fn)(void *), void *arg);
-	const bool *v8_initialized;
-	void (*node_interrupt)(void *env, void (*fn)(void *), void *arg);
-};
-static const struct { const char *name; size_t off; } v8_syms[] = {
-#define S(f, n) { n, offsetof(struct v8_api, f) }
-	S(version, "_ZN2v82V810GetVersionEv"),
-	S(try_get_current, "_ZN2v87Isolate13TryGetCurrentEv"),
-	S(request_interrupt, "_ZN2v87Isolate16RequestInterruptEPFvPS0_PvES2_"),
-	S(heap_profiler, "_ZN2v87Isolate15GetHeapProfilerEv"),
-	S(start, "_ZN2v812HeapProfiler25StartSamplingHeapProfilerEmiNS0_13SamplingFlagsE"),
-	S(stop, "_ZN2v812HeapProfiler24StopSamplingHeapProfilerEv"),
-	S(profile, "_ZN2v812HeapProfiler20GetAllocationProfileEv"),
-	S(hs_init, "_ZN2v811HandleScopeC1EPNS_7IsolateE"),
-	S(hs_fini, "_ZN2v811HandleScopeD1Ev"),
-	S(write_utf8, "_ZNK2v86String9WriteUtf8EPNS_7IsolateEPciPii"),
-	S(write_utf8_v2, "_ZNK2v86String11WriteUtf8V2EPNS_7IsolateEPcmiPm"),
-	S(hs_delete_ext, "_ZN2v811HandleScope16DeleteExtensionsEPNS_7IsolateE"),
-	S(in_context, "_ZN2v87Isolate9InContextEv"),
-	S(current_context, "_ZN2v87Isolate17GetCurrentContextEv"),
-	S(node_env, "_ZN4node21GetCurrentEnvironmentEN2v85LocalINS0_7ContextEEE"),
-	S(add_cleanup, "_ZN4node25AddEnvironmentCleanupHookEPN2v87IsolateEPFvPvES3_"),
-	S(v8_initialized, "_ZN4node11per_process14v8_initializedE"),
-	S(node_interrupt, "_ZN4node16RequestInterruptEPNS_11EnvironmentEPFvPvES2_"),
-#undef S
-};
-static struct v8_api v8;
-static const struct v8_layout *lay;     /* the running V8's entry */
-
-/* libstdc++'s std::vector; v8::AllocationProfile's virtual functions
- * (v8layout.h): the rest is read at the offsets of lay. */
-struct std_vector { const char *begin, *end, *cap; };
-typedef void *ap_root_fn(void *self);
-typedef const struct std_vector *ap_samples_fn(void *self);
-typedef void ap_delete_fn(void *self);
-#define AT(p, off, type) (*(type const *)((const char *)(p) + (off)))
 
 /* One read of the profile: its stacks (frames are the hashes of the functions
  * named in names), in memory of our own. */
@@ -193,60 +137,13 @@ static void set_why(const char *s)
 	snprintf(js_why, sizeof js_why, "%s", s);
 }
 
-/* Is the function at offset off of struct v8_api one the running V8's
- * entry calls? */
-static bool needed(size_t off)
-{
-	if (off == offsetof(struct v8_api, write_utf8))
-		return lay->strings == V8_WRITE_UTF8;
-	if (off == offsetof(struct v8_api, write_utf8_v2))
-		return lay->strings == V8_WRITE_UTF8_V2;
-	if (off == offsetof(struct v8_api, hs_init) || off == offsetof(struct v8_api, hs_fini))
-		return lay->scope == V8_SCOPE_CALLED;
-	if (off == offsetof(struct v8_api, hs_delete_ext))
-		return lay->scope == V8_SCOPE_INLINE;
-	return true;
-}
-
 /* Find V8's API and its version, once. */
 static void probe(void)
 {
-	const char *v, *t;
-	size_t i;
 	if (probed)
 		return;
 	probed = true;
-	mw_loader_enter();
-	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
-		void *p = dlsym(RTLD_DEFAULT, v8_syms[i].name);
-		memcpy((char *)&v8 + v8_syms[i].off, &p, sizeof p);
-	}
-	mw_loader_leave();
-	if (!v8.version)
-		return;
-	v = v8.version();
-	snprintf(js_version, sizeof js_version, "%s", v ? v : "?");
-	js_state = MW_JS_UNSUPPORTED;
-	if (!(lay = mw_v8_layout(js_version)) || lay->hs_size > V8_HS_ROOM) {
-		char known[48];
-		mw_v8_versions(known, sizeof known);
-		snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (%s)", js_version, known);
-		return;
-	}
-	if ((t = getenv("MEMWATCH_TEST_V8_LAYOUT")) && !strcmp(t, "fail")) {
-		snprintf(js_why, sizeof js_why, "V8 %s is not laid out as its headers say", js_version);
-		return;
-	}
-	js_state = MW_JS_OFF;
-	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
-		void *p;
-		memcpy(&p, (char *)&v8 + v8_syms[i].off, sizeof p);
-		if (!p && needed(v8_syms[i].off)) {
-			js_state = MW_JS_UNSUPPORTED;
-			snprintf(js_why, sizeof js_why, "V8 %s does not export %s", js_version, v8_syms[i].name);
-			return;
-		}
-	}
+	js_state = mw_v8_probe(js_version, sizeof js_version, js_why, sizeof js_why);
 }
 
 
@@ -267,7 +164,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	/* one answer at a time: a late signal's thread may race this one's */
 	if (!__atomic_compare_exchange_n(&handshake, &one, 4, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
-	iso = v8.try_get_current();
+	iso = mw_v8.try_get_current();
 	found_iso = iso;
 	found_tid = my_tid();
 	__atomic_store_n(&handshake, 2, __ATOMIC_RELEASE);
@@ -306,7 +203,7 @@ static void on_cleanup(void *arg)
 	 * isolate, which this must not touch) */
 	if (s && s->state == SLOT_HOOKED && s->tid == my_tid()) {
 		if (s->running)
-			v8.stop(v8.heap_profiler(s->iso));
+			mw_v8.stop(mw_v8.heap_profiler(s->iso));
 		s->running = false;
 		s->env = NULL;
 		s->state = SLOT_GONE;
@@ -321,49 +218,6 @@ static void on_cleanup(void *arg)
 	}
 	pthread_mutex_unlock(&js_lock);
 	mw_tls.guard--;
-}
-
-/* A scope opened inline (V8_SCOPE_INLINE), as v8-local-handle.h lays it out. */
-struct hs_inline { void *iso; void **prev_next, **prev_limit; };
-
-/* Open a v8::HandleScope in hs (V8_HS_ROOM bytes) on iso, on its thread, as
- * its constructor does. False, with nothing done, when the data of an inline
- * one does not look like a handle scope's. */
-static bool scope_open(void *hs, void *iso)
-{
-	struct hs_inline *h = hs;
-	struct v8_hs_data *d;
-	if (lay->scope == V8_SCOPE_CALLED) {
-		v8.hs_init(hs, iso);
-		return true;
-	}
-	d = (struct v8_hs_data *)((char *)iso + lay->hs_data);
-	if (d->level < 0 || d->level > 1 << 20 || d->sealed_level < 0 || d->sealed_level > d->level ||
-	    !d->next != !d->limit || d->next > d->limit)
-		return false;
-	h->iso = iso;
-	h->prev_next = d->next;
-	h->prev_limit = d->limit;
-	d->level++;
-	return true;
-}
-
-/* Close the scope hs opened, as its destructor does. */
-static void scope_close(void *hs)
-{
-	struct hs_inline *h = hs;
-	struct v8_hs_data *d;
-	if (lay->scope == V8_SCOPE_CALLED) {
-		v8.hs_fini(hs);
-		return;
-	}
-	d = (struct v8_hs_data *)((char *)h->iso + lay->hs_data);
-	d->next = h->prev_next;
-	d->level--;
-	if (d->limit != h->prev_limit) {
-		d->limit = h->prev_limit;
-		v8.hs_delete_ext(hs, h->iso);
-	}
 }
 
 static void on_start(void *iso, void *data)
@@ -383,7 +237,7 @@ static void on_start(void *iso, void *data)
 		goto out;
 	if (s->state == SLOT_PENDING) {
 		void *env = NULL;
-		if (!scope_open(hs, iso)) {
+		if (!mw_v8_scope_open(hs, iso)) {
 			s->state = SLOT_GONE;
 			if (is_main(s)) {
 				js_state = MW_JS_OFF;
@@ -392,11 +246,11 @@ static void on_start(void *iso, void *data)
 			}
 			goto out;
 		}
-		if (v8.in_context(iso))
-			env = v8.node_env(v8.current_context(iso));
+		if (mw_v8.in_context(iso))
+			env = mw_v8.node_env(mw_v8.current_context(iso));
 		if (env)
-			v8.add_cleanup(iso, on_cleanup, data);
-		scope_close(hs);
+			mw_v8.add_cleanup(iso, on_cleanup, data);
+		mw_v8_scope_close(hs);
 		if (!env) {
 			/* Without the hook, the isolate's end could not be seen:
 			 * never asked anything again (a worker's, perhaps still
@@ -411,7 +265,7 @@ static void on_start(void *iso, void *data)
 		s->env = env;
 		s->state = SLOT_HOOKED;
 	}
-	s->running = v8.start(v8.heap_profiler(iso), interval, depth, 0);
+	s->running = mw_v8.start(mw_v8.heap_profiler(iso), interval, depth, 0);
 	if (is_main(s)) {
 		js_state = s->running ? MW_JS_ON : MW_JS_OFF;
 		set_why(s->running ? "" : "V8 refused to start its sampling heap profiler");
@@ -428,7 +282,7 @@ static void on_stop(void *iso, void *data)
 	pthread_mutex_lock(&js_lock);
 	s = slot_of(iso, data);
 	if (s && s->running && !want) {
-		v8.stop(v8.heap_profiler(iso));
+		mw_v8.stop(mw_v8.heap_profiler(iso));
 		s->running = false;
 		if (is_main(s))
 			js_state = MW_JS_OFF;
@@ -440,18 +294,18 @@ static void on_stop(void *iso, void *data)
 /* node::RequestInterrupt's callbacks: on the isolate's own thread. */
 static void node_start(void *data)
 {
-	on_start(v8.try_get_current(), data);
+	on_start(mw_v8.try_get_current(), data);
 }
 
 static void node_stop(void *data)
 {
-	on_stop(v8.try_get_current(), data);
+	on_stop(mw_v8.try_get_current(), data);
 }
 
 static void on_read(void *iso, void *data);
 static void node_read(void *data)
 {
-	on_read(v8.try_get_current(), data);
+	on_read(mw_v8.try_get_current(), data);
 }
 
 /* Have cb run on the JavaScript thread of the hooked slot s, through
@@ -460,7 +314,7 @@ static void node_read(void *data)
 static void ask(struct js_slot *s, void (*cb)(void *))
 {
 	if (s->state == SLOT_HOOKED && s->env)
-		v8.node_interrupt(s->env, cb, (void *)(uintptr_t)(s - slots));
+		mw_v8.node_interrupt(s->env, cb, (void *)(uintptr_t)(s - slots));
 }
 
 static void result_free(struct js_result *r)
@@ -477,25 +331,6 @@ static void result_free(struct js_result *r)
 	free(r->stacks);
 	free(r->names);
 	free(r);
-}
-
-static char *js_string(void *iso, void *local, const char *empty)
-{
-	char buf[1024];
-	int n;
-	if (!local)
-		return strdup(empty);
-	/* without a terminating NUL, orphan surrogates replaced */
-	if (lay->strings == V8_WRITE_UTF8_V2)
-		n = (int)v8.write_utf8_v2(local, iso, buf, sizeof buf - 1, 2, NULL);
-	else
-		n = v8.write_utf8(local, iso, buf, (int)sizeof buf - 1, NULL, 2 | 8);
-	if (n < 0 || n >= (int)sizeof buf)
-		n = 0;
-	buf[n] = 0;
-	if (!buf[0])
-		return strdup(empty);
-	return strdup(!strncmp(buf, "file://", 7) ? buf + 7 : buf);
 }
 
 /* Room for element n of the malloc'd array *v. */
@@ -553,6 +388,7 @@ static void names_uniq(struct js_result *r)
  * live samples, its frames the path from that node up to the root. */
 static struct js_result *read_profile(void *iso)
 {
+	const struct v8_layout *lay = mw_v8_lay;
 	unsigned char hs[V8_HS_ROOM] __attribute__((aligned(16)));
 	struct js_result *r = calloc(1, sizeof *r);
 	void *prof, **vt, *root;
@@ -566,24 +402,24 @@ static struct js_result *read_profile(void *iso)
 
 	if (!r)
 		return NULL;
-	if (!scope_open(hs, iso)) {
+	if (!mw_v8_scope_open(hs, iso)) {
 		free(r);
 		return NULL;
 	}
-	prof = v8.profile(v8.heap_profiler(iso));
+	prof = mw_v8.profile(mw_v8.heap_profiler(iso));
 	if (!prof) {
-		scope_close(hs);
+		mw_v8_scope_close(hs);
 		return r;
 	}
 	vt = *(void ***)prof;
-	root = ((ap_root_fn *)vt[V8_VT_ROOT])(prof);
-	sv = ((ap_samples_fn *)vt[V8_VT_SAMPLES])(prof);
+	root = ((v8_root_fn *)vt[V8_VT_ROOT])(prof);
+	sv = ((v8_samples_fn *)vt[V8_VT_SAMPLES])(prof);
 	/* the node ids of the samples, sorted: live_samples by node */
 	nids = (size_t)(sv->end - sv->begin) / lay->sample_size;
 	if (nids && !(ids = malloc(nids * sizeof *ids)))
 		failed = true;
 	for (i = 0; !failed && i < nids; i++)
-		ids[i] = AT(sv->begin + i * lay->sample_size, lay->sample_node_id, uint32_t);
+		ids[i] = V8_AT(sv->begin + i * lay->sample_size, lay->sample_node_id, uint32_t);
 	if (ids)
 		qsort(ids, nids, sizeof *ids, cmp_u32);
 	path = calloc((size_t)depth + 2, sizeof *path);
@@ -599,15 +435,15 @@ static struct js_result *read_profile(void *iso)
 	}
 	while (!failed && top) {
 		const void *n = walk[top - 1].n;
-		const struct std_vector *ch = &AT(n, lay->node_children, struct std_vector);
-		const struct std_vector *al = &AT(n, lay->node_allocations, struct std_vector);
-		int line = AT(n, lay->node_line, int), column = AT(n, lay->node_column, int);
+		const struct std_vector *ch = &V8_AT(n, lay->node_children, struct std_vector);
+		const struct std_vector *al = &V8_AT(n, lay->node_allocations, struct std_vector);
+		int line = V8_AT(n, lay->node_line, int), column = V8_AT(n, lay->node_column, int);
 		uint32_t d = walk[top - 1].depth;
 		size_t nch = (size_t)(ch->end - ch->begin) / sizeof(void *);
 		if (walk[top - 1].child == 0 && d > 0) {
 			/* first visit: this node's frame, then its own samples */
-			char *fn = js_string(iso, AT(n, lay->node_name, void *), "(anonymous)");
-			char *file = js_string(iso, AT(n, lay->node_script_name, void *), "");
+			char *fn = mw_v8_string(iso, V8_AT(n, lay->node_name, void *), "(anonymous)");
+			char *file = mw_v8_string(iso, V8_AT(n, lay->node_script_name, void *), "");
 			uint64_t h = 0xcbf29ce484222325ull;
 			size_t na = (size_t)(al->end - al->begin) / lay->alloc_size;
 			if (!fn || !file) {
@@ -650,12 +486,12 @@ static struct js_result *read_profile(void *iso)
 				st->nframes = d;
 				for (k = 0; k < na; k++) {
 					const char *a = al->begin + k * lay->alloc_size;
-					unsigned count = AT(a, lay->alloc_count, unsigned);
-					st->bytes += (uint64_t)AT(a, lay->alloc_bytes, size_t) * count;
+					unsigned count = V8_AT(a, lay->alloc_count, unsigned);
+					st->bytes += (uint64_t)V8_AT(a, lay->alloc_bytes, size_t) * count;
 					st->blocks += count;
 				}
 				if (ids) {
-					uint32_t key = AT(n, lay->node_id, uint32_t);
+					uint32_t key = V8_AT(n, lay->node_id, uint32_t);
 					uint32_t *p = bsearch(&key, ids, nids, sizeof *ids, cmp_u32);
 					if (p) {
 						while (p > ids && p[-1] == key)
@@ -679,8 +515,8 @@ static struct js_result *read_profile(void *iso)
 		}
 		top--;
 	}
-	((ap_delete_fn *)vt[V8_VT_DELETE])(prof);
-	scope_close(hs);
+	((v8_delete_fn *)vt[V8_VT_DELETE])(prof);
+	mw_v8_scope_close(hs);
 	free(ids);
 	free(walk);
 	free(path);
@@ -934,7 +770,7 @@ static int ask_thread(pid_t tid)
 			s->state = SLOT_PENDING;
 			s->iso = iso;
 			s->tid = who;
-			v8.request_interrupt(iso, on_start, (void *)(uintptr_t)(s - slots));
+			mw_v8.request_interrupt(iso, on_start, (void *)(uintptr_t)(s - slots));
 			if (is_main(s)) {
 				js_state = MW_JS_WAITING;
 				set_why("the JavaScript thread has not reached a safe point yet");
@@ -968,7 +804,7 @@ static bool scan(void)
 	struct dirent *e;
 	uint64_t now = mw_now_ns();
 
-	if (!*v8.v8_initialized)
+	if (!*mw_v8.v8_initialized)
 		return true;    /* node is still starting */
 	/* the slots of threads gone are free again */
 	pthread_mutex_lock(&js_lock);
