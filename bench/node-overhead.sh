@@ -12,7 +12,8 @@
 # Usage: bench/node-overhead.sh [-r REPEATS] [-n ROUNDS] [BUILDDIR]
 #   BUILDDIR holds memwatch and tests/tools/agentctl (make check builds it).
 #   NODE=PATH runs another node than /usr/bin/node: NODE=18 runs Debian's
-#   node 18 where tests/install-deps.sh --tests unpacks it.
+#   node 18, NODE=22, 24 or 26 the official node of that version, where
+#   tests/install-deps.sh --tests unpacks them.
 set -u
 
 repeats=5
@@ -21,17 +22,20 @@ while getopts r:n: opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) rounds=$OPTARG ;;
-	*) sed -n '2,14s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 build=${1:-.}
 node=${NODE:-/usr/bin/node}
-if [ "$node" = 18 ]; then
+case $node in
+18)
 	node=/opt/memwatch-tests/node18/usr/bin/node
 	LD_LIBRARY_PATH=/opt/memwatch-tests/node18/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export LD_LIBRARY_PATH
-fi
+	;;
+22 | 24 | 26) node=/opt/memwatch-tests/node$node/bin/node ;;
+esac
 mw=$build/memwatch
 ctl=$build/tests/tools/agentctl
 wl=$(dirname "$0")/js_workload.js

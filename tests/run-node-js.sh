@@ -99,7 +99,7 @@ start_fifo_target fake "$TARGETS/js_fake"
 z=$target_pid
 if wait_until "grep -q '^ready' fake.out 2>/dev/null" 30; then
 	run_mw 0 snap -p "$z" -w 1 -o z.snap
-	expect_grep "^memwatch: pid $z: node: V8 9\.4\.146\.26-node\.26 is not a version memwatch reads \(10\.2, 11\.3\): captured native-only, without its JavaScript objects\$" err
+	expect_grep "^memwatch: pid $z: node: V8 9\.4\.146\.26-node\.26 is not a version memwatch reads \(10\.2, 11\.3, 12\.4, 13\.6, 14\.6\): captured native-only, without its JavaScript objects\$" err
 	[ "$(grep -c 'node:' err)" -eq 1 ] || fail "more than one line about node: $(cat err)"
 	"$CTL" "$z" status >z.ctl 2>&1 || fail "agentctl status: $(cat z.ctl)"
 	expect_grep ' js=unsupported ' z.ctl

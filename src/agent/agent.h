@@ -12,6 +12,8 @@
  *   python.c   CPython's allocator domains                       /  sources
  *   pyframes.c CPython's frames, read at each sample (python.h: python.c's and its)
  *   js.c       node: V8's sampling heap profiler, read at each snapshot
+ *   v8api.c    V8's API found by name, per V8 version (v8api.h: js.c's and its)
+ *   v8layout.c what is read of each V8 version (v8layout.h)
  *   heap.c     the sampler, the live-sample table, the shared state
  *   stacks.c   the interned stacks (stacks.h: heap.c's alone)
  * A file lower down never calls one higher up: heap.c learns what it needs

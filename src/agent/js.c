@@ -7,12 +7,12 @@
  * session, nothing in the process's JavaScript.
  *
  * V8's C++ API is called through its exported (Itanium-mangled) functions,
- * found by dlsym, never linked against. What is read of V8's structures
- * (v8::AllocationProfile's nodes, their std::vectors, v8::HandleScope's size)
- * was checked against the headers of V8 10.2 (node 18, Debian 12's
- * libnode-dev) and V8 11.3 (node 20), which lay them out alike and export
- * the same functions under the same names; any other V8, which says its
- * version through v8::V8::GetVersion, is captured native-only.
+ * found by dlsym, never linked against (v8api.c). What is read of V8's structures
+ * (v8::AllocationProfile's nodes and samples, their std::vectors,
+ * v8::HandleScope's size, or where its data is when its constructor is
+ * inline) and which functions copy a string out are per V8 version, in
+ * v8layout.c's table, from each version's headers; any other V8, which says
+ * its version through v8::V8::GetVersion, is captured native-only.
  *
  * The isolates: V8 keeps the current isolate in a thread-local of the
  * thread that runs it; node runs one on its main thread and one on each
@@ -33,9 +33,9 @@
  * reading and stopping it go through node::RequestInterrupt, which also
  * wakes an idle event loop; the start cannot (node's Environment is known
  * only on its thread), and waits for the thread to run JavaScript. No
- * signal is sent before V8 has a platform: node sets every signal's
- * disposition back to the default early in main, before it initializes V8,
- * which would make ours kill it.
+ * signal is sent before node has initialized V8 (node::per_process::
+ * v8_initialized): node sets every signal's disposition back to the default
+ * early in main, before that, which would make ours kill it.
  *
  * What a thread the signal reaches sees: a system call that SA_RESTART does
  * not restart (epoll_wait, poll, nanosleep) returns EINTR once; libuv's
@@ -45,7 +45,6 @@
 
 #define _GNU_SOURCE 1
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>
@@ -58,6 +57,7 @@
 
 #include "agent.h"
 #include "snapshot.h"
+#include "v8api.h"
 
 #define JS_SIGNAL_MAGIC 0x6d776a73        /* "mwjs" in si_value */
 #define JS_HOLD_NS (2 * 1000000ull)        /* the signal handler holds the thread at most this */
@@ -65,74 +65,6 @@
 #define JS_POLL_NS (100 * 1000000ull)      /* the helper looks for the isolate this often, */
 #define JS_MAX_POLLS 600                   /*   this many times at most in a capture */
 #define JS_SCAN_NS (1000 * 1000000ull)     /* then for workers' isolates this often */
-
-/* V8's functions, by their mangled names (the same in V8 10.2 and 11.3). */
-struct v8_api {
-	const char *(*version)(void);
-	void *(*try_get_current)(void);
-	void (*request_interrupt)(void *iso, void (*cb)(void *iso, void *data), void *data);
-	void *(*heap_profiler)(void *iso);
-	bool (*start)(void *hp, uint64_t interval, int depth, int flags);
-	void (*stop)(void *hp);
-	void *(*profile)(void *hp);
-	void (*hs_init)(void *hs, void *iso);
-	void (*hs_fini)(void *hs);
-	int (*write_utf8)(const void *str, void *iso, char *buf, int len, int *nchars, int opts);
-	bool (*in_context)(void *iso);
-	void *(*current_context)(void *iso);
-	void *(*node_env)(void *context);
-	void (*add_cleanup)(void *iso, void (*fn)(void *), void *arg);
-	void *(*platform)(void);
-	void (*node_interrupt)(void *env, void (*fn)(void *), void *arg);
-};
-static const struct { const char *name; size_t off; } v8_syms[] = {
-#define S(f, n) { n, offsetof(struct v8_api, f) }
-	S(version, "_ZN2v82V810GetVersionEv"),
-	S(try_get_current, "_ZN2v87Isolate13TryGetCurrentEv"),
-	S(request_interrupt, "_ZN2v87Isolate16RequestInterruptEPFvPS0_PvES2_"),
-	S(heap_profiler, "_ZN2v87Isolate15GetHeapProfilerEv"),
-	S(start, "_ZN2v812HeapProfiler25StartSamplingHeapProfilerEmiNS0_13SamplingFlagsE"),
-	S(stop, "_ZN2v812HeapProfiler24StopSamplingHeapProfilerEv"),
-	S(profile, "_ZN2v812HeapProfiler20GetAllocationProfileEv"),
-	S(hs_init, "_ZN2v811HandleScopeC1EPNS_7IsolateE"),
-	S(hs_fini, "_ZN2v811HandleScopeD1Ev"),
-	S(write_utf8, "_ZNK2v86String9WriteUtf8EPNS_7IsolateEPciPii"),
-	S(in_context, "_ZN2v87Isolate9InContextEv"),
-	S(current_context, "_ZN2v87Isolate17GetCurrentContextEv"),
-	S(node_env, "_ZN4node21GetCurrentEnvironmentEN2v85LocalINS0_7ContextEEE"),
-	S(add_cleanup, "_ZN4node25AddEnvironmentCleanupHookEPN2v87IsolateEPFvPvES3_"),
-	S(platform, "_ZN2v85debug18GetCurrentPlatformEv"),
-	S(node_interrupt, "_ZN4node16RequestInterruptEPNS_11EnvironmentEPFvPvES2_"),
-#undef S
-};
-static struct v8_api v8;
-
-/* The V8 versions whose structures were checked (their headers), as the
- * list the line about any other says. */
-static const char *const checked_versions[] = { "10.2.", "11.3." };
-#define CHECKED_VERSIONS "10.2, 11.3"
-
-/* v8::AllocationProfile (v8-profiler.h of V8 10.2 and 11.3), as laid out by the
- * Itanium C++ ABI and libstdc++'s std::vector (begin, end, capacity). */
-struct std_vector { void *begin, *end, *cap; };
-struct ap_allocation { size_t size; unsigned count; };
-struct ap_node {
-	void *name;              /* Local<String> */
-	void *script_name;       /* Local<String> */
-	int script_id, start_position, line_number, column_number;
-	uint32_t node_id;
-	struct std_vector children;      /* Node* */
-	struct std_vector allocations;   /* Allocation */
-};
-struct ap_sample { uint32_t node_id; size_t size; unsigned count; uint64_t sample_id; };
-/* Its virtual functions: GetRootNode, GetSamples, then the complete and the
- * deleting destructor. */
-typedef struct ap_node *ap_root_fn(void *self);
-typedef const struct std_vector *ap_samples_fn(void *self);
-typedef void ap_delete_fn(void *self);
-_Static_assert(sizeof(struct ap_node) == 88, "v8::AllocationProfile::Node of V8 10.2 and 11.3");
-_Static_assert(sizeof(struct ap_allocation) == 16 && sizeof(struct ap_sample) == 32,
-	       "v8::AllocationProfile's Allocation and Sample of V8 10.2 and 11.3");
 
 /* One read of the profile: its stacks (frames are the hashes of the functions
  * named in names), in memory of our own. */
@@ -149,7 +81,7 @@ static pthread_cond_t js_cond = PTHREAD_COND_INITIALIZER;
 static int js_state = MW_JS_NONE;      /* enum mw_js_state: the main thread's isolate */
 static bool probed;
 static char js_version[48];
-static char js_why[96];                /* the last reason the main thread's JS was not read */
+static char js_why[160];                /* the last reason the main thread's JS was not read */
 static bool want;                      /* capture is on */
 static uint64_t req_gen;               /* the generation of the last read asked for */
 static uint64_t interval;
@@ -208,39 +140,10 @@ static void set_why(const char *s)
 /* Find V8's API and its version, once. */
 static void probe(void)
 {
-	const char *v;
-	size_t i;
 	if (probed)
 		return;
 	probed = true;
-	mw_loader_enter();
-	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
-		void *p = dlsym(RTLD_DEFAULT, v8_syms[i].name);
-		memcpy((char *)&v8 + v8_syms[i].off, &p, sizeof p);
-	}
-	mw_loader_leave();
-	if (!v8.version)
-		return;
-	v = v8.version();
-	snprintf(js_version, sizeof js_version, "%s", v ? v : "?");
-	js_state = MW_JS_UNSUPPORTED;
-	for (i = 0; i < sizeof checked_versions / sizeof checked_versions[0]; i++)
-		if (!strncmp(js_version, checked_versions[i], strlen(checked_versions[i])))
-			js_state = MW_JS_OFF;
-	if (js_state == MW_JS_UNSUPPORTED) {
-		snprintf(js_why, sizeof js_why, "V8 %s is not a version memwatch reads (" CHECKED_VERSIONS ")",
-			 js_version);
-		return;
-	}
-	for (i = 0; i < sizeof v8_syms / sizeof v8_syms[0]; i++) {
-		void *p;
-		memcpy(&p, (char *)&v8 + v8_syms[i].off, sizeof p);
-		if (!p) {
-			js_state = MW_JS_UNSUPPORTED;
-			snprintf(js_why, sizeof js_why, "V8 %s does not export %s", js_version, v8_syms[i].name);
-			return;
-		}
-	}
+	js_state = mw_v8_probe(js_version, sizeof js_version, js_why, sizeof js_why);
 }
 
 
@@ -261,7 +164,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	/* one answer at a time: a late signal's thread may race this one's */
 	if (!__atomic_compare_exchange_n(&handshake, &one, 4, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
-	iso = v8.try_get_current();
+	iso = mw_v8.try_get_current();
 	found_iso = iso;
 	found_tid = my_tid();
 	__atomic_store_n(&handshake, 2, __ATOMIC_RELEASE);
@@ -300,7 +203,7 @@ static void on_cleanup(void *arg)
 	 * isolate, which this must not touch) */
 	if (s && s->state == SLOT_HOOKED && s->tid == my_tid()) {
 		if (s->running)
-			v8.stop(v8.heap_profiler(s->iso));
+			mw_v8.stop(mw_v8.heap_profiler(s->iso));
 		s->running = false;
 		s->env = NULL;
 		s->state = SLOT_GONE;
@@ -319,21 +222,35 @@ static void on_cleanup(void *arg)
 
 static void on_start(void *iso, void *data)
 {
-	unsigned char hs[64] __attribute__((aligned(16)));
+	unsigned char hs[V8_HS_ROOM] __attribute__((aligned(16)));
 	struct js_slot *s;
+	uintptr_t i = (uintptr_t)data;
 	mw_tls.guard++;
 	pthread_mutex_lock(&js_lock);
+	/* The thread that answered for the isolate may have been one running
+	 * a task for it (a V8 platform thread, whose current isolate is then
+	 * that one); V8 runs the interrupt on the isolate's own thread. */
+	if (i < JS_MAX_ISOLATES && iso && slots[i].state == SLOT_PENDING && slots[i].iso == iso)
+		slots[i].tid = my_tid();
 	s = slot_of(iso, data);
 	if (!s || !want || s->running)
 		goto out;
 	if (s->state == SLOT_PENDING) {
 		void *env = NULL;
-		v8.hs_init(hs, iso);
-		if (v8.in_context(iso))
-			env = v8.node_env(v8.current_context(iso));
+		if (!mw_v8_scope_open(hs, iso)) {
+			s->state = SLOT_GONE;
+			if (is_main(s)) {
+				js_state = MW_JS_OFF;
+				snprintf(js_why, sizeof js_why, "V8 %s keeps its handle scopes elsewhere than its headers say",
+					 js_version);
+			}
+			goto out;
+		}
+		if (mw_v8.in_context(iso))
+			env = mw_v8.node_env(mw_v8.current_context(iso));
 		if (env)
-			v8.add_cleanup(iso, on_cleanup, data);
-		v8.hs_fini(hs);
+			mw_v8.add_cleanup(iso, on_cleanup, data);
+		mw_v8_scope_close(hs);
 		if (!env) {
 			/* Without the hook, the isolate's end could not be seen:
 			 * never asked anything again (a worker's, perhaps still
@@ -348,7 +265,7 @@ static void on_start(void *iso, void *data)
 		s->env = env;
 		s->state = SLOT_HOOKED;
 	}
-	s->running = v8.start(v8.heap_profiler(iso), interval, depth, 0);
+	s->running = mw_v8.start(mw_v8.heap_profiler(iso), interval, depth, 0);
 	if (is_main(s)) {
 		js_state = s->running ? MW_JS_ON : MW_JS_OFF;
 		set_why(s->running ? "" : "V8 refused to start its sampling heap profiler");
@@ -365,7 +282,7 @@ static void on_stop(void *iso, void *data)
 	pthread_mutex_lock(&js_lock);
 	s = slot_of(iso, data);
 	if (s && s->running && !want) {
-		v8.stop(v8.heap_profiler(iso));
+		mw_v8.stop(mw_v8.heap_profiler(iso));
 		s->running = false;
 		if (is_main(s))
 			js_state = MW_JS_OFF;
@@ -377,18 +294,18 @@ static void on_stop(void *iso, void *data)
 /* node::RequestInterrupt's callbacks: on the isolate's own thread. */
 static void node_start(void *data)
 {
-	on_start(v8.try_get_current(), data);
+	on_start(mw_v8.try_get_current(), data);
 }
 
 static void node_stop(void *data)
 {
-	on_stop(v8.try_get_current(), data);
+	on_stop(mw_v8.try_get_current(), data);
 }
 
 static void on_read(void *iso, void *data);
 static void node_read(void *data)
 {
-	on_read(v8.try_get_current(), data);
+	on_read(mw_v8.try_get_current(), data);
 }
 
 /* Have cb run on the JavaScript thread of the hooked slot s, through
@@ -397,7 +314,7 @@ static void node_read(void *data)
 static void ask(struct js_slot *s, void (*cb)(void *))
 {
 	if (s->state == SLOT_HOOKED && s->env)
-		v8.node_interrupt(s->env, cb, (void *)(uintptr_t)(s - slots));
+		mw_v8.node_interrupt(s->env, cb, (void *)(uintptr_t)(s - slots));
 }
 
 static void result_free(struct js_result *r)
@@ -414,21 +331,6 @@ static void result_free(struct js_result *r)
 	free(r->stacks);
 	free(r->names);
 	free(r);
-}
-
-static char *js_string(void *iso, void *local, const char *empty)
-{
-	char buf[1024];
-	int n;
-	if (!local)
-		return strdup(empty);
-	n = v8.write_utf8(local, iso, buf, (int)sizeof buf - 1, NULL, 2 | 8);
-	if (n < 0 || n >= (int)sizeof buf)
-		n = 0;
-	buf[n] = 0;
-	if (!buf[0])
-		return strdup(empty);
-	return strdup(!strncmp(buf, "file://", 7) ? buf + 7 : buf);
 }
 
 /* Room for element n of the malloc'd array *v. */
@@ -486,35 +388,38 @@ static void names_uniq(struct js_result *r)
  * live samples, its frames the path from that node up to the root. */
 static struct js_result *read_profile(void *iso)
 {
-	unsigned char hs[64] __attribute__((aligned(16)));
+	const struct v8_layout *lay = mw_v8_lay;
+	unsigned char hs[V8_HS_ROOM] __attribute__((aligned(16)));
 	struct js_result *r = calloc(1, sizeof *r);
-	void *prof, **vt;
-	struct ap_node *root;
+	void *prof, **vt, *root;
 	const struct std_vector *sv;
 	uint32_t *ids = NULL;
 	size_t nids = 0, ncap = 0, scap = 0, i;
-	struct { struct ap_node *n; uint32_t depth; uint32_t child; } *walk = NULL;
+	struct { const void *n; uint32_t depth; uint32_t child; } *walk = NULL;
 	uint64_t *path = NULL;
 	size_t wcap = 0, top = 0;
 	bool failed = false;
 
 	if (!r)
 		return NULL;
-	v8.hs_init(hs, iso);
-	prof = v8.profile(v8.heap_profiler(iso));
+	if (!mw_v8_scope_open(hs, iso)) {
+		free(r);
+		return NULL;
+	}
+	prof = mw_v8.profile(mw_v8.heap_profiler(iso));
 	if (!prof) {
-		v8.hs_fini(hs);
+		mw_v8_scope_close(hs);
 		return r;
 	}
 	vt = *(void ***)prof;
-	root = ((ap_root_fn *)vt[0])(prof);
-	sv = ((ap_samples_fn *)vt[1])(prof);
+	root = ((v8_root_fn *)vt[V8_VT_ROOT])(prof);
+	sv = ((v8_samples_fn *)vt[V8_VT_SAMPLES])(prof);
 	/* the node ids of the samples, sorted: live_samples by node */
-	nids = (size_t)((struct ap_sample *)sv->end - (struct ap_sample *)sv->begin);
+	nids = (size_t)(sv->end - sv->begin) / lay->sample_size;
 	if (nids && !(ids = malloc(nids * sizeof *ids)))
 		failed = true;
 	for (i = 0; !failed && i < nids; i++)
-		ids[i] = ((struct ap_sample *)sv->begin)[i].node_id;
+		ids[i] = V8_AT(sv->begin + i * lay->sample_size, lay->sample_node_id, uint32_t);
 	if (ids)
 		qsort(ids, nids, sizeof *ids, cmp_u32);
 	path = calloc((size_t)depth + 2, sizeof *path);
@@ -529,16 +434,18 @@ static struct js_result *read_profile(void *iso)
 		top = 1;
 	}
 	while (!failed && top) {
-		struct ap_node *n = walk[top - 1].n;
+		const void *n = walk[top - 1].n;
+		const struct std_vector *ch = &V8_AT(n, lay->node_children, struct std_vector);
+		const struct std_vector *al = &V8_AT(n, lay->node_allocations, struct std_vector);
+		int line = V8_AT(n, lay->node_line, int), column = V8_AT(n, lay->node_column, int);
 		uint32_t d = walk[top - 1].depth;
-		size_t nch = (size_t)((struct ap_node **)n->children.end - (struct ap_node **)n->children.begin);
+		size_t nch = (size_t)(ch->end - ch->begin) / sizeof(void *);
 		if (walk[top - 1].child == 0 && d > 0) {
 			/* first visit: this node's frame, then its own samples */
-			char *fn = js_string(iso, n->name, "(anonymous)");
-			char *file = js_string(iso, n->script_name, "");
+			char *fn = mw_v8_string(iso, V8_AT(n, lay->node_name, void *), "(anonymous)");
+			char *file = mw_v8_string(iso, V8_AT(n, lay->node_script_name, void *), "");
 			uint64_t h = 0xcbf29ce484222325ull;
-			size_t na = (size_t)((struct ap_allocation *)n->allocations.end -
-					     (struct ap_allocation *)n->allocations.begin);
+			size_t na = (size_t)(al->end - al->begin) / lay->alloc_size;
 			if (!fn || !file) {
 				free(fn);
 				free(file);
@@ -546,7 +453,7 @@ static struct js_result *read_profile(void *iso)
 				break;
 			}
 			h = hash_str(hash_str(h, fn), file);
-			h = mw_splitmix64(h ^ ((uint64_t)(uint32_t)n->line_number << 32 | (uint32_t)n->column_number));
+			h = mw_splitmix64(h ^ ((uint64_t)(uint32_t)line << 32 | (uint32_t)column));
 			h &= 0x7fffffffffffffffull;
 			path[d - 1] = h;
 			if (!grow((void **)&r->names, r->nnames, &ncap, sizeof *r->names)) {
@@ -558,7 +465,7 @@ static struct js_result *read_profile(void *iso)
 			r->names[r->nnames].hash = h;
 			r->names[r->nnames].function = fn;
 			r->names[r->nnames].file = file;
-			r->names[r->nnames].line = n->line_number > 0 ? (uint32_t)n->line_number : 0;
+			r->names[r->nnames].line = line > 0 ? (uint32_t)line : 0;
 			r->nnames++;
 			if (na) {
 				struct js_stack *st;
@@ -578,12 +485,13 @@ static struct js_result *read_profile(void *iso)
 					st->frames[k] = path[d - 1 - k];
 				st->nframes = d;
 				for (k = 0; k < na; k++) {
-					const struct ap_allocation *a = (struct ap_allocation *)n->allocations.begin + k;
-					st->bytes += (uint64_t)a->size * a->count;
-					st->blocks += a->count;
+					const char *a = al->begin + k * lay->alloc_size;
+					unsigned count = V8_AT(a, lay->alloc_count, unsigned);
+					st->bytes += (uint64_t)V8_AT(a, lay->alloc_bytes, size_t) * count;
+					st->blocks += count;
 				}
 				if (ids) {
-					uint32_t key = n->node_id;
+					uint32_t key = V8_AT(n, lay->node_id, uint32_t);
 					uint32_t *p = bsearch(&key, ids, nids, sizeof *ids, cmp_u32);
 					if (p) {
 						while (p > ids && p[-1] == key)
@@ -598,7 +506,7 @@ static struct js_result *read_profile(void *iso)
 			}
 		}
 		if (walk[top - 1].child < nch && d < (uint32_t)depth && top < wcap) {
-			struct ap_node *c = ((struct ap_node **)n->children.begin)[walk[top - 1].child++];
+			const void *c = ((void *const *)ch->begin)[walk[top - 1].child++];
 			walk[top].n = c;
 			walk[top].depth = d + 1;
 			walk[top].child = 0;
@@ -607,8 +515,8 @@ static struct js_result *read_profile(void *iso)
 		}
 		top--;
 	}
-	((ap_delete_fn *)vt[3])(prof);
-	v8.hs_fini(hs);
+	((v8_delete_fn *)vt[V8_VT_DELETE])(prof);
+	mw_v8_scope_close(hs);
 	free(ids);
 	free(walk);
 	free(path);
@@ -862,7 +770,7 @@ static int ask_thread(pid_t tid)
 			s->state = SLOT_PENDING;
 			s->iso = iso;
 			s->tid = who;
-			v8.request_interrupt(iso, on_start, (void *)(uintptr_t)(s - slots));
+			mw_v8.request_interrupt(iso, on_start, (void *)(uintptr_t)(s - slots));
 			if (is_main(s)) {
 				js_state = MW_JS_WAITING;
 				set_why("the JavaScript thread has not reached a safe point yet");
@@ -896,7 +804,7 @@ static bool scan(void)
 	struct dirent *e;
 	uint64_t now = mw_now_ns();
 
-	if (!v8.platform())
+	if (!*mw_v8.v8_initialized)
 		return true;    /* node is still starting */
 	/* the slots of threads gone are free again */
 	pthread_mutex_lock(&js_lock);
