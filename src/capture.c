@@ -21,6 +21,7 @@
 #include "control.h"
 #include "hotspot.h"
 #include "inject.h"
+#include "preload.h"
 #include "progkind.h"
 #include "proc.h"
 #include "report.h"
@@ -180,6 +181,13 @@ struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog
 	c->fd = -1;
 	c->state = o->mode == CAPTURE_NEVER ? ST_DONE : ST_IDLE;
 	trigger_init(&c->trig, &o->trigger);
+	/* a program memwatch run just started, a worker just forked: its
+	 * baseline is its RSS once started, not at its exec */
+	if (o->mode == CAPTURE_GROWTH) {
+		double age = proc_age_s(pid);
+		if (age >= 0 && age < TRIGGER_STARTUP_S)
+			trigger_starting(&c->trig);
+	}
 	return c;
 }
 
@@ -679,11 +687,47 @@ static void take_exit_snapshot(struct capture *c, double t)
 	free(buf);
 }
 
+/* Inject the agent as memwatch -p does. 1 when it is in, 0 when the process
+ * is still starting (the next sample tries again), -1 when it failed (said). */
+static int capture_inject(struct capture *c, double t)
+{
+	struct inject_result r;
+	char *agent = find_agent_library(), *cause = NULL, *hint = NULL;
+	char *opts = xasprintf("capture=idle,rate=%llu,depth=%u",
+			       (unsigned long long)c->o.sample_rate, c->o.max_depth);
+	int rc = inject_agent(c->pid, agent, opts, INJECT_DEADLINE_MS, &r, &cause, &hint);
+
+	free(agent);
+	free(opts);
+	if (rc == -INJECT_ESTARTING && t - c->first_t < PRELOAD_GRACE_S) {
+		/* caught between its exec and its C library: the next sample tries again */
+		free(cause);
+		free(hint);
+		return 0;
+	}
+	if (rc < 0) {
+		mw_error("pid %d: cannot attach: %s", c->pid, cause);
+		if (hint)
+			mw_hint("%s", hint);
+		mw_warn("pid %d: watching goes on without capture", c->pid);
+		capture_fail(c, t, "attach-failed", cause);
+		free(cause);
+		free(hint);
+		return -1;
+	}
+	runlog_event(c->log, t, c->pid, "attach",
+		     "pause_ms=%.2f total_ms=%.1f tid=%d attempts=%u reused=%d", r.pause_ms,
+		     r.total_ms, r.tid, r.attempts, r.already_loaded);
+	return 1;
+}
+
 /* Get the agent running in the process and capturing. A preloaded agent that
- * is not listening yet leaves the state IDLE, to be retried at the next sample. */
+ * is not listening yet leaves the state IDLE, to be retried at the next sample;
+ * one that will not come (preload.c says why) is injected as -p does. */
 static void capture_begin(struct capture *c, double t)
 {
-	char *cause = NULL, *hint = NULL;
+	char *cause = NULL;
+	bool injected = false;
 	int fd;
 
 	if (!c->wanted) {
@@ -697,32 +741,9 @@ static void capture_begin(struct capture *c, double t)
 		return;
 	}
 	if (!c->o.preloaded) {
-		struct inject_result r;
-		char *agent = find_agent_library();
-		char *opts = xasprintf("capture=idle,rate=%llu,depth=%u",
-				       (unsigned long long)c->o.sample_rate, c->o.max_depth);
-		int rc = inject_agent(c->pid, agent, opts, INJECT_DEADLINE_MS, &r, &cause, &hint);
-		free(agent);
-		free(opts);
-		if (rc == -INJECT_ESTARTING && t - c->first_t < PRELOAD_GRACE_S) {
-			/* caught between its exec and its C library: the next sample tries again */
-			free(cause);
-			free(hint);
+		if (capture_inject(c, t) <= 0)
 			return;
-		}
-		if (rc < 0) {
-			mw_error("pid %d: cannot attach: %s", c->pid, cause);
-			if (hint)
-				mw_hint("%s", hint);
-			mw_warn("pid %d: watching goes on without capture", c->pid);
-			capture_fail(c, t, "attach-failed", cause);
-			free(cause);
-			free(hint);
-			return;
-		}
-		runlog_event(c->log, t, c->pid, "attach",
-			     "pause_ms=%.2f total_ms=%.1f tid=%d attempts=%u reused=%d", r.pause_ms,
-			     r.total_ms, r.tid, r.attempts, r.already_loaded);
+		injected = true;
 	}
 	if (c->o.preloaded) {
 		/* a program the command started that cannot take the agent (static,
@@ -742,18 +763,22 @@ static void capture_begin(struct capture *c, double t)
 		}
 	}
 	fd = control_connect(c->pid, CONTROL_TIMEOUT_MS, &cause);
-	if (fd < 0 && c->o.preloaded && (fd == -ECONNREFUSED || fd == -ENOENT) &&
-	    t - c->first_t < PRELOAD_GRACE_S) {
-		/* the program is still starting: its agent is not listening yet */
+	if (fd < 0 && c->o.preloaded && (fd == -ECONNREFUSED || fd == -ENOENT)) {
+		enum preload_miss m = preload_missing(c->pid);
+		if (m == PRELOAD_STARTING && t - c->first_t < PRELOAD_GRACE_S) {
+			/* the program is still starting: its agent is not listening yet */
+			free(cause);
+			return;
+		}
+		/* it will not come: attach as memwatch -p PARENT --children does */
+		mw_warn("pid %d: %s; attaching to it as memwatch -p does", c->pid, preload_miss_text(m));
+		runlog_event(c->log, t, c->pid, "preload-missing", "cause=%s", preload_miss_name(m));
 		free(cause);
-		return;
-	}
-	if (fd < 0 && c->o.preloaded) {
-		mw_error("pid %d: the preloaded agent did not start: %s", c->pid, cause);
-		mw_hint("LD_PRELOAD is ignored for set-uid programs; attach with memwatch -p PID once it runs, or check MEMWATCH_AGENT");
-		capture_fail(c, t, "attach-failed", cause);
-		free(cause);
-		return;
+		cause = NULL;
+		if (capture_inject(c, t) <= 0)
+			return;
+		injected = true;
+		fd = control_connect(c->pid, CONTROL_TIMEOUT_MS, &cause);
 	}
 	if (fd < 0) {
 		mw_error("pid %d: cannot reach the agent: %s", c->pid, cause);
@@ -765,9 +790,16 @@ static void capture_begin(struct capture *c, double t)
 	/* a program started under memwatch run --capture now samples from its first
 	 * allocation: take the capture over instead of restarting it */
 	struct control_started got = { .rate = c->o.sample_rate, .depth = c->o.max_depth };
-	if (c->o.preloaded && c->o.mode == CAPTURE_NOW ?
-		    control_hold(fd, &cause) < 0 :
-		    control_start(fd, c->o.sample_rate, c->o.max_depth, c->o.max_stacks, &got, &cause) < 0) {
+	struct control_status cst;
+	bool hold = c->o.preloaded && !injected && c->o.mode == CAPTURE_NOW;
+	/* held, unless its agent does not capture (a child forked from a parent
+	 * that did not): then started */
+	int rc = 0;
+	if (hold)
+		rc = control_hold(fd, &cause) < 0 || control_status(fd, &cst, &cause) < 0 ? -1 : 0;
+	if (rc == 0 && (!hold || !cst.capturing))
+		rc = control_start(fd, c->o.sample_rate, c->o.max_depth, c->o.max_stacks, &got, &cause);
+	if (rc < 0) {
 		mw_error("pid %d: cannot start capture: %s", c->pid, cause);
 		capture_fail(c, t, "attach-failed", cause);
 		free(cause);
