@@ -26,6 +26,7 @@
 #include "proc.h"
 #include "report.h"
 #include "snapshot.h"
+#include "story.h"
 #include "symbolize.h"
 #include "util.h"
 
@@ -133,6 +134,8 @@ struct capture {
 	uint64_t last_live;      /* ... of the last snapshot (the report's end) */
 	double last_snap_t;      /* when the last snapshot came */
 	struct peak_state peak;  /* the high-water mark */
+	struct rss_story story;  /* RSS from /proc, told when capture failed */
+	char *failed;            /* why it failed */
 	struct oom_note oom;     /* the process was killed by the OOM killer */
 	uint64_t rate;           /* the sample rate in force (a shared capture's) */
 	bool shared;             /* joined another memwatch's capture */
@@ -220,6 +223,8 @@ static void capture_fail(struct capture *c, double t, const char *kind, const ch
 	char *esc = runlog_encode(cause);
 	runlog_event(c->log, t, c->pid, kind, "cause=%s", esc);
 	free(esc);
+	free(c->failed);
+	c->failed = xstrdup(cause);
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -751,7 +756,7 @@ static void capture_begin(struct capture *c, double t)
 		 * truly, rather than after the grace */
 		struct prog_info pi;
 		prog_judge_pid(c->pid, &pi);
-		if (prog_refused(pi.kind)) {
+		if (prog_unpreloadable(pi.kind)) {
 			char what[400], *why = xasprintf("the process %s: %s",
 							 prog_what(&pi, what, sizeof what),
 							 prog_why(pi.kind));
@@ -843,6 +848,7 @@ void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 	c->call_t = t;
 	c->call_ns = mono_ns();
 	c->rss = s->rss * 1024;
+	rss_story_add(&c->story, t, s);
 	/* the answer to an earlier request comes first: the connection is in step
 	 * only once it is in */
 	if (c->rx.active) {
@@ -1049,6 +1055,12 @@ int capture_end(struct capture *c, double t, enum end_reason reason, bool proces
 	print_oom(c);
 	if (c->state == ST_CAPTURING || c->nsnaps)
 		print_report(c);
+	else if (c->state == ST_FAILED && c->o.report) {
+		/* refused or failed: what /proc saw is still owed */
+		fflush(stdout);
+		rss_story_print(stdout, c->pid, c->failed ? c->failed : "capture failed", &c->story);
+		fflush(stdout);
+	}
 	c->state = ST_DONE;
 	if (c->lost) {
 		/* a watch that ends on a failed log write has said its error */
@@ -1081,6 +1093,7 @@ void capture_free(struct capture *c)
 	free(c->first_snap);
 	free(c->last_snap);
 	free(c->exit_snap);
+	free(c->failed);
 	free(c->js_note);
 	free(c->perfmap_here);
 	free(c->peak.path);

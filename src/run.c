@@ -26,9 +26,10 @@ const char run_usage[] =
 	"  memwatch run [OPTIONS] [--] CMD [ARGS...]\n"
 	"      Start CMD with the agent preloaded and watch it like memwatch -p; every\n"
 	"      watch and capture option above applies except -p (default --capture now).\n"
-	"      A CMD the agent cannot be loaded into (statically linked, musl, Go, a C\n"
-	"      library other than glibc) starts without it and is watched only, with\n"
-	"      one line saying why.\n"
+	"      A CMD the agent cannot be loaded into (statically linked, musl, Go without\n"
+	"      cgo, a C library other than glibc) starts without it and is watched\n"
+	"      only, with one line saying why; a Go program with cgo starts with it,\n"
+	"      for its C allocations.\n"
 	"      Waits for CMD and exits with its exit status (128+N when a signal N ended\n"
 	"      it). With -d the watch ends at the duration instead: memwatch exits 0 and\n"
 	"      CMD goes on running (its pid is said on stderr). Without -c, a CMD that\n"
@@ -230,7 +231,14 @@ static char *refusal(const char *cmd)
 		return NULL;      /* exec says what is wrong */
 	prog_judge_file(path, &pi);
 	free(path);
-	if (!prog_refused(pi.kind))
+	if (prog_unseen(pi.kind)) {
+		/* preloaded, with a part of its memory the agent does not see */
+		prog_what(&pi, what, sizeof what);
+		mw_warn("'%s' %s: %s", cmd, what, prog_unseen(pi.kind));
+		mw_hint("for the Go heap, use Go's heap profiler, runtime/pprof (net/http/pprof "
+			"serves it at /debug/pprof/heap for go tool pprof)");
+	}
+	if (!prog_unpreloadable(pi.kind))
 		return NULL;
 	prog_what(&pi, what, sizeof what);
 	subject = pi.script ? xasprintf("'%s', the interpreter of '%s',", pi.judged, cmd)
