@@ -184,9 +184,11 @@ struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog
 	c->fd = -1;
 	c->state = o->mode == CAPTURE_NEVER ? ST_DONE : ST_IDLE;
 	trigger_init(&c->trig, &o->trigger);
-	/* a program memwatch run just started, a worker just forked: its
-	 * baseline is its RSS once started, not at its exec */
-	if (o->mode == CAPTURE_GROWTH) {
+	/* a program memwatch run just started, or a worker of it just forked:
+	 * its baseline is its RSS once started, not at its exec (a process
+	 * memwatch -p finds young is taken as it is: it may leak from its
+	 * start) */
+	if (o->mode == CAPTURE_GROWTH && o->preloaded) {
 		double age = proc_age_s(pid);
 		if (age >= 0 && age < TRIGGER_STARTUP_S)
 			trigger_starting(&c->trig);

@@ -40,7 +40,7 @@ bool growth_window_slope(const struct growth_window *w, double *slope);
 
 /* A process younger than this at its first sample is starting: its baseline
  * waits for its start-up growth to settle (trigger_starting). */
-#define TRIGGER_STARTUP_S 5.0
+#define TRIGGER_STARTUP_S 3.0
 
 /* The evaluation state of one process's trigger. */
 struct trigger_state {
