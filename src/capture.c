@@ -184,11 +184,13 @@ struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog
 	c->fd = -1;
 	c->state = o->mode == CAPTURE_NEVER ? ST_DONE : ST_IDLE;
 	trigger_init(&c->trig, &o->trigger);
-	/* a program memwatch run just started, or a worker of it just forked:
-	 * its baseline is its RSS once started, not at its exec (a process
-	 * memwatch -p finds young is taken as it is: it may leak from its
-	 * start) */
-	if (o->mode == CAPTURE_GROWTH && o->preloaded) {
+	/* a program memwatch run just started (its command, or a program of
+	 * its tree started by exec): its baseline is its RSS once started, not
+	 * at its exec. A worker just forked starts from its parent's RSS, and
+	 * a process memwatch -p finds young is taken as it is: either may leak
+	 * from its start. */
+	if (o->mode == CAPTURE_GROWTH && o->preloaded &&
+	    (pid == o->exit_pid || proc_runs_own_program(pid))) {
 		double age = proc_age_s(pid);
 		if (age >= 0 && age < TRIGGER_STARTUP_S)
 			trigger_starting(&c->trig);

@@ -573,6 +573,25 @@ double proc_age_s(int pid)
 	return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (double)start / (double)hz;
 }
 
+bool proc_runs_own_program(int pid)
+{
+	char fn[64], buf[1024], *p, a[PATH_MAX], b[PATH_MAX];
+	ssize_t na, nb;
+	int ppid;
+
+	snprintf(fn, sizeof fn, "/proc/%d/stat", pid);
+	if (read_small(fn, buf, sizeof buf) <= 0 || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return false;
+	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
+	na = readlink(fn, a, sizeof a - 1);
+	snprintf(fn, sizeof fn, "/proc/%d/exe", ppid);
+	nb = readlink(fn, b, sizeof b - 1);
+	if (na <= 0 || nb <= 0)
+		return false;
+	return na != nb || memcmp(a, b, (size_t)na) != 0;
+}
+
 enum proc_run proc_run_of_state(char state)
 {
 	switch (state) {

@@ -25,13 +25,13 @@ snaps_of() {
 	n=$(grep -c "^# event [0-9.]* $2 snapshot path=" "$1")
 }
 
-# workers_snapped LOG: $n, how many processes other than the first the log
-# names have a snapshot.
+# workers_snapped LOG [K]: $n, how many processes other than the first the log
+# names have K snapshots or more (1).
 workers_snapped() {
 	local root
 	root=$(sed -n 's/^# process: \([0-9]*\) .*/\1/p' "$1" 2>/dev/null | head -n 1)
 	n=$(sed -n 's/^# event [0-9.]* \([0-9]*\) snapshot path=.*/\1/p' "$1" 2>/dev/null |
-		grep -v "^$root\$" | sort -u | grep -c '')
+		grep -v "^$root\$" | sort | uniq -c | awk -v k="${2:-1}" '$1 >= k' | grep -c '')
 }
 
 # start_mw NAME ARGS...: memwatch ARGS in the background, its output in
@@ -100,7 +100,8 @@ for i in range(int(sys.argv[2])):
 }
 
 # gunicorn NAME OPTIONS...: gunicorn under memwatch run --children OPTIONS,
-# served 300 requests; then stopped with SIGTERM, passed on by memwatch.
+# served requests until each worker has 2 snapshots; then stopped with
+# SIGTERM, passed on by memwatch.
 gunicorn() {
 	local name=$1
 	shift
@@ -109,10 +110,15 @@ gunicorn() {
 	wait_until "grep -q 'Booting worker' '$name.err' && [ \$(grep -c 'Booting worker' '$name.err') -ge 2 ]" 60
 	port_of "$name.err"
 	[ -n "$port" ] || fail "$name: gunicorn's port not found"
-	client "$port" 300 || fail "$name: the client failed"
+	# requests in rounds until each worker has 2 snapshots (the requests
+	# go to either), for at most 60 s
+	end=$(($(date +%s) + 60))
+	while workers_snapped "$name.log" 2; [ "$n" -lt 2 ] && [ "$(date +%s)" -lt "$end" ]; do
+		client "$port" 100 || { fail "$name: the client failed"; break; }
+	done
+	[ "$n" -ge 2 ] || fail "$name: the workers do not have 2 snapshots each"
 	master=$(sed -n 's/^# process: \([0-9]*\) .*/\1/p' "$name.log" | head -n 1)
 	workers=$(sed -n "s/^# event [0-9.]* \([0-9]*\) process ppid=$master .*/\1/p" "$name.log")
-	wait_until "workers_snapped '$name.log'; [ \$n -ge 2 ]" 30
 	kill -TERM "$mw"
 	wait_mw "$name" 0
 	set -- $workers
@@ -127,10 +133,10 @@ gunicorn() {
 	done
 }
 
-gunicorn c
+gunicorn c --snap-every +8MiB
 # on growth: the master's start (30 MiB over its exec) does not fire the
 # trigger, and each worker captures when it grows, its parent not capturing
-gunicorn d --capture growth -t +10MiB
+gunicorn d --capture growth -t +10MiB --snap-every +8MiB
 expect_no_grep "^# event [0-9.]* $master trigger " d.log
 for w in $workers; do
 	expect_grep "^# event [0-9.]* $w trigger " d.log
