@@ -21,10 +21,12 @@
 #include "control.h"
 #include "hotspot.h"
 #include "inject.h"
+#include "preload.h"
 #include "progkind.h"
 #include "proc.h"
 #include "report.h"
 #include "snapshot.h"
+#include "story.h"
 #include "symbolize.h"
 #include "util.h"
 
@@ -132,6 +134,8 @@ struct capture {
 	uint64_t last_live;      /* ... of the last snapshot (the report's end) */
 	double last_snap_t;      /* when the last snapshot came */
 	struct peak_state peak;  /* the high-water mark */
+	struct rss_story story;  /* RSS from /proc, told when capture failed */
+	char *failed;            /* why it failed */
 	struct oom_note oom;     /* the process was killed by the OOM killer */
 	uint64_t rate;           /* the sample rate in force (a shared capture's) */
 	bool shared;             /* joined another memwatch's capture */
@@ -180,6 +184,17 @@ struct capture *capture_new(const struct capture_opts *o, int pid, struct runlog
 	c->fd = -1;
 	c->state = o->mode == CAPTURE_NEVER ? ST_DONE : ST_IDLE;
 	trigger_init(&c->trig, &o->trigger);
+	/* a program memwatch run just started (its command, or a program of
+	 * its tree started by exec): its baseline is its RSS once started, not
+	 * at its exec. A worker just forked starts from its parent's RSS, and
+	 * a process memwatch -p finds young is taken as it is: either may leak
+	 * from its start. */
+	if (o->mode == CAPTURE_GROWTH && o->preloaded &&
+	    (pid == o->exit_pid || proc_runs_own_program(pid))) {
+		double age = proc_age_s(pid);
+		if (age >= 0 && age < TRIGGER_STARTUP_S)
+			trigger_starting(&c->trig);
+	}
 	return c;
 }
 
@@ -212,6 +227,8 @@ static void capture_fail(struct capture *c, double t, const char *kind, const ch
 	char *esc = runlog_encode(cause);
 	runlog_event(c->log, t, c->pid, kind, "cause=%s", esc);
 	free(esc);
+	free(c->failed);
+	c->failed = xstrdup(cause);
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -679,11 +696,47 @@ static void take_exit_snapshot(struct capture *c, double t)
 	free(buf);
 }
 
+/* Inject the agent as memwatch -p does. 1 when it is in, 0 when the process
+ * is still starting (the next sample tries again), -1 when it failed (said). */
+static int capture_inject(struct capture *c, double t)
+{
+	struct inject_result r;
+	char *agent = find_agent_library(), *cause = NULL, *hint = NULL;
+	char *opts = xasprintf("capture=idle,rate=%llu,depth=%u",
+			       (unsigned long long)c->o.sample_rate, c->o.max_depth);
+	int rc = inject_agent(c->pid, agent, opts, INJECT_DEADLINE_MS, &r, &cause, &hint);
+
+	free(agent);
+	free(opts);
+	if (rc == -INJECT_ESTARTING && t - c->first_t < PRELOAD_GRACE_S) {
+		/* caught between its exec and its C library: the next sample tries again */
+		free(cause);
+		free(hint);
+		return 0;
+	}
+	if (rc < 0) {
+		mw_error("pid %d: cannot attach: %s", c->pid, cause);
+		if (hint)
+			mw_hint("%s", hint);
+		mw_warn("pid %d: watching goes on without capture", c->pid);
+		capture_fail(c, t, "attach-failed", cause);
+		free(cause);
+		free(hint);
+		return -1;
+	}
+	runlog_event(c->log, t, c->pid, "attach",
+		     "pause_ms=%.2f total_ms=%.1f tid=%d attempts=%u reused=%d", r.pause_ms,
+		     r.total_ms, r.tid, r.attempts, r.already_loaded);
+	return 1;
+}
+
 /* Get the agent running in the process and capturing. A preloaded agent that
- * is not listening yet leaves the state IDLE, to be retried at the next sample. */
+ * is not listening yet leaves the state IDLE, to be retried at the next sample;
+ * one that will not come (preload.c says why) is injected as -p does. */
 static void capture_begin(struct capture *c, double t)
 {
-	char *cause = NULL, *hint = NULL;
+	char *cause = NULL;
+	bool injected = false;
 	int fd;
 
 	if (!c->wanted) {
@@ -697,32 +750,9 @@ static void capture_begin(struct capture *c, double t)
 		return;
 	}
 	if (!c->o.preloaded) {
-		struct inject_result r;
-		char *agent = find_agent_library();
-		char *opts = xasprintf("capture=idle,rate=%llu,depth=%u",
-				       (unsigned long long)c->o.sample_rate, c->o.max_depth);
-		int rc = inject_agent(c->pid, agent, opts, INJECT_DEADLINE_MS, &r, &cause, &hint);
-		free(agent);
-		free(opts);
-		if (rc == -INJECT_ESTARTING && t - c->first_t < PRELOAD_GRACE_S) {
-			/* caught between its exec and its C library: the next sample tries again */
-			free(cause);
-			free(hint);
+		if (capture_inject(c, t) <= 0)
 			return;
-		}
-		if (rc < 0) {
-			mw_error("pid %d: cannot attach: %s", c->pid, cause);
-			if (hint)
-				mw_hint("%s", hint);
-			mw_warn("pid %d: watching goes on without capture", c->pid);
-			capture_fail(c, t, "attach-failed", cause);
-			free(cause);
-			free(hint);
-			return;
-		}
-		runlog_event(c->log, t, c->pid, "attach",
-			     "pause_ms=%.2f total_ms=%.1f tid=%d attempts=%u reused=%d", r.pause_ms,
-			     r.total_ms, r.tid, r.attempts, r.already_loaded);
+		injected = true;
 	}
 	if (c->o.preloaded) {
 		/* a program the command started that cannot take the agent (static,
@@ -730,7 +760,7 @@ static void capture_begin(struct capture *c, double t)
 		 * truly, rather than after the grace */
 		struct prog_info pi;
 		prog_judge_pid(c->pid, &pi);
-		if (prog_refused(pi.kind)) {
+		if (prog_unpreloadable(pi.kind)) {
 			char what[400], *why = xasprintf("the process %s: %s",
 							 prog_what(&pi, what, sizeof what),
 							 prog_why(pi.kind));
@@ -742,18 +772,22 @@ static void capture_begin(struct capture *c, double t)
 		}
 	}
 	fd = control_connect(c->pid, CONTROL_TIMEOUT_MS, &cause);
-	if (fd < 0 && c->o.preloaded && (fd == -ECONNREFUSED || fd == -ENOENT) &&
-	    t - c->first_t < PRELOAD_GRACE_S) {
-		/* the program is still starting: its agent is not listening yet */
+	if (fd < 0 && c->o.preloaded && (fd == -ECONNREFUSED || fd == -ENOENT)) {
+		enum preload_miss m = preload_missing(c->pid);
+		if (m == PRELOAD_STARTING && t - c->first_t < PRELOAD_GRACE_S) {
+			/* the program is still starting: its agent is not listening yet */
+			free(cause);
+			return;
+		}
+		/* it will not come: attach as memwatch -p PARENT --children does */
+		mw_warn("pid %d: %s; attaching to it as memwatch -p does", c->pid, preload_miss_text(m));
+		runlog_event(c->log, t, c->pid, "preload-missing", "cause=%s", preload_miss_name(m));
 		free(cause);
-		return;
-	}
-	if (fd < 0 && c->o.preloaded) {
-		mw_error("pid %d: the preloaded agent did not start: %s", c->pid, cause);
-		mw_hint("LD_PRELOAD is ignored for set-uid programs; attach with memwatch -p PID once it runs, or check MEMWATCH_AGENT");
-		capture_fail(c, t, "attach-failed", cause);
-		free(cause);
-		return;
+		cause = NULL;
+		if (capture_inject(c, t) <= 0)
+			return;
+		injected = true;
+		fd = control_connect(c->pid, CONTROL_TIMEOUT_MS, &cause);
 	}
 	if (fd < 0) {
 		mw_error("pid %d: cannot reach the agent: %s", c->pid, cause);
@@ -765,9 +799,16 @@ static void capture_begin(struct capture *c, double t)
 	/* a program started under memwatch run --capture now samples from its first
 	 * allocation: take the capture over instead of restarting it */
 	struct control_started got = { .rate = c->o.sample_rate, .depth = c->o.max_depth };
-	if (c->o.preloaded && c->o.mode == CAPTURE_NOW ?
-		    control_hold(fd, &cause) < 0 :
-		    control_start(fd, c->o.sample_rate, c->o.max_depth, c->o.max_stacks, &got, &cause) < 0) {
+	struct control_status cst;
+	bool hold = c->o.preloaded && !injected && c->o.mode == CAPTURE_NOW;
+	/* held, unless its agent does not capture (a child forked from a parent
+	 * that did not): then started */
+	int rc = 0;
+	if (hold)
+		rc = control_hold(fd, &cause) < 0 || control_status(fd, &cst, &cause) < 0 ? -1 : 0;
+	if (rc == 0 && (!hold || !cst.capturing))
+		rc = control_start(fd, c->o.sample_rate, c->o.max_depth, c->o.max_stacks, &got, &cause);
+	if (rc < 0) {
 		mw_error("pid %d: cannot start capture: %s", c->pid, cause);
 		capture_fail(c, t, "attach-failed", cause);
 		free(cause);
@@ -811,6 +852,7 @@ void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 	c->call_t = t;
 	c->call_ns = mono_ns();
 	c->rss = s->rss * 1024;
+	rss_story_add(&c->story, t, s);
 	/* the answer to an earlier request comes first: the connection is in step
 	 * only once it is in */
 	if (c->rx.active) {
@@ -1017,6 +1059,12 @@ int capture_end(struct capture *c, double t, enum end_reason reason, bool proces
 	print_oom(c);
 	if (c->state == ST_CAPTURING || c->nsnaps)
 		print_report(c);
+	else if (c->state == ST_FAILED && c->o.report) {
+		/* refused or failed: what /proc saw is still owed */
+		fflush(stdout);
+		rss_story_print(stdout, c->pid, c->failed ? c->failed : "capture failed", &c->story);
+		fflush(stdout);
+	}
 	c->state = ST_DONE;
 	if (c->lost) {
 		/* a watch that ends on a failed log write has said its error */
@@ -1049,6 +1097,7 @@ void capture_free(struct capture *c)
 	free(c->first_snap);
 	free(c->last_snap);
 	free(c->exit_snap);
+	free(c->failed);
 	free(c->js_note);
 	free(c->perfmap_here);
 	free(c->peak.path);

@@ -195,6 +195,8 @@ struct classifier {
 	uint64_t vdso_lo, vdso_hi;
 	uint64_t agent_lo, agent_hi;    /* an agent already loaded: its hooks take locks */
 	struct maps maps;
+	uint64_t stack_lo, stack_hi;    /* the main thread's [stack] as read, */
+	uint64_t stack_floor;           /*   the lowest address it may grow down to (0: unknown) */
 	unw_addr_space_t as;
 };
 
@@ -202,6 +204,12 @@ int list_threads(int pid, struct cand **out);
 bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, char *why,
 		size_t whylen);
 bool regs_ok(const struct classifier *cl, const struct seized *s, char *why, size_t whylen);
+/* Where the main thread's stack may grow down to: its [stack] mapping's top
+ * less pid's RLIMIT_STACK, and never into the guard gap above the mapping
+ * below it. After cl->maps is read. */
+void stack_floor_init(struct classifier *cl, int pid);
+/* The words regs_ok's reason starts with for a thread too deep in its stack. */
+#define DEEP_STACK_WHY "sits deep in its stack"
 
 /* ---------------------------------------------------------------- inject-prepare.c: the process before any thread is stopped */
 

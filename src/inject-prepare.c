@@ -252,6 +252,7 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 			ij->cl.vdso_lo = ij->cl.maps.v[i].lo;
 			ij->cl.vdso_hi = ij->cl.maps.v[i].hi;
 		}
+	stack_floor_init(&ij->cl, pid);
 
 	/* what the program is (its interpreter, Go), whatever its files are named:
 	 * one that cannot take the agent is told apart from one still starting */

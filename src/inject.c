@@ -373,11 +373,16 @@ static int fail_no_safepoint(struct cand *cands, int ncand, struct cand **seen, 
 		free(part);
 		shown++;
 	}
-	int more = 0;
-	for (int i = 0; i < ncand; i++)
+	int more = 0, deep = 0;
+	for (int i = 0; i < ncand; i++) {
 		more += cands[i].why[0] != '\0';
+		deep += strncmp(cands[i].why, DEEP_STACK_WHY, strlen(DEEP_STACK_WHY)) == 0;
+	}
 	more -= shown;
 	int r = inject_fail(INJECT_ENOSAFEPOINT, cause, hint,
+		     deep && deep == more + shown ?
+		     "attach again when it has returned from the depth, raise its stack limit (ulimit -s) "
+		     "before it starts, or start the program with memwatch run to preload the agent" :
 		     "retry later, or start the program with memwatch run to preload the agent",
 		     "no thread at a safe point within %u ms (%u attempts): %s%s", deadline_ms,
 		     attempts, what[0] ? what : "no thread could be examined",

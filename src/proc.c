@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -552,6 +553,43 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 	close(fd);
 	buf[got] = '\0';
 	return got;
+}
+
+double proc_age_s(int pid)
+{
+	char fn[64], buf[1024], *p;
+	unsigned long long start;
+	struct timespec now;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	snprintf(fn, sizeof fn, "/proc/%d/stat", pid);
+	if (hz <= 0 || read_small(fn, buf, sizeof buf) <= 0 || !(p = strrchr(buf, ')')) ||
+	    clock_gettime(CLOCK_BOOTTIME, &now) < 0)
+		return -1;
+	/* after "pid (comm)": starttime is field 22, in clock ticks since boot */
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		   "%*d %*d %llu", &start) != 1)
+		return -1;
+	return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (double)start / (double)hz;
+}
+
+bool proc_runs_own_program(int pid)
+{
+	char fn[64], buf[1024], *p, a[PATH_MAX], b[PATH_MAX];
+	ssize_t na, nb;
+	int ppid;
+
+	snprintf(fn, sizeof fn, "/proc/%d/stat", pid);
+	if (read_small(fn, buf, sizeof buf) <= 0 || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return false;
+	snprintf(fn, sizeof fn, "/proc/%d/exe", pid);
+	na = readlink(fn, a, sizeof a - 1);
+	snprintf(fn, sizeof fn, "/proc/%d/exe", ppid);
+	nb = readlink(fn, b, sizeof b - 1);
+	if (na <= 0 || nb <= 0)
+		return false;
+	return na != nb || memcmp(a, b, (size_t)na) != 0;
 }
 
 enum proc_run proc_run_of_state(char state)

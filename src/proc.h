@@ -83,6 +83,13 @@ enum proc_run proc_run_state(int pid);
 /* The word for a state in messages and events: "stopped", "traced", "frozen". */
 const char *proc_run_name(enum proc_run r);
 
+/* How long ago pid started, in seconds (its start time in /proc/PID/stat
+ * against the boot-time clock); -1 when it cannot be read. */
+double proc_age_s(int pid);
+/* Whether pid runs another program than its parent does (/proc/PID/exe): it
+ * was started by exec, not only forked. False when either cannot be read. */
+bool proc_runs_own_program(int pid);
+
 /* Who a process is, read once at the start. */
 struct proc_ident {
 	uid_t uid;               /* owner (real uid) */

@@ -2,7 +2,8 @@
  * program is rather than by the names of its files. An ELF program with no
  * interpreter (PT_INTERP) is statically linked, unless it is a dynamic
  * loader run as a program; a Go program (Go's own sections) allocates from
- * Go's heap, static or with cgo; otherwise the interpreter tells the C
+ * Go's heap, and one run by glibc's loader (cgo) allocates with glibc's malloc
+ * in its C code, which a preloaded agent samples; otherwise the interpreter tells the C
  * library: glibc's loader defines glibc's symbol versions (GLIBC_2.*), musl's
  * loader is musl's libc itself and names itself "musl libc". The same facts
  * are read from a file about to be run (memwatch run) and from a running
@@ -135,8 +136,12 @@ static enum prog_kind kind_of(const struct elf_facts *p, int interp_fd)
 
 	if (!p->elf)
 		return PROG_UNKNOWN;
-	if (p->go)
-		return PROG_GO;
+	if (p->go) {
+		if (!p->has_interp || interp_fd < 0)
+			return PROG_GO;
+		elf_facts_read(interp_fd, &in);
+		return in.elf && in.glibc_loader ? PROG_CGO : PROG_GO;
+	}
 	if (!p->has_interp) {
 		/* a loader run as a program (ld.so ./prog) runs what it loads */
 		if (p->glibc_loader)
@@ -236,7 +241,7 @@ static void judge_file(const char *path, struct prog_info *pi, int depth)
 		return;
 	}
 	close(fd);
-	if (f.has_interp && !f.go)
+	if (f.has_interp)
 		ifd = open(f.interp, O_RDONLY | O_CLOEXEC);
 	pi->kind = kind_of(&f, ifd);
 	info_set(pi, &f, path);
@@ -316,7 +321,7 @@ void prog_judge_pid(int pid, struct prog_info *pi)
 	close(fd);
 	n = readlink(fn, exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = '\0';
-	if (f.has_interp && !f.go)
+	if (f.has_interp)
 		ifd = open_interp(pid, f.interp);
 	pi->kind = kind_of(&f, ifd);
 	info_set(pi, &f, exe);
@@ -327,6 +332,17 @@ void prog_judge_pid(int pid, struct prog_info *pi)
 bool prog_refused(enum prog_kind k)
 {
 	return k != PROG_GLIBC && k != PROG_UNKNOWN;
+}
+
+bool prog_unpreloadable(enum prog_kind k)
+{
+	return prog_refused(k) && k != PROG_CGO;
+}
+
+const char *prog_unseen(enum prog_kind k)
+{
+	return k == PROG_CGO ? "Go allocates its own objects from its own heap, which the agent does not see: "
+			       "its C code's allocations (cgo) are sampled" : NULL;
 }
 
 const char *prog_what(const struct prog_info *pi, char *buf, size_t size)
@@ -345,6 +361,9 @@ const char *prog_what(const struct prog_info *pi, char *buf, size_t size)
 		snprintf(buf, size, "is a Go program (%s)",
 			 pi->has_interp ? "dynamically linked" : "statically linked");
 		break;
+	case PROG_CGO:
+		snprintf(buf, size, "is a Go program with cgo (dynamically linked)");
+		break;
 	case PROG_OTHER:
 		snprintf(buf, size, "uses a C library other than glibc (its ELF interpreter is %s)",
 			 pi->interp);
@@ -361,6 +380,8 @@ const char *prog_why(enum prog_kind k)
 	switch (k) {
 	case PROG_STATIC: return "no library can be loaded into it";
 	case PROG_GO: return "Go allocates from its own heap, which the agent does not see";
+	case PROG_CGO:
+		return "the agent is not injected into Go's runtime, which owns its threads and signals";
 	default: return "the agent is built for glibc";
 	}
 }
@@ -373,6 +394,9 @@ const char *prog_hint(enum prog_kind k)
 	case PROG_GO:
 		return "use Go's heap profiler, runtime/pprof (net/http/pprof serves it at "
 		       "/debug/pprof/heap for go tool pprof)";
+	case PROG_CGO:
+		return "start it with memwatch run -- PROGRAM to sample its C (cgo) allocations; for "
+		       "the Go heap, use Go's heap profiler, runtime/pprof (go tool pprof)";
 	case PROG_MUSL:
 		return "build it with glibc (gcc rather than musl-gcc, a Debian rather than an "
 		       "Alpine image) to sample its allocations";

@@ -14,7 +14,9 @@ enum prog_kind {
 	PROG_UNKNOWN,     /* not an ELF program that could be read: nothing is decided */
 	PROG_STATIC,      /* no ELF interpreter: statically linked */
 	PROG_MUSL,        /* musl's loader (which is musl's C library itself) */
-	PROG_GO,          /* a Go program, statically linked or with cgo */
+	PROG_GO,          /* a Go program, statically linked (or with a loader other than glibc's) */
+	PROG_CGO,         /* a Go program run by glibc's loader (cgo): its C code
+			   * allocates with glibc's malloc; preloaded, never injected */
 	PROG_OTHER,       /* an ELF interpreter that is neither glibc's nor musl's */
 };
 
@@ -41,8 +43,14 @@ void prog_judge_pid(int pid, struct prog_info *pi);
  * slash as it is); caller frees; NULL when no executable file has the name. */
 char *prog_find_in_path(const char *name);
 
-/* Whether the agent cannot be loaded into a program of this kind. */
+/* Whether the agent cannot be injected into a running program of this kind. */
 bool prog_refused(enum prog_kind k);
+/* Whether it cannot be preloaded into one (memwatch run): a Go program with
+ * cgo takes it, for its C allocations. */
+bool prog_unpreloadable(enum prog_kind k);
+/* For a kind preloaded with a part of it unseen (cgo: the Go heap): that
+ * part, in one line, and the hint for it; NULL for the others. */
+const char *prog_unseen(enum prog_kind k);
 
 /* What the program is, to follow its subject ("is statically linked (it has
  * no ELF interpreter)"), into buf; returns buf. For a refused kind only. */

@@ -644,7 +644,9 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 	memcpy(block, &fr, sizeof fr);
 
 	if (poke(pid, s->tid, fsp, block, total) < 0) {
-		snprintf(msg, msglen, "cannot write the call frame: %s", strerror(errno));
+		snprintf(msg, msglen, "cannot write the call frame below thread %d's stack pointer: %s "
+			 "(its stack is not mapped there); attach again when the thread has returned "
+			 "from its depth, or start the program with memwatch run", s->tid, strerror(errno));
 		free(block);
 		return -1;
 	}

@@ -26,9 +26,10 @@ const char run_usage[] =
 	"  memwatch run [OPTIONS] [--] CMD [ARGS...]\n"
 	"      Start CMD with the agent preloaded and watch it like memwatch -p; every\n"
 	"      watch and capture option above applies except -p (default --capture now).\n"
-	"      A CMD the agent cannot be loaded into (statically linked, musl, Go, a C\n"
-	"      library other than glibc) starts without it and is watched only, with\n"
-	"      one line saying why.\n"
+	"      A CMD the agent cannot be loaded into (statically linked, musl, Go without\n"
+	"      cgo, a C library other than glibc) starts without it and is watched\n"
+	"      only, with one line saying why; a Go program with cgo starts with it,\n"
+	"      for its C allocations.\n"
 	"      Waits for CMD and exits with its exit status (128+N when a signal N ended\n"
 	"      it). With -d the watch ends at the duration instead: memwatch exits 0 and\n"
 	"      CMD goes on running (its pid is said on stderr). Without -c, a CMD that\n"
@@ -65,9 +66,54 @@ static int own_dir(const char *dir)
 	return 0;
 }
 
+/* The names glibc's loader may give $PLATFORM on this machine: AT_PLATFORM,
+ * and on x86-64 the names it picks itself from the CPU's features in place of
+ * the kernel's ("haswell" on an Intel CPU with AVX2, "xeon_phi" with
+ * AVX512ER), which the kernel's AT_PLATFORM ("x86_64") does not tell. */
+static size_t platform_names(const char *names[3])
+{
+	const char *plat = (const char *)getauxval(AT_PLATFORM);
+	size_t n = 0;
+
+	if (!plat || !*plat || strpbrk(plat, "/: $"))
+		return 0;
+	names[n++] = plat;
+	if (strcmp(plat, "x86_64") == 0) {
+		names[n++] = "haswell";
+		names[n++] = "xeon_phi";
+	}
+	return n;
+}
+
+/* In DIR/NAME, a link named like real's file to real, made or found so. */
+static bool platform_link(const char *dir, const char *name, const char *real,
+			  const struct stat *st)
+{
+	char *pdir = xasprintf("%s/%s", dir, name), *link = NULL, target[PATH_MAX];
+	struct stat lst;
+	bool ok = false;
+	ssize_t n;
+
+	if (own_dir(pdir) < 0)
+		goto out;
+	link = xasprintf("%s/%s", pdir, base_name(real));
+	n = readlink(link, target, sizeof target - 1);
+	if (n < 0 || (size_t)n != strlen(real) || memcmp(target, real, (size_t)n)) {
+		unlink(link);
+		if (symlink(real, link) < 0 && errno != EEXIST)
+			goto out;
+	}
+	ok = stat(link, &lst) == 0 && lst.st_dev == st->st_dev && lst.st_ino == st->st_ino;
+out:
+	free(pdir);
+	free(link);
+	return ok;
+}
+
 /* The agent as LD_PRELOAD is to name it: "DIR/$PLATFORM/libmemwatch-agent.so",
- * where DIR/PLATFORM (this machine's AT_PLATFORM, x86_64) holds a link to it.
- * glibc's loader expands $PLATFORM and loads the agent; musl's finds no such
+ * where DIR/PLATFORM holds a link to it for every name the loader may give
+ * PLATFORM (platform_names). glibc's loader expands $PLATFORM and loads the
+ * agent; musl's finds no such
  * file and, as for any preload it cannot find, goes on without it: a musl
  * program the command starts (sh -c, a script's exec) still starts, where
  * the agent itself would stop it ("symbol not found"). DIR is
@@ -76,41 +122,33 @@ static int own_dir(const char *dir)
  * own path when that cannot be made. Caller frees. */
 static char *preload_path(const char *agent)
 {
-	const char *plat = (const char *)getauxval(AT_PLATFORM), *tmp = getenv("TMPDIR");
-	char *real = realpath(agent, NULL), *top = NULL, *dir = NULL, *pdir = NULL, *link = NULL;
-	char *ret = NULL, target[PATH_MAX];
-	struct stat st, lst;
-	ssize_t n;
+	const char *tmp = getenv("TMPDIR"), *names[3];
+	char *real = realpath(agent, NULL), *top = NULL, *dir = NULL;
+	char *ret = NULL;
+	size_t nnames = platform_names(names), i;
+	struct stat st;
 
 	if (!real)
 		return xstrdup(agent);
-	if (!plat || !*plat || strpbrk(plat, "/: $") || stat(real, &st) < 0)
+	if (!nnames || stat(real, &st) < 0)
 		goto out;
 	/* every program of the command's tree resolves it, from any directory */
 	top = xasprintf("%s/memwatch-%u", tmp && tmp[0] == '/' ? tmp : "/tmp", (unsigned)geteuid());
 	dir = xasprintf("%s/agent-%llx-%llx", top, (unsigned long long)st.st_dev,
 			(unsigned long long)st.st_ino);
-	pdir = xasprintf("%s/%s", dir, plat);
-	link = xasprintf("%s/%s", pdir, base_name(real));
 	/* separators of LD_PRELOAD, or a token of the loader's own, in the path */
-	if (strpbrk(dir, ": \t$") || own_dir(top) < 0 || own_dir(dir) < 0 || own_dir(pdir) < 0)
+	if (strpbrk(dir, ": \t$") || own_dir(top) < 0 || own_dir(dir) < 0)
 		goto out;
-	n = readlink(link, target, sizeof target - 1);
-	if (n < 0 || (size_t)n != strlen(real) || memcmp(target, real, (size_t)n)) {
-		unlink(link);
-		if (symlink(real, link) < 0 && errno != EEXIST)
+	for (i = 0; i < nnames; i++)
+		if (!platform_link(dir, names[i], real, &st))
 			goto out;
-	}
-	if (stat(link, &lst) == 0 && lst.st_dev == st.st_dev && lst.st_ino == st.st_ino)
-		ret = xasprintf("%s/$PLATFORM/%s", dir, base_name(real));
+	ret = xasprintf("%s/$PLATFORM/%s", dir, base_name(real));
 out:
 	if (!ret)
 		ret = xstrdup(real);
 	free(real);
 	free(top);
 	free(dir);
-	free(pdir);
-	free(link);
 	return ret;
 }
 
@@ -193,7 +231,14 @@ static char *refusal(const char *cmd)
 		return NULL;      /* exec says what is wrong */
 	prog_judge_file(path, &pi);
 	free(path);
-	if (!prog_refused(pi.kind))
+	if (prog_unseen(pi.kind)) {
+		/* preloaded, with a part of its memory the agent does not see */
+		prog_what(&pi, what, sizeof what);
+		mw_warn("'%s' %s: %s", cmd, what, prog_unseen(pi.kind));
+		mw_hint("for the Go heap, use Go's heap profiler, runtime/pprof (net/http/pprof "
+			"serves it at /debug/pprof/heap for go tool pprof)");
+	}
+	if (!prog_unpreloadable(pi.kind))
 		return NULL;
 	prog_what(&pi, what, sizeof what);
 	subject = pi.script ? xasprintf("'%s', the interpreter of '%s',", pi.judged, cmd)

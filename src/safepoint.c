@@ -416,22 +416,82 @@ bool safe_point(struct classifier *cl, int tid, uint64_t rip, uint64_t *run_to, 
 	return app_tail_ok(kinds, syms, i, n, why, whylen);
 }
 
+/* The kernel's gap between a stack that grows down and the mapping below it
+ * (stack_guard_gap, 256 pages by default). */
+#define STACK_GUARD_GAP (256u * 4096u)
+
+/* pid's soft RLIMIT_STACK in bytes from /proc/PID/limits; 0 when unlimited
+ * or unknown. */
+static uint64_t stack_rlimit(int pid)
+{
+	char fn[64], buf[4096], *p;
+	unsigned long long v;
+
+	snprintf(fn, sizeof fn, "/proc/%d/limits", pid);
+	if (read_small_file(fn, buf, sizeof buf) <= 0 || !(p = strstr(buf, "Max stack size")))
+		return 0;
+	if (sscanf(p + strlen("Max stack size"), " %llu", &v) != 1)
+		return 0;     /* "unlimited" */
+	return v;
+}
+
+void stack_floor_init(struct classifier *cl, int pid)
+{
+	uint64_t lim = stack_rlimit(pid), below = 0;
+
+	cl->stack_lo = cl->stack_hi = cl->stack_floor = 0;
+	for (size_t i = 0; i < cl->maps.n; i++) {
+		const struct mapping *mp = &cl->maps.v[i];
+		if (strcmp(mp->path, "[stack]")) {
+			if (!cl->stack_hi && mp->hi <= UINT64_MAX - STACK_GUARD_GAP)
+				below = mp->hi;       /* the maps are in address order */
+			continue;
+		}
+		cl->stack_lo = mp->lo;
+		cl->stack_hi = mp->hi;
+		break;
+	}
+	if (!cl->stack_hi)
+		return;
+	cl->stack_floor = below ? below + STACK_GUARD_GAP : 0;
+	if (lim && lim < cl->stack_hi && cl->stack_hi - lim > cl->stack_floor)
+		cl->stack_floor = cl->stack_hi - lim;
+}
+
 /* Whether the stopped thread may be hijacked at all, from its registers: not
- * inside an allocator system call, and with stack left for dlopen. */
+ * inside an allocator system call, and with stack left for dlopen: below its
+ * stack pointer, the call's frame and the calls themselves (STACK_NEEDED)
+ * must fit in its mapping, or for the main thread's stack, which the kernel
+ * grows down on the thread's own faults, above the floor its limit sets. A
+ * thread deep in its stack is left alone: the calls would overflow it. */
 bool regs_ok(const struct classifier *cl, const struct seized *s, char *why, size_t whylen)
 {
 	long nr = (long)s->regs.orig_rax;
+	uint64_t rsp = s->regs.rsp;
+
 	if (nr >= 0 && allocator_or_process_syscall(nr)) {
 		const char *n = syscall_name(nr);
 		snprintf(why, whylen, "in %s", n ? n : "an allocator system call");
 		return false;
 	}
+	/* the main thread's stack, mapped down to rsp or still to be grown
+	 * there (a frame whose pages it has not touched yet) */
+	if (cl->stack_hi && rsp < cl->stack_hi && rsp >= cl->stack_floor &&
+	    (rsp >= cl->stack_lo || rsp + (64u << 20) >= cl->stack_lo)) {
+		if (cl->stack_floor && rsp - cl->stack_floor < STACK_NEEDED + RED_ZONE) {
+			snprintf(why, whylen, DEEP_STACK_WHY ": %llu KiB left to its limit, the calls need %u KiB",
+				 (unsigned long long)(rsp - cl->stack_floor) / 1024, (STACK_NEEDED + RED_ZONE) / 1024);
+			return false;
+		}
+		return true;
+	}
 	for (size_t i = 0; i < cl->maps.n; i++) {
 		const struct mapping *mp = &cl->maps.v[i];
-		if (s->regs.rsp < mp->lo || s->regs.rsp >= mp->hi)
+		if (rsp < mp->lo || rsp >= mp->hi)
 			continue;
-		if (strcmp(mp->path, "[stack]") && s->regs.rsp - mp->lo < STACK_NEEDED + RED_ZONE) {
-			snprintf(why, whylen, "too little stack left");
+		if (strcmp(mp->path, "[stack]") && rsp - mp->lo < STACK_NEEDED + RED_ZONE) {
+			snprintf(why, whylen, DEEP_STACK_WHY ": %llu KiB left in its mapping, the calls need %u KiB",
+				 (unsigned long long)(rsp - mp->lo) / 1024, (STACK_NEEDED + RED_ZONE) / 1024);
 			return false;
 		}
 		if (mp->perms[1] != 'w') {
@@ -443,4 +503,3 @@ bool regs_ok(const struct classifier *cl, const struct seized *s, char *why, siz
 	/* a stack mapped after we read the maps: accept, the write would fail cleanly */
 	return true;
 }
-

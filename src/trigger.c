@@ -120,6 +120,29 @@ void trigger_init(struct trigger_state *st, const struct trigger_rule *r)
 	st->rule = *r;
 }
 
+void trigger_starting(struct trigger_state *st)
+{
+	st->starting = true;
+}
+
+/* Whether the baseline can be taken at this sample (see trigger_starting). */
+static bool startup_over(struct trigger_state *st, double t, uint64_t rss)
+{
+	bool over;
+
+	if (!st->starting)
+		return true;
+	if (!st->seen) {
+		st->seen = true;
+		st->first_t = t;
+		st->prev = rss;
+		return false;
+	}
+	over = rss < st->prev + st->prev / 16 || t - st->first_t >= TRIGGER_STARTUP_S;
+	st->prev = rss;
+	return over;
+}
+
 /* Index of the i-th oldest point of the window. */
 static unsigned win_at(const struct growth_window *w, unsigned i)
 {
@@ -188,6 +211,8 @@ bool trigger_update(struct trigger_state *st, double t, uint64_t rss)
 	double slope;
 
 	if (!st->have_baseline) {
+		if (!startup_over(st, t, rss))
+			return false;
 		st->have_baseline = true;
 		st->baseline = rss;
 	}

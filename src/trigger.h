@@ -38,16 +38,29 @@ void growth_window_push(struct growth_window *w, double t, double v);
  * spans 30 s. */
 bool growth_window_slope(const struct growth_window *w, double *slope);
 
+/* A process younger than this at its first sample is starting: its baseline
+ * waits for its start-up growth to settle (trigger_starting). */
+#define TRIGGER_STARTUP_S 3.0
+
 /* The evaluation state of one process's trigger. */
 struct trigger_state {
 	struct trigger_rule rule;
 	bool have_baseline;
-	uint64_t baseline;       /* bytes: RSS at the first sample */
+	uint64_t baseline;       /* bytes: RSS at the first sample (see trigger_starting) */
+	bool starting;           /* the baseline waits for the start-up to settle */
+	bool seen;               /*   a sample seen: */
+	double first_t;          /*   the first's time */
+	uint64_t prev;           /*   the latest's RSS */
 	bool fired;
 	struct growth_window win; /* rate rules */
 };
 
 void trigger_init(struct trigger_state *st, const struct trigger_rule *r);
+/* The process has just started (its loader, an interpreter importing its
+ * modules): its baseline is the RSS at the first sample that grew by less than
+ * a sixteenth over the one before, or at the first sample TRIGGER_STARTUP_S
+ * after the first, rather than the RSS at its exec. */
+void trigger_starting(struct trigger_state *st);
 /* Feed one sample (t seconds, RSS bytes). Returns true exactly once: when the
  * rule first holds. */
 bool trigger_update(struct trigger_state *st, double t, uint64_t rss);

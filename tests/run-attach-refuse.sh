@@ -103,14 +103,15 @@ expect_grep "^  hint: link it dynamically, or use its allocator's own profiler$"
 wait_target "$s" 30
 [ "$target_status" -eq 0 ] || fail "static target exited with $target_status"
 
-# a Go program (recognised by its ELF sections)
+# a Go program (recognised by its ELF sections) run by glibc's loader: cgo,
+# never injected (memwatch run preloads it)
 "$TARGETS/attach_gofake" 3 &
 g=$!
 started_pids="$started_pids $g"
 wait_exec "$g" "$TARGETS/attach_gofake"
 run_inject 5 "$g" "$PROBE" ""
-expect_err_line "pid $g: cannot attach: the process is a Go program \\(dynamically linked\\): Go allocates from its own heap"
-expect_grep "^  hint: use Go's heap profiler, runtime/pprof" err
+expect_err_line "pid $g: cannot attach: the process is a Go program with cgo \\(dynamically linked\\): the agent is not injected into Go's runtime, which owns its threads and signals"
+expect_grep "^  hint: start it with memwatch run -- PROGRAM to sample its C \\(cgo\\) allocations; for the Go heap, use Go's heap profiler, runtime/pprof" err
 wait_target "$g" 30
 [ "$target_status" -eq 0 ] || fail "Go-like target exited with $target_status"
 

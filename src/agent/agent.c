@@ -149,8 +149,8 @@ int mw_parse_options(const char *s, struct mw_options *o)
  * sampling (its hooks stay in place as pure pass-through: restoring slots would
  * mean reading the loader's module list, whose lock another thread may have
  * held at the fork); it has no control thread. With children=1 (memwatch run
- * --children) a child of a capturing process goes on capturing from scratch and
- * listens on its own pid's socket. A child that execs gets a fresh agent from
+ * --children) every child listens on its own pid's socket, and a child of a
+ * capturing process goes on capturing from scratch, with its Python frames. A child that execs gets a fresh agent from
  * LD_PRELOAD, or none. */
 static void atfork_prepare(void)
 {
@@ -177,8 +177,11 @@ static void atfork_child(void)
 	mw_python_atfork_child();
 	mw_js_atfork_child();
 	mw_server_atfork_child();
-	if (mw_capture_atfork_child(children_mode && was && !mw_fork_tainted) &&
-	    mw_server_start(&why) < 0)
+	if (mw_capture_atfork_child(children_mode && was && !mw_fork_tainted))
+		mw_python_fork_resume();
+	/* memwatch run --children: every child listens, capturing or not, so
+	 * that the watch finds its agent and starts capture when it wants it */
+	if (children_mode && !mw_fork_tainted && mw_server_start(&why) < 0)
 		__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
 }
 

@@ -389,6 +389,9 @@ const char *mw_python_why(void) MW_HIDDEN;
 void mw_python_atfork_prepare(void) MW_HIDDEN;
 void mw_python_atfork_parent(void) MW_HIDDEN;
 void mw_python_atfork_child(void) MW_HIDDEN;
+/* A forked child that goes on capturing (memwatch run --children): its
+ * samples read Python frames as its parent's did. After mw_python_atfork_child. */
+void mw_python_fork_resume(void) MW_HIDDEN;
 /* pyframes.c: merge this thread's Python frames into a native stack (ips, n: innermost
  * first) into out (at most max); returns the number of frames. */
 unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max) MW_HIDDEN;

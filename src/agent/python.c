@@ -631,8 +631,11 @@ void mw_python_atfork_parent(void)
 	mw_pyframes_atfork_parent();
 }
 
+static bool fork_wanted;    /* the parent's want_installed at the fork */
+
 void mw_python_atfork_child(void)
 {
+	fork_wanted = want_installed;
 	mw_pyframes_atfork_child();
 	mw_pyrefs_atfork_child();
 	pthread_mutex_init(&py_lock, NULL);
@@ -642,4 +645,19 @@ void mw_python_atfork_child(void)
 	mw_python_frames = false;
 	if (py_state == MW_PY_WAITING)
 		py_state = MW_PY_OFF;
+}
+
+/* A child that goes on capturing (see agent.h). The wrappers it inherited stay
+ * in, and the layout its parent checked is its own. No helper is started here:
+ * the interpreter reinitializes its GIL and deletes other threads' states
+ * after the fork (PyOS_AfterFork_Child), which a helper waiting for the GIL
+ * must not meet; a parent that had not swapped yet leaves its child
+ * native-only for pymalloc's small objects until a capture start there. */
+void mw_python_fork_resume(void)
+{
+	if (!fork_wanted || !supported || py_state == MW_PY_FINALIZED)
+		return;
+	want_installed = installed != 0;
+	mw_python_frames = layout_checked && interpreter_alive();
+	py_state = unreadable ? MW_PY_UNREADABLE : installed ? MW_PY_ON : MW_PY_OFF;
 }

@@ -130,6 +130,65 @@ static void test_absolute(void **state)
 	assert_int_equal(fire_index("+64MiB", dip, 100, 1), 47);
 }
 
+/* A program's start: 576 KiB at its exec, 30 MiB once its interpreter has
+ * imported its modules (0.5 s), then flat with noise, then growing by 1 MiB
+ * per sample from sample 20 */
+static uint64_t startup(int i)
+{
+	if (i == 0)
+		return 576u << 10;
+	if (i < 3)
+		return (uint64_t)(i * 15 * MiB);
+	if (i < 20)
+		return (uint64_t)((30 + (i % 2)) * MiB);
+	return (uint64_t)((30 + i - 19) * MiB);
+}
+
+/* A program that grows fast from its exec on: 10 MiB per sample */
+static uint64_t fast(int i)
+{
+	return (uint64_t)((1 + 10 * i) * MiB);
+}
+
+/* Samples dt apart from rss(i), of a process just started; as fire_index. */
+static int fire_index_starting(const char *rule, uint64_t (*rss)(int), int n, double dt,
+			       uint64_t *baseline)
+{
+	struct trigger_rule r;
+	struct trigger_state st;
+	char *cause = NULL;
+	int i, at = -1;
+
+	assert_int_equal(trigger_parse(rule, &r, &cause), 0);
+	trigger_init(&st, &r);
+	trigger_starting(&st);
+	for (i = 0; i < n; i++) {
+		if (trigger_update(&st, i * dt, rss(i))) {
+			if (at >= 0)
+				fail_msg("rule %s fired twice (%d and %d)", rule, at, i);
+			at = i;
+		}
+	}
+	*baseline = st.baseline;
+	return at;
+}
+
+static void test_starting(void **state)
+{
+	uint64_t base;
+	(void)state;
+	/* at exec, the start-up alone would fire it at 0.5 s */
+	assert_int_equal(fire_index("+10MiB", startup, 100, 0.5), 1);
+	/* the baseline is the settled 31 MiB of sample 3: 41 MiB at sample 30 */
+	assert_int_equal(fire_index_starting("+10MiB", startup, 100, 0.5, &base), 30);
+	assert_true(base == (uint64_t)(31 * MiB));
+	/* never settling: the baseline is taken TRIGGER_STARTUP_S (3 s) after
+	 * the first sample */
+	assert_int_equal(fire_index_starting("+64MiB", fast, 100, 1, &base), 10);
+	assert_true(base == (uint64_t)(31 * MiB));
+	assert_int_equal(fire_index_starting("+20%", flat, 200, 1, &base), -1);
+}
+
 static void test_relative(void **state)
 {
 	(void)state;
@@ -214,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_absolute),
 		cmocka_unit_test(test_relative),
+		cmocka_unit_test(test_starting),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_step_parse),
 		cmocka_unit_test(test_step_due),
