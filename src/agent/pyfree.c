@@ -1,0 +1,298 @@
+/* pyfree.c: CPython's free lists kept empty while capture is on, so that
+ * every object the interpreter recycles through one is freed and allocated
+ * again through its allocator, where python.c samples it.
+ *
+ * The interpreter keeps the objects of its commonest types when they die
+ * (dicts, lists, tuples of each length up to 20, floats, the key tables of
+ * small dicts, ...) and hands them out again to the next creation of the
+ * same kind, without a call to its allocator. A sampled block taken that way
+ * would keep the sample, and the stack, of the code that first had it: the
+ * code that keeps it would never be named, and the code that dropped it would
+ * be blamed for it. Neither half can be seen from outside the interpreter
+ * where it happens (both are inside the type's own functions), so the lists
+ * are kept empty instead:
+ *
+ * - An object's own free list takes it only when it is exactly of the
+ *   type (a check in every version's deallocator: Py_IS_TYPE(op,
+ *   &PyDict_Type) and the like). The deallocators of those types are
+ *   wrapped (the type's tp_dealloc slot, called through the type by every
+ *   Py_DECREF): an object of exactly the type is given a copy of its type
+ *   (the same slots, with the interpreter's own deallocator in tp_dealloc,
+ *   which its trashcan compares against) for its last moments, so the
+ *   deallocator gives it to tp_free, the allocator's free.
+ * - The key tables of small dicts are no object: after a dict's
+ *   deallocation their list is emptied, from the interpreter's own state
+ *   (3.10 to 3.13: fields of the interpreter state, at offsets taken from
+ *   each version's headers and checked against the running interpreter
+ *   before they are used) or through the function the interpreter exports to
+ *   clear it (3.8). 3.9 keeps the list in static variables that it neither
+ *   exports nor clears through an exported function: there, key tables are
+ *   still recycled (said in the snapshot, see mw_pyfree_first_owner).
+ *
+ * The wrappers go in and out with the allocator's (python.c, with the GIL
+ * held), and pass through for any object of another type (a subclass's
+ * deallocator calls its base's). The agent is never unloaded, so a type that
+ * copied a wrapper from its base meanwhile (a static type readied while
+ * capture was on) keeps a valid deallocator. A forked child inherits the
+ * slots as they were, and the wrappers with them. */
+#include "config.h"
+
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <string.h>
+
+#include "agent.h"
+#include "python.h"
+
+#define TP_DEALLOC 48          /* offsetof(PyTypeObject, tp_dealloc), 3.8 to 3.13 */
+#define OB_TYPE 8              /* offsetof(PyObject, ob_type) */
+#define TS_INTERP 16           /* offsetof(PyThreadState, interp) */
+#define DICT_KEYS 32           /* offsetof(PyDictObject, ma_keys) */
+#define TYPE_ROOM 512          /* more than sizeof(PyTypeObject): 408 to 3.11, 416 */
+
+typedef void destructor_fn(void *);
+
+enum { FL_DICT, FL_LIST, FL_TUPLE, FL_FLOAT, FL_TYPES };
+
+struct fl_type {
+	const char *sym;       /* the exported type object */
+	void *type;            /* its address */
+	destructor_fn *orig;   /* the interpreter's deallocator */
+	destructor_fn *wrap;
+	_Alignas(64) unsigned char clone[TYPE_ROOM];
+};
+
+static void w_dict(void *op);
+static void w_list(void *op);
+static void w_tuple(void *op);
+static void w_float(void *op);
+
+static struct fl_type fl[FL_TYPES] = {
+	[FL_DICT] = { .sym = "PyDict_Type", .wrap = w_dict },
+	[FL_LIST] = { .sym = "PyList_Type", .wrap = w_list },
+	[FL_TUPLE] = { .sym = "PyTuple_Type", .wrap = w_tuple },
+	[FL_FLOAT] = { .sym = "PyFloat_Type", .wrap = w_float },
+};
+
+static bool resolved;          /* looked up (once) */
+static bool usable;            /* the types found and copied */
+static bool patched;           /* the slots hold the wrappers */
+static unsigned long version;
+
+/* The key tables' list: in the interpreter state (keys_at: its array,
+ * keys_n: its count), or the exported function that clears it (3.8). */
+static size_t keys_at, keys_n;
+static bool keys_checked;      /* the offsets were found right */
+static bool keys_uncovered;    /* the running version's key tables stay recycled */
+static void *(*unchecked_tstate)(void);
+static void (*keys_free)(void *);
+static int (*clear_dict_3_8)(void);
+
+static inline void **ob_type(void *op)
+{
+	return (void **)((char *)op + OB_TYPE);
+}
+
+static inline destructor_fn **slot(void *type)
+{
+	return (destructor_fn **)((char *)type + TP_DEALLOC);
+}
+
+/* The dying object of exactly this type goes to the allocator, not the list. */
+static inline void die(struct fl_type *t, void *op)
+{
+	void **ty = ob_type(op);
+	if (*ty == t->type)
+		*ty = t->clone;
+	t->orig(op);
+}
+
+static void drain_keys(void)
+{
+	char *ts, *interp;
+	void **items;
+	int *n;
+
+	if (clear_dict_3_8) {
+		clear_dict_3_8();
+		return;
+	}
+	if (!keys_checked)
+		return;
+	ts = unchecked_tstate();
+	if (!ts)
+		return;
+	interp = *(char **)(ts + TS_INTERP);
+	if (!interp)
+		return;
+	n = (int *)(interp + keys_n);
+	items = (void **)(interp + keys_at);
+	/* negative once the interpreter has finalized the list */
+	while (*n > 0) {
+		void *k = items[--*n];
+		keys_free(k);
+	}
+}
+
+static void w_dict(void *op)
+{
+	die(&fl[FL_DICT], op);
+	drain_keys();
+}
+
+static void w_list(void *op)
+{
+	die(&fl[FL_LIST], op);
+}
+
+static void w_tuple(void *op)
+{
+	die(&fl[FL_TUPLE], op);
+}
+
+static void w_float(void *op)
+{
+	die(&fl[FL_FLOAT], op);
+}
+
+/* The offsets of the key tables' list (array, count) in the interpreter
+ * state, from each version's headers (the x86-64 and aarch64 layouts are the
+ * same): 3.10 and 3.11 in dict_state (3.11 between its dict list and count),
+ * 3.12 after the dicts' list, 3.13 in object_state.freelists.dictkeys. */
+static bool keys_offsets(unsigned long v)
+{
+	switch (v >> 16) {
+	case 0x030a: keys_at = 11336; keys_n = 11976; break;
+	case 0x030b: keys_at = 5168; keys_n = 5808; break;
+	case 0x030c: keys_at = 271376; keys_n = 272020; break;
+	case 0x030d: keys_at = 12504; keys_n = 13144; break;
+	default: return false;
+	}
+	return true;
+}
+
+/* The int at at, read as mw_py_safe_word reads (whole aligned words). */
+static bool safe_int(const char *at, long *v)
+{
+	uintptr_t a = (uintptr_t)at, w;
+	if (a & (sizeof(int) - 1) || !mw_py_safe_word((const void *)(a & ~(uintptr_t)7), &w))
+		return false;
+	*v = (int)(uint32_t)(w >> (8 * (a & 7)));
+	return true;
+}
+
+/* With the GIL held: are the offsets right? A dict given one string key
+ * takes a key table of the smallest size (from the list, if it holds one),
+ * and its deallocation puts that table back on top of the list. */
+static bool keys_check(void)
+{
+	void *(*dict_new)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyDict_New");
+	int (*set)(void *, const char *, void *) =
+		(int (*)(void *, const char *, void *))dlsym(RTLD_DEFAULT, "PyDict_SetItemString");
+	void (*decref)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef");
+	void *none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
+	char *ts = unchecked_tstate ? unchecked_tstate() : NULL, *interp;
+	long before, after;
+	uintptr_t top;
+	void *d, *keys;
+
+	if (!dict_new || !set || !decref || !none || !ts || !keys_free)
+		return false;
+	interp = *(char **)(ts + TS_INTERP);
+	if (!interp || !safe_int(interp + keys_n, &before))
+		return false;
+	if (before < 0 || before > 80)
+		return false;
+	d = dict_new();
+	if (!d)
+		return false;
+	if (set(d, "memwatch", none) != 0) {
+		decref(d);
+		return false;
+	}
+	keys = *(void **)((char *)d + DICT_KEYS);
+	/* the orig deallocator, not a wrapper: the table goes on the list */
+	decref(d);
+	if (!safe_int(interp + keys_n, &after))
+		return false;
+	if (after != (before ? before : 1))
+		return false;
+	return mw_py_safe_word(interp + keys_at + (after - 1) * sizeof(void *), &top) &&
+	       top == (uintptr_t)keys;
+}
+
+static void resolve(void)
+{
+	size_t room;
+	int i;
+
+	resolved = true;
+	version = mw_py.version;
+	if (version < 0x03080000 || version >= 0x030e0000)
+		return;     /* the layouts known here */
+	room = version >= 0x030c0000 ? 416 : 408;
+	mw_loader_enter();
+	for (i = 0; i < FL_TYPES; i++)
+		fl[i].type = dlsym(RTLD_DEFAULT, fl[i].sym);
+	unchecked_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked");
+	if (!unchecked_tstate)
+		unchecked_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet");
+	keys_free = (void (*)(void *))dlsym(RTLD_DEFAULT, version >= 0x030d0000 ? "PyMem_Free" :
+							 "PyObject_Free");
+	if (version < 0x03090000)
+		clear_dict_3_8 = (int (*)(void))dlsym(RTLD_DEFAULT, "PyDict_ClearFreeList");
+	mw_loader_leave();
+	for (i = 0; i < FL_TYPES; i++) {
+		uintptr_t w;
+		if (!fl[i].type || !mw_py_safe_word((char *)fl[i].type + room - sizeof w, &w))
+			return;
+		memcpy(fl[i].clone, fl[i].type, room);
+		fl[i].orig = *slot(fl[i].type);
+		if (!fl[i].orig)
+			return;
+		*slot(fl[i].clone) = fl[i].orig;
+	}
+	usable = true;
+}
+
+void mw_pyfree_swap(bool on)
+{
+	int i;
+
+	if (!resolved)
+		resolve();
+	if (!usable || on == patched)
+		return;
+	if (on && !keys_checked && !clear_dict_3_8 && !keys_uncovered) {
+		keys_checked = keys_offsets(version) && keys_check();
+		keys_uncovered = !keys_checked;
+	}
+	if (on && clear_dict_3_8)
+		clear_dict_3_8();     /* what the lists held before the capture */
+	for (i = 0; i < FL_TYPES; i++) {
+		destructor_fn **s = slot(fl[i].type);
+		if (on && *s == fl[i].orig)
+			*s = fl[i].wrap;
+		else if (!on && *s == fl[i].wrap)
+			*s = fl[i].orig;
+	}
+	patched = on;
+}
+
+/* Whether objects of the named type may still have been recycled by the
+ * interpreter while capture was on (their sampled site may then be the first
+ * owner of their memory, not the code that keeps them): any type, where the
+ * free lists could not be kept empty; the key tables of dicts (no object:
+ * NULL) where their list was not reached; floats from 3.11 on, whose
+ * arithmetic's specialized instructions put a dying float on its list without
+ * its deallocator. */
+bool mw_pyfree_first_owner(const char *type)
+{
+	if (!patched && !usable)
+		return true;
+	if (!type)
+		return keys_uncovered;
+	if (strcmp(type, "float") == 0)
+		return version >= 0x030b0000;
+	return false;
+}
