@@ -281,18 +281,41 @@ void mw_pyfree_swap(bool on)
 
 /* Whether objects of the named type may still have been recycled by the
  * interpreter while capture was on (their sampled site may then be the first
- * owner of their memory, not the code that keeps them): any type, where the
- * free lists could not be kept empty; the key tables of dicts (no object:
- * NULL) where their list was not reached; floats from 3.11 on, whose
- * arithmetic's specialized instructions put a dying float on its list without
- * its deallocator. */
+ * owner of their memory, not the code that keeps them): the free-list types
+ * whose list is not kept empty here (all four where the types could not be
+ * wrapped; those of rarer objects, whose lists are left alone: 3.8's methods,
+ * frames to 3.10, slices, contexts, async generators' parts, MemoryError);
+ * floats from 3.11 on, whose arithmetic's specialized instructions put a
+ * dying float on its list without its deallocator; and blocks that are no
+ * object (type NULL) where the small dicts' key tables are still recycled. */
 bool mw_pyfree_first_owner(const char *type)
 {
-	if (!patched && !usable)
-		return true;
+	static const char *const rare[] = {
+		"builtin_function_or_method", "method", "frame", "slice", "Context",
+		"async_generator_asend", "async_generator_wrapped_value", "MemoryError",
+	};
+	size_t i;
+
+	if (!usable || !patched)
+		return type ? strcmp(type, "dict") == 0 || strcmp(type, "list") == 0 ||
+			      strcmp(type, "tuple") == 0 || strcmp(type, "float") == 0 : true;
 	if (!type)
 		return keys_uncovered;
 	if (strcmp(type, "float") == 0)
 		return version >= 0x030b0000;
+	for (i = 0; i < sizeof rare / sizeof rare[0]; i++)
+		if (strcmp(type, rare[i]) == 0)
+			return (i < 2 ? version < 0x03090000 : i == 2 ? version < 0x030b0000 : true);
 	return false;
+}
+
+/* name (n bytes of room len) with the word that says so, where
+ * mw_pyfree_first_owner says so: its new length. */
+size_t mw_pyfree_mark(const char *type, char *name, size_t n, size_t len)
+{
+	static const char word[] = " recycled";
+	if (!mw_pyfree_first_owner(type) || n + sizeof word > len)
+		return n;
+	memcpy(name + n, word, sizeof word);
+	return n + sizeof word - 1;
 }

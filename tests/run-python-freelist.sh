@@ -1,0 +1,88 @@
+#!/bin/sh
+# run-python-freelist.sh: objects that CPython recycles through its free
+# lists are named after the code that keeps them. py_freelist.py makes and
+# drops a dict, a tuple and a list of two items in scratch_KIND and keeps the
+# same in keeper_KIND, in turn (and dicts in batches on two threads taking
+# turns): without the free lists kept empty, each object kept takes the
+# memory, and the sample, of one just dropped, and the growth goes to
+# scratch_*. On every CPython the agent reads here (Debian's 3.11 and its
+# debug build, pyenv's 3.8 to 3.13), watched by memwatch -p at the default
+# rate: no scratch_* function is in the top three rows; each keeper's row
+# holds >= 90 % of what it and its scratch twin grew, and the keepers >= 85 %
+# of the sampled growth. Where the agent cannot keep a list empty (3.9's key
+# tables of small dicts), the types of the rows say so in one word instead.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/py-lib.sh"
+need_ptrace
+
+target=$top_srcdir/tests/targets/py_freelist.py
+readable_cpythons
+[ -n "$cpythons" ] || skip "no CPython the agent reads is installed (sh tests/install-deps.sh --tests)"
+
+# rows REPORT: the growth rows of REPORT as "RANK BYTES FUNCTION" in rows.txt
+rows() {
+	awk '/^ +[0-9]+ +[-+][0-9.]+ [KMG]?i?B / {
+		m = 1
+		if ($3 == "KiB") m = 1024
+		if ($3 == "MiB") m = 1048576
+		if ($3 == "GiB") m = 1073741824
+		b = $2 * m
+		line = $0
+		sub(/.* (new|grown|shrunk|gone|same) +/, "", line)
+		split(line, w, " ")
+		printf "%d %.0f %s\n", $1, b, w[1] }' "$1" >rows.txt
+}
+
+for c in $cpythons; do
+	label=${c%%=*}
+	py=${c#*=}
+	name=fl-$label
+	"$py" "$target" 11 >"$name.out" 2>"$name.err" &
+	t=$!
+	started_pids="$started_pids $t"
+	if ! wait_until "grep -q ready $name.out 2>/dev/null" 30; then
+		fail "$label: the script never said ready"
+		continue
+	fi
+	run_mw 0 -p "$t" -i 200ms -d 7s -q --trigger +16MiB -o "$name.log"
+	cp out "$name.report"
+	wait "$t" || fail "$label: python exited with status $?"
+	expect_grep '^ok$' "$name.out"
+	expect_no_grep 'Fatal Python error|Segmentation|Traceback' "$name.err"
+	rows "$name.report"
+	total=$(sed -n 's/^change   live heap +\([0-9.]*\) \([KMG]*i*B\),.*/\1 \2/p' "$name.report" |
+		awk '{ m = 1; if ($2 == "KiB") m = 1024; if ($2 == "MiB") m = 1048576
+		       if ($2 == "GiB") m = 1073741824; printf "%.0f\n", $1 * m }')
+	echo "$label: sampled growth ${total:-?} bytes; rows:"
+	sed 's/^/  /' rows.txt | head -n 8
+	if [ -z "$total" ] || [ "$total" -lt $((40 * MIB)) ]; then
+		fail "$label: sampled growth '${total:-}' bytes, expected >= 40 MiB"
+		sed 's/^/  | /' "$name.report" >&2
+		continue
+	fi
+	# 3.9 recycles the key tables of small dicts still: the rows of dicts
+	# say that blocks that are no object may be recycled, and its dicts
+	# are not checked further
+	kinds="dict tuple list batch"
+	case $label in
+	3.9)	expect_grep "<not an object> recycled" "$name.report"
+		kinds="tuple list" ;;
+	*)	expect_no_grep "recycled" "$name.report" ;;
+	esac
+	top3=$(awk -v k=" $kinds " '$1 <= 3 && $3 ~ /^scratch_/ && index(k, " " substr($3, 9) " ") { print $3 }' rows.txt)
+	[ -z "$top3" ] || fail "$label: $top3 in the top three rows"
+	kept=0
+	for k in $kinds; do
+		set -- $(awk -v k="$k" '$3 == "keeper_" k { a += $2 } $3 == "scratch_" k { b += $2 }
+			END { printf "%.0f %.0f\n", a, b }' rows.txt)
+		kept=$((kept + $1))
+		if [ $(($1 * 100)) -lt $((($1 + $2) * 90)) ]; then
+			fail "$label: keeper_$k holds $1 bytes, scratch_$k $2: less than 90 % for the keeper"
+		fi
+	done
+	if [ "$kinds" = "dict tuple list batch" ] && [ $((kept * 100)) -lt $((total * 85)) ]; then
+		fail "$label: the keepers hold $kept of $total bytes, less than 85 %"
+		sed 's/^/  | /' "$name.report" >&2
+	fi
+done
+finish
