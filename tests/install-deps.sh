@@ -26,7 +26,7 @@ build="build-essential autoconf automake libtool pkg-config
 # The tests: debug info for libc, a debuginfod server, the fuzzers' clang,
 # valgrind, the allocators and runtimes the agent is tested in (jemalloc,
 # tcmalloc, CPython and its debug build, node, a JVM, Go, musl), the servers and
-# tools nobody here wrote (redis, sqlite3, Prometheus and its node exporter,
+# tools nobody here wrote (redis, gunicorn, sqlite3, Prometheus and its node exporter,
 # chromium for the HTML report), heaptrack to compare with, tmux to drive
 # memwatch top, ss (iproute2) to check node opens no port. The libraries and
 # the JavaScript modules (which it loads from /usr/share/nodejs) that
@@ -35,7 +35,7 @@ tests="libc6-dbg debuginfod file clang libclang-rt-14-dev valgrind g++
 	libjemalloc2 libtcmalloc-minimal4 curl python3 libpython3-dev python3.11-dbg
 	heaptrack time golang-go musl-tools nodejs openjdk-17-jdk-headless
 	prometheus prometheus-node-exporter chromium strace
-	redis-server redis-tools sqlite3 procps tmux iproute2
+	redis-server redis-tools sqlite3 procps tmux iproute2 gunicorn
 	libuv1 libicu72 libc-ares2 libnghttp2-14 libbrotli1 libssl3 zlib1g
 	node-cjs-module-lexer node-acorn node-undici"
 
