@@ -48,6 +48,7 @@
 #define OB_TYPE 8              /* offsetof(PyObject, ob_type) */
 #define TS_INTERP 16           /* offsetof(PyThreadState, interp) */
 #define DICT_KEYS 32           /* offsetof(PyDictObject, ma_keys) */
+#define TP_NAME 24             /* offsetof(PyTypeObject, tp_name) */
 #define TYPE_ROOM 512          /* more than sizeof(PyTypeObject): 408 to 3.11, 416 */
 
 typedef void destructor_fn(void *);
@@ -56,6 +57,7 @@ enum { FL_DICT, FL_LIST, FL_TUPLE, FL_FLOAT, FL_TYPES };
 
 struct fl_type {
 	const char *sym;       /* the exported type object */
+	const char *name;      /* its tp_name */
 	void *type;            /* its address */
 	destructor_fn *orig;   /* the interpreter's deallocator */
 	destructor_fn *wrap;
@@ -68,10 +70,10 @@ static void w_tuple(void *op);
 static void w_float(void *op);
 
 static struct fl_type fl[FL_TYPES] = {
-	[FL_DICT] = { .sym = "PyDict_Type", .wrap = w_dict },
-	[FL_LIST] = { .sym = "PyList_Type", .wrap = w_list },
-	[FL_TUPLE] = { .sym = "PyTuple_Type", .wrap = w_tuple },
-	[FL_FLOAT] = { .sym = "PyFloat_Type", .wrap = w_float },
+	[FL_DICT] = { .sym = "PyDict_Type", .name = "dict", .wrap = w_dict },
+	[FL_LIST] = { .sym = "PyList_Type", .name = "list", .wrap = w_list },
+	[FL_TUPLE] = { .sym = "PyTuple_Type", .name = "tuple", .wrap = w_tuple },
+	[FL_FLOAT] = { .sym = "PyFloat_Type", .name = "float", .wrap = w_float },
 };
 
 static bool resolved;          /* looked up (once) */
@@ -221,6 +223,16 @@ static bool keys_check(void)
 	       top == (uintptr_t)keys;
 }
 
+/* The 8 bytes at a (a type's name), read in whole aligned words. */
+static bool safe_name(uintptr_t a, char out[8])
+{
+	uintptr_t w[2], at = a & ~(uintptr_t)7;
+	if (!mw_py_safe_word((const void *)at, &w[0]) || !mw_py_safe_word((const void *)(at + 8), &w[1]))
+		return false;
+	memcpy(out, (const char *)w + (a - at), 8);
+	return true;
+}
+
 static void resolve(void)
 {
 	size_t room;
@@ -243,8 +255,15 @@ static void resolve(void)
 		clear_dict_3_8 = (int (*)(void))dlsym(RTLD_DEFAULT, "PyDict_ClearFreeList");
 	mw_loader_leave();
 	for (i = 0; i < FL_TYPES; i++) {
-		uintptr_t w;
-		if (!fl[i].type || !mw_py_safe_word((char *)fl[i].type + room - sizeof w, &w))
+		uintptr_t w, tt, nm;
+		char name[8];
+		/* the layout checked before a slot is written: a type object (a
+		 * build with other object headers, Py_TRACE_REFS, has its slots
+		 * elsewhere) named as expected */
+		if (!fl[i].type || !mw_py_safe_word((char *)fl[i].type + room - sizeof w, &w) ||
+		    !mw_py_safe_word((char *)fl[i].type + OB_TYPE, &tt) || tt != (uintptr_t)mw_py.type_type ||
+		    !mw_py_safe_word((char *)fl[i].type + TP_NAME, &nm) || !safe_name(nm, name) ||
+		    memcmp(name, fl[i].name, strlen(fl[i].name) + 1) != 0)
 			return;
 		memcpy(fl[i].clone, fl[i].type, room);
 		fl[i].orig = *slot(fl[i].type);
