@@ -89,6 +89,7 @@ static bool keys_uncovered;    /* the running version's key tables stay recycled
 static void *(*unchecked_tstate)(void);
 static void (*keys_free)(void *);
 static int (*clear_dict_3_8)(void);
+static int (*clear_3_8[3])(void);   /* 3.8's lists of tuples, lists, floats */
 
 static inline void **ob_type(void *op)
 {
@@ -251,8 +252,12 @@ static void resolve(void)
 		unchecked_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet");
 	keys_free = (void (*)(void *))dlsym(RTLD_DEFAULT, version >= 0x030d0000 ? "PyMem_Free" :
 							 "PyObject_Free");
-	if (version < 0x03090000)
+	if (version < 0x03090000) {
 		clear_dict_3_8 = (int (*)(void))dlsym(RTLD_DEFAULT, "PyDict_ClearFreeList");
+		clear_3_8[0] = (int (*)(void))dlsym(RTLD_DEFAULT, "PyTuple_ClearFreeList");
+		clear_3_8[1] = (int (*)(void))dlsym(RTLD_DEFAULT, "PyList_ClearFreeList");
+		clear_3_8[2] = (int (*)(void))dlsym(RTLD_DEFAULT, "PyFloat_ClearFreeList");
+	}
 	mw_loader_leave();
 	for (i = 0; i < FL_TYPES; i++) {
 		uintptr_t w, tt, nm;
@@ -286,8 +291,14 @@ void mw_pyfree_swap(bool on)
 		keys_checked = keys_offsets(version) && keys_check();
 		keys_uncovered = !keys_checked;
 	}
-	if (on && clear_dict_3_8)
-		clear_dict_3_8();     /* what the lists held before the capture */
+	if (on && clear_dict_3_8) {
+		/* what the lists held before the capture (3.8 exports the
+		 * functions that clear them; later versions do not) */
+		clear_dict_3_8();
+		for (i = 0; i < 3; i++)
+			if (clear_3_8[i])
+				clear_3_8[i]();
+	}
 	for (i = 0; i < FL_TYPES; i++) {
 		destructor_fn **s = slot(fl[i].type);
 		if (on && *s == fl[i].orig)
