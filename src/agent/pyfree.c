@@ -24,10 +24,11 @@
  *   deallocation their list is emptied, from the interpreter's own state
  *   (3.10 to 3.13: fields of the interpreter state, at offsets taken from
  *   each version's headers and checked against the running interpreter
- *   before they are used) or through the function the interpreter exports to
- *   clear it (3.8). 3.9 keeps the list in static variables that it neither
- *   exports nor clears through an exported function: there, key tables are
- *   still recycled (said in the snapshot, see mw_pyfree_first_owner).
+ *   before they are used), through the function the interpreter exports to
+ *   clear it (3.8), or (3.9, whose static variables are neither exported nor
+ *   cleared by an exported function) at the addresses its symbol table gives
+ *   them. A build without them (3.9 stripped) still recycles its key tables:
+ *   said in the snapshot, see mw_pyfree_first_owner.
  *
  * The wrappers go in and out with the allocator's (python.c, with the GIL
  * held), and pass through for any object of another type (a subclass's
@@ -39,7 +40,13 @@
 
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "python.h"
@@ -84,6 +91,7 @@ static unsigned long version;
 /* The key tables' list: in the interpreter state (keys_at: its array,
  * keys_n: its count), or the exported function that clears it (3.8). */
 static size_t keys_at, keys_n;
+static bool keys_static;       /* 3.9: keys_at and keys_n are addresses */
 static bool keys_checked;      /* the offsets were found right */
 static bool keys_uncovered;    /* the running version's key tables stay recycled */
 static void *(*unchecked_tstate)(void);
@@ -112,7 +120,8 @@ static inline void die(struct fl_type *t, void *op)
 
 static void drain_keys(void)
 {
-	char *ts, *interp;
+	char *ts;
+	uintptr_t origin = 0;   /* the interpreter state, or 0 (3.9: addresses) */
 	void **items;
 	int *n;
 
@@ -122,14 +131,16 @@ static void drain_keys(void)
 	}
 	if (!keys_checked)
 		return;
-	ts = unchecked_tstate();
-	if (!ts)
-		return;
-	interp = *(char **)(ts + TS_INTERP);
-	if (!interp)
-		return;
-	n = (int *)(interp + keys_n);
-	items = (void **)(interp + keys_at);
+	if (!keys_static) {
+		ts = unchecked_tstate();
+		if (!ts)
+			return;
+		origin = *(uintptr_t *)(ts + TS_INTERP);
+		if (!origin)
+			return;
+	}
+	n = (int *)(origin + keys_n);
+	items = (void **)(origin + keys_at);
 	/* negative once the interpreter has finalized the list */
 	while (*n > 0) {
 		void *k = items[--*n];
@@ -184,6 +195,80 @@ static bool safe_int(const char *at, long *v)
 	return true;
 }
 
+/* 3.9 keeps the list in static variables of dictobject.c (keys_free_list,
+ * numfreekeys), which a build that keeps its symbol table names there: found
+ * in the file of the module that holds PyDict_Type. False without them (a
+ * stripped build). */
+static bool keys_symbols(void)
+{
+	Dl_info info;
+	struct stat st;
+	const ElfW(Ehdr) *eh;
+	const ElfW(Shdr) *sh;
+	const unsigned char *m = MAP_FAILED;
+	uintptr_t base, list = 0, count = 0;
+	bool in_dict = false;
+	int fd;
+	size_t i, j;
+
+	mw_loader_enter();
+	i = dladdr(fl[FL_DICT].type, &info);
+	mw_loader_leave();
+	if (!i || !info.dli_fname || !info.dli_fbase)
+		return false;
+	base = (uintptr_t)info.dli_fbase;
+	fd = open(info.dli_fname[0] ? info.dli_fname : "/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof *eh)
+		m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	eh = (const ElfW(Ehdr) *)m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_shentsize != sizeof *sh ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof *sh > (uint64_t)st.st_size)
+		goto out;
+	sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
+	for (i = 0; i < eh->e_shnum && !(list && count); i++) {
+		const ElfW(Shdr) *str;
+		const ElfW(Sym) *sym;
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		str = &sh[sh[i].sh_link];
+		if (sh[i].sh_offset + sh[i].sh_size > (uint64_t)st.st_size ||
+		    str->sh_offset + str->sh_size > (uint64_t)st.st_size || sh[i].sh_entsize != sizeof *sym)
+			continue;
+		sym = (const ElfW(Sym) *)(m + sh[i].sh_offset);
+		for (j = 0; j < sh[i].sh_size / sizeof *sym && !(list && count); j++) {
+			const char *name;
+			if (sym[j].st_name >= str->sh_size)
+				continue;
+			name = (const char *)m + str->sh_offset + sym[j].st_name;
+			if (!memchr(name, 0, str->sh_size - sym[j].st_name))
+				continue;
+			if (ELF64_ST_TYPE(sym[j].st_info) == STT_FILE) {
+				in_dict = strcmp(name, "dictobject.c") == 0;
+				continue;
+			}
+			if (!in_dict || ELF64_ST_TYPE(sym[j].st_info) != STT_OBJECT)
+				continue;
+			if (strcmp(name, "keys_free_list") == 0 && sym[j].st_size == 80 * sizeof(void *))
+				list = base + sym[j].st_value;
+			else if (strcmp(name, "numfreekeys") == 0 && sym[j].st_size == sizeof(int))
+				count = base + sym[j].st_value;
+		}
+	}
+out:
+	munmap((void *)m, (size_t)st.st_size);
+	if (!list || !count)
+		return false;
+	keys_at = list;
+	keys_n = count;
+	keys_static = true;
+	return true;
+}
+
 /* With the GIL held: are the offsets right? A dict given one string key
  * takes a key table of the smallest size (from the list, if it holds one),
  * and its deallocation puts that table back on top of the list. */
@@ -194,15 +279,17 @@ static bool keys_check(void)
 		(int (*)(void *, const char *, void *))dlsym(RTLD_DEFAULT, "PyDict_SetItemString");
 	void (*decref)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef");
 	void *none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
-	char *ts = unchecked_tstate ? unchecked_tstate() : NULL, *interp;
+	char *ts = unchecked_tstate ? unchecked_tstate() : NULL;
+	uintptr_t origin = 0;
 	long before, after;
 	uintptr_t top;
 	void *d, *keys;
 
 	if (!dict_new || !set || !decref || !none || !ts || !keys_free)
 		return false;
-	interp = *(char **)(ts + TS_INTERP);
-	if (!interp || !safe_int(interp + keys_n, &before))
+	if (!keys_static && !(origin = *(uintptr_t *)(ts + TS_INTERP)))
+		return false;
+	if (!safe_int((const char *)(origin + keys_n), &before))
 		return false;
 	if (before < 0 || before > 80)
 		return false;
@@ -216,11 +303,11 @@ static bool keys_check(void)
 	keys = *(void **)((char *)d + DICT_KEYS);
 	/* the orig deallocator, not a wrapper: the table goes on the list */
 	decref(d);
-	if (!safe_int(interp + keys_n, &after))
+	if (!safe_int((const char *)(origin + keys_n), &after))
 		return false;
 	if (after != (before ? before : 1))
 		return false;
-	return mw_py_safe_word(interp + keys_at + (after - 1) * sizeof(void *), &top) &&
+	return mw_py_safe_word((const void *)(origin + keys_at + (uintptr_t)(after - 1) * sizeof(void *)), &top) &&
 	       top == (uintptr_t)keys;
 }
 
@@ -288,7 +375,8 @@ void mw_pyfree_swap(bool on)
 	if (!usable || on == patched)
 		return;
 	if (on && !keys_checked && !clear_dict_3_8 && !keys_uncovered) {
-		keys_checked = keys_offsets(version) && keys_check();
+		keys_checked = (version >> 16 == 0x0309 ? keys_symbols() : keys_offsets(version)) &&
+			       keys_check();
 		keys_uncovered = !keys_checked;
 	}
 	if (on && clear_dict_3_8) {
