@@ -1240,6 +1240,8 @@ static struct type_entry *type_lookup(struct type_entry *cache, struct snapshot 
 	cache[j].name = -1;
 	cache[j].presize = 0;
 	if (is_type(t, &flags) && (n = type_name(t, flags, name, sizeof name)) > 0) {
+		name[n < sizeof name ? n : sizeof name - 1] = '\0';
+		n = mw_pyfree_mark(name, name, n, sizeof name);   /* still recycled? */
 		cache[j].name = name_index(s, name, n);
 		cache[j].presize = (uint32_t)type_presize(flags);
 	}
@@ -1308,7 +1310,8 @@ int mw_python_types(struct snapshot *s)
 		if (t == -3)
 			goto out;
 		if (t == -1) {
-			if (not_obj < 0 && (not_obj = name_index(s, SNAP_TYPE_NOT_OBJECT, strlen(SNAP_TYPE_NOT_OBJECT))) < 0)
+			char no[32] = SNAP_TYPE_NOT_OBJECT;
+			if (not_obj < 0 && (not_obj = name_index(s, no, mw_pyfree_mark(NULL, no, strlen(no), sizeof no))) < 0)
 				goto out;
 			t = not_obj;
 		} else if (t == -2) {

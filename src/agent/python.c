@@ -433,8 +433,10 @@ static void swap_locked_gil(bool on)
 			mine.free = wraps[d].own ? cur.free : w_free;
 			mw_py.set_allocator(d, &mine);
 		}
+		mw_pyfree_swap(true);     /* recycled objects go through them too */
 		return;
 	}
+	mw_pyfree_swap(false);
 	for (d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
 		mw_py.get_allocator(d, &cur);
 		/* Someone stacked theirs on ours (tracemalloc started meanwhile):

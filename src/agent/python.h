@@ -64,6 +64,15 @@ void mw_py_each_frame(const void *interp, int (*fn)(const char *frame, const cha
  * starts a new snapshot. */
 void mw_pyrefs_note(const struct snapshot *s, size_t typed, uintptr_t obj) MW_HIDDEN;
 
+/* pyfree.c: with the GIL held (python.c's swap), the free lists kept
+ * empty (on) or left to the interpreter again; and whether objects of a type
+ * (its name; NULL: dicts' key tables) may still be recycled meanwhile. */
+void mw_pyfree_swap(bool on) MW_HIDDEN;
+bool mw_pyfree_first_owner(const char *type) MW_HIDDEN;
+/* The type's name (n bytes of name, room len) followed by " recycled" where
+ * mw_pyfree_first_owner(type) says so; its length. */
+size_t mw_pyfree_mark(const char *type, char *name, size_t n, size_t len) MW_HIDDEN;
+
 /* fork: the child must not inherit the frame table's lock half-held. */
 void mw_pyframes_atfork_prepare(void) MW_HIDDEN;
 void mw_pyframes_atfork_parent(void) MW_HIDDEN;

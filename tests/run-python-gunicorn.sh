@@ -1,0 +1,66 @@
+#!/bin/sh
+# run-python-gunicorn.sh: a real server's leak named after the view that
+# keeps the memory, not after the code whose dropped objects CPython recycled
+# into it. Debian's gunicorn serves tests/targets/gunicorn_keep/keepapp.py
+# with 2 sync workers on 127.0.0.1; its view, remember, keeps small dicts and
+# pairs for every request, the kinds of objects that gunicorn's own
+# temporaries of the same request (its logging, its Date header) leave on
+# the interpreter's free lists. A bounded client (127.0.0.1 only, at most
+# 60000 requests or 40 s) makes requests while memwatch -p MASTER --children
+# watches the tree at the default rate. In every worker's report the top row
+# is remember; no row with evidence (one whose samples are not marked ?)
+# names other code than the application's (without the free lists kept
+# empty, rows of Logger.debug, Response.process_headers or format_datetime
+# held several samples and MiB), and such rows hold 3 samples at most in all
+# (sampling noise, and the few objects gunicorn itself keeps).
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/py-lib.sh"
+need_ptrace
+need_py311
+command -v gunicorn >/dev/null 2>&1 || skip "gunicorn is not installed (sh tests/install-deps.sh --tests)"
+
+gunicorn -w 2 -k sync -b 127.0.0.1:0 --chdir "$top_srcdir/tests/targets/gunicorn_keep" \
+	keepapp:app >g.out 2>g.err &
+g=$!
+started_pids="$started_pids $g"
+wait_until "grep -q 'Listening at: http://127.0.0.1:' g.err && [ \$(grep -c 'Booting worker' g.err) -ge 2 ]" 30 ||
+	{ sed 's/^/  | /' g.err >&2; finish; }
+port=$(sed -n 's|.*Listening at: http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' g.err)
+"$py" "$top_srcdir/tests/targets/gunicorn_client.py" "$port" 60000 40 "$PWD/stop" >c.out 2>c.err &
+c=$!
+started_pids="$started_pids $c"
+run_mw 0 -p "$g" --children -i 200ms -d 12s -q --trigger +3MiB -o g.log
+cp out g.report
+touch stop
+wait "$c" || { fail "the client exited with status $?"; sed 's/^/  | /' c.err >&2; }
+cat c.out
+kill "$g"
+wait "$g"
+expect_no_grep 'Traceback|Segmentation|Fatal Python error' g.err
+
+# per worker: its section of the report, "PID ROWS": ROWS "RANK SAMPLES WHERE"
+awk '/^memwatch: pid [0-9]+:/ { pid = $3; sub(/:$/, "", pid) }
+     /^ +[0-9]+ +[-+][0-9.]+ [KMG]?i?B / && pid != "" {
+	m = 1
+	if ($3 == "KiB") m = 1024
+	if ($3 == "MiB") m = 1048576
+	if ($3 == "GiB") m = 1073741824
+	line = $0
+	sub(/.* (new|grown|shrunk|gone|same) +/, "", line)
+	printf "%s %d %.0f %s %s\n", pid, $1, $2 * m, $11, line }' g.report >rows.txt
+sed 's/^/  /' rows.txt
+workers=$(awk '{ print $1 }' rows.txt | sort -u)
+[ "$(echo "$workers" | grep -c .)" -ge 1 ] || { fail "no worker's growth in the report"; sed 's/^/  | /' g.report >&2; }
+for w in $workers; do
+	awk -v w="$w" '$1 == w && $2 == 1' rows.txt | grep -q ' remember  keepapp\.py:' ||
+		fail "worker $w: the top row is not remember"
+	# the rest: no row with evidence, and a few samples at most in all
+	awk -v w="$w" '$1 == w && !/ keepapp\.py:/ { n = $4; sub(/\?$/, "", n); samples += n
+			if ($4 !~ /\?$/) bad = bad " " $5 }
+		END { printf "%d %s\n", samples, bad }' rows.txt >w.txt
+	read -r samples bad <w.txt
+	[ -z "$bad" ] || fail "worker $w: a row with evidence names other code than the application's:$bad"
+	[ "$samples" -le 3 ] ||
+		fail "worker $w: rows of other code than the application's hold $samples samples"
+done
+finish
