@@ -63,6 +63,9 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
+# ended from outside (the harness at the test's limit, Ctrl-C): the cleanup
+# above still runs
+trap 'echo "$testname: ended by a signal" >&2; exit 1' INT TERM
 cd "$tmp" || exit 99
 
 fails=0
@@ -202,14 +205,37 @@ wait_exec() {
 # wait_for FILE-TEST SECONDS: poll until "test $1" holds, or fail after $2 s.
 wait_until() {
 	local cond=$1 secs=${2:-10} i=0
+	# what the test waits for, for the harness to say if it never ends
+	[ -n "${MEMWATCH_TEST_STATE:-}" ] &&
+		echo "wait_until (up to ${secs}s, since $(date +%T)): $cond" > "$MEMWATCH_TEST_STATE"
 	while ! eval "$cond"; do
 		i=$((i + 1))
 		if [ "$i" -gt $((secs * 20)) ]; then
 			fail "timed out after ${secs}s waiting for: $cond"
+			[ -n "${MEMWATCH_TEST_STATE:-}" ] && : > "$MEMWATCH_TEST_STATE"
 			return 1
 		fi
 		sleep 0.05
 	done
+	[ -n "${MEMWATCH_TEST_STATE:-}" ] && : > "$MEMWATCH_TEST_STATE"
+	return 0
+}
+
+# ended PID: the process has ended (gone, or a zombie not yet waited for).
+ended() {
+	local s
+	s=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+	[ -z "$s" ] || [ "$s" = Z ]
+}
+
+# wait_exit PID [SECS]: wait for the background child PID to end, at most SECS
+# seconds (default 30); its exit status in $status (255 and a failure when it
+# did not end; it is killed at the test's end if in $started_pids).
+wait_exit() {
+	status=255
+	wait_until "ended $1" "${2:-30}" || return 1
+	wait "$1"
+	status=$?
 	return 0
 }
 
