@@ -65,8 +65,39 @@ static int own_dir(const char *dir)
 	return 0;
 }
 
+/* Make DIR/NAME/BASE a link to real, the file st describes, or find it made.
+ * 0, or -1. */
+static int platform_link(const char *dir, const char *name, const char *real,
+			 const struct stat *st)
+{
+	char *pdir = xasprintf("%s/%s", dir, name);
+	char *link = xasprintf("%s/%s", pdir, base_name(real)), target[PATH_MAX];
+	struct stat lst;
+	ssize_t n;
+	int ret = -1;
+
+	if (own_dir(pdir) < 0)
+		goto out;
+	n = readlink(link, target, sizeof target - 1);
+	if (n < 0 || (size_t)n != strlen(real) || memcmp(target, real, (size_t)n)) {
+		unlink(link);
+		if (symlink(real, link) < 0 && errno != EEXIST)
+			goto out;
+	}
+	if (stat(link, &lst) == 0 && lst.st_dev == st->st_dev && lst.st_ino == st->st_ino)
+		ret = 0;
+out:
+	free(pdir);
+	free(link);
+	return ret;
+}
+
 /* The agent as LD_PRELOAD is to name it: "DIR/$PLATFORM/libmemwatch-agent.so",
  * where DIR/PLATFORM (this machine's AT_PLATFORM, x86_64) holds a link to it.
+ * glibc's loader may say another platform for $PLATFORM than the kernel's:
+ * on x86_64 before 2.37, "haswell" on a processor with AVX2, FMA, BMI2 and
+ * MOVBE, "xeon_phi" on one with AVX512ER; those directories hold the link
+ * too.
  * glibc's loader expands $PLATFORM and loads the agent; musl's finds no such
  * file and, as for any preload it cannot find, goes on without it: a musl
  * program the command starts (sh -c, a script's exec) still starts, where
@@ -77,10 +108,10 @@ static int own_dir(const char *dir)
 static char *preload_path(const char *agent)
 {
 	const char *plat = (const char *)getauxval(AT_PLATFORM), *tmp = getenv("TMPDIR");
-	char *real = realpath(agent, NULL), *top = NULL, *dir = NULL, *pdir = NULL, *link = NULL;
-	char *ret = NULL, target[PATH_MAX];
-	struct stat st, lst;
-	ssize_t n;
+	static const char *const loader_platforms[] = { "haswell", "xeon_phi" };
+	char *real = realpath(agent, NULL), *top = NULL, *dir = NULL, *ret = NULL;
+	struct stat st;
+	size_t i;
 
 	if (!real)
 		return xstrdup(agent);
@@ -90,27 +121,21 @@ static char *preload_path(const char *agent)
 	top = xasprintf("%s/memwatch-%u", tmp && tmp[0] == '/' ? tmp : "/tmp", (unsigned)geteuid());
 	dir = xasprintf("%s/agent-%llx-%llx", top, (unsigned long long)st.st_dev,
 			(unsigned long long)st.st_ino);
-	pdir = xasprintf("%s/%s", dir, plat);
-	link = xasprintf("%s/%s", pdir, base_name(real));
 	/* separators of LD_PRELOAD, or a token of the loader's own, in the path */
-	if (strpbrk(dir, ": \t$") || own_dir(top) < 0 || own_dir(dir) < 0 || own_dir(pdir) < 0)
+	if (strpbrk(dir, ": \t$") || own_dir(top) < 0 || own_dir(dir) < 0 ||
+	    platform_link(dir, plat, real, &st) < 0)
 		goto out;
-	n = readlink(link, target, sizeof target - 1);
-	if (n < 0 || (size_t)n != strlen(real) || memcmp(target, real, (size_t)n)) {
-		unlink(link);
-		if (symlink(real, link) < 0 && errno != EEXIST)
+	for (i = 0; i < sizeof loader_platforms / sizeof loader_platforms[0]; i++)
+		if (strcmp(plat, loader_platforms[i]) != 0 &&
+		    platform_link(dir, loader_platforms[i], real, &st) < 0)
 			goto out;
-	}
-	if (stat(link, &lst) == 0 && lst.st_dev == st.st_dev && lst.st_ino == st.st_ino)
-		ret = xasprintf("%s/$PLATFORM/%s", dir, base_name(real));
+	ret = xasprintf("%s/$PLATFORM/%s", dir, base_name(real));
 out:
 	if (!ret)
 		ret = xstrdup(real);
 	free(real);
 	free(top);
 	free(dir);
-	free(pdir);
-	free(link);
 	return ret;
 }
 
