@@ -66,6 +66,10 @@ test_pids() {
 		sed 's,^/proc/\([0-9]*\)/environ$,\1,'
 	return 0
 }
+# ours PID: PID is one of the test's processes now.
+ours() {
+	grep -qzxF "MEMWATCH_HARNESS_ID=$id" "/proc/$1/environ" 2> /dev/null
+}
 # describe PID: one line about a process: pid, parent, state, what it waits
 # in, its command
 describe() {
@@ -103,7 +107,7 @@ pid=$!
 	n=0
 	while [ $n -lt "$limit" ]; do
 		sleep 1
-		kill -0 "$pid" 2> /dev/null || exit 0
+		ours "$pid" || exit 0
 		n=$((n + 1))
 	done
 	{
@@ -120,16 +124,17 @@ pid=$!
 	cat "$hdir/timeout"
 	# a line for the console too, where make check shows its progress
 	sed -n '1p' "$hdir/timeout" 2> /dev/null >&9
-	# SIGTERM to all of it: the test's own cleanup runs (lib.sh)
-	kill -TERM -- "-$pid" 2> /dev/null
-	for p in $(test_pids); do kill -TERM "$p" 2> /dev/null; done
+	# SIGTERM to all of it: the test's own cleanup runs (lib.sh). Every
+	# kill is of a process that carries the test's id just before: pids are
+	# given again soon on a busy machine, and another test's must never be.
+	ours "$pid" && kill -TERM -- "-$pid" 2> /dev/null
+	for p in $(test_pids); do ours "$p" && kill -TERM "$p" 2> /dev/null; done
 	i=0
-	while [ $i -lt $((grace * 10)) ] && kill -0 "$pid" 2> /dev/null; do
+	while [ $i -lt $((grace * 10)) ] && ours "$pid"; do
 		sleep 0.1
 		i=$((i + 1))
 	done
-	kill -KILL -- "-$pid" 2> /dev/null
-	for p in $(test_pids); do kill -KILL "$p" 2> /dev/null; done
+	for p in $(test_pids); do ours "$p" && kill -KILL "$p" 2> /dev/null; done
 ) &
 dog=$!
 
@@ -151,7 +156,7 @@ if [ -n "$left" ]; then
 	echo "harness: $test left these running; ended:"
 	for p in $left; do
 		describe "$p"
-		kill -KILL "$p" 2> /dev/null
+		ours "$p" && kill -KILL "$p" 2> /dev/null
 	done
 	rc=99
 fi

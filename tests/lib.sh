@@ -36,10 +36,18 @@ left_running() {
 # failure of the test (and is killed). STATUS: the test's exit status, for a
 # trap of the test's own that calls cleanup after commands of its own.
 cleanup_extra=
+# ours PID: PID is still one of the test's processes, a child of this shell
+# or one that carries the test's id (not the pid of one that ended long ago,
+# which the kernel may have given since to another test's process)
+ours() {
+	[ -e "/proc/$1" ] || return 1
+	[ "$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)" = "$$" ] ||
+		grep -qzxF "MEMWATCH_TEST_ID=$MEMWATCH_TEST_ID" "/proc/$1/environ" 2>/dev/null
+}
 cleanup() {
 	local rc=${1:-$?} i=0
 	for p in $started_pids; do
-		kill -9 "$p" 2>/dev/null
+		ours "$p" && kill -9 "$p" 2>/dev/null
 	done
 	# (only these: a bare wait would also wait for any left running)
 	for p in $started_pids; do
@@ -53,7 +61,7 @@ cleanup() {
 	if [ -s "$tmp/.left" ]; then
 		while read -r p cmd; do
 			echo "FAIL: the test left pid $p running: $cmd" >&2
-			kill -9 "$p" 2>/dev/null
+			ours "$p" && kill -9 "$p" 2>/dev/null
 		done < "$tmp/.left"
 		rc=1
 	fi
