@@ -44,8 +44,18 @@ ours() {
 	[ "$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)" = "$$" ] ||
 		grep -qzxF "MEMWATCH_TEST_ID=$MEMWATCH_TEST_ID" "/proc/$1/environ" 2>/dev/null
 }
+# main_shell: this is the test's own shell, not a subshell of it. (A shell
+# forked for a background command or a $(...) holds the test's traps until it
+# resets them or execs: a signal sent to it then, by a test that stops a
+# program it just started, must not run the test's cleanup there.)
+main_shell() {
+	local me rest
+	read -r me rest < /proc/self/stat
+	[ "$me" = "$$" ]
+}
 cleanup() {
 	local rc=${1:-$?} i=0
+	main_shell || exit "$rc"
 	for p in $started_pids; do
 		ours "$p" && kill -9 "$p" 2>/dev/null
 	done
@@ -73,7 +83,7 @@ cleanup() {
 trap cleanup EXIT
 # ended from outside (the harness at the test's limit, Ctrl-C): the cleanup
 # above still runs
-trap 'echo "$testname: ended by a signal" >&2; exit 1' INT TERM
+trap 'if main_shell; then echo "$testname: ended by a signal" >&2; exit 1; else trap - EXIT; exit 143; fi' INT TERM
 cd "$tmp" || exit 99
 
 fails=0
