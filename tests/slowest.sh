@@ -25,7 +25,7 @@ awk -v n="$n" '
 		printf "The %d slowest of %d tests (%.0f s of tests in all):\n", (NR < n ? NR : n), NR, sum
 	}' "${TMPDIR:-/tmp}/slowest.$$"
 sort -k1,1 -rn "${TMPDIR:-/tmp}/slowest.$$" | head -n "$n" |
-	awk '{ t = $3; sub(/^\.\//, "", t); printf "  %7.1f s  %s (limit %d s)\n", $1, t, $2 }'
+	awk '{ t = $3; sub(/^(\.\.?\/)+/, "", t); printf "  %7.1f s  %s (limit %d s)\n", $1, t, $2 }'
 rm -f "${TMPDIR:-/tmp}/slowest.$$"
 [ -n "$banner" ] && echo "============================================================================"
 exit 0
