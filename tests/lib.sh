@@ -36,10 +36,28 @@ left_running() {
 # failure of the test (and is killed). STATUS: the test's exit status, for a
 # trap of the test's own that calls cleanup after commands of its own.
 cleanup_extra=
+# ours PID: PID is still one of the test's processes, a child of this shell
+# or one that carries the test's id (not the pid of one that ended long ago,
+# which the kernel may have given since to another test's process)
+ours() {
+	[ -e "/proc/$1" ] || return 1
+	[ "$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)" = "$$" ] ||
+		grep -qzxF "MEMWATCH_TEST_ID=$MEMWATCH_TEST_ID" "/proc/$1/environ" 2>/dev/null
+}
+# main_shell: this is the test's own shell, not a subshell of it. (A shell
+# forked for a background command or a $(...) holds the test's traps until it
+# resets them or execs: a signal sent to it then, by a test that stops a
+# program it just started, must not run the test's cleanup there.)
+main_shell() {
+	local me rest
+	read -r me rest < /proc/self/stat
+	[ "$me" = "$$" ]
+}
 cleanup() {
 	local rc=${1:-$?} i=0
+	main_shell || exit "$rc"
 	for p in $started_pids; do
-		kill -9 "$p" 2>/dev/null
+		ours "$p" && kill -9 "$p" 2>/dev/null
 	done
 	# (only these: a bare wait would also wait for any left running)
 	for p in $started_pids; do
@@ -53,7 +71,7 @@ cleanup() {
 	if [ -s "$tmp/.left" ]; then
 		while read -r p cmd; do
 			echo "FAIL: the test left pid $p running: $cmd" >&2
-			kill -9 "$p" 2>/dev/null
+			ours "$p" && kill -9 "$p" 2>/dev/null
 		done < "$tmp/.left"
 		rc=1
 	fi
@@ -63,6 +81,9 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
+# ended from outside (the harness at the test's limit, Ctrl-C): the cleanup
+# above still runs
+trap 'if main_shell; then echo "$testname: ended by a signal" >&2; exit 1; else trap - EXIT; exit 143; fi' INT TERM
 cd "$tmp" || exit 99
 
 fails=0
@@ -202,14 +223,37 @@ wait_exec() {
 # wait_for FILE-TEST SECONDS: poll until "test $1" holds, or fail after $2 s.
 wait_until() {
 	local cond=$1 secs=${2:-10} i=0
+	# what the test waits for, for the harness to say if it never ends
+	[ -n "${MEMWATCH_TEST_STATE:-}" ] &&
+		echo "wait_until (up to ${secs}s, since $(date +%T)): $cond" > "$MEMWATCH_TEST_STATE"
 	while ! eval "$cond"; do
 		i=$((i + 1))
 		if [ "$i" -gt $((secs * 20)) ]; then
 			fail "timed out after ${secs}s waiting for: $cond"
+			[ -n "${MEMWATCH_TEST_STATE:-}" ] && : > "$MEMWATCH_TEST_STATE"
 			return 1
 		fi
 		sleep 0.05
 	done
+	[ -n "${MEMWATCH_TEST_STATE:-}" ] && : > "$MEMWATCH_TEST_STATE"
+	return 0
+}
+
+# ended PID: the process has ended (gone, or a zombie not yet waited for).
+ended() {
+	local s
+	s=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+	[ -z "$s" ] || [ "$s" = Z ]
+}
+
+# wait_exit PID [SECS]: wait for the background child PID to end, at most SECS
+# seconds (default 30); its exit status in $status (255 and a failure when it
+# did not end; it is killed at the test's end if in $started_pids).
+wait_exit() {
+	status=255
+	wait_until "ended $1" "${2:-30}" || return 1
+	wait "$1"
+	status=$?
 	return 0
 }
 

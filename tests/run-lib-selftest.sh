@@ -45,11 +45,13 @@ case_status errhint 0 'cp "'"$tmp"'/one.err" err' 'expect_err_line first'
 # a process the test started and left running fails the test, and is ended:
 # one never named, and one under a shell that was named and killed
 case_status left 1 'sleep 61 & echo $! > "'"$tmp"'/left.pid"'
-case_status left-under 1 'sh -c "sleep 62; true" & started_pids="$started_pids $!"' \
-	'wait_until "pgrep -x -f \"sleep 62\" >/dev/null" 10'
+# (a duration of its own, so that no other test's sleep is taken for it)
+s62=62.$$
+case_status left-under 1 'sh -c "sleep '"$s62"'; true" & started_pids="$started_pids $!"' \
+	'wait_until "pgrep -x -f \"sleep '"$s62"'\" >/dev/null" 10'
 case_status ended 0 'sleep 63 & started_pids="$started_pids $!"'
 p=$(cat left.pid)
 wait_until "! kill -0 $p 2>/dev/null" 10
-pgrep -x -f "sleep 62" > /dev/null && fail "the process left under a shell was not ended"
+pgrep -x -f "sleep $s62" > /dev/null && fail "the process left under a shell was not ended"
 expect_grep "^FAIL: the test left pid $p running: sleep 61\$" case-left.out
 finish

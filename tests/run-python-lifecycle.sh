@@ -10,6 +10,8 @@
 # native-only, one line says so). Every program exits 0. The same life on
 # every other CPython the agent reads that is installed (pyenv's 3.8 to 3.13;
 # a missing one is said and skipped).
+# The same life on eight CPythons: some 300 s on a busy 2-core machine.
+# limit: 900
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace

@@ -18,6 +18,10 @@ need_ptrace
 need_py311
 big=$top_srcdir/tests/targets/py_refs_big.py
 slack_ms=700
+# what the search may overrun its limit by: the time between two of its
+# looks at the clock, and the agent's thread taken off the processor meanwhile
+# on a busy machine (66 ms seen with make check's tests run in parallel)
+pause_slack_ms=250
 
 # say NAME LINE: a line to the script's stdin
 say() {
@@ -50,7 +54,7 @@ for limit in 1000 100; do
 	run_mw 0 show -F json "big.$limit.snap"
 	pause_of
 	echo "limit ${limit} ms: $status, Python held $pause_ms ms"
-	[ "$pause_ms" -le $((limit + 50)) ] || fail "the search held Python $pause_ms ms, over its limit of $limit ms"
+	[ "$pause_ms" -le $((limit + pause_slack_ms)) ] || fail "the search held Python $pause_ms ms, over its limit of $limit ms"
 	visited=$(sed -n 's/.*"referrers": {.*"visited": \([0-9]*\),.*/\1/p' out | head -n 1)
 	[ "$pause_ms" -gt 0 ] && echo "pause per million objects traversed: $((pause_ms * 1000000 / ${visited:-1})) ms"
 	n=$(grep -c '^stall' big.out)
@@ -74,7 +78,7 @@ done
 run_mw 0 -p "$t" -d 2s -i 200ms -q --capture now --referrers -o big.log
 expect_grep "^# event [0-9.]+ $t referrers status=(done|time-limit) pause-ms=[0-9.]+ visited=[0-9]+ tracked=1[0-9]{7} passes=[0-9]+ chains=[0-9]+" big.log
 pause=$(sed -n 's/.* referrers status=[a-z-]* pause-ms=\([0-9]*\).*/\1/p' big.log)
-[ "${pause:-99999}" -le 1050 ] || fail "the watch's search held Python ${pause:-?} ms"
+[ "${pause:-99999}" -le $((1000 + pause_slack_ms)) ] || fail "the watch's search held Python ${pause:-?} ms"
 
 kill "$ctl" 2>/dev/null
 wait "$ctl" 2>/dev/null

@@ -19,6 +19,8 @@
 # named by its bare name (Stray); --focus on the function that makes one
 # Entry keeps its row and not the other's. The HTML page of a watched run has
 # the table by type.
+# Some 230 s on a busy 2-core machine.
+# limit: 600
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace

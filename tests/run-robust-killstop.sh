@@ -1,8 +1,9 @@
 #!/bin/sh
 # run-robust-killstop.sh: memwatch stopped by SIGSTOP while the borrowed thread
 # runs the injected dlopen call (MEMWATCH_TEST_KILL_AT=call:stop: just after
-# the thread is resumed into it). Left stopped for 30 s and then continued: memwatch
-# lets go of the thread (the call is over its 10 s limit) with one line that
+# the thread is resumed into it). Left stopped for 13 s (past the call's 10 s
+# limit) and then continued: memwatch
+# lets go of the thread (the call is over its limit) with one line that
 # says memwatch itself was stopped, and
 # the thread puts itself back through its signal frame. Stopped and then
 # killed: the same without memwatch. Either way the target may stall while
@@ -32,7 +33,7 @@ check_after() {
 	rm -f r.log r.*.snap
 }
 
-# stopped for 30 s, then continued
+# stopped for 13 s, then continued
 start_steady s1.out
 MEMWATCH_TEST_KILL_AT=call:stop "$MEMWATCH" -p "$t" -i 100ms -d 1s -q --capture now -o k1.log \
 	>k1.out 2>k1.err &
@@ -40,15 +41,15 @@ mw=$!
 started_pids="$started_pids $mw"
 wait_until "grep -q '^State:[[:space:]]*T' /proc/$mw/status" 20
 ticks=$(grep -c '' s1.out)
-sleep 30
-kill -0 "$t" 2>/dev/null || fail "30 s stop: the target died while memwatch was stopped"
-echo "the target ticked $(( $(grep -c '' s1.out) - ticks )) times while memwatch was stopped for 30 s"
+sleep 13
+kill -0 "$t" 2>/dev/null || fail "13 s stop: the target died while memwatch was stopped"
+echo "the target ticked $(( $(grep -c '' s1.out) - ticks )) times while memwatch was stopped for 13 s"
 kill -CONT "$mw"
 wait "$mw"
 st=$?
-echo "memwatch continued after 30 s: exit status $st; $(cat k1.err)"
+echo "memwatch continued after 13 s: exit status $st; $(cat k1.err)"
 expect_grep "memwatch itself was stopped for [0-9.]+ s during the call in thread [0-9]+, over its 10000 ms limit" k1.err
-check_after "after a 30 s stop" "$t" s1.out
+check_after "after a 13 s stop" "$t" s1.out
 kill -9 "$t"
 wait "$t" 2>/dev/null
 

@@ -16,6 +16,8 @@
 # registers it holds across the sleep (rbx, r12-r15, ymm15), its signal mask
 # and alternate signal stack, its heap blocks; it must be neither traced nor
 # stopped, keep ticking, and a new watch must attach and capture.
+# Some 230 attaches, each to a fresh target: the longest test.
+# limit: 900
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/robust-lib.sh"
 need_ptrace

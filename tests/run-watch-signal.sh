@@ -1,20 +1,21 @@
 #!/bin/sh
 # run-watch-signal.sh: SIGINT, SIGTERM and SIGHUP end the watch cleanly: status
 # 130, 143 and 129, a signal and an end event, every line complete; under nohup
-# SIGHUP stays ignored.
+# SIGHUP stays ignored. Each case makes the dispositions it is about: the
+# default ones (whatever the test inherited), then nohup's.
 . "$top_srcdir/tests/lib.sh"
 
 start_target "$TARGETS/flat" 4
 p=$target_pid
 for sig in INT TERM HUP; do
 	case $sig in INT) want=130 n=2 ;; TERM) want=143 n=15 ;; HUP) want=129 n=1 ;; esac
-	"$MEMWATCH" -p "$p" -i 100ms -o "$sig.log" >out 2>err &
+	env --default-signal=INT --default-signal=TERM --default-signal=HUP \
+		"$MEMWATCH" -p "$p" -i 100ms -o "$sig.log" >out 2>err &
 	mw=$!
 	started_pids="$started_pids $mw"
 	wait_until "[ \$(grep -c '^[0-9]' $sig.log 2>/dev/null || echo 0) -ge 3 ]" 20
 	kill -s "$sig" "$mw"
-	wait "$mw"
-	status=$?
+	wait_exit "$mw" 20
 	[ "$status" -eq "$want" ] || fail "SIG$sig: status $status, expected $want"
 	[ -s err ] && fail "SIG$sig: stderr: $(cat err)"
 	expect_grep "^# event [0-9.]+ - signal signal=$n\$" "$sig.log"
@@ -33,8 +34,7 @@ if command -v nohup >/dev/null 2>&1; then
 	started_pids="$started_pids $mw"
 	wait_until "[ \$(grep -c '^[0-9]' nohup.log 2>/dev/null || echo 0) -ge 3 ]" 20
 	kill -HUP "$mw"
-	wait "$mw"
-	status=$?
+	wait_exit "$mw" 20
 	[ "$status" -eq 0 ] || fail "under nohup: status $status after SIGHUP, expected 0"
 	expect_grep '^# event [0-9.]+ - end reason=duration$' nohup.log
 fi
@@ -45,8 +45,7 @@ mkfifo fifo
 mw=$!
 started_pids="$started_pids $mw"
 head -n 3 fifo >/dev/null
-wait "$mw"
-status=$?
+wait_exit "$mw" 20
 [ "$status" -eq 1 ] || fail "status $status after the reader left, expected 1"
 expect_err_line "cannot write '<stdout>': Broken pipe"
 finish
