@@ -211,8 +211,9 @@ find_cpython() {
 
 # readable_cpythons: $cpythons, "LABEL=PATH" words, one for each CPython the
 # agent reads that is installed: Debian's python3 (3.11, static) and its debug
-# build python3.11-dbg, and 3.8 to 3.13 (pyenv's builds, or the system's). A
-# missing one is said on stderr, with the reason.
+# build python3.11-dbg, 3.8 to 3.13 (pyenv's builds, or the system's), and
+# the sid root's 3.14 and 3.15, release and debug (sid_cpythons). A missing
+# one is said on stderr, with the reason.
 readable_cpythons() {
 	local m
 	cpythons=
@@ -234,6 +235,8 @@ readable_cpythons() {
 		*) cpythons="$cpythons 3.$m=$found" ;;
 		esac
 	done
+	sid_cpythons
+	cpythons="$cpythons$sidpys"
 }
 
 # watch_hoard NAME PYTHON MODE [OPTIONS...]: py_hoard.py MODE (as a fifo
@@ -314,4 +317,63 @@ top_stack_share() {
 		if (total > 0 && first != "") printf "%d\n", 100 * sum[first] / total
 	}' "$2")
 	echo "$1: the top visible stack holds ${share:-no} % of the sampled growth"
+}
+
+# The Debian sid root of tests/install-deps.sh --tests, with CPython 3.14
+# and 3.15 and their debug builds (MEMWATCH_TEST_SID overrides where).
+SID=${MEMWATCH_TEST_SID:-/opt/memwatch-tests/sid}
+
+# sid_wrapper PY: ./sid-PY, a program that runs the root's PY (python3.14,
+# python3.14d...) inside the root as a container would see it (its own mount
+# namespace, the root entered by chroot, /proc and a /tmp of its own), with the
+# directory of its first argument (the script) at /mnt/s and the current
+# directory at /mnt/w, where it runs. Started as "./sid-PY SCRIPT ARGS", it
+# is the interpreter's process itself (nothing forks on the way).
+sid_wrapper() {
+	cat >"sid-$1" <<WRAP
+#!/bin/sh
+s=\${1:-}
+case \$s in
+*.py) case \$s in /*) ;; *) s=\$PWD/\$s ;; esac
+	d=\${s%/*}
+	shift
+	set -- "/mnt/s/\${s##*/}" "\$@" ;;
+*) d=\$PWD ;;
+esac
+exec unshare --mount sh -c '
+	r=\$1 d=\$2 w=\$3
+	shift 3
+	mount -t tmpfs -o mode=1777 tmpfs "\$r/tmp" && mount -t tmpfs tmpfs "\$r/mnt" &&
+	mkdir "\$r/mnt/s" "\$r/mnt/w" && mount --bind "\$d" "\$r/mnt/s" && mount --bind "\$w" "\$r/mnt/w" &&
+	mount -t proc proc "\$r/proc" || exit 99
+	exec chroot "\$r" /bin/sh -c "cd /mnt/w && exec \\"\\\$@\\"" sh "\$@"
+' sh '$SID' "\$d" "\$PWD" /usr/bin/$1 "\$@"
+WRAP
+	chmod +x "sid-$1"
+}
+
+# sid_cpythons: $sidpys, "LABEL=PROGRAM" words, one for each CPython of the
+# sid root the agent reads (3.14, 3.15, release and debug builds), each run
+# through its sid_wrapper; a missing one is said on stderr, with the reason.
+sid_cpythons() {
+	local v d
+	sidpys=
+	if [ ! -x "$SID/usr/bin/python3.14" ] && [ ! -x "$SID/usr/bin/python3.15" ]; then
+		echo "note: no Debian sid root in $SID (sh tests/install-deps.sh --tests): CPython 3.14 and 3.15 not tested" >&2
+		return 0
+	fi
+	if [ "$(id -u)" -ne 0 ] || ! unshare --mount true 2>/dev/null; then
+		echo "note: cannot enter the sid root (unshare --mount and chroot need root): CPython 3.14 and 3.15 not tested" >&2
+		return 0
+	fi
+	for v in 3.14 3.15; do
+		for d in '' d; do
+			if [ -x "$SID/usr/bin/python$v$d" ]; then
+				sid_wrapper "python$v$d"
+				sidpys="$sidpys $v${d:+-dbg}=$PWD/sid-python$v$d"
+			else
+				echo "note: $SID has no python$v$d: not tested" >&2
+			fi
+		done
+	done
 }
