@@ -323,14 +323,17 @@ top_stack_share() {
 # and 3.15 and their debug builds (MEMWATCH_TEST_SID overrides where).
 SID=${MEMWATCH_TEST_SID:-/opt/memwatch-tests/sid}
 
-# sid_wrapper PY: ./sid-PY, a program that runs the root's PY (python3.14,
-# python3.14d...) inside the root as a container would see it (its own mount
-# namespace, the root entered by chroot, /proc and a /tmp of its own), with the
-# directory of its first argument (the script) at /mnt/s and the current
+# sid_wrapper PY [noproc]: ./sid-PY, a program that runs the root's PY
+# (python3.14, python3.14d...) inside the root as a container would see it
+# (its own mount namespace, the root entered by chroot, /proc and a /tmp of
+# its own; with noproc, ./sid-PY-noproc, no /proc, as in a plain chroot), with
+# the directory of its first argument (the script) at /mnt/s and the current
 # directory at /mnt/w, where it runs. Started as "./sid-PY SCRIPT ARGS", it
 # is the interpreter's process itself (nothing forks on the way).
 sid_wrapper() {
-	cat >"sid-$1" <<WRAP
+	local proc='mount -t proc proc "$r/proc"' out=sid-$1
+	[ "${2:-}" != noproc ] || { proc=true; out=sid-$1-noproc; }
+	cat >"$out" <<WRAP
 #!/bin/sh
 s=\${1:-}
 case \$s in
@@ -345,11 +348,11 @@ exec unshare --mount sh -c '
 	shift 3
 	mount -t tmpfs -o mode=1777 tmpfs "\$r/tmp" && mount -t tmpfs tmpfs "\$r/mnt" &&
 	mkdir "\$r/mnt/s" "\$r/mnt/w" && mount --bind "\$d" "\$r/mnt/s" && mount --bind "\$w" "\$r/mnt/w" &&
-	mount -t proc proc "\$r/proc" || exit 99
+	$proc || exit 99
 	exec chroot "\$r" /bin/sh -c "cd /mnt/w && exec \\"\\\$@\\"" sh "\$@"
 ' sh '$SID' "\$d" "\$PWD" /usr/bin/$1 "\$@"
 WRAP
-	chmod +x "sid-$1"
+	chmod +x "$out"
 }
 
 # sid_cpythons: $sidpys, "LABEL=PROGRAM" words, one for each CPython of the
