@@ -323,35 +323,15 @@ top_stack_share() {
 # and 3.15 and their debug builds (MEMWATCH_TEST_SID overrides where).
 SID=${MEMWATCH_TEST_SID:-/opt/memwatch-tests/sid}
 
-# sid_wrapper PY [noproc]: ./sid-PY, a program that runs the root's PY
-# (python3.14, python3.14d...) inside the root as a container would see it
-# (its own mount namespace, the root entered by chroot, /proc and a /tmp of
-# its own; with noproc, ./sid-PY-noproc, no /proc, as in a plain chroot), with
-# the directory of its first argument (the script) at /mnt/s and the current
-# directory at /mnt/w, where it runs. Started as "./sid-PY SCRIPT ARGS", it
-# is the interpreter's process itself (nothing forks on the way).
+# sid_wrapper PY [noproc]: ./sid-PY (./sid-PY-noproc), a program that runs
+# the root's PY (python3.14, python3.14d...) inside the root through
+# tests/sid-python.sh (with --noproc: no /proc mounted, as in a plain
+# chroot). Started as "./sid-PY SCRIPT ARGS", it is the interpreter's process.
 sid_wrapper() {
-	local proc='mount -t proc proc "$r/proc"' out=sid-$1
-	[ "${2:-}" != noproc ] || { proc=true; out=sid-$1-noproc; }
-	cat >"$out" <<WRAP
-#!/bin/sh
-s=\${1:-}
-case \$s in
-*.py) case \$s in /*) ;; *) s=\$PWD/\$s ;; esac
-	d=\${s%/*}
-	shift
-	set -- "/mnt/s/\${s##*/}" "\$@" ;;
-*) d=\$PWD ;;
-esac
-exec unshare --mount sh -c '
-	r=\$1 d=\$2 w=\$3
-	shift 3
-	mount -t tmpfs -o mode=1777 tmpfs "\$r/tmp" && mount -t tmpfs tmpfs "\$r/mnt" &&
-	mkdir "\$r/mnt/s" "\$r/mnt/w" && mount --bind "\$d" "\$r/mnt/s" && mount --bind "\$w" "\$r/mnt/w" &&
-	$proc || exit 99
-	exec chroot "\$r" /bin/sh -c "cd /mnt/w && exec \\"\\\$@\\"" sh "\$@"
-' sh '$SID' "\$d" "\$PWD" /usr/bin/$1 "\$@"
-WRAP
+	local out=sid-$1 opt=
+	[ "${2:-}" != noproc ] || { out=sid-$1-noproc; opt=--noproc; }
+	printf '#!/bin/sh\nMEMWATCH_TEST_SID=%s exec %s %s %s "$@"\n' "$SID" \
+		"$top_srcdir/tests/sid-python.sh" "$opt" "$1" >"$out"
 	chmod +x "$out"
 }
 
