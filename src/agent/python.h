@@ -67,6 +67,9 @@ const struct mw_pyver *mw_pyver_of(unsigned minor) MW_HIDDEN;
  * cookie, the same version, with the GIL), each offset in a structure of
  * sane size and in the order the structures have. */
 bool mw_py_debug_offsets(const char *runtime) MW_HIDDEN;
+/* Why mw_py_debug_offsets refused a version it has an entry for, in a few
+ * words ("a free-threaded build"), or NULL. */
+extern const char *mw_py_do_refused MW_HIDDEN;
 /* pyframes.c: check the layout against the running interpreter (without the
  * GIL: a frame popped meanwhile can make it fail once): 1 it holds, 0 nothing to check it on yet (no Python frame in any
  * thread), -1 it does not hold (why says how, in a few words). */

@@ -12,6 +12,7 @@
 #include "pyversions.h"
 
 struct mw_py_do mw_py_do;
+const char *mw_py_do_refused;
 
 #define DO_COOKIE "xdebugpy"
 #define DO_VERSION 8                 /* _Py_DebugOffsets.version: Py_Version of the build it describes */
@@ -44,18 +45,22 @@ bool mw_py_debug_offsets(const char *runtime)
 	uint64_t w;
 
 	memset(&mw_py_do, 0, sizeof mw_py_do);
-	if (!v || !runtime || (mw_py.version >> 24) != 3)
+	mw_py_do_refused = NULL;
+	if (!v || (mw_py.version >> 24) != 3)
 		return false;
 	/* the table must say it describes this very build: the same version,
 	 * with the GIL (a free-threaded build lays its objects out otherwise) */
-	if (memcmp(runtime, DO_COOKIE, 8) != 0)
+	mw_py_do_refused = "its _Py_DebugOffsets is not this build's";
+	if (!runtime || memcmp(runtime, DO_COOKIE, 8) != 0)
 		return false;
 	memcpy(&w, runtime + DO_VERSION, sizeof w);
 	if (w != mw_py.version)
 		return false;
 	memcpy(&w, runtime + DO_FREE_THREADED, sizeof w);
+	mw_py_do_refused = "a free-threaded build";
 	if (w != 0)
 		return false;
+	mw_py_do_refused = "its _Py_DebugOffsets holds offsets out of place";
 	memset(&d, 0, sizeof d);
 	d.v = v;
 	if (!do_read(runtime, v->do_interp_gc, &d.interp_gc) ||
@@ -82,5 +87,6 @@ bool mw_py_debug_offsets(const char *runtime)
 	    d.code_qualname <= d.code_filename || d.code_adaptive <= d.code_qualname)
 		return false;
 	mw_py_do = d;
+	mw_py_do_refused = NULL;
 	return true;
 }
