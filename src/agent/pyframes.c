@@ -5,8 +5,9 @@
  * snapshot uses named in it (mw_python_snapshot). The structures read are
  * mirrored here from each version's headers (3.8 to 3.10: cpython/pystate.h,
  * frameobject.h, code.h; 3.11 and 3.12: internal/pycore_frame.h,
- * cpython/code.h, cpython/unicodeobject.h), or read from the table 3.13
- * publishes for debuggers (_Py_DebugOffsets, at the start of _PyRuntime), and
+ * cpython/code.h, cpython/unicodeobject.h), or from 3.13 on read from the
+ * table the interpreter publishes for debuggers (_Py_DebugOffsets, at the
+ * start of _PyRuntime; where it holds what, per version: pyversions.h), and
  * checked against the running interpreter before any frame is read
  * (mw_py_check). */
 #include "config.h"
@@ -62,9 +63,9 @@
 #define PY_STR_STATE 32              /* .state: interned:2 kind:3 compact:1 ascii:1 ready:1 */
 #define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
 #define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
-#define PY_STR_HASH 24               /* .hash (3.8 to 3.13) */
+#define PY_STR_HASH 24               /* .hash (3.8 to 3.15) */
 #define PY_OB_TYPE 8                 /* PyObject.ob_type (every version, without Py_TRACE_REFS) */
-#define PY_TSTATE_NEXT 8             /* PyThreadState.next (3.8 to 3.13) */
+#define PY_TSTATE_NEXT 8             /* PyThreadState.next (3.8 to 3.15) */
 #define PY_TSTATE_INTERP 16          /* .interp */
 
 /* CPython 3.12: 3.11's _PyInterpreterFrame reordered, each C call of the eval
@@ -87,7 +88,7 @@
  * cpython/dictobject.h) and its keys (3.8 to 3.10: Objects/dict-common.h,
  * not installed, as in pyenv's 3.8.18, 3.9.18 and 3.10.13; 3.11 on:
  * internal/pycore_dict.h, checked by tests/run-python-offsets.sh). */
-#define PY_DICT_TAG 24               /* PyDictObject.ma_version_tag (3.8 to 3.13) */
+#define PY_DICT_TAG 24               /* PyDictObject.ma_version_tag (3.8 to 3.13; 3.14 on: _ma_watcher_tag) */
 #define PY_DICT_KEYS 32              /* .ma_keys */
 #define PY_DICT_VALUES 40            /* .ma_values (NULL: a combined table) */
 #define PY38_DK_SIZE 8               /* PyDictKeysObject.dk_size (Py_ssize_t) */
@@ -894,7 +895,7 @@ fail:
  * object at exactly that offset. Every word is read by safe reads: a block
  * may be freed while it is read, and nothing here holds the GIL. */
 
-#define TP_NAME 24                   /* PyTypeObject.tp_name (3.8 to 3.13) */
+#define TP_NAME 24                   /* PyTypeObject.tp_name (3.8 to 3.15) */
 #define TP_BASICSIZE 32              /* .tp_basicsize */
 #define TP_FLAGS 168                 /* .tp_flags */
 #define HT_QUALNAME_38 864           /* PyHeapTypeObject.ht_qualname: 3.8, 3.10, 3.11 */

@@ -38,12 +38,14 @@
 
 /* ------------------------------------------------------------------------- */
 /* Layouts (x86_64), from each version's internal headers: pycore_gc.h
- * (struct _gc_runtime_state, the same from 3.8 to 3.13: a word, three ints,
+ * (struct _gc_runtime_state, the same from 3.8 to 3.12: a word, three ints,
  * then the three generations (a PyGC_Head, threshold and count: 24 bytes
  * each), generation0, the permanent generation, the statistics and
  * `collecting`), and where that state is: _PyRuntime.gc in 3.8
- * (pycore_pystate.h), PyInterpreterState.gc from 3.9 on (pycore_interp.h; in
- * 3.13 the offset is read from _Py_DebugOffsets). Checked against the headers
+ * (pycore_pystate.h), PyInterpreterState.gc from 3.9 on (pycore_interp.h;
+ * from 3.13 on the offset is read from _Py_DebugOffsets, and where the
+ * generations, the permanent one and `collecting` lie is the version's entry
+ * in pyversions.h: 3.14 moved them, 3.15 dropped the trash fields before). Checked against the headers
  * of pyenv's builds and Debian's 3.11 (tests/run-python-offsets.sh), and
  * against the running interpreter before any list is walked (gc_check). */
 #define PY38_RUNTIME_GC 344          /* _PyRuntimeState.gc (3.8) */
@@ -119,7 +121,7 @@
 #define PY311_DK_SPLIT 2             /* DICT_KEYS_SPLIT */
 #define PY311_DK_UENTRY_SIZE 16      /* sizeof (PyDictUnicodeEntry), its key first */
 #define PY311_SHARED_KEYS_MAX 30     /* SHARED_KEYS_MAX_SIZE */
-#define STR_LENGTH 16                /* PyASCIIObject.length (3.8 to 3.13) */
+#define STR_LENGTH 16                /* PyASCIIObject.length (3.8 to 3.15) */
 #define MAX_ATTR_CHARS 36            /* a longer name is not read (4 bytes of UTF-8 each) */
 /* __slots__ (every version): a type's tp_members, an array of PyMemberDef
  * (structmember.h: name, type, offset, flags, doc) ended by a NULL name; a
