@@ -328,16 +328,18 @@ SID=${MEMWATCH_TEST_SID:-/opt/memwatch-tests/sid}
 # tests/sid-python.sh (with --noproc: no /proc mounted, as in a plain
 # chroot). Started as "./sid-PY SCRIPT ARGS", it is the interpreter's process.
 sid_wrapper() {
-	local out=sid-$1 opt=
-	[ "${2:-}" != noproc ] || { out=sid-$1-noproc; opt=--noproc; }
+	local out=sid-${1##*/} opt=
+	[ "${2:-}" != noproc ] || { out=sid-${1##*/}-noproc; opt=--noproc; }
 	printf '#!/bin/sh\nMEMWATCH_TEST_SID=%s exec %s %s %s "$@"\n' "$SID" \
 		"$top_srcdir/tests/sid-python.sh" "$opt" "$1" >"$out"
 	chmod +x "$out"
 }
 
 # sid_cpythons: $sidpys, "LABEL=PROGRAM" words, one for each CPython of the
-# sid root the agent reads (3.14, 3.15, release and debug builds), each run
-# through its sid_wrapper; a missing one is said on stderr, with the reason.
+# sid root the agent reads (3.14, 3.15, release and debug builds: linked into
+# the executable, as Debian builds them; and 3.14's shared libpython, in a
+# program that calls its Py_BytesMain), each run through its sid_wrapper; a
+# missing one is said on stderr, with the reason.
 sid_cpythons() {
 	local v d
 	sidpys=
@@ -359,4 +361,18 @@ sid_cpythons() {
 			fi
 		done
 	done
+	if [ -r "$SID/usr/lib/x86_64-linux-gnu/libpython3.14.so" ] && command -v "${CC:-cc}" >/dev/null 2>&1; then
+		printf 'int Py_BytesMain(int, char **);\nint main(int c, char **v) { return Py_BytesMain(c, v); }\n' \
+			>pyshared.c
+		# its libraries are the root's: not linked against ours
+		if "${CC:-cc}" -O2 pyshared.c -o python3.14-shared -L"$SID/usr/lib/x86_64-linux-gnu" -lpython3.14 \
+			-Wl,--unresolved-symbols=ignore-in-shared-libs >pyshared.out 2>&1; then
+			sid_wrapper "$PWD/python3.14-shared"
+			sidpys="$sidpys 3.14-shared=$PWD/sid-python3.14-shared"
+		else
+			echo "note: cannot link a program with the sid root's libpython3.14: not tested ($(head -n 1 pyshared.out))" >&2
+		fi
+	else
+		echo "note: no libpython3.14.so in $SID (libpython3.14-dev) or no C compiler: the shared libpython not tested" >&2
+	fi
 }
