@@ -10,11 +10,14 @@
 # a noisy machine hurts them alike.
 #
 # Usage: bench/python-overhead.sh [-r REPEATS] [-n ROUNDS] [-w objects|json]
-#                                 [-p PYTHON]... [BUILDDIR]
+#                                 [-p PYTHON]... [-s PY]... [BUILDDIR]
 #   BUILDDIR holds memwatch and tests/tools/agentctl (make check builds it).
 #   -w json: records encoded to JSON and decoded back instead (see the workload).
 #   -p PYTHON: the interpreter (default /usr/bin/python3); given more than
 #   once, each is measured in turn, its variants side by side.
+#   -s PY: the interpreter PY (python3.14, python3.15...) of the Debian sid
+#   root of tests/install-deps.sh --tests, run inside that root
+#   (tests/sid-python.sh), memwatch attaching from here.
 #   RATE=BYTES in the environment: the capture's sample rate (default 512 KiB;
 #   RATE=1 records every allocation). peak_MiB is each run's peak RSS.
 set -u
@@ -23,18 +26,20 @@ repeats=5
 rounds=40
 kind=objects
 pythons=
-while getopts r:n:w:p: opt; do
+sids=
+while getopts r:n:w:p:s: opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) rounds=$OPTARG ;;
 	w) kind=$OPTARG ;;
 	p) pythons="$pythons $OPTARG" ;;
-	*) sed -n '2,22s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	s) sids="$sids $OPTARG" ;;
+	*) sed -n '2,25s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 build=${1:-.}
-pythons=${pythons:-/usr/bin/python3}
+[ -n "$pythons$sids" ] || pythons=/usr/bin/python3
 mw=$build/memwatch
 ctl=$build/tests/tools/agentctl
 wl=$(dirname "$0")/py_workload.py
@@ -46,6 +51,14 @@ done
 . "$(dirname "$0")/bench-lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-pybench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+# each of the sid root's: a program that runs it inside the root
+for s in $sids; do
+	sid=${MEMWATCH_TEST_SID:-/opt/memwatch-tests/sid}
+	[ -x "$sid/usr/bin/$s" ] || { echo "python-overhead.sh: $sid has no $s (sh tests/install-deps.sh --tests)" >&2; exit 1; }
+	printf '#!/bin/sh\nexec %s %s "$@"\n' "$(cd "$(dirname "$0")/.." && pwd)/tests/sid-python.sh" "$s" >"$tmp/sid-$s"
+	chmod 755 "$tmp/sid-$s"
+	pythons="$pythons $tmp/sid-$s"
+done
 
 # run VARIANT: one run (attached_run); "wall cpu peak_rss_kib" in $tmp/VARIANT
 run() {

@@ -303,7 +303,8 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	 * lives */
 	struct their_files tf;
 	container_files_point(s, c->pid, &tf);
-	if (tf.nembed && symbolize_embed(s, tf.embed, NULL, 0, &cause) < 0) {
+	if (tf.nembed && symbolize_embed(s, tf.embed, (const char *const *)&tf.debug_dir,
+					     tf.debug_dir != NULL, &cause) < 0) {
 		mw_warn("pid %d: symbols from its own files: %s", c->pid, cause);
 		free(cause);
 		cause = NULL;

@@ -87,6 +87,10 @@ struct their_files {
 	char **recorded;         /* per module: the path as recorded, when changed */
 	char *unreadable;        /* the modules that cannot be read at all and why,
 				  * for a warning; NULL: none */
+	char *debug_dir;         /* the process's own debug directory
+				  * (/proc/PID/root/usr/lib/debug), where the
+				  * debug info of the files pointed at may be;
+				  * NULL: none */
 };
 
 /* For each module of s (a snapshot of pid taken now) that frames of s are
@@ -96,8 +100,8 @@ struct their_files {
  * /proc/PID/maps gives, else by build-id), point its path at the process's
  * own file, /proc/PID/root/PATH when that is it, else
  * /proc/PID/map_files/LO-HI, and flag it in tf->embed, so that
- * symbolize_embed(s, tf->embed, ...) names its frames while the process
- * lives. A module that is the same file here is left alone: it is read when
+ * symbolize_embed(s, tf->embed, &tf->debug_dir, ...) names its frames while
+ * the process lives, with the debug info its root holds. A module that is the same file here is left alone: it is read when
  * reported. Put the paths back with container_files_restore, which also
  * frees what tf holds. */
 void container_files_point(struct snapshot *s, int pid, struct their_files *tf);

@@ -204,6 +204,14 @@ void container_files_point(struct snapshot *s, int pid, struct their_files *tf)
 	}
 	free(maps);
 	free(used);
+	if (tf->nembed) {
+		struct stat st;
+		tf->debug_dir = xasprintf("/proc/%d/root/usr/lib/debug", pid);
+		if (stat(tf->debug_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			free(tf->debug_dir);
+			tf->debug_dir = NULL;
+		}
+	}
 	if (tf->unreadable) {
 		char *why = xasprintf("%s: %s here, and neither /proc/%d/root nor /proc/%d/map_files "
 				      "reaches %s (%s%s)", tf->unreadable,
@@ -227,5 +235,6 @@ void container_files_restore(struct snapshot *s, struct their_files *tf)
 	free(tf->recorded);
 	free(tf->embed);
 	free(tf->unreadable);
+	free(tf->debug_dir);
 	memset(tf, 0, sizeof *tf);
 }

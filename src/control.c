@@ -18,6 +18,8 @@
 #include "control.h"
 #include "proc.h"
 #include "agent/protocol.h"
+#define MW_PYVERSIONS_TABLE 1
+#include "agent/pyversions.h"
 #include "util.h"
 
 /* Largest snapshot accepted from an agent: far above any real one, low enough
@@ -464,9 +466,15 @@ const char *control_js_note(const struct control_status *st, char *buf, size_t l
 
 const char *control_python_note(const struct control_status *st, char *buf, size_t len)
 {
-	if (!strcmp(st->python, "unsupported") && st->python_major)
-		snprintf(buf, len, "CPython %u.%u cannot be read (3.8 to 3.13 can): captured native-only, "
-			 "without its small objects and Python frames", st->python_major, st->python_minor);
+	if (!strcmp(st->python, "unsupported") && st->python_major && st->python_why[0])
+		snprintf(buf, len, "CPython %u.%u cannot be read (%s; 3.8 to 3.%u can, with the GIL): "
+			 "captured native-only, without its small objects and Python frames",
+			 st->python_major, st->python_minor, st->python_why,
+			 mw_pyvers[sizeof mw_pyvers / sizeof mw_pyvers[0] - 1].minor);
+	else if (!strcmp(st->python, "unsupported") && st->python_major)
+		snprintf(buf, len, "CPython %u.%u cannot be read (3.8 to 3.%u can): captured native-only, "
+			 "without its small objects and Python frames", st->python_major, st->python_minor,
+			 mw_pyvers[sizeof mw_pyvers / sizeof mw_pyvers[0] - 1].minor);
 	else if (!strcmp(st->python, "unsupported"))
 		snprintf(buf, len, "CPython of a version memwatch cannot tell: captured native-only, "
 			 "without its small objects and Python frames");

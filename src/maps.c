@@ -383,10 +383,66 @@ int maps_add_to_snapshot(struct snapshot *s, pid_t pid, char **cause)
 	return 0;
 }
 
+/* What the agent could not read of its process where no /proc is mounted in
+ * the process's root (a chroot, a container without one): its executable
+ * (the main program's module is named by it), its command line and its RSS,
+ * read from ours. The executable's path is then the one here, where its
+ * symbols are read. */
+static void identity_from_proc(struct snapshot *s, pid_t pid)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+	FILE *f;
+
+	if (!s->exe || !*s->exe) {
+		snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+		n = readlink(path, buf, sizeof buf - 1);
+		if (n > 0) {
+			buf[n] = 0;
+			free(s->exe);
+			s->exe = xstrdup(buf);
+			/* the loader names the main program "" */
+			for (size_t i = 0; i < s->nmodules; i++)
+				if (s->modules[i].path && !*s->modules[i].path) {
+					free(s->modules[i].path);
+					s->modules[i].path = xstrdup(buf);
+				}
+		}
+	}
+	if (!s->cmdline || !*s->cmdline) {
+		snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+		f = fopen(path, "re");
+		n = f ? (ssize_t)fread(buf, 1, sizeof buf - 1, f) : 0;
+		if (f)
+			fclose(f);
+		while (n > 0 && buf[n - 1] == 0)
+			n--;
+		if (n > 0) {
+			for (ssize_t i = 0; i < n; i++)
+				if (buf[i] == 0)
+					buf[i] = ' ';
+			buf[n] = 0;
+			free(s->cmdline);
+			s->cmdline = xstrdup(buf);
+		}
+	}
+	if (!s->rss_bytes) {
+		unsigned long long size, rss;
+		snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+		f = fopen(path, "re");
+		if (f) {
+			if (fscanf(f, "%llu %llu", &size, &rss) == 2)
+				s->rss_bytes = (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+			fclose(f);
+		}
+	}
+}
+
 void maps_enrich_snapshot(struct snapshot *s, pid_t pid)
 {
 	char *cause = NULL;
 
+	identity_from_proc(s, pid);
 	if (maps_add_to_snapshot(s, pid, &cause) < 0)
 		free(cause);
 	perfmap_embed(s, pid);

@@ -37,7 +37,9 @@ const char *maps_kind_name(uint32_t kind);
 int maps_add_to_snapshot(struct snapshot *s, pid_t pid, char **cause);
 
 /* What the CLI adds to a snapshot from /proc when it stores one: the mapping
- * breakdown and the names of JIT frames (perfmap.h). A process gone meanwhile
+ * breakdown and the names of JIT frames (perfmap.h); and the executable,
+ * command line and RSS the agent could not read where the process's root has
+ * no /proc mounted (a chroot, some containers). A process gone meanwhile
  * gives neither, which is no error of the snapshot. */
 void maps_enrich_snapshot(struct snapshot *s, pid_t pid);
 

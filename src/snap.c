@@ -571,7 +571,8 @@ int cmd_snap(int argc, char **argv)
 		mw_warn("pid %d: no symbols for %s", o.pid, tf.unreadable);
 	if (o.embed) {
 		embed_failed = symbolize_embed(s, NULL, NULL, 0, &cause) < 0;
-	} else if (tf.nembed && symbolize_embed(s, tf.embed, NULL, 0, &cause) < 0) {
+	} else if (tf.nembed && symbolize_embed(s, tf.embed, (const char *const *)&tf.debug_dir,
+					     tf.debug_dir != NULL, &cause) < 0) {
 		mw_warn("pid %d: symbols from its own files: %s", o.pid, cause);
 		free(cause);
 		cause = NULL;

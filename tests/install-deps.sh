@@ -7,9 +7,11 @@
 #                                     point memwatch at, the peers the benchmarks
 #                                     compare with, the fuzzers' compiler, and
 #                                     Debian's own node 18 unpacked into
-#                                     /opt/memwatch-tests/node18, and the
+#                                     /opt/memwatch-tests/node18, the
 #                                     official node 22, 24 and 26 into
-#                                     /opt/memwatch-tests/node22... (below)
+#                                     /opt/memwatch-tests/node22..., and a
+#                                     Debian sid root in /opt/memwatch-tests/sid
+#                                     (below)
 # Run as root, or as a user who may use sudo. Safe to run again: only missing
 # packages are installed, and nothing is asked for when none is missing.
 set -e
@@ -47,7 +49,7 @@ tests="libc6-dbg debuginfod file clang libclang-rt-14-dev valgrind g++
 	prometheus prometheus-node-exporter chromium strace
 	redis-server redis-tools sqlite3 gunicorn procps tmux iproute2
 	libuv1 libicu72 libc-ares2 libnghttp2-14 libbrotli1 libssl3 zlib1g
-	node-cjs-module-lexer node-acorn node-undici"
+	node-cjs-module-lexer node-acorn node-undici debootstrap"
 
 # Debian's node 18 (packages nodejs 18.* and libnode108, V8 10.2), which the
 # node tests run beside the installed nodejs: it would conflict with a newer
@@ -62,6 +64,33 @@ agent_unwind=/usr/local/lib/memwatch-libunwind
 # A version npm cannot give is said, and the others made all the same.
 nodes=/opt/memwatch-tests
 node_majors="22 24 26"
+
+# A Debian sid root with today's runtimes, which the tests run inside it (as
+# a container would) and watch from the host: CPython 3.14 and 3.15, their
+# headers and debug builds, Debian's nodejs with its shared libnode, and the
+# libunwind the agent loads from the target's root. About 75 s and 325 MiB.
+# Made under a temporary name and renamed once complete, so that a root half
+# made is never used; a complete one is kept.
+sid=${MEMWATCH_TEST_SID:-/opt/memwatch-tests/sid}
+sid_packages=python3.14,python3.15,libpython3.14-dev,libpython3.15-dev,python3.14-dbg,python3.15-dbg,nodejs,libnode-dev,libunwind8
+# sid_complete DIR: DIR holds what the tests use of the root
+sid_complete() {
+	for f in usr/bin/python3.14 usr/bin/python3.15 usr/bin/python3.14d usr/bin/python3.15d usr/bin/node \
+		 usr/include/python3.14/internal/pycore_debug_offsets.h \
+		 usr/include/python3.15/internal/pycore_debug_offsets.h \
+		 usr/lib/x86_64-linux-gnu/libunwind.so.8; do
+		[ -e "$1/$f" ] || return 1
+	done
+}
+# apt_mirror: the Debian mirror this machine's apt sources name (deb822
+# .sources files or one-line sources.list), else Debian's own
+apt_mirror() {
+	m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }')
+	[ -n "$m" ] || m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+		awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\/.*\/debian\/?$/) { print $i; exit } }')
+	echo "${m:-http://deb.debian.org/debian}"
+}
 
 case "${1:-}" in
 "") packages=$build ;;
@@ -90,7 +119,11 @@ if [ "${1:-}" = --tests ]; then
 			want_nodes="$want_nodes $m"
 	done
 fi
-[ -n "$missing$want_node18$want_unwind$want_nodes" ] || exit 0
+want_sid=
+if [ "${1:-}" = --tests ] && ! sid_complete "$sid"; then
+	want_sid=1
+fi
+[ -n "$missing$want_node18$want_unwind$want_nodes$want_sid" ] || exit 0
 
 # root installs directly; anyone else through sudo, when there is one
 if [ "$(id -u)" -eq 0 ]; then
@@ -98,7 +131,7 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo > /dev/null; then
 	sudo="sudo"
 else
-	echo "install-deps: missing packages:$missing${want_node18:+ (and $node18)}${want_unwind:+ (and $agent_unwind)}${want_nodes:+ (and node$want_nodes in $nodes)} (run as root, or install sudo)" >&2
+	echo "install-deps: missing packages:$missing${want_node18:+ (and $node18)}${want_unwind:+ (and $agent_unwind)}${want_nodes:+ (and node$want_nodes in $nodes)}${want_sid:+ (and $sid)} (run as root, or install sudo)" >&2
 	exit 1
 fi
 [ -z "$missing$want_node18" ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
@@ -148,6 +181,24 @@ if [ -n "$want_nodes" ]; then
 	fi
 fi
 
+if [ -n "$want_sid" ]; then
+	mirror=$(apt_mirror)
+	new=$sid.new.$$
+	echo "install-deps: making a Debian sid root in $sid from $mirror"
+	$sudo rm -rf "$new"
+	$sudo mkdir -p "$(dirname "$sid")"
+	if ! $sudo debootstrap --variant=minbase --include=$sid_packages sid "$new" "$mirror" >"${TMPDIR:-/tmp}/install-deps-sid.log" 2>&1 ||
+	   ! sid_complete "$new"; then
+		echo "install-deps: debootstrap of $sid failed (its log: ${TMPDIR:-/tmp}/install-deps-sid.log)" >&2
+		tail -n 5 "${TMPDIR:-/tmp}/install-deps-sid.log" >&2
+		echo "install-deps: $sid not made: the tests of CPython 3.14, 3.15 and Debian's nodejs are skipped" >&2
+		$sudo rm -rf "$new"
+	else
+		$sudo rm -rf "$sid"
+		$sudo mv "$new" "$sid"
+		echo "install-deps: $($sudo chroot "$sid" python3.14 -V), $($sudo chroot "$sid" python3.15 -V) in $sid"
+	fi
+fi
 [ -n "$want_node18" ] || exit 0
 
 # Debian's newest node 18 (apt-cache madison lists the newest first), its

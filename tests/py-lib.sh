@@ -211,8 +211,9 @@ find_cpython() {
 
 # readable_cpythons: $cpythons, "LABEL=PATH" words, one for each CPython the
 # agent reads that is installed: Debian's python3 (3.11, static) and its debug
-# build python3.11-dbg, and 3.8 to 3.13 (pyenv's builds, or the system's). A
-# missing one is said on stderr, with the reason.
+# build python3.11-dbg, 3.8 to 3.13 (pyenv's builds, or the system's), and
+# the sid root's 3.14 and 3.15, release and debug (sid_cpythons). A missing
+# one is said on stderr, with the reason.
 readable_cpythons() {
 	local m
 	cpythons=
@@ -234,6 +235,8 @@ readable_cpythons() {
 		*) cpythons="$cpythons 3.$m=$found" ;;
 		esac
 	done
+	sid_cpythons
+	cpythons="$cpythons$sidpys"
 }
 
 # watch_hoard NAME PYTHON MODE [OPTIONS...]: py_hoard.py MODE (as a fifo
@@ -314,4 +317,62 @@ top_stack_share() {
 		if (total > 0 && first != "") printf "%d\n", 100 * sum[first] / total
 	}' "$2")
 	echo "$1: the top visible stack holds ${share:-no} % of the sampled growth"
+}
+
+# The Debian sid root of tests/install-deps.sh --tests, with CPython 3.14
+# and 3.15 and their debug builds (MEMWATCH_TEST_SID overrides where).
+SID=${MEMWATCH_TEST_SID:-/opt/memwatch-tests/sid}
+
+# sid_wrapper PY [noproc]: ./sid-PY (./sid-PY-noproc), a program that runs
+# the root's PY (python3.14, python3.14d...) inside the root through
+# tests/sid-python.sh (with --noproc: no /proc mounted, as in a plain
+# chroot). Started as "./sid-PY SCRIPT ARGS", it is the interpreter's process.
+sid_wrapper() {
+	local out=sid-${1##*/} opt=
+	[ "${2:-}" != noproc ] || { out=sid-${1##*/}-noproc; opt=--noproc; }
+	printf '#!/bin/sh\nMEMWATCH_TEST_SID=%s exec %s %s %s "$@"\n' "$SID" \
+		"$top_srcdir/tests/sid-python.sh" "$opt" "$1" >"$out"
+	chmod +x "$out"
+}
+
+# sid_cpythons: $sidpys, "LABEL=PROGRAM" words, one for each CPython of the
+# sid root the agent reads (3.14, 3.15, release and debug builds: linked into
+# the executable, as Debian builds them; and 3.14's shared libpython, in a
+# program that calls its Py_BytesMain), each run through its sid_wrapper; a
+# missing one is said on stderr, with the reason.
+sid_cpythons() {
+	local v d
+	sidpys=
+	if [ ! -x "$SID/usr/bin/python3.14" ] && [ ! -x "$SID/usr/bin/python3.15" ]; then
+		echo "note: no Debian sid root in $SID (sh tests/install-deps.sh --tests): CPython 3.14 and 3.15 not tested" >&2
+		return 0
+	fi
+	if [ "$(id -u)" -ne 0 ] || ! unshare --mount true 2>/dev/null; then
+		echo "note: cannot enter the sid root (unshare --mount and chroot need root): CPython 3.14 and 3.15 not tested" >&2
+		return 0
+	fi
+	for v in 3.14 3.15; do
+		for d in '' d; do
+			if [ -x "$SID/usr/bin/python$v$d" ]; then
+				sid_wrapper "python$v$d"
+				sidpys="$sidpys $v${d:+-dbg}=$PWD/sid-python$v$d"
+			else
+				echo "note: $SID has no python$v$d: not tested" >&2
+			fi
+		done
+	done
+	if [ -r "$SID/usr/lib/x86_64-linux-gnu/libpython3.14.so" ] && command -v "${CC:-cc}" >/dev/null 2>&1; then
+		printf 'int Py_BytesMain(int, char **);\nint main(int c, char **v) { return Py_BytesMain(c, v); }\n' \
+			>pyshared.c
+		# its libraries are the root's: not linked against ours
+		if "${CC:-cc}" -O2 pyshared.c -o python3.14-shared -L"$SID/usr/lib/x86_64-linux-gnu" -lpython3.14 \
+			-Wl,--unresolved-symbols=ignore-in-shared-libs >pyshared.out 2>&1; then
+			sid_wrapper "$PWD/python3.14-shared"
+			sidpys="$sidpys 3.14-shared=$PWD/sid-python3.14-shared"
+		else
+			echo "note: cannot link a program with the sid root's libpython3.14: not tested ($(head -n 1 pyshared.out))" >&2
+		fi
+	else
+		echo "note: no libpython3.14.so in $SID (libpython3.14-dev) or no C compiler: the shared libpython not tested" >&2
+	fi
 }

@@ -10,7 +10,7 @@
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
 readable_cpythons
-[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.13 is installed"
+[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.15 is installed"
 first=$(grep -n 'items.append(bytes(65536))' "$hoard" | cut -d: -f1)
 lines="$first|$((first + 1))|$((first + 2))"
 

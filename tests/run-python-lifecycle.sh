@@ -7,11 +7,13 @@
 # program that keeps the GIL for seconds (the swap waits, capture goes on, then
 # the swap happens), one that exits while the agent's helper waits for the GIL,
 # and a program posing as a CPython the agent cannot read (captured
-# native-only, one line says so). Every program exits 0. The same life on
-# every other CPython the agent reads that is installed (pyenv's 3.8 to 3.13;
-# a missing one is said and skipped).
-# The same life on eight CPythons: some 300 s on a busy 2-core machine.
-# limit: 900
+# native-only, one line says so; posing as a 3.16, and as a free-threaded
+# 3.14: each named in its line). Every program exits 0. The same life on
+# every other CPython the agent reads that is installed (pyenv's 3.8 to 3.13,
+# the sid root's 3.14 and 3.15; a missing one is said and skipped).
+# The same life on up to thirteen CPythons: some 300 s to 700 s on a busy
+# 2-core machine.
+# limit: 1200
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
@@ -137,14 +139,36 @@ for m in 8 9 10 11 12 13; do
 	*) life "3.$m" "$found" ;;
 	esac
 done
+# 3.14 and 3.15, inside the sid root (release builds)
+sid_cpythons
+for v in $sidpys; do
+	case ${v%%=*} in *-dbg) continue ;; esac
+	life "${v%%=*}" "${v#*=}"
+done
 
 # 6. a CPython the agent cannot read: native-only, said in one line
 start_script fake "$TARGETS/py_fake"
 pz=$t
 run_mw 0 snap -p "$pz" -w 1 -o z.snap
-expect_grep "^memwatch: pid $pz: CPython 3\.7 cannot be read \(3\.8 to 3\.13 can\): captured native-only" err
+expect_grep "^memwatch: pid $pz: CPython 3\.7 cannot be read \(3\.8 to 3\.15 can\): captured native-only" err
 "$CTL" "$pz" status >z.ctl 2>&1 || fail "agentctl status: $(cat z.ctl)"
 expect_grep ' python=unsupported$' z.ctl
 step fake
 finished fake "$pz"
+# a newer minor than those read (3.16), a free-threaded build (3.14t): each
+# named in its one line
+for f in 316 ft; do
+	start_script "fake$f" "$TARGETS/py_fake_$f"
+	pz=$t
+	run_mw 0 snap -p "$pz" -w 1 -o "z$f.snap"
+	case $f in
+	316) expect_grep "^memwatch: pid $pz: CPython 3\.16 cannot be read \(3\.8 to 3\.15 can\): captured native-only" err ;;
+	ft) expect_grep "^memwatch: pid $pz: CPython 3\.14 cannot be read \(a free-threaded build; 3\.8 to 3\.15 can, with the GIL\): captured native-only" err ;;
+	esac
+	[ "$(grep -c 'native-only' err)" -eq 1 ] || fail "fake$f: not said exactly once: $(cat err)"
+	"$CTL" "$pz" status >"z$f.ctl" 2>&1 || fail "agentctl status: $(cat "z$f.ctl")"
+	expect_grep ' python=unsupported( |$)' "z$f.ctl"
+	step "fake$f"
+	finished "fake$f" "$pz"
+done
 finish

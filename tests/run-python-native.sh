@@ -4,7 +4,11 @@
 # and 3.7 (pyenv's builds, where installed: versions before 3.8 are not read),
 # and CPythons the agent reads whose start-up layout check is made to fail
 # (MEMWATCH_TEST_PY_LAYOUT=fail): Debian's python3 (static) and a pyenv 3.12
-# (shared libpython). Each grows small objects (py_hoard.py objects) watched
+# (shared libpython), and the sid root's 3.14 and 3.15 (static, run inside
+# the root; 3.14's in a plain chroot without /proc, where the agent cannot
+# read its own executable, command line or RSS: the report still names the
+# process and gives its RSS change, though the sampled heap barely grew).
+# Each grows small objects (py_hoard.py objects) watched
 # by memwatch -p: memwatch says once on stderr that it captures native-only
 # (the version, or what the check found), the run log has the event, the
 # report says it and names CPython's object arenas as where the unexplained
@@ -45,7 +49,7 @@ native() {
 for m in 6 7; do
 	find_cpython "$m"
 	if [ -n "$found" ]; then
-		native "3.$m" "$found" "3\\.$m cannot be read \\(3\\.8 to 3\\.13 can\\)"
+		native "3.$m" "$found" "3\\.$m cannot be read \\(3\\.8 to 3\\.15 can\\)"
 	else
 		echo "note: no CPython 3.$m is installed (a pyenv build): not tested" >&2
 	fi
@@ -65,6 +69,25 @@ if [ -n "$found" ]; then
 else
 	echo "note: no CPython 3.12 is installed (a pyenv build): its failed check not tested" >&2
 fi
+sid_cpythons
+for v in 3.14 3.15; do
+	case " $sidpys " in
+	*" $v=$tmp/sid-python$v "*) ;;
+	*) echo "note: no CPython $v in the sid root: its failed check not tested" >&2; continue ;;
+	esac
+	py=$tmp/sid-python$v
+	if [ "$v" = 3.14 ]; then
+		sid_wrapper python3.14 noproc
+		py=$tmp/sid-python3.14-noproc
+	fi
+	native "$v-check" "$py" \
+		"${v%.*}\\.${v#*.} is not laid out as memwatch reads it \\(the check made to fail by MEMWATCH_TEST_PY_LAYOUT\\)"
+	# the process named (its command line's first word), its RSS change
+	# given (read by memwatch where the agent could not)
+	expect_grep "^before +$v-check\\.$t\\.[0-9]+\\.snap: pid [0-9]+ python$v, " "$v-check.report"
+	expect_grep '^change +live heap [-+0-9.]+ [KMG]?i?B, RSS \+[0-9.]+ [KMG]iB \(' "$v-check.report"
+	expect_no_grep 'pid [0-9]+ \?,' "$v-check.report"
+done
 hoard_env=
 [ "$ran" -gt 0 ] || skip "no CPython 3.6, 3.7 or 3.11/3.12 to make fail is installed"
 finish

@@ -1,6 +1,7 @@
 #!/bin/sh
 # run-python-objects.sh: on every CPython the agent reads that is installed
-# (Debian's python3 and python3.11-dbg, and 3.8 to 3.13: pyenv's builds; a
+# (Debian's python3 and python3.11-dbg, 3.8 to 3.13: pyenv's builds, 3.14 and
+# 3.15 with their debug builds: inside the sid root of install-deps.sh; a
 # missing one is said and skipped), a script growing small objects from one
 # line of one method (py_hoard.py objects), watched by memwatch -p: the top row
 # of the growth report is that method, with its file and line; the rows whose
@@ -11,7 +12,7 @@
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
 readable_cpythons
-[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.13 is installed"
+[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.15 is installed"
 line=$(grep -n 'items.append((len(items)' "$hoard" | cut -d: -f1)
 
 for v in $cpythons; do

@@ -3,9 +3,10 @@
 # (mirrored in src/agent/pyframes.c and python.c, not compiled against them) match the
 # interpreter's own internal headers, where they are installed: the release
 # build's (libpython3.11-dev) and the debug build's (Py_DEBUG, libpython3.11-dbg),
-# which the agent reads at the same offsets. And where a CPython 3.13 is
-# installed with its headers (a pyenv build; Debian 12 has none), where its
-# _Py_DebugOffsets table holds the offsets the agent reads from it. And those
+# which the agent reads at the same offsets. And from 3.13 on, each entry of
+# src/agent/pyversions.h (where _Py_DebugOffsets holds the offsets the agent
+# reads, and what it does not publish) against that version's headers: 3.13's
+# (a pyenv build), 3.14's and 3.15's in the sid root. And those
 # of 3.8, 3.9, 3.10 and 3.12, against their headers where installed (pyenv).
 # The type and dict offsets read for a class's name and module too, and the
 # dict's layout checked in each installed interpreter as it runs; and what
@@ -153,7 +154,7 @@ int main(void)
 	P("PY312_FRAME_PREVIOUS", offsetof(_PyInterpreterFrame, previous));
 	P("PY312_FRAME_PREV_INSTR", offsetof(_PyInterpreterFrame, prev_instr));
 	P("PY312_FRAME_OWNER", offsetof(_PyInterpreterFrame, owner));
-	P("PY313_OWNED_BY_CSTACK", FRAME_OWNED_BY_CSTACK);
+	P("PY312_OWNED_BY_CSTACK", FRAME_OWNED_BY_CSTACK);
 	P("PY312_CODE_FILENAME", offsetof(PyCodeObject, co_filename));
 	P("PY312_CODE_QUALNAME", offsetof(PyCodeObject, co_qualname));
 	P("PY312_CODE_FIRSTTRACEABLE", offsetof(PyCodeObject, _co_firsttraceable));
@@ -192,70 +193,148 @@ for m in 8 9 10 12; do
 	done
 done
 
-# 3.13: the positions in _Py_DebugOffsets ("#define DO_X 123" in the agent)
-inc13=
-for d in "${HOME:-/nonexistent}"/.pyenv/versions/3.13*/include/python3.13 /usr/include/python3.13 /usr/local/include/python3.13; do
-	[ -r "$d/internal/pycore_runtime.h" ] && inc13=$d
-done
-if [ -n "$inc13" ]; then
-	cat > debugoffsets.c <<'C'
+# 3.13 on: each entry of src/agent/pyversions.h (where _Py_DebugOffsets
+# holds each offset the agent reads, and what it does not publish) against
+# that version's own headers, release and debug: 3.13's where installed (a
+# pyenv build), 3.14's and 3.15's in the sid root (libpython3.14-dev,
+# libpython3.15-dev; their debug builds' python3.1xd). The headers of the
+# root include its multiarch pyconfig.h, reached through a directory of links
+# (the root's own libc headers are not the compiler's).
+cat > pyvcheck.c <<'C'
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_runtime.h>
 #include <internal/pycore_frame.h>
+#include <internal/pycore_interp.h>
 #include <internal/pycore_dict.h>
 #include <stddef.h>
 #include <stdio.h>
-#define P(name, value) printf("%s %zu\n", name, (size_t)(value))
-#define O(name, field) P(name, offsetof(_Py_DebugOffsets, field))
+#define MW_PYVERSIONS_TABLE 1
+#include "pyversions.h"
+static int bad, n;
+#define C(field, value) check(#field, v->field, (size_t)(value))
+#define D(field, member) C(field, offsetof(_Py_DebugOffsets, member))
+static void check(const char *what, size_t mine, size_t theirs)
+{
+	n++;
+	if (mine != theirs) {
+		printf("%s: the agent reads %zu, the headers say %zu\n", what, mine, theirs);
+		bad++;
+	}
+}
 int main(void)
 {
-	O("DO_VERSION", version);
-	O("DO_FREE_THREADED", free_threaded);
-	O("DO_TS_CURRENT_FRAME", thread_state.current_frame);
-	O("DO_FRAME_PREVIOUS", interpreter_frame.previous);
-	O("DO_FRAME_EXECUTABLE", interpreter_frame.executable);
-	O("DO_FRAME_INSTR_PTR", interpreter_frame.instr_ptr);
-	O("DO_FRAME_OWNER", interpreter_frame.owner);
-	O("DO_CODE_FILENAME", code_object.filename);
-	O("DO_CODE_QUALNAME", code_object.qualname);
-	O("DO_CODE_ADAPTIVE", code_object.co_code_adaptive);
-	O("DO_STR_STATE", unicode_object.state);
-	O("DO_STR_LENGTH", unicode_object.length);
-	O("DO_STR_ASCII_SIZE", unicode_object.asciiobject_size);
-	O("DO_DICT_KEYS", dict_object.ma_keys);
-	O("DO_DICT_VALUES", dict_object.ma_values);
-	P("PY_DICT_TAG", offsetof(PyDictObject, ma_version_tag));
-	P("PY_STR_HASH", offsetof(PyASCIIObject, hash));
-	P("PY311_DK_LOG2_SIZE", offsetof(PyDictKeysObject, dk_log2_size));
-	P("PY311_DK_LOG2_INDEX_BYTES", offsetof(PyDictKeysObject, dk_log2_index_bytes));
-	P("PY311_DK_KIND", offsetof(PyDictKeysObject, dk_kind));
-	P("PY311_DK_NENTRIES", offsetof(PyDictKeysObject, dk_nentries));
-	P("PY311_DK_INDICES", offsetof(PyDictKeysObject, dk_indices));
-	P("TP_NAME", offsetof(PyTypeObject, tp_name));
-	P("TP_FLAGS", offsetof(PyTypeObject, tp_flags));
-	P("TP_DICT", offsetof(PyTypeObject, tp_dict));
-	P("HT_QUALNAME_312", offsetof(PyHeapTypeObject, ht_qualname));
-	P("DO_END", offsetof(_Py_DebugOffsets, unicode_object.asciiobject_size) + 8);
-	P("PY313_OWNED_BY_CSTACK", FRAME_OWNED_BY_CSTACK);
-	P("PY313_COMPACT_DATA", sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject));
-	P("PY_OB_TYPE", offsetof(PyObject, ob_type));
+	const struct mw_pyver *v = NULL;
+	for (size_t i = 0; i < sizeof mw_pyvers / sizeof mw_pyvers[0]; i++)
+		if (mw_pyvers[i].minor == PY_MINOR_VERSION)
+			v = &mw_pyvers[i];
+	if (!v) {
+		printf("no entry for CPython 3.%d\n", PY_MINOR_VERSION);
+		return 1;
+	}
+	D(do_interp_gc, interpreter_state.gc);
+	D(do_ts_current_frame, thread_state.current_frame);
+	D(do_frame_previous, interpreter_frame.previous);
+	D(do_frame_executable, interpreter_frame.executable);
+	D(do_frame_instr_ptr, interpreter_frame.instr_ptr);
+	D(do_frame_localsplus, interpreter_frame.localsplus);
+	D(do_frame_owner, interpreter_frame.owner);
+	D(do_code_filename, code_object.filename);
+	D(do_code_qualname, code_object.qualname);
+	D(do_code_adaptive, code_object.co_code_adaptive);
+	D(do_dict_keys, dict_object.ma_keys);
+	D(do_dict_values, dict_object.ma_values);
+	D(do_str_state, unicode_object.state);
+	D(do_str_length, unicode_object.length);
+	D(do_str_ascii_size, unicode_object.asciiobject_size);
+#if PY_VERSION_HEX < 0x030e0000
+	C(owner_entry, FRAME_OWNED_BY_CSTACK);
+	C(owner_max, FRAME_OWNED_BY_CSTACK);
+	C(executable_tag, 0);
+#else
+	C(owner_entry, FRAME_OWNED_BY_INTERPRETER);
+#if PY_VERSION_HEX < 0x030f0000
+	C(owner_max, FRAME_OWNED_BY_CSTACK);
+#else
+	C(owner_max, FRAME_OWNED_BY_INTERPRETER);
+#endif
+	C(executable_tag, Py_TAG_BITS | Py_INT_TAG);
+#endif
+	C(tuple_items, offsetof(PyTupleObject, ob_item));
+	C(gc_generations, offsetof(struct _gc_runtime_state, generations));
+	C(gc_permanent, offsetof(struct _gc_runtime_state, permanent_generation));
+	C(gc_collecting, offsetof(struct _gc_runtime_state, collecting));
+	C(ht_qualname, offsetof(PyHeapTypeObject, ht_qualname));
+	C(ht_cached_keys, offsetof(PyHeapTypeObject, ht_cached_keys));
+	C(module_name, offsetof(PyModuleObject, md_name));
+	/* what the agent reads the same in every version it knows */
+	check("sizeof (struct gc_generation)", 24, sizeof(struct gc_generation));
+	check("sizeof (PyGC_Head)", 16, sizeof(PyGC_Head));
+	check("PyObject.ob_type", 8, offsetof(PyObject, ob_type));
+	check("PyThreadState.next", 8, offsetof(PyThreadState, next));
+	check("PyThreadState.interp", 16, offsetof(PyThreadState, interp));
+	check("PyTypeObject.tp_name", 24, offsetof(PyTypeObject, tp_name));
+	check("PyTypeObject.tp_flags", 168, offsetof(PyTypeObject, tp_flags));
+	check("PyTypeObject.tp_traverse", 184, offsetof(PyTypeObject, tp_traverse));
+	check("PyTypeObject.tp_dict", 264, offsetof(PyTypeObject, tp_dict));
+	check("PyASCIIObject.hash", 24, offsetof(PyASCIIObject, hash));
+	check("compact str data", 16, sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject));
+	check("PyCodeObject.co_nlocalsplus", 72, offsetof(PyCodeObject, co_nlocalsplus));
+	check("PyCodeObject.co_localsplusnames", 96, offsetof(PyCodeObject, co_localsplusnames));
+	check("PyCodeObject.co_name", 120, offsetof(PyCodeObject, co_name));
+	check("PyDictKeysObject.dk_indices", 32, offsetof(PyDictKeysObject, dk_indices));
+	check("PyDictValues.values", 8, offsetof(PyDictValues, values));
+	check("SMALL_REQUEST_THRESHOLD", 512, SMALL_REQUEST_THRESHOLD);
+	printf("%d offsets as the agent reads them\n", n);
+	return bad != 0;
+}
+C
+SID=${MEMWATCH_TEST_SID:-/opt/memwatch-tests/sid}
+mkdir -p sidinc/x86_64-linux-gnu
+pyv_checked=
+for d in "${HOME:-/nonexistent}"/.pyenv/versions/3.13*/include/python3.13 /usr/include/python3.13 \
+	 "$SID"/usr/include/python3.14 "$SID"/usr/include/python3.14d \
+	 "$SID"/usr/include/python3.15 "$SID"/usr/include/python3.15d; do
+	[ -r "$d/internal/pycore_runtime.h" ] || continue
+	v=${d##*/}
+	[ -d "${d%/*}/x86_64-linux-gnu/$v" ] && ln -sfn "${d%/*}/x86_64-linux-gnu/$v" "sidinc/x86_64-linux-gnu/$v"
+	for mode in release debug; do
+		flags=
+		[ "$mode" = debug ] && flags=-DPy_DEBUG
+		if ! "$cc" -D_GNU_SOURCE $flags -Isidinc -I"$d" -I"$top_srcdir/src/agent" pyvcheck.c -o pyvcheck \
+			>ccv.out 2>&1; then
+			fail "cannot compile against $d ($mode): $(head -n 5 ccv.out)"
+			continue
+		fi
+		if ./pyvcheck >pyv.txt; then
+			echo "$d ($mode): $(tail -n 1 pyv.txt)"
+		else
+			fail "$d ($mode): src/agent/pyversions.h is not as its headers say"
+			sed 's/^/  | /' pyv.txt >&2
+		fi
+	done
+	pyv_checked="$pyv_checked ${v%d}"
+done
+for m in 3.13 3.14 3.15; do
+	case " $pyv_checked " in
+	*" python$m "*) ;;
+	*) echo "note: no CPython $m headers (3.13: a pyenv build; 3.14, 3.15: the sid root of tests/install-deps.sh --tests): its entry not checked" >&2 ;;
+	esac
+done
+# the table as numbers, for the checks in the running interpreters below
+cat > pyvtable.c <<'C'
+#include <stdio.h>
+#define MW_PYVERSIONS_TABLE 1
+#include "pyversions.h"
+int main(void)
+{
+	for (size_t i = 0; i < sizeof mw_pyvers / sizeof mw_pyvers[0]; i++)
+		printf("PYV%u_HT_CACHED_KEYS %u\n", mw_pyvers[i].minor, mw_pyvers[i].ht_cached_keys);
 	return 0;
 }
 C
-	if "$cc" -I"$inc13" debugoffsets.c -o debugoffsets >cc13.out 2>&1; then
-		./debugoffsets >do.txt || fail "debugoffsets failed"
-		sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyframes.c" "$top_srcdir/src/agent/python.c" >agent13.txt
-		# the agent's data of a compact str: two words after PyASCIIObject
-		echo "PY313_COMPACT_DATA 16" >>agent13.txt
-		same_offsets do.txt agent13.txt "CPython 3.13's headers in $inc13"
-		echo "$inc13: $(grep -c '' do.txt) offsets as the agent reads them"
-	else
-		fail "cannot compile against $inc13: $(head -n 5 cc13.out)"
-	fi
-else
-	echo "note: no CPython 3.13 headers (a pyenv build): _Py_DebugOffsets not checked" >&2
-fi
+"$cc" -I"$top_srcdir/src/agent" pyvtable.c -o pyvtable >ccv.out 2>&1 && ./pyvtable >pyvtable.txt ||
+	fail "cannot print the agent's table: $(head -n 5 ccv.out)"
 
 # The dicts as the agent reads a class's (its __module__), on each CPython
 # installed, read in the running interpreter (ctypes): 3.8 to 3.10 install no
@@ -378,7 +457,8 @@ def values(p):
 
 
 p = Plain()
-keys = word(id(Plain) + o("PY311_HT_CACHED_KEYS" if v == (3, 11) else "PY312_HT_CACHED_KEYS"))
+keys = word(id(Plain) + o("PY311_HT_CACHED_KEYS" if v == (3, 11) else "PY312_HT_CACHED_KEYS" if v == (3, 12)
+                          else "PYV%d_HT_CACHED_KEYS" % v[1]))
 assert byte(keys + o("PY311_DK_KIND")) == o("PY311_DK_SPLIT"), "not split keys"
 l2, l2i = byte(keys + o("PY311_DK_LOG2_SIZE")), byte(keys + o("PY311_DK_LOG2_INDEX_BYTES"))
 assert 3 <= l2 <= 7 and l2i == l2, "keys of size 2^%d, indices of 2^%d bytes" % (l2, l2i)
@@ -400,6 +480,7 @@ if at:
 print("slots and values (%d entries)" % n)
 P
 sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyrefs.c" >agent-attrs.txt
+cat pyvtable.txt >>agent-attrs.txt
 for v in $cpythons; do
 	name=${v%%=*} py=${v#*=}
 	if "$py" attrs.py $(awk '{ print $1 "=" $2 }' agent-attrs.txt) >at.out 2>&1; then
@@ -517,9 +598,9 @@ int main(void)
 	P("PY311_INTERP_GC", offsetof(PyInterpreterState, gc));
 #elif PY_VERSION_HEX < 0x030d0000
 	P("PY312_INTERP_GC", offsetof(PyInterpreterState, gc));
-#else
-	P("DO_INTERP_GC", offsetof(_Py_DebugOffsets, interpreter_state.gc));
 #endif
+	/* 3.13 on: where the collector is comes from _Py_DebugOffsets
+	 * (src/agent/pyversions.h, checked above) */
 	P("GC_GENERATIONS", offsetof(struct _gc_runtime_state, generations));
 	P("GC_GENERATION_SIZE", sizeof(struct gc_generation));
 	P("GC_PERMANENT", offsetof(struct _gc_runtime_state, permanent_generation));

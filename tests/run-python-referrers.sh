@@ -20,7 +20,7 @@
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
 readable_cpythons
-[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.13 is installed"
+[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.15 is installed"
 refs=$top_srcdir/tests/targets/py_refs.py
 
 for v in $cpythons; do

@@ -26,7 +26,7 @@
 need_ptrace
 need_snapdump
 readable_cpythons
-[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.13 is installed"
+[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.15 is installed"
 events=$top_srcdir/tests/targets/py_events.py
 mods=$top_srcdir/tests/targets/py_modules.py
 # the source tree stays as it is (no __pycache__ of pyshop)

@@ -6,7 +6,9 @@
 # its estimated count; opened, it shows the line of AuditTrail.record that
 # allocates them; sorted by live or allocated bytes, and after a mark, it
 # stays on top. Back by stack, the opened top row shows its Python frames
-# down to <module> and the types its objects mostly are.
+# down to <module> and the types its objects mostly are. And on the sid
+# root's CPython 3.14 and 3.15 (release builds, run inside the root): by type,
+# Event on top, opened on the line of AuditTrail.record.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 . "$top_srcdir/tests/top-lib.sh"
@@ -104,4 +106,32 @@ see st "sort growth  by stack"
 keys st q
 top_quit st 0
 it_went_on pyst
+
+# CPython 3.14 and 3.15, inside the sid root
+sid_cpythons
+for v in $sidpys; do
+	case ${v%%=*} in *-dbg) continue ;; esac
+	n=s$(echo "${v%%=*}" | tr -c 'a-z0-9\n' '_')
+	py=${v#*=}
+	echo "${v%%=*}: $py"
+	start_audit "py$n"
+	top_start "$n" 120 40 -p "$t" -i 500ms --capture now -o "$n.log" --by type
+	see "$n" "sort growth  by type"
+	top_type "$n" "__main__\.Event" 30
+	sed 's/^/  screen: /' "$n.pane"
+	row=$(awk '/^ +GROWTH +/ { t = 1; next } t && NF >= 6 { n++; if ($NF == "__main__.Event") { print n; exit } }' "$n.pane")
+	[ -n "$row" ] || row=1
+	i=1
+	while [ "$i" -lt "$row" ]; do
+		keys "$n" Down
+		i=$((i + 1))
+	done
+	keys "$n" Enter
+	see "$n" "^TYPE __main__\.Event: "
+	see "$n" "^ +\+ *[0-9.]+ [KMG]?i?B +[0-9]+ +AuditTrail\.record  py_audit\.py:$line\$"
+	keys "$n" Escape
+	keys "$n" q
+	top_quit "$n" 0
+	it_went_on "py$n"
+done
 finish

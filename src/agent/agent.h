@@ -355,7 +355,7 @@ void mw_maps_atfork_child(void) MW_HIDDEN;
 extern size_t mw_page_size MW_HIDDEN;  /* set by mw_hooks_init (patch.c) */
 
 /* ================================================================ python.c, pyframes.c
- * CPython's object allocator sampled (3.8 to 3.13, python.c), and the
+ * CPython's object allocator sampled (3.8 to 3.15, python.c), and the
  * Python frames of each sample merged into its native stack (pyframes.c);
  * both use heap.c, and share python.h. */
 enum mw_python_state {

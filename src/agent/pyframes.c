@@ -5,8 +5,9 @@
  * snapshot uses named in it (mw_python_snapshot). The structures read are
  * mirrored here from each version's headers (3.8 to 3.10: cpython/pystate.h,
  * frameobject.h, code.h; 3.11 and 3.12: internal/pycore_frame.h,
- * cpython/code.h, cpython/unicodeobject.h), or read from the table 3.13
- * publishes for debuggers (_Py_DebugOffsets, at the start of _PyRuntime), and
+ * cpython/code.h, cpython/unicodeobject.h), or from 3.13 on read from the
+ * table the interpreter publishes for debuggers (_Py_DebugOffsets, at the
+ * start of _PyRuntime; where it holds what, per version: pyversions.h), and
  * checked against the running interpreter before any frame is read
  * (mw_py_check). */
 #include "config.h"
@@ -23,6 +24,7 @@
 
 #include "agent.h"
 #include "python.h"
+#include "pyversions.h"
 #include "snapshot.h"
 
 /* CPython 3.8, 3.9 and 3.10 keep a chain of frame objects (PyFrameObject): the
@@ -61,9 +63,9 @@
 #define PY_STR_STATE 32              /* .state: interned:2 kind:3 compact:1 ascii:1 ready:1 */
 #define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
 #define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
-#define PY_STR_HASH 24               /* .hash (3.8 to 3.13) */
+#define PY_STR_HASH 24               /* .hash (3.8 to 3.15) */
 #define PY_OB_TYPE 8                 /* PyObject.ob_type (every version, without Py_TRACE_REFS) */
-#define PY_TSTATE_NEXT 8             /* PyThreadState.next (3.8 to 3.13) */
+#define PY_TSTATE_NEXT 8             /* PyThreadState.next (3.8 to 3.15) */
 #define PY_TSTATE_INTERP 16          /* .interp */
 
 /* CPython 3.12: 3.11's _PyInterpreterFrame reordered, each C call of the eval
@@ -86,7 +88,7 @@
  * cpython/dictobject.h) and its keys (3.8 to 3.10: Objects/dict-common.h,
  * not installed, as in pyenv's 3.8.18, 3.9.18 and 3.10.13; 3.11 on:
  * internal/pycore_dict.h, checked by tests/run-python-offsets.sh). */
-#define PY_DICT_TAG 24               /* PyDictObject.ma_version_tag (3.8 to 3.13) */
+#define PY_DICT_TAG 24               /* PyDictObject.ma_version_tag (3.8 to 3.13; 3.14 on: _ma_watcher_tag) */
 #define PY_DICT_KEYS 32              /* .ma_keys */
 #define PY_DICT_VALUES 40            /* .ma_values (NULL: a combined table) */
 #define PY38_DK_SIZE 8               /* PyDictKeysObject.dk_size (Py_ssize_t) */
@@ -98,27 +100,10 @@
 #define PY311_DK_NENTRIES 24         /* .dk_nentries */
 #define PY311_DK_INDICES 32          /* .dk_indices */
 
-/* CPython 3.13: where _Py_DebugOffsets (the first member of _PyRuntime) holds
- * the offsets read (checked against 3.13's pycore_runtime.h, x86_64, where
- * one is installed: tests/run-python-offsets.sh). */
-#define DO_COOKIE "xdebugpy"
-#define DO_VERSION 8                 /* Py_Version of the build it describes */
-#define DO_FREE_THREADED 16
-#define DO_TS_CURRENT_FRAME 184      /* thread_state.current_frame */
-#define DO_FRAME_PREVIOUS 232        /* interpreter_frame.previous */
-#define DO_FRAME_EXECUTABLE 240      /* .executable (the code object) */
-#define DO_FRAME_INSTR_PTR 248       /* .instr_ptr */
-#define DO_FRAME_OWNER 264           /* .owner (char) */
-#define DO_CODE_FILENAME 280         /* code_object.filename */
-#define DO_CODE_QUALNAME 296         /* .qualname */
-#define DO_CODE_ADAPTIVE 344         /* .co_code_adaptive */
-#define DO_STR_STATE 544             /* unicode_object.state */
-#define DO_STR_LENGTH 552            /* .length */
-#define DO_STR_ASCII_SIZE 560        /* .asciiobject_size */
-#define DO_DICT_KEYS 456             /* dict_object.ma_keys */
-#define DO_DICT_VALUES 464           /* dict_object.ma_values */
-#define DO_END 568                   /* what is read of the table */
-#define PY313_OWNED_BY_CSTACK 3      /* the entry frame of a C call of the eval loop */
+/* CPython 3.13 on: the offsets read from the interpreter's _Py_DebugOffsets
+ * (pyversions.c); the owner of a C call's entry frame from its version's
+ * entry in pyversions.h. */
+#define PY312_OWNED_BY_CSTACK 3      /* 3.12: the entry frame of a C call of the eval loop */
 
 /* How a frame's line is found. */
 enum py_lines {
@@ -136,6 +121,9 @@ static struct {
 	size_t f_previous, f_code, f_instr;
 	size_t f_entry;         /* 3.11: is_entry (bool); 0: none */
 	size_t f_owner;         /* 3.12+: owner (char); 0: none */
+	unsigned owner_entry;   /* 3.12+: a frame of this owner or above is a C call's entry frame */
+	unsigned owner_max;     /* the highest owner */
+	uintptr_t code_tag;     /* 3.14+: the tag bits of f_executable (a _PyStackRef) */
 	size_t co_filename, co_qualname, co_adaptive;   /* co_qualname: co_name before 3.11 */
 	size_t co_firsttraceable;   /* 3.11, 3.12; 0: none */
 	size_t co_firstlineno, co_lines;   /* 3.8-3.10: the line table (a bytes object) */
@@ -168,7 +156,6 @@ static void dict_layout(bool log2)
 
 bool mw_py_layout(const char *runtime)
 {
-	uint64_t o[DO_END / 8];
 	unsigned minor = (unsigned)(mw_py.version >> 16);
 
 	memset(&lay, 0, sizeof lay);
@@ -213,6 +200,7 @@ bool mw_py_layout(const char *runtime)
 		lay.f_code = PY312_FRAME_CODE;
 		lay.f_instr = PY312_FRAME_PREV_INSTR;
 		lay.f_owner = PY312_FRAME_OWNER;
+		lay.owner_entry = lay.owner_max = PY312_OWNED_BY_CSTACK;
 		lay.co_filename = PY312_CODE_FILENAME;
 		lay.co_qualname = PY312_CODE_QUALNAME;
 		lay.co_adaptive = PY312_CODE_ADAPTIVE;
@@ -222,35 +210,30 @@ bool mw_py_layout(const char *runtime)
 		dict_layout(true);
 		return true;
 	}
-	/* 3.13: the table must say it describes this very build (the same
-	 * version, with the GIL); each offset must lie inside a structure of
-	 * sane size */
-	if (minor != 0x030d || !runtime)
+	/* 3.13 on: from the interpreter's own table, which must say it
+	 * describes this very build */
+	if (!mw_py_debug_offsets(runtime))
 		return false;
-	memcpy(o, runtime, sizeof o);
-	if (memcmp(runtime, DO_COOKIE, 8) != 0 || o[DO_VERSION / 8] != mw_py.version ||
-	    o[DO_FREE_THREADED / 8] != 0)
-		return false;
-	for (size_t i = DO_TS_CURRENT_FRAME / 8; i < DO_END / 8; i++)
-		if (o[i] > 4096)
-			return false;
-	lay.ts_frame = o[DO_TS_CURRENT_FRAME / 8];
-	lay.f_previous = o[DO_FRAME_PREVIOUS / 8];
-	lay.f_code = o[DO_FRAME_EXECUTABLE / 8];
-	lay.f_instr = o[DO_FRAME_INSTR_PTR / 8];
-	lay.f_owner = o[DO_FRAME_OWNER / 8];
-	lay.co_filename = o[DO_CODE_FILENAME / 8];
-	lay.co_qualname = o[DO_CODE_QUALNAME / 8];
-	lay.co_adaptive = o[DO_CODE_ADAPTIVE / 8];
+	lay.ts_frame = mw_py_do.ts_current_frame;
+	lay.f_previous = mw_py_do.frame_previous;
+	lay.f_code = mw_py_do.frame_executable;
+	lay.f_instr = mw_py_do.frame_instr_ptr;
+	lay.f_owner = mw_py_do.frame_owner;
+	lay.owner_entry = mw_py_do.v->owner_entry;
+	lay.owner_max = mw_py_do.v->owner_max;
+	lay.code_tag = mw_py_do.v->executable_tag;
+	lay.co_filename = mw_py_do.code_filename;
+	lay.co_qualname = mw_py_do.code_qualname;
+	lay.co_adaptive = mw_py_do.code_adaptive;
 	lay.lines = LINES_ADDR2LINE;
-	lay.str_state = o[DO_STR_STATE / 8];
-	lay.str_length = o[DO_STR_LENGTH / 8];
-	lay.str_ascii_data = o[DO_STR_ASCII_SIZE / 8];
+	lay.str_state = mw_py_do.str_state;
+	lay.str_length = mw_py_do.str_length;
+	lay.str_ascii_data = mw_py_do.str_ascii_size;
 	/* PyCompactUnicodeObject: utf8_length and utf8 after PyASCIIObject */
 	lay.str_compact_data = lay.str_ascii_data + 2 * sizeof(void *);
 	lay.str_ready_bit = false;
-	lay.dict_keys = o[DO_DICT_KEYS / 8];
-	lay.dict_values = o[DO_DICT_VALUES / 8];
+	lay.dict_keys = mw_py_do.dict_keys;
+	lay.dict_values = mw_py_do.dict_values;
 	lay.dk_log2 = true;
 	return true;
 }
@@ -537,12 +520,12 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 		bool entry = lay.f_entry && *(const bool *)(f + lay.f_entry);
 		/* 3.12+: each C call of the eval loop starts its frames with one
 		 * of its own (on the C stack), which runs no code */
-		if (lay.f_owner && *(const char *)(f + lay.f_owner) == PY313_OWNED_BY_CSTACK) {
+		if (lay.f_owner && *(const unsigned char *)(f + lay.f_owner) >= lay.owner_entry) {
 			if (n)
 				out[n - 1].entry = true;
 			continue;
 		}
-		code = *(const char *const *)(f + lay.f_code);
+		code = (const char *)(*(const uintptr_t *)(f + lay.f_code) & ~lay.code_tag);
 		if (!code || (mw_py.code_type && *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type))
 			continue;
 		instr = *(const char *const *)(f + lay.f_instr);
@@ -653,9 +636,10 @@ void mw_py_each_frame(const void *interp, int (*fn)(const char *frame, const cha
 				if (!safe_word((const char *)((uintptr_t)(f + lay.f_owner) & ~(uintptr_t)7), &ow))
 					break;
 				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + lay.f_owner) & 7), 1);
-				skip = owner == PY313_OWNED_BY_CSTACK;
+				skip = owner >= lay.owner_entry;
 			}
-			if (!skip && safe_word(f + lay.f_code, (const void **)&code) && code &&
+			if (!skip && safe_word(f + lay.f_code, (const void **)&code) &&
+			    (code = (const char *)((uintptr_t)code & ~lay.code_tag)) &&
 			    safe_type(code, mw_py.code_type) && fn(f, code, arg))
 				return;
 			if (!safe_word(f + lay.f_previous, (const void **)&f))
@@ -708,14 +692,16 @@ int mw_py_check(char *why, size_t len)
 					return -1;
 				}
 				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + lay.f_owner) & 7), 1);
-				if (owner > PY313_OWNED_BY_CSTACK) {
-					snprintf(why, len, "a frame's owner is %u, not one of 0 to 3", owner);
+				if (owner > lay.owner_max) {
+					snprintf(why, len, "a frame's owner is %u, not one of 0 to %u", owner,
+						 lay.owner_max);
 					return -1;
 				}
-				if (owner == PY313_OWNED_BY_CSTACK)
+				if (owner >= lay.owner_entry)
 					goto next;
 			}
-			if (!safe_word(f + lay.f_code, (const void **)&code) || !code) {
+			if (!safe_word(f + lay.f_code, (const void **)&code) ||
+			    !(code = (const char *)((uintptr_t)code & ~lay.code_tag))) {
 				snprintf(why, len, "a frame's code is not readable");
 				return -1;
 			}
@@ -909,7 +895,7 @@ fail:
  * object at exactly that offset. Every word is read by safe reads: a block
  * may be freed while it is read, and nothing here holds the GIL. */
 
-#define TP_NAME 24                   /* PyTypeObject.tp_name (3.8 to 3.13) */
+#define TP_NAME 24                   /* PyTypeObject.tp_name (3.8 to 3.15) */
 #define TP_BASICSIZE 32              /* .tp_basicsize */
 #define TP_FLAGS 168                 /* .tp_flags */
 #define HT_QUALNAME_38 864           /* PyHeapTypeObject.ht_qualname: 3.8, 3.10, 3.11 */
@@ -1135,7 +1121,8 @@ static size_t type_name(uintptr_t t, unsigned long flags, char *buf, size_t len)
 	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
 
 	if (flags & TPF_HEAPTYPE) {
-		size_t off = minor >= 12 ? HT_QUALNAME_312 : minor == 9 ? HT_QUALNAME_39 : HT_QUALNAME_38;
+		size_t off = mw_py_do.v ? mw_py_do.v->ht_qualname : minor >= 12 ? HT_QUALNAME_312 :
+			     minor == 9 ? HT_QUALNAME_39 : HT_QUALNAME_38;
 		char qual[NAME_MAX_LEN], mod[NAME_MAX_LEN];
 		/* every class has its __qualname__, a str */
 		if (!safe_word((const char *)t + off, &p) || !p || !safe_type(p, mw_py.unicode_type))

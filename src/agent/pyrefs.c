@@ -33,23 +33,25 @@
 
 #include "agent.h"
 #include "python.h"
+#include "pyversions.h"
 #include "snapshot.h"
 
 /* ------------------------------------------------------------------------- */
 /* Layouts (x86_64), from each version's internal headers: pycore_gc.h
- * (struct _gc_runtime_state, the same from 3.8 to 3.13: a word, three ints,
+ * (struct _gc_runtime_state, the same from 3.8 to 3.12: a word, three ints,
  * then the three generations (a PyGC_Head, threshold and count: 24 bytes
  * each), generation0, the permanent generation, the statistics and
  * `collecting`), and where that state is: _PyRuntime.gc in 3.8
- * (pycore_pystate.h), PyInterpreterState.gc from 3.9 on (pycore_interp.h; in
- * 3.13 the offset is read from _Py_DebugOffsets). Checked against the headers
+ * (pycore_pystate.h), PyInterpreterState.gc from 3.9 on (pycore_interp.h;
+ * from 3.13 on the offset is read from _Py_DebugOffsets, and where the
+ * generations, the permanent one and `collecting` lie is the version's entry
+ * in pyversions.h: 3.14 moved them, 3.15 dropped the trash fields before). Checked against the headers
  * of pyenv's builds and Debian's 3.11 (tests/run-python-offsets.sh), and
  * against the running interpreter before any list is walked (gc_check). */
 #define PY38_RUNTIME_GC 344          /* _PyRuntimeState.gc (3.8) */
 #define PY39_INTERP_GC 616           /* PyInterpreterState.gc (3.9, 3.10) */
 #define PY311_INTERP_GC 648          /* 3.11 */
 #define PY312_INTERP_GC 112          /* 3.12 */
-#define DO_INTERP_GC 80              /* 3.13: _Py_DebugOffsets.interpreter_state.gc */
 #define GC_GENERATIONS 24            /* _gc_runtime_state.generations */
 #define GC_GENERATION_SIZE 24        /* sizeof (struct gc_generation) */
 #define GC_PERMANENT 104             /* .permanent_generation */
@@ -84,6 +86,8 @@
 #define PY38_CODE_VARNAMES 72        /* .co_varnames (3.8 to 3.10) */
 #define PY38_CODE_NAME 112           /* .co_name (3.8 to 3.10) */
 #define MAX_LOCAL_ROOTS 64
+/* 3.13 on: the version's own (pyversions.h), else the one of the versions before */
+#define PYV(field, before) (mw_py_do.v ? (size_t)mw_py_do.v->field : (size_t)(before))
 
 /* An instance's attributes where no __dict__ was made (3.11 on): its values,
  * in the order of the entries of its type's shared keys
@@ -117,7 +121,7 @@
 #define PY311_DK_SPLIT 2             /* DICT_KEYS_SPLIT */
 #define PY311_DK_UENTRY_SIZE 16      /* sizeof (PyDictUnicodeEntry), its key first */
 #define PY311_SHARED_KEYS_MAX 30     /* SHARED_KEYS_MAX_SIZE */
-#define STR_LENGTH 16                /* PyASCIIObject.length (3.8 to 3.13) */
+#define STR_LENGTH 16                /* PyASCIIObject.length (3.8 to 3.15) */
 #define MAX_ATTR_CHARS 36            /* a longer name is not read (4 bytes of UTF-8 each) */
 /* __slots__ (every version): a type's tp_members, an array of PyMemberDef
  * (structmember.h: name, type, offset, flags, doc) ended by a NULL name; a
@@ -512,14 +516,11 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state, uintptr_t *interp_out)
 			      mw_py.interp_head ? (uintptr_t)mw_py.interp_head() : 0;
 	} else {
 		size_t off;
-		if (minor == 13) {
-			uint64_t o;
-			if (!py.runtime)
+		if (minor >= 13) {
+			/* from _Py_DebugOffsets (pyversions.c) */
+			if (!mw_py_do.v)
 				return -1;
-			memcpy(&o, py.runtime + DO_INTERP_GC, sizeof o);
-			if (o > 65536)
-				return -1;
-			off = (size_t)o;
+			off = mw_py_do.interp_gc;
 		} else {
 			off = minor <= 10 ? PY39_INTERP_GC : minor == 11 ? PY311_INTERP_GC : PY312_INTERP_GC;
 		}
@@ -533,7 +534,8 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state, uintptr_t *interp_out)
 		gc = interp + off;
 	}
 	for (i = 0; i < 4; i++) {
-		uintptr_t h = gc + (i < 3 ? GC_GENERATIONS + (size_t)i * GC_GENERATION_SIZE : GC_PERMANENT);
+		uintptr_t h = gc + (i < 3 ? PYV(gc_generations, GC_GENERATIONS) + (size_t)i * GC_GENERATION_SIZE :
+				   PYV(gc_permanent, GC_PERMANENT));
 		if (!mw_py_safe_word((void *)h, &nx) || !mw_py_safe_word((void *)(h + 8), &pv) || !nx || !pv)
 			return -1;
 		if (nx != h) {
@@ -636,10 +638,13 @@ static int frame_locals(const char *frame, const char *code, void *arg)
 											: PY312_CODE_NLOCALSPLUS));
 	const uintptr_t *slots = (const uintptr_t *)(frame + (minor <= 9 ? PY38_FRAME_LOCALSPLUS :
 							       minor == 10 ? PY310_FRAME_LOCALSPLUS :
+							       mw_py_do.v ? mw_py_do.frame_localsplus :
 							       PY311_FRAME_LOCALSPLUS));
+	/* 3.14 on: each a _PyStackRef, its low bits a tag */
+	uintptr_t untag = ~(uintptr_t)(mw_py_do.v ? mw_py_do.v->executable_tag : 0);
 
 	for (int i = 0; i < n && i < 100000; i++) {
-		uintptr_t v = slots[i];
+		uintptr_t v = slots[i] & untag;
 		size_t b;
 		struct node *t, *r;
 		if (!v)
@@ -819,7 +824,7 @@ static size_t class_name(uintptr_t cls, char *buf, size_t len)
 
 static size_t module_name(uintptr_t mod, char *buf, size_t len)
 {
-	uintptr_t nm = word(mod + MODULE_NAME);
+	uintptr_t nm = word(mod + PYV(module_name, MODULE_NAME));
 	return is_str(nm) ? mw_py_read_str((void *)nm, buf, len) : 0;
 }
 
@@ -865,7 +870,7 @@ static size_t values_attr(uintptr_t o, uintptr_t t, unsigned long fl, uintptr_t 
 	uintptr_t values, keys, w, nentries, entries, key;
 	unsigned cap = PY311_SHARED_KEYS_MAX, b, l2, l2i, kind;
 
-	if (minor < 11 || minor > 13 || !(fl & TPF_MANAGED_DICT) || !(fl & TPF_HEAPTYPE))
+	if (minor < 11 || (minor >= 13 && !mw_py_do.v) || !(fl & TPF_MANAGED_DICT) || !(fl & TPF_HEAPTYPE))
 		return 0;
 	if (minor == 11) {
 		if (!mw_py_safe_word((const void *)(o - PY311_VALUES_PTR), &values) || !values)
@@ -886,7 +891,8 @@ static size_t values_attr(uintptr_t o, uintptr_t t, unsigned long fl, uintptr_t 
 	}
 	if (values & 7)
 		return 0;
-	if (!mw_py_safe_word((const void *)(t + (minor >= 12 ? PY312_HT_CACHED_KEYS : PY311_HT_CACHED_KEYS)),
+	if (!mw_py_safe_word((const void *)(t + (minor >= 13 ? PYV(ht_cached_keys, 0) :
+					   minor == 12 ? PY312_HT_CACHED_KEYS : PY311_HT_CACHED_KEYS)),
 			     &keys) || !keys || (keys & 7))
 		return 0;
 	/* a split table of at most 30 entries: one-byte indices */
@@ -985,7 +991,7 @@ static size_t edge_name(uintptr_t from, uintptr_t to, char *buf, size_t len, boo
 		/* a subclass's instance: an attribute still */
 	} else if (fl & (TPF_LIST_SUBCLASS | TPF_TUPLE_SUBCLASS)) {
 		intptr_t sz = (intptr_t)word(from + OB_SIZE);
-		uintptr_t items = fl & TPF_LIST_SUBCLASS ? word(from + LIST_ITEMS) : from + TUPLE_ITEMS;
+		uintptr_t items = fl & TPF_LIST_SUBCLASS ? word(from + LIST_ITEMS) : from + PYV(tuple_items, TUPLE_ITEMS);
 		for (intptr_t i = 0; items && i < sz; i++)
 			if (word(items + (size_t)i * 8) == to) {
 				snprintf(buf, len, "[%ld]", (long)i);
@@ -1120,7 +1126,7 @@ static void name_chain(struct search *se, size_t k, uint64_t deadline)
 			names = word(code + (minor <= 10 ? PY38_CODE_VARNAMES : PY311_CODE_LOCALSPLUSNAMES));
 			fn = word(code + (minor <= 10 ? PY38_CODE_NAME : PY311_CODE_NAME));
 			nm = names && se->locals[j].index < (uint32_t)word(names + OB_SIZE) ?
-			     word(names + TUPLE_ITEMS + 8 * (size_t)se->locals[j].index) : 0;
+			     word(names + PYV(tuple_items, TUPLE_ITEMS) + 8 * (size_t)se->locals[j].index) : 0;
 			if (is_str(nm))
 				m = mw_py_read_str((void *)nm, e, sizeof e);
 			if (is_str(fn))
@@ -1212,7 +1218,7 @@ static void search(void)
 		snprintf(rq.note, sizeof rq.note, "the collector's lists are not where this version keeps them");
 		return;
 	}
-	if (*(const int *)(state + GC_COLLECTING)) {
+	if (*(const int *)(state + PYV(gc_collecting, GC_COLLECTING))) {
 		rq.status = SNAP_REFS_UNAVAILABLE;
 		snprintf(rq.note, sizeof rq.note, "a garbage collection was running");
 		return;

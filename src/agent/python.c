@@ -281,7 +281,8 @@ static unsigned long version_of(const char *s)
 	return part[0] << 24 | part[1] << 16 | part[2] << 8;
 }
 
-static char why_unread[96];   /* why the layout check failed */
+static char why_unread[96];   /* why the layout check failed, or why a version
+			       * with an entry in pyversions.h is not read */
 static bool layout_checked;   /* the check passed: samples may read frames */
 static bool unreadable;       /* the check failed: native-only for good */
 
@@ -353,6 +354,7 @@ static void probe(void)
 	mw_py.version = ver ? *(const uint32_t *)ver : version_of(get_version());
 	/* 3.8 to 3.12 (the structures pyframes.c mirrors) and 3.13 (its table) */
 	if (!mw_py.version || !mw_py_layout(runtime)) {
+		snprintf(why_unread, sizeof why_unread, "%s", mw_py_do_refused ? mw_py_do_refused : "");
 		py_state = MW_PY_UNSUPPORTED;
 		return;
 	}
@@ -598,7 +600,8 @@ void mw_python_capture_stop(void)
 
 const char *mw_python_why(void)
 {
-	return __atomic_load_n(&py_state, __ATOMIC_RELAXED) == MW_PY_UNREADABLE ? why_unread : "";
+	int st = __atomic_load_n(&py_state, __ATOMIC_RELAXED);
+	return st == MW_PY_UNREADABLE || st == MW_PY_UNSUPPORTED ? why_unread : "";
 }
 
 int mw_python_state(unsigned long *version)

@@ -47,6 +47,29 @@ extern struct mw_py mw_py MW_HIDDEN;
  * it is a version the agent reads. runtime: _PyRuntime, or NULL. Called once,
  * by python.c's probe, before any frame is read. */
 bool mw_py_layout(const char *runtime) MW_HIDDEN;
+/* pyversions.c: CPython 3.13 on, the offsets read from the interpreter's
+ * own _Py_DebugOffsets at the positions its version's entry in pyversions.h
+ * gives, with that entry (v) for what the table does not publish. */
+struct mw_pyver;
+struct mw_py_do {
+	const struct mw_pyver *v;    /* NULL: not a version read this way */
+	size_t interp_gc, ts_current_frame;
+	size_t frame_previous, frame_executable, frame_instr_ptr, frame_localsplus, frame_owner;
+	size_t code_filename, code_qualname, code_adaptive;
+	size_t dict_keys, dict_values;
+	size_t str_state, str_length, str_ascii_size;
+};
+extern struct mw_py_do mw_py_do MW_HIDDEN;
+/* The entry of pyversions.h for CPython 3.minor, or NULL. */
+const struct mw_pyver *mw_pyver_of(unsigned minor) MW_HIDDEN;
+/* Fill mw_py_do for mw_py.version from runtime (_PyRuntime): true when the
+ * version has an entry and the table says it describes this very build (its
+ * cookie, the same version, with the GIL), each offset in a structure of
+ * sane size and in the order the structures have. */
+bool mw_py_debug_offsets(const char *runtime) MW_HIDDEN;
+/* Why mw_py_debug_offsets refused a version it has an entry for, in a few
+ * words ("a free-threaded build"), or NULL. */
+extern const char *mw_py_do_refused MW_HIDDEN;
 /* pyframes.c: check the layout against the running interpreter (without the
  * GIL: a frame popped meanwhile can make it fail once): 1 it holds, 0 nothing to check it on yet (no Python frame in any
  * thread), -1 it does not hold (why says how, in a few words). */

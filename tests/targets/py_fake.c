@@ -1,12 +1,25 @@
 /* py_fake.c: a program that looks like a CPython the agent cannot read: it
  * publishes its version as 3.7 does (Py_GetVersion, no Py_Version) and exports
- * the allocator API by name, and allocates with
+ * the allocator API by name (built with FAKE_PY_VERSION, as 3.11 on do:
+ * Py_Version, and _PyRuntime starting with the _Py_DebugOffsets of a build
+ * FAKE_FREE_THREADED or not), and allocates with
  * malloc from a known function until its stdin closes or says so. The agent
  * must capture it native-only and say so. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#ifdef FAKE_PY_VERSION
+const unsigned long Py_Version = FAKE_PY_VERSION;
+/* _Py_DebugOffsets: its cookie, the version it describes, free_threaded */
+struct {
+	char cookie[8];
+	uint64_t version, free_threaded;
+	uint64_t rest[256];
+} _PyRuntime = { "xdebugpy", FAKE_PY_VERSION, FAKE_FREE_THREADED, { 0 } };
+#endif
 
 const char *Py_GetVersion(void)
 {
