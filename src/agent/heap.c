@@ -117,15 +117,21 @@ struct delta {
 	uint64_t d[D_COUNT]; /* added, modulo 2^64 */
 };
 /* Frees whose record is still to be taken out (see free_later), at rates of
- * FREE_LATER_RATE and finer. */
+ * FREE_LATER_RATE and finer, in a shard whose table has FAR_SLOTS slots or
+ * more (1.5 MiB, past what a processor's nearer caches hold): a smaller table
+ * stays in cache, and there the wait only cost (a tenth of the agent's time
+ * on bench/overhead.sh's churn at a rate of 1). The same bound decides the
+ * prefetch of a sample's slot. */
 #define FREED 8
 #define FREE_LATER_RATE 4096
+#define FAR_SLOTS ((size_t)1 << 16)
 struct shard {
 	mw_spin_t lock;
 	size_t cap, n;
 	struct live *live;
 	uint64_t samples;               /* samples recorded in this shard */
 	uint64_t dropped_live_bytes;    /* live bytes of blocks whose stack was refused */
+	int64_t peak_held;              /* live bytes not yet added to mw_peak.live */
 	unsigned freed_at, nfreed;      /* the oldest in freed[], and how many */
 	uintptr_t freed[FREED];
 	struct delta delta[DELTAS];
@@ -270,6 +276,7 @@ uint64_t mw_now_ns(void)
 
 static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t);
 static void freed_flush(struct shard *sh);
+static void peak_pass(struct shard *sh);
 static void freed_settle(struct shard *sh, uintptr_t p);
 
 static void lock_shard(struct shard *sh)
@@ -315,8 +322,11 @@ static void lock_all(void)
 	for (i = 0; i < NSHARDS; i++)
 		mw_spin_lock(&shards[i].lock);
 	mw_spin_lock(&mw_intern_lock);
-	for (i = 0; i < NSHARDS; i++)
+	for (i = 0; i < NSHARDS; i++) {
 		freed_flush(&shards[i]);
+		if (shards[i].peak_held)
+			peak_pass(&shards[i]);
+	}
 }
 
 static void unlock_all(void)
@@ -348,6 +358,19 @@ static void park_free(uintptr_t p)
 /* ------------------------------------------------------------------------- */
 /* The filter (its counters are guarded by the lock of the bucket's shard). */
 
+/* Store the word of the filter that holds bucket i. The 64 buckets of a word
+ * belong to one shard (its index's top bits, MW_REGION_BITS of them, are the
+ * shard, and the word is the index less its low 6 bits), so every writer of
+ * the word holds that shard's lock: a plain store does, where the locked
+ * read-modify-write that it replaced cost a tenth of the agent's time with
+ * every allocation sampled. The hooks read the word without a lock; a block
+ * is published to another thread only after its sample set the bit. */
+_Static_assert(MW_FILTER_BITS - SHARD_BITS >= 6, "a filter word lies in one shard");
+static void filter_set(size_t i, uint64_t word)
+{
+	__atomic_store_n(&mw_filter_bits[i >> 6], word, __ATOMIC_RELEASE);
+}
+
 static void filter_inc(uintptr_t p)
 {
 	size_t i = mw_filter_index((void *)p);
@@ -356,7 +379,8 @@ static void filter_inc(uintptr_t p)
 		return;
 	filter_counts[i] = (uint8_t)(v + 1);
 	if (v == 0)
-		__atomic_fetch_or(&mw_filter_bits[i >> 6], (uint64_t)1 << (i & 63), __ATOMIC_RELEASE);
+		filter_set(i, __atomic_load_n(&mw_filter_bits[i >> 6], __ATOMIC_RELAXED) |
+				      (uint64_t)1 << (i & 63));
 }
 
 /* A saturated counter stays saturated (and its bit set): it no longer knows
@@ -369,7 +393,8 @@ static void filter_dec(uintptr_t p)
 		return;
 	filter_counts[i] = (uint8_t)(v - 1);
 	if (v == 1)
-		__atomic_fetch_and(&mw_filter_bits[i >> 6], ~((uint64_t)1 << (i & 63)), __ATOMIC_RELEASE);
+		filter_set(i, __atomic_load_n(&mw_filter_bits[i >> 6], __ATOMIC_RELAXED) &
+				      ~((uint64_t)1 << (i & 63)));
 }
 
 /* Pass a shard's pending changes on to their stack. Under the shard's lock. */
@@ -403,9 +428,16 @@ static uint64_t *shard_delta(struct shard *sh, uint32_t id)
  * lock), and the total that marks the next peak. A sample that takes the total
  * past it costs one compare more; marking is rare (each mark raises the next
  * one by 10 % and at least 8 MiB), and a lost race between two threads only
- * marks twice. */
+ * marks twice. Each shard holds its changes back until they reach PEAK_HELD
+ * either way (at the default rate a sample weighs more, and goes at once):
+ * with every allocation sampled, the one total's cache line passed between
+ * the threads at every malloc and free, a sixth of the agent's time on two
+ * threads. The total is late by at most PEAK_HELD a shard (64 KiB x
+ * NSHARDS in all, a small part of PEAK_STEP in practice); every reader of the
+ * whole table (lock_all) brings it up to date. */
 #define PEAK_FIRST ((uint64_t)8 << 20)
 #define PEAK_STEP ((uint64_t)8 << 20)
+#define PEAK_HELD ((int64_t)64 << 10)
 struct mw_peak mw_peak = { .next = PEAK_FIRST };
 
 /* The total passed the next mark: record the peak, raise the mark. */
@@ -422,16 +454,23 @@ static __attribute__((noinline, cold)) void peak_mark(uint64_t total)
 
 /* Add (sign 1) or take away (sign -1) a block's live weight on its stack.
  * Under the lock of the block's shard. */
+/* Add what shard sh held back to the running total. Under its lock. */
+static void peak_pass(struct shard *sh)
+{
+	int64_t h = sh->peak_held;
+	uint64_t total;
+	sh->peak_held = 0;
+	total = __atomic_add_fetch(&mw_peak.live, (uint64_t)h, __ATOMIC_RELAXED);
+	if (h > 0 && total > __atomic_load_n(&mw_peak.next, __ATOMIC_RELAXED))
+		peak_mark(total);
+}
+
 static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
 {
 	uint64_t *d;
-	if (sign > 0) {
-		uint64_t total = __atomic_add_fetch(&mw_peak.live, wb, __ATOMIC_RELAXED);
-		if (total > __atomic_load_n(&mw_peak.next, __ATOMIC_RELAXED))
-			peak_mark(total);
-	} else {
-		__atomic_sub_fetch(&mw_peak.live, wb, __ATOMIC_RELAXED);
-	}
+	sh->peak_held += sign > 0 ? (int64_t)wb : -(int64_t)wb;
+	if (sh->peak_held >= PEAK_HELD || sh->peak_held <= -PEAK_HELD)
+		peak_pass(sh);
 	if (id == STACK_DROPPED) {
 		sh->dropped_live_bytes += sign > 0 ? wb : -wb;
 		return;
@@ -669,7 +708,7 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	{
 		struct live *live = __atomic_load_n(&sh->live, __ATOMIC_RELAXED);
 		size_t c = __atomic_load_n(&sh->cap, __ATOMIC_RELAXED);
-		if (live && c)
+		if (live && c >= FAR_SLOTS)
 			__builtin_prefetch(&live[live_slot((uintptr_t)p, c)], 1);
 	}
 	n = mw_unwind(ips, (int)cap);
@@ -774,7 +813,7 @@ void mw_sampled_free(const void *p)
 	/* at coarse rates samples are few and heavy: a free waiting there would
 	 * keep up to FREED samples' weight in the live total that marks the
 	 * peak, for as long as the next frees take */
-	if (mw_rate <= FREE_LATER_RATE)
+	if (mw_rate <= FREE_LATER_RATE && sh->cap >= FAR_SLOTS)
 		free_later(sh, (uintptr_t)p);
 	else
 		remove_live_locked(sh, (uintptr_t)p, NULL);
@@ -828,6 +867,7 @@ static void reset_locked(void)
 		__atomic_store_n(&sh->cap, 0, __ATOMIC_RELAXED);
 		sh->n = 0;
 		sh->samples = sh->dropped_live_bytes = 0;
+		sh->peak_held = 0;
 		sh->nfreed = sh->freed_at = 0;
 		memset(sh->delta, 0, sizeof sh->delta);
 	}
