@@ -465,7 +465,9 @@ static void peak_pass(struct shard *sh)
 		peak_mark(total);
 }
 
-static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
+/* Returns the shard's pending changes of the stack (NULL for none: a dropped
+ * stack), for the caller's other figures of the same sample or free. */
+static uint64_t *account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
 {
 	uint64_t *d;
 	sh->peak_held += sign > 0 ? (int64_t)wb : -(int64_t)wb;
@@ -473,10 +475,10 @@ static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn
 		peak_pass(sh);
 	if (id == STACK_DROPPED) {
 		sh->dropped_live_bytes += sign > 0 ? wb : -wb;
-		return;
+		return NULL;
 	}
 	if (id >= __atomic_load_n(&mw_nstacks, __ATOMIC_ACQUIRE))
-		return;
+		return NULL;
 	d = shard_delta(sh, id);
 	if (sign > 0) {
 		d[D_LIVE_BYTES] += wb;
@@ -487,6 +489,7 @@ static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn
 		d[D_LIVE_BLOCKS_FX] -= wn;
 		d[D_LIVE_SAMPLES]--;
 	}
+	return d;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -509,19 +512,35 @@ static size_t live_slot(uintptr_t p, size_t cap)
 	return (size_t)(((p >> 8) * 0x9E3779B97F4A7C15ull) >> (64 - b + 4)) << 4 | ((p >> 4) & 15);
 }
 
+/* The old table's pages are given back while its records are moved, by
+ * GROW_RELEASE bytes at a time: with every allocation sampled the tables are
+ * most of what capture adds to a program's memory, and the old one, still
+ * whole beside the new one twice its size, made a peak of three times the old
+ * table at each growth (CPython's peak RSS at a rate of 1). */
+#define GROW_RELEASE ((size_t)256 << 10)
+
 static bool live_grow(struct shard *sh)
 {
 	size_t ncap = sh->cap ? sh->cap * 2 : 128, i;   /* 128: under a page */
 	struct live *n = mw_map(ncap * sizeof *n);
+	char *old = (char *)sh->live, *done = old;
 	if (!n)
 		return false;
 	for (i = 0; i < sh->cap; i++) {
 		size_t j;
-		if (!sh->live[i].key)
-			continue;
-		for (j = live_slot(sh->live[i].key, ncap); n[j].key; j = (j + 1) & (ncap - 1))
-			;
-		n[j] = sh->live[i];
+		char *end;
+		if (sh->live[i].key) {
+			for (j = live_slot(sh->live[i].key, ncap); n[j].key; j = (j + 1) & (ncap - 1))
+				;
+			n[j] = sh->live[i];
+		}
+		/* the pages wholly behind record i are read no more (what
+		 * record() prefetches from them unlocked reads as zeros) */
+		end = old + ((i + 1) * sizeof *sh->live & ~(GROW_RELEASE - 1));
+		if (end > done) {
+			madvise(done, (size_t)(end - done), MADV_DONTNEED);
+			done = end;
+		}
 	}
 	mw_unmap(sh->live, sh->cap * sizeof *sh->live);
 	/* (stored atomically: record() reads them unlocked, to prefetch) */
@@ -563,8 +582,9 @@ static void live_delete(struct shard *sh, struct live *e)
 }
 
 /* Record p. An address already in the table is a block whose free we never
- * saw (freed through a path that is not hooked): its record is replaced. */
-static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn, uint32_t id,
+ * saw (freed through a path that is not hooked): its record is replaced.
+ * Returns account_live's pending changes of stack id, or NULL. */
+static uint64_t *live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn, uint32_t id,
 			uint16_t tick)
 {
 	struct live *e;
@@ -575,7 +595,7 @@ static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn,
 		wb = LIVE_BYTES_MAX;
 	/* at most 3/4 full: linear probing still finds a block in a few probes */
 	if ((sh->n + 1) * 4 > sh->cap * 3 && !live_grow(sh) && !sh->cap)
-		return;
+		return NULL;
 	/* one pass: the block's record, or the empty slot where it goes */
 	for (j = live_slot(p, sh->cap); (e = &sh->live[j])->key; j = (j + 1) & (sh->cap - 1))
 		if (e->key == p) {
@@ -584,11 +604,10 @@ static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn,
 			e->tick = tick;
 			e->blocks = (uint32_t)(wn >> BLOCKS_Q_SHIFT);
 			e->stack = id;
-			account_live(sh, id, wb, wn, 1);
-			return;
+			return account_live(sh, id, wb, wn, 1);
 		}
 	if ((sh->n + 1) * 4 > sh->cap * 3)
-		return;      /* full, and it could not grow */
+		return NULL;      /* full, and it could not grow */
 	e->key = p;
 	e->bytes = wb;
 	e->tick = tick;
@@ -596,30 +615,28 @@ static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn,
 	e->stack = id;
 	sh->n++;
 	filter_inc(p);
-	account_live(sh, id, wb, wn, 1);
+	return account_live(sh, id, wb, wn, 1);
 }
 
 /* Take the record of p out now. */
 static void remove_now(struct shard *sh, uintptr_t p, struct mw_taken *t)
 {
 	struct live *e = live_find(sh, p);
+	uint64_t *d;
 	if (!e)
 		return;
 	uint64_t wn = (uint64_t)e->blocks << BLOCKS_Q_SHIFT;
+	d = account_live(sh, e->stack, e->bytes, wn, -1);
 	if (t) {
 		t->bytes = e->bytes;
 		t->blocks_fx = wn;
 		t->stack = e->stack;
 		t->tick = (uint16_t)e->tick;
-	} else if (e->stack != STACK_DROPPED &&
-		   (uint16_t)(now_tick() - (uint16_t)e->tick) < TEMP_TICKS &&
-		   e->stack < __atomic_load_n(&mw_nstacks, __ATOMIC_ACQUIRE)) {
+	} else if (d && (uint16_t)(now_tick() - (uint16_t)e->tick) < TEMP_TICKS) {
 		/* freed for good, soon after its allocation: temporary */
-		uint64_t *d = shard_delta(sh, e->stack);
 		d[D_TEMP_BYTES] += e->bytes;
 		d[D_TEMP_BLOCKS_FX] += wn;
 	}
-	account_live(sh, e->stack, e->bytes, wn, -1);
 	filter_dec(p);
 	live_delete(sh, e);
 }
@@ -740,9 +757,10 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
 		id = mw_intern(frames, nf, flags, h);
-		live_insert(sh, (uintptr_t)p, wb, wn, id, now_tick());
+		uint64_t *d = live_insert(sh, (uintptr_t)p, wb, wn, id, now_tick());
 		if (id != STACK_DROPPED) {
-			uint64_t *d = shard_delta(sh, id);
+			if (!d)
+				d = shard_delta(sh, id);
 			d[D_ALLOC_BYTES] += wb;
 			d[D_ALLOC_BLOCKS_FX] += wn;
 		}
