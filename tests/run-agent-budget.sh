@@ -60,10 +60,10 @@ for v in default rate1; do
 	eval "ir_$v=\$ir"
 done
 per_op() { awk -v a="$1" -v p="${plain:-}" -v n=$ops 'BEGIN { if (a != "" && p != "") printf "%.0f\n", (a - p) / n }'; }
-# +46 per pair when set: the hooks' countdown, and one sample in 512 KiB
-# (margin 30)
+# +51 per pair when set: the hooks' countdown, and one sample in 512 KiB
+# (margin 25)
 within "instructions per malloc+free over plain, default rate" "$(per_op "${ir_default:-}")" 76
-# +1630 per pair when set, 1205 of them in libunwind, the stack's hash and
+# +1623 per pair when set, some 1200 of them in libunwind, the stack's hash and
 # interning (margin 10 %)
 within "instructions per malloc+free over plain, rate 1" "$(per_op "${ir_rate1:-}")" 1800
 
