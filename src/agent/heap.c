@@ -150,86 +150,6 @@ static struct shard *shard_of(uintptr_t p)
 static uintptr_t pending[PENDING_SLOTS];
 static unsigned pending_count;
 
-/* Held (shared) by the agent whenever it is inside libunwind or the dynamic
- * loader on its own initiative, and taken exclusively around fork: a child then
- * never inherits a lock that libunwind or the loader held for the agent, which
- * would hang the child's first unwinding. Readers count themselves in one of
- * several counters (by thread), so that samples on many threads do not share
- * one cache line; a fork raises the writer flag, which holds new readers back
- * (spinning, then yielding), and waits for the counters to drain. The wait is
- * bounded (a fork from a constructor, with the loader's lock held, while the
- * control thread waits for that lock) and a child forked without the lock
- * never captures. */
-#define READER_SLOTS 16
-static struct {
-	unsigned n;
-} __attribute__((aligned(64))) loader_readers[READER_SLOTS];
-static int loader_writer __attribute__((aligned(64)));
-static bool fork_has_loader_lock;
-bool mw_fork_tainted;
-
-static unsigned reader_slot(void)
-{
-	uint64_t a = (uintptr_t)&mw_tls;
-	return (unsigned)((a * 0x9E3779B97F4A7C15ull) >> 60) & (READER_SLOTS - 1);
-}
-
-void mw_loader_enter(void)
-{
-	unsigned s = reader_slot(), n = 0;
-	for (;;) {
-		__atomic_fetch_add(&loader_readers[s].n, 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&loader_writer, __ATOMIC_SEQ_CST))
-			return;
-		__atomic_fetch_sub(&loader_readers[s].n, 1, __ATOMIC_SEQ_CST);
-		while (__atomic_load_n(&loader_writer, __ATOMIC_RELAXED)) {
-			mw_spin_turn(&n);
-		}
-	}
-}
-
-void mw_loader_leave(void)
-{
-	__atomic_fetch_sub(&loader_readers[reader_slot()].n, 1, __ATOMIC_RELEASE);
-}
-
-/* Take the loader lock exclusively, giving up at deadline (CLOCK_MONOTONIC). */
-static bool loader_lock_exclusive(const struct timespec *deadline)
-{
-	struct timespec now, nap = { 0, 200000 };
-	unsigned i;
-	for (;;) {
-		int zero = 0;
-		if (__atomic_compare_exchange_n(&loader_writer, &zero, 1, false, __ATOMIC_SEQ_CST,
-						__ATOMIC_RELAXED))
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > deadline->tv_sec ||
-		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
-			return false;
-		nanosleep(&nap, NULL);
-	}
-	for (;;) {
-		bool busy = false;
-		for (i = 0; i < READER_SLOTS && !busy; i++)
-			busy = __atomic_load_n(&loader_readers[i].n, __ATOMIC_SEQ_CST) != 0;
-		if (!busy)
-			return true;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > deadline->tv_sec ||
-		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec)) {
-			__atomic_store_n(&loader_writer, 0, __ATOMIC_SEQ_CST);
-			return false;
-		}
-		sched_yield();
-	}
-}
-
-static void loader_unlock_exclusive(void)
-{
-	__atomic_store_n(&loader_writer, 0, __ATOMIC_SEQ_CST);
-}
-
 void *mw_map(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -947,10 +867,7 @@ static bool prepared_lock;
 
 void mw_heap_atfork_prepare(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += 2;
-	fork_has_loader_lock = loader_lock_exclusive(&ts);
+	mw_loader_atfork_prepare();
 	/* A fork from a handler that interrupted our own critical section must
 	 * not wait for a lock this very thread holds. */
 	prepared_lock = !mw_tls.locked;
@@ -966,19 +883,15 @@ void mw_heap_atfork_parent(void)
 		unlock_all();
 		mw_tls.guard--;
 	}
-	if (fork_has_loader_lock)
-		loader_unlock_exclusive();
+	mw_loader_atfork_parent();
 }
 
 /* The child never reports its parent's samples as its own. */
 void mw_heap_atfork_child(void)
 {
 	unsigned i;
-	memset(loader_readers, 0, sizeof loader_readers);
-	loader_writer = 0;
+	mw_loader_atfork_child();
 	pthread_mutex_init(&snap_lock, NULL);
-	if (!fork_has_loader_lock)
-		mw_fork_tainted = true;
 	for (i = 0; i < NSHARDS; i++)
 		shards[i].lock = 0;
 	mw_intern_lock = 0;
