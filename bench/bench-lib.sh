@@ -48,10 +48,13 @@ median_in() {
 # attached: the agent loaded by memwatch snap -p (which captures for a moment,
 # ended before the rounds); capture: also capturing at $RATE (default 512 KiB)
 # from before the rounds, once agentctl's status matches the grep pattern
-# STATUS. Appends "W C K" to $tmp/VARIANT. Needs $mw, $ctl and $tmp.
+# STATUS; prev: the same with a previous build's memwatch and agentctl
+# ($prev_mw, $prev_ctl). Appends "W C K" to $tmp/VARIANT. Needs $mw, $ctl and
+# $tmp.
 attached_run() {
-	local v=$1 ready=$2 pid hold c=""
+	local v=$1 ready=$2 pid hold c="" mw=$mw ctl=$ctl
 	shift 2
+	[ "$v" = prev ] && mw=$prev_mw ctl=$prev_ctl
 	rm -f "$tmp/in" "$tmp/out"
 	mkfifo "$tmp/in"
 	"$@" <"$tmp/in" >"$tmp/out" 2>&1 &
@@ -63,7 +66,7 @@ attached_run() {
 		"$mw" snap -p "$pid" -w 100ms -f -o "$tmp/a.snap" >/dev/null 2>&1 ||
 			echo "${0##*/}: attach failed" >&2
 	fi
-	if [ "$v" = capture ]; then
+	if [ "$v" = capture ] || [ "$v" = prev ]; then
 		"$ctl" "$pid" start=${RATE:-524288} sleep=3600000 >/dev/null 2>&1 &
 		c=$!
 		while ! "$ctl" "$pid" status 2>/dev/null | grep -q "$ready"; do sleep 0.05; done
@@ -78,17 +81,18 @@ attached_run() {
 }
 
 # attached_repeats: $repeats rounds of "run VARIANT" (the script's own) over
-# plain, attached and capture, the order turning at every round so that no
-# variant always follows another.
+# plain, attached and capture (and prev when $prev_mw is set), the order
+# turning at every round so that no variant always follows another.
 attached_repeats() {
-	local i=0 v order
-	rm -f "$tmp/plain" "$tmp/attached" "$tmp/capture"
+	local i=0 v order all="plain attached capture"
+	[ -n "${prev_mw:-}" ] && all="$all prev"
+	for v in $all; do
+		rm -f "$tmp/$v"
+	done
 	while [ $i -lt "$repeats" ]; do
-		case $((i % 3)) in
-		0) order="plain attached capture" ;;
-		1) order="attached capture plain" ;;
-		*) order="capture plain attached" ;;
-		esac
+		# the list turned left by i
+		order=$(echo $all | awk -v i=$i '{ n = NF; s = ""
+			for (k = 0; k < n; k++) s = s (k ? " " : "") $(1 + (i + k) % n); print s }')
 		for v in $order; do
 			run $v
 		done

@@ -13,11 +13,15 @@
 # 50 ms, so a helper's last moments may be missed).
 #
 # Usage: bench/overhead.sh [-r REPEATS] [-n OPS] [-l LIVE] [-s small|uniform|churn]
-#                          [-t "1 2 4"] [-v VARIANTS] [-H] [-q] [-i] [BUILDDIR]
+#                          [-t "1 2 4"] [-v VARIANTS] [-p PREVBUILD] [-H] [-q] [-i]
+#                          [BUILDDIR]
 #   BUILDDIR holds bench/workload and .libs/libmemwatch-agent.so (default: .);
 #   make bench/workload builds the workload. The default workload is a churn
 #   of a ring of 256 blocks per thread, sizes 16 - 2000 B. -v: a subset of
-#   "plain idle default r64k r4k rate1 heaptrack" (plain always runs). -H: the
+#   "plain idle default r64k r4k rate1 heaptrack" (plain always runs). -p: the
+#   agent of another build (PREVBUILD/.libs/libmemwatch-agent.so, a previous
+#   commit's) runs too, as prev-default and prev-rate1 (and prev-r64k,
+#   prev-r4k if named in -v), beside this one's. -H: the
 #   threads wait for each other before they exit, so that all are alive at the
 #   peak (many threads' memory: -H -t 2000 -n 2000 -l 16). -q: a quick sanity
 #   run. -i: also count the instructions of one thread with cachegrind, a
@@ -33,7 +37,8 @@ threads="1 2 4"
 icount=no
 hold=
 variants="plain idle default r64k r4k rate1 heaptrack"
-while getopts r:n:l:s:t:v:Hqi opt; do
+prev=
+while getopts r:n:l:s:t:v:p:Hqi opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) ops=$OPTARG ;;
@@ -43,8 +48,9 @@ while getopts r:n:l:s:t:v:Hqi opt; do
 	v) variants="plain $(echo "$OPTARG" | sed 's/\bplain\b//g')" ;;
 	q) repeats=3; ops=300000 ;;
 	i) icount=yes ;;
+	p) prev=$OPTARG/.libs/libmemwatch-agent.so ;;
 	H) hold=-H ;;
-	*) sed -n '2,25s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,29s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -53,6 +59,10 @@ wl=$build/bench/workload
 agent=${MEMWATCH_AGENT:-$build/.libs/libmemwatch-agent.so}
 [ -x "$wl" ] || { echo "overhead.sh: $wl not built (make bench/workload)" >&2; exit 1; }
 [ -f "$agent" ] || { echo "overhead.sh: $agent not built" >&2; exit 1; }
+if [ -n "$prev" ]; then
+	[ -f "$prev" ] || { echo "overhead.sh: $prev not built" >&2; exit 1; }
+	case " $variants " in *" prev-"*) ;; *) variants="$variants prev-default prev-rate1" ;; esac
+fi
 if ! command -v heaptrack >/dev/null 2>&1; then
 	echo "heaptrack: not installed, left out"
 	variants=$(echo "$variants" | sed 's/\bheaptrack\b//g')
@@ -100,9 +110,10 @@ helper_peak() {
 
 # run VARIANT THREADS: one run; appends "wall rss cpu sys user vcsw" to $tmp/VARIANT.THREADS
 run() {
-	local v=$1 t=$2 out=$tmp/out extra="0 0 0" opts hp
+	local v=$1 t=$2 out=$tmp/out extra="0 0 0" opts hp a=$agent
 	set -- "$wl" -t "$t" -n "$ops" -l "$live" -s "$sizes" $hold
-	variant_opts "$v"
+	variant_opts "${v#prev-}"
+	case $v in prev-*) a=$prev ;; esac
 	case $v in
 	plain) "$@" >"$out" 2>&1 ;;
 	heaptrack)
@@ -113,7 +124,7 @@ run() {
 		wait
 		extra=$(cat "$tmp/extra")
 		rm -f "$tmp"/ht* ;;
-	*) LD_PRELOAD=$agent MEMWATCH_AGENT_OPTIONS=$opts "$@" >"$out" 2>&1 ;;
+	*) LD_PRELOAD=$a MEMWATCH_AGENT_OPTIONS=$opts "$@" >"$out" 2>&1 ;;
 	esac
 	sed -n 's/.*wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\) .*maxrss_kib=\([0-9]*\).*user_s=\([0-9.]*\) sys_s=\([0-9.]*\) vcsw=\([0-9]*\).*/\1 \3 \2 \5 \4 \6/p' \
 		"$out" | awk -v x="$extra" '{
@@ -126,7 +137,8 @@ run() {
 echo "workload: $ops operations per thread, $live live blocks per thread, sizes $sizes;" \
 	"median of $repeats runs"
 echo "agent: $agent"
-printf '%-4s %-9s %8s %8s %8s %8s %6s %8s %9s %8s\n' thr variant wall_s ratio cpu_s ratio sys% vcsw peak_MiB ratio
+[ -n "$prev" ] && echo "previous build's agent (prev-*): $prev"
+printf '%-4s %-12s %8s %8s %8s %8s %6s %8s %9s %8s\n' thr variant wall_s ratio cpu_s ratio sys% vcsw peak_MiB ratio
 for t in $threads; do
 	run_repeats "$t"
 	pw=$(median 1 "$tmp/plain.$t")
@@ -141,7 +153,7 @@ for t in $threads; do
 		cs=$(median 6 "$tmp/$v.$t")
 		awk -v t="$t" -v v="$v" -v w="$w" -v r="$r" -v c="$c" -v pw="$pw" -v pr="$pr" \
 			-v pc="$pc" -v sy="$sy" -v us="$us" -v cs="$cs" 'BEGIN {
-			printf "%-4s %-9s %8.3f %7.2fx %8.3f %7.2fx %5.1f%% %8d %9.1f %7.2fx\n", t, v, w,
+			printf "%-4s %-12s %8.3f %7.2fx %8.3f %7.2fx %5.1f%% %8d %9.1f %7.2fx\n", t, v, w,
 				(pw > 0 ? w / pw : 0), c, (pc > 0 ? c / pc : 0),
 				(us > 0 ? 100 * sy / us : 0), cs, r / 1024, (pr > 0 ? r / pr : 0) }'
 	done

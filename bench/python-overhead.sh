@@ -10,7 +10,7 @@
 # a noisy machine hurts them alike.
 #
 # Usage: bench/python-overhead.sh [-r REPEATS] [-n ROUNDS] [-w objects|json]
-#                                 [-p PYTHON]... [-s PY]... [BUILDDIR]
+#                                 [-p PYTHON]... [-s PY]... [-P PREVBUILD] [BUILDDIR]
 #   BUILDDIR holds memwatch and tests/tools/agentctl (make check builds it).
 #   -w json: records encoded to JSON and decoded back instead (see the workload).
 #   -p PYTHON: the interpreter (default /usr/bin/python3); given more than
@@ -18,6 +18,8 @@
 #   -s PY: the interpreter PY (python3.14, python3.15...) of the Debian sid
 #   root of tests/install-deps.sh --tests, run inside that root
 #   (tests/sid-python.sh), memwatch attaching from here.
+#   -P PREVBUILD: also capturing with a previous build's memwatch, agentctl
+#   and agent (variant prev), beside this one's.
 #   RATE=BYTES in the environment: the capture's sample rate (default 512 KiB;
 #   RATE=1 records every allocation). peak_MiB is each run's peak RSS.
 set -u
@@ -27,14 +29,17 @@ rounds=40
 kind=objects
 pythons=
 sids=
-while getopts r:n:w:p:s: opt; do
+prev_mw=
+prev_ctl=
+while getopts r:n:w:p:s:P: opt; do
 	case $opt in
 	r) repeats=$OPTARG ;;
 	n) rounds=$OPTARG ;;
 	w) kind=$OPTARG ;;
 	p) pythons="$pythons $OPTARG" ;;
 	s) sids="$sids $OPTARG" ;;
-	*) sed -n '2,25s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	P) prev_mw=$OPTARG/memwatch prev_ctl=$OPTARG/tests/tools/agentctl ;;
+	*) sed -n '2,24s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -47,6 +52,8 @@ for py in $pythons; do
 	[ -x "$py" ] || { echo "python-overhead.sh: $py is not installed" >&2; exit 1; }
 done
 [ -x "$mw" ] && [ -x "$ctl" ] || { echo "python-overhead.sh: build memwatch and tests/tools/agentctl (make check)" >&2; exit 1; }
+[ -z "$prev_mw" ] || { [ -x "$prev_mw" ] && [ -x "$prev_ctl" ]; } ||
+	{ echo "python-overhead.sh: build memwatch and tests/tools/agentctl in the previous build (make check)" >&2; exit 1; }
 
 . "$(dirname "$0")/bench-lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-pybench.XXXXXX")
@@ -72,7 +79,7 @@ for py in $pythons; do
 	pr=$(cut -d' ' -f3 "$tmp/plain" | median_in)
 	echo "python-overhead: $py, $kind, $rounds rounds, $repeats repeats, rate ${RATE:-524288}, medians"
 	printf '%-10s %9s %9s %8s %8s %9s %7s\n' variant wall_s cpu_s wall/x cpu/x peak_MiB rss/x
-	for v in plain attached capture; do
+	for v in plain attached capture ${prev_mw:+prev}; do
 		w=$(cut -d' ' -f1 "$tmp/$v" | median_in)
 		c=$(cut -d' ' -f2 "$tmp/$v" | median_in)
 		r=$(cut -d' ' -f3 "$tmp/$v" | median_in)

@@ -165,9 +165,13 @@ double mw_log(double x) MW_HIDDEN;
 double mw_expm1(double x) MW_HIDDEN;        /* x <= 0 */
 uint64_t mw_draw_gap(struct mw_tls *t) MW_HIDDEN;
 void mw_weights(uint64_t size, uint64_t *bytes, uint64_t *blocks_fx) MW_HIDDEN;
-/* Around the agent's own use of libunwind and the loader (see heap.c). */
+/* Around the agent's own use of libunwind and the loader (loader.c), and
+ * around fork (heap.c's atfork handlers call these first, last and first). */
 void mw_loader_enter(void) MW_HIDDEN;
 void mw_loader_leave(void) MW_HIDDEN;
+void mw_loader_atfork_prepare(void) MW_HIDDEN;
+void mw_loader_atfork_parent(void) MW_HIDDEN;
+void mw_loader_atfork_child(void) MW_HIDDEN;
 /* This process was forked while the agent was inside libunwind or the loader:
  * their locks may be held for good, so capture is refused here. */
 extern bool mw_fork_tainted MW_HIDDEN;

@@ -117,15 +117,21 @@ struct delta {
 	uint64_t d[D_COUNT]; /* added, modulo 2^64 */
 };
 /* Frees whose record is still to be taken out (see free_later), at rates of
- * FREE_LATER_RATE and finer. */
+ * FREE_LATER_RATE and finer, in a shard whose table has FAR_SLOTS slots or
+ * more (1.5 MiB, past what a processor's nearer caches hold): a smaller table
+ * stays in cache, and there the wait only cost (a tenth of the agent's time
+ * on bench/overhead.sh's churn at a rate of 1). The same bound decides the
+ * prefetch of a sample's slot. */
 #define FREED 8
 #define FREE_LATER_RATE 4096
+#define FAR_SLOTS ((size_t)1 << 16)
 struct shard {
 	mw_spin_t lock;
 	size_t cap, n;
 	struct live *live;
 	uint64_t samples;               /* samples recorded in this shard */
 	uint64_t dropped_live_bytes;    /* live bytes of blocks whose stack was refused */
+	int64_t peak_held;              /* live bytes not yet added to mw_peak.live */
 	unsigned freed_at, nfreed;      /* the oldest in freed[], and how many */
 	uintptr_t freed[FREED];
 	struct delta delta[DELTAS];
@@ -143,86 +149,6 @@ static struct shard *shard_of(uintptr_t p)
 #define PENDING_SLOTS 64
 static uintptr_t pending[PENDING_SLOTS];
 static unsigned pending_count;
-
-/* Held (shared) by the agent whenever it is inside libunwind or the dynamic
- * loader on its own initiative, and taken exclusively around fork: a child then
- * never inherits a lock that libunwind or the loader held for the agent, which
- * would hang the child's first unwinding. Readers count themselves in one of
- * several counters (by thread), so that samples on many threads do not share
- * one cache line; a fork raises the writer flag, which holds new readers back
- * (spinning, then yielding), and waits for the counters to drain. The wait is
- * bounded (a fork from a constructor, with the loader's lock held, while the
- * control thread waits for that lock) and a child forked without the lock
- * never captures. */
-#define READER_SLOTS 16
-static struct {
-	unsigned n;
-} __attribute__((aligned(64))) loader_readers[READER_SLOTS];
-static int loader_writer __attribute__((aligned(64)));
-static bool fork_has_loader_lock;
-bool mw_fork_tainted;
-
-static unsigned reader_slot(void)
-{
-	uint64_t a = (uintptr_t)&mw_tls;
-	return (unsigned)((a * 0x9E3779B97F4A7C15ull) >> 60) & (READER_SLOTS - 1);
-}
-
-void mw_loader_enter(void)
-{
-	unsigned s = reader_slot(), n = 0;
-	for (;;) {
-		__atomic_fetch_add(&loader_readers[s].n, 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&loader_writer, __ATOMIC_SEQ_CST))
-			return;
-		__atomic_fetch_sub(&loader_readers[s].n, 1, __ATOMIC_SEQ_CST);
-		while (__atomic_load_n(&loader_writer, __ATOMIC_RELAXED)) {
-			mw_spin_turn(&n);
-		}
-	}
-}
-
-void mw_loader_leave(void)
-{
-	__atomic_fetch_sub(&loader_readers[reader_slot()].n, 1, __ATOMIC_RELEASE);
-}
-
-/* Take the loader lock exclusively, giving up at deadline (CLOCK_MONOTONIC). */
-static bool loader_lock_exclusive(const struct timespec *deadline)
-{
-	struct timespec now, nap = { 0, 200000 };
-	unsigned i;
-	for (;;) {
-		int zero = 0;
-		if (__atomic_compare_exchange_n(&loader_writer, &zero, 1, false, __ATOMIC_SEQ_CST,
-						__ATOMIC_RELAXED))
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > deadline->tv_sec ||
-		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
-			return false;
-		nanosleep(&nap, NULL);
-	}
-	for (;;) {
-		bool busy = false;
-		for (i = 0; i < READER_SLOTS && !busy; i++)
-			busy = __atomic_load_n(&loader_readers[i].n, __ATOMIC_SEQ_CST) != 0;
-		if (!busy)
-			return true;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > deadline->tv_sec ||
-		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec)) {
-			__atomic_store_n(&loader_writer, 0, __ATOMIC_SEQ_CST);
-			return false;
-		}
-		sched_yield();
-	}
-}
-
-static void loader_unlock_exclusive(void)
-{
-	__atomic_store_n(&loader_writer, 0, __ATOMIC_SEQ_CST);
-}
 
 void *mw_map(size_t len)
 {
@@ -270,6 +196,7 @@ uint64_t mw_now_ns(void)
 
 static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t);
 static void freed_flush(struct shard *sh);
+static void peak_pass(struct shard *sh);
 static void freed_settle(struct shard *sh, uintptr_t p);
 
 static void lock_shard(struct shard *sh)
@@ -315,8 +242,11 @@ static void lock_all(void)
 	for (i = 0; i < NSHARDS; i++)
 		mw_spin_lock(&shards[i].lock);
 	mw_spin_lock(&mw_intern_lock);
-	for (i = 0; i < NSHARDS; i++)
+	for (i = 0; i < NSHARDS; i++) {
 		freed_flush(&shards[i]);
+		if (shards[i].peak_held)
+			peak_pass(&shards[i]);
+	}
 }
 
 static void unlock_all(void)
@@ -348,6 +278,19 @@ static void park_free(uintptr_t p)
 /* ------------------------------------------------------------------------- */
 /* The filter (its counters are guarded by the lock of the bucket's shard). */
 
+/* Store the word of the filter that holds bucket i. The 64 buckets of a word
+ * belong to one shard (its index's top bits, MW_REGION_BITS of them, are the
+ * shard, and the word is the index less its low 6 bits), so every writer of
+ * the word holds that shard's lock: a plain store does, where the locked
+ * read-modify-write that it replaced cost a tenth of the agent's time with
+ * every allocation sampled. The hooks read the word without a lock; a block
+ * is published to another thread only after its sample set the bit. */
+_Static_assert(MW_FILTER_BITS - SHARD_BITS >= 6, "a filter word lies in one shard");
+static void filter_set(size_t i, uint64_t word)
+{
+	__atomic_store_n(&mw_filter_bits[i >> 6], word, __ATOMIC_RELEASE);
+}
+
 static void filter_inc(uintptr_t p)
 {
 	size_t i = mw_filter_index((void *)p);
@@ -356,7 +299,8 @@ static void filter_inc(uintptr_t p)
 		return;
 	filter_counts[i] = (uint8_t)(v + 1);
 	if (v == 0)
-		__atomic_fetch_or(&mw_filter_bits[i >> 6], (uint64_t)1 << (i & 63), __ATOMIC_RELEASE);
+		filter_set(i, __atomic_load_n(&mw_filter_bits[i >> 6], __ATOMIC_RELAXED) |
+				      (uint64_t)1 << (i & 63));
 }
 
 /* A saturated counter stays saturated (and its bit set): it no longer knows
@@ -369,7 +313,8 @@ static void filter_dec(uintptr_t p)
 		return;
 	filter_counts[i] = (uint8_t)(v - 1);
 	if (v == 1)
-		__atomic_fetch_and(&mw_filter_bits[i >> 6], ~((uint64_t)1 << (i & 63)), __ATOMIC_RELEASE);
+		filter_set(i, __atomic_load_n(&mw_filter_bits[i >> 6], __ATOMIC_RELAXED) &
+				      ~((uint64_t)1 << (i & 63)));
 }
 
 /* Pass a shard's pending changes on to their stack. Under the shard's lock. */
@@ -403,9 +348,16 @@ static uint64_t *shard_delta(struct shard *sh, uint32_t id)
  * lock), and the total that marks the next peak. A sample that takes the total
  * past it costs one compare more; marking is rare (each mark raises the next
  * one by 10 % and at least 8 MiB), and a lost race between two threads only
- * marks twice. */
+ * marks twice. Each shard holds its changes back until they reach PEAK_HELD
+ * either way (at the default rate a sample weighs more, and goes at once):
+ * with every allocation sampled, the one total's cache line passed between
+ * the threads at every malloc and free, a sixth of the agent's time on two
+ * threads. The total is late by at most PEAK_HELD a shard (64 KiB x
+ * NSHARDS in all, a small part of PEAK_STEP in practice); every reader of the
+ * whole table (lock_all) brings it up to date. */
 #define PEAK_FIRST ((uint64_t)8 << 20)
 #define PEAK_STEP ((uint64_t)8 << 20)
+#define PEAK_HELD ((int64_t)64 << 10)
 struct mw_peak mw_peak = { .next = PEAK_FIRST };
 
 /* The total passed the next mark: record the peak, raise the mark. */
@@ -422,22 +374,31 @@ static __attribute__((noinline, cold)) void peak_mark(uint64_t total)
 
 /* Add (sign 1) or take away (sign -1) a block's live weight on its stack.
  * Under the lock of the block's shard. */
-static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
+/* Add what shard sh held back to the running total. Under its lock. */
+static void peak_pass(struct shard *sh)
+{
+	int64_t h = sh->peak_held;
+	uint64_t total;
+	sh->peak_held = 0;
+	total = __atomic_add_fetch(&mw_peak.live, (uint64_t)h, __ATOMIC_RELAXED);
+	if (h > 0 && total > __atomic_load_n(&mw_peak.next, __ATOMIC_RELAXED))
+		peak_mark(total);
+}
+
+/* Returns the shard's pending changes of the stack (NULL for none: a dropped
+ * stack), for the caller's other figures of the same sample or free. */
+static uint64_t *account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
 {
 	uint64_t *d;
-	if (sign > 0) {
-		uint64_t total = __atomic_add_fetch(&mw_peak.live, wb, __ATOMIC_RELAXED);
-		if (total > __atomic_load_n(&mw_peak.next, __ATOMIC_RELAXED))
-			peak_mark(total);
-	} else {
-		__atomic_sub_fetch(&mw_peak.live, wb, __ATOMIC_RELAXED);
-	}
+	sh->peak_held += sign > 0 ? (int64_t)wb : -(int64_t)wb;
+	if (sh->peak_held >= PEAK_HELD || sh->peak_held <= -PEAK_HELD)
+		peak_pass(sh);
 	if (id == STACK_DROPPED) {
 		sh->dropped_live_bytes += sign > 0 ? wb : -wb;
-		return;
+		return NULL;
 	}
 	if (id >= __atomic_load_n(&mw_nstacks, __ATOMIC_ACQUIRE))
-		return;
+		return NULL;
 	d = shard_delta(sh, id);
 	if (sign > 0) {
 		d[D_LIVE_BYTES] += wb;
@@ -448,6 +409,7 @@ static void account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn
 		d[D_LIVE_BLOCKS_FX] -= wn;
 		d[D_LIVE_SAMPLES]--;
 	}
+	return d;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -470,19 +432,35 @@ static size_t live_slot(uintptr_t p, size_t cap)
 	return (size_t)(((p >> 8) * 0x9E3779B97F4A7C15ull) >> (64 - b + 4)) << 4 | ((p >> 4) & 15);
 }
 
+/* The old table's pages are given back while its records are moved, by
+ * GROW_RELEASE bytes at a time: with every allocation sampled the tables are
+ * most of what capture adds to a program's memory, and the old one, still
+ * whole beside the new one twice its size, made a peak of three times the old
+ * table at each growth (CPython's peak RSS at a rate of 1). */
+#define GROW_RELEASE ((size_t)256 << 10)
+
 static bool live_grow(struct shard *sh)
 {
 	size_t ncap = sh->cap ? sh->cap * 2 : 128, i;   /* 128: under a page */
 	struct live *n = mw_map(ncap * sizeof *n);
+	char *old = (char *)sh->live, *done = old;
 	if (!n)
 		return false;
 	for (i = 0; i < sh->cap; i++) {
 		size_t j;
-		if (!sh->live[i].key)
-			continue;
-		for (j = live_slot(sh->live[i].key, ncap); n[j].key; j = (j + 1) & (ncap - 1))
-			;
-		n[j] = sh->live[i];
+		char *end;
+		if (sh->live[i].key) {
+			for (j = live_slot(sh->live[i].key, ncap); n[j].key; j = (j + 1) & (ncap - 1))
+				;
+			n[j] = sh->live[i];
+		}
+		/* the pages wholly behind record i are read no more (what
+		 * record() prefetches from them unlocked reads as zeros) */
+		end = old + ((i + 1) * sizeof *sh->live & ~(GROW_RELEASE - 1));
+		if (end > done) {
+			madvise(done, (size_t)(end - done), MADV_DONTNEED);
+			done = end;
+		}
 	}
 	mw_unmap(sh->live, sh->cap * sizeof *sh->live);
 	/* (stored atomically: record() reads them unlocked, to prefetch) */
@@ -524,8 +502,9 @@ static void live_delete(struct shard *sh, struct live *e)
 }
 
 /* Record p. An address already in the table is a block whose free we never
- * saw (freed through a path that is not hooked): its record is replaced. */
-static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn, uint32_t id,
+ * saw (freed through a path that is not hooked): its record is replaced.
+ * Returns account_live's pending changes of stack id, or NULL. */
+static uint64_t *live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn, uint32_t id,
 			uint16_t tick)
 {
 	struct live *e;
@@ -536,7 +515,7 @@ static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn,
 		wb = LIVE_BYTES_MAX;
 	/* at most 3/4 full: linear probing still finds a block in a few probes */
 	if ((sh->n + 1) * 4 > sh->cap * 3 && !live_grow(sh) && !sh->cap)
-		return;
+		return NULL;
 	/* one pass: the block's record, or the empty slot where it goes */
 	for (j = live_slot(p, sh->cap); (e = &sh->live[j])->key; j = (j + 1) & (sh->cap - 1))
 		if (e->key == p) {
@@ -545,11 +524,10 @@ static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn,
 			e->tick = tick;
 			e->blocks = (uint32_t)(wn >> BLOCKS_Q_SHIFT);
 			e->stack = id;
-			account_live(sh, id, wb, wn, 1);
-			return;
+			return account_live(sh, id, wb, wn, 1);
 		}
 	if ((sh->n + 1) * 4 > sh->cap * 3)
-		return;      /* full, and it could not grow */
+		return NULL;      /* full, and it could not grow */
 	e->key = p;
 	e->bytes = wb;
 	e->tick = tick;
@@ -557,30 +535,28 @@ static void live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_t wn,
 	e->stack = id;
 	sh->n++;
 	filter_inc(p);
-	account_live(sh, id, wb, wn, 1);
+	return account_live(sh, id, wb, wn, 1);
 }
 
 /* Take the record of p out now. */
 static void remove_now(struct shard *sh, uintptr_t p, struct mw_taken *t)
 {
 	struct live *e = live_find(sh, p);
+	uint64_t *d;
 	if (!e)
 		return;
 	uint64_t wn = (uint64_t)e->blocks << BLOCKS_Q_SHIFT;
+	d = account_live(sh, e->stack, e->bytes, wn, -1);
 	if (t) {
 		t->bytes = e->bytes;
 		t->blocks_fx = wn;
 		t->stack = e->stack;
 		t->tick = (uint16_t)e->tick;
-	} else if (e->stack != STACK_DROPPED &&
-		   (uint16_t)(now_tick() - (uint16_t)e->tick) < TEMP_TICKS &&
-		   e->stack < __atomic_load_n(&mw_nstacks, __ATOMIC_ACQUIRE)) {
+	} else if (d && (uint16_t)(now_tick() - (uint16_t)e->tick) < TEMP_TICKS) {
 		/* freed for good, soon after its allocation: temporary */
-		uint64_t *d = shard_delta(sh, e->stack);
 		d[D_TEMP_BYTES] += e->bytes;
 		d[D_TEMP_BLOCKS_FX] += wn;
 	}
-	account_live(sh, e->stack, e->bytes, wn, -1);
 	filter_dec(p);
 	live_delete(sh, e);
 }
@@ -669,7 +645,7 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	{
 		struct live *live = __atomic_load_n(&sh->live, __ATOMIC_RELAXED);
 		size_t c = __atomic_load_n(&sh->cap, __ATOMIC_RELAXED);
-		if (live && c)
+		if (live && c >= FAR_SLOTS)
 			__builtin_prefetch(&live[live_slot((uintptr_t)p, c)], 1);
 	}
 	n = mw_unwind(ips, (int)cap);
@@ -701,9 +677,10 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
 		id = mw_intern(frames, nf, flags, h);
-		live_insert(sh, (uintptr_t)p, wb, wn, id, now_tick());
+		uint64_t *d = live_insert(sh, (uintptr_t)p, wb, wn, id, now_tick());
 		if (id != STACK_DROPPED) {
-			uint64_t *d = shard_delta(sh, id);
+			if (!d)
+				d = shard_delta(sh, id);
 			d[D_ALLOC_BYTES] += wb;
 			d[D_ALLOC_BLOCKS_FX] += wn;
 		}
@@ -774,7 +751,7 @@ void mw_sampled_free(const void *p)
 	/* at coarse rates samples are few and heavy: a free waiting there would
 	 * keep up to FREED samples' weight in the live total that marks the
 	 * peak, for as long as the next frees take */
-	if (mw_rate <= FREE_LATER_RATE)
+	if (mw_rate <= FREE_LATER_RATE && sh->cap >= FAR_SLOTS)
 		free_later(sh, (uintptr_t)p);
 	else
 		remove_live_locked(sh, (uintptr_t)p, NULL);
@@ -828,6 +805,7 @@ static void reset_locked(void)
 		__atomic_store_n(&sh->cap, 0, __ATOMIC_RELAXED);
 		sh->n = 0;
 		sh->samples = sh->dropped_live_bytes = 0;
+		sh->peak_held = 0;
 		sh->nfreed = sh->freed_at = 0;
 		memset(sh->delta, 0, sizeof sh->delta);
 	}
@@ -889,10 +867,7 @@ static bool prepared_lock;
 
 void mw_heap_atfork_prepare(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += 2;
-	fork_has_loader_lock = loader_lock_exclusive(&ts);
+	mw_loader_atfork_prepare();
 	/* A fork from a handler that interrupted our own critical section must
 	 * not wait for a lock this very thread holds. */
 	prepared_lock = !mw_tls.locked;
@@ -908,19 +883,15 @@ void mw_heap_atfork_parent(void)
 		unlock_all();
 		mw_tls.guard--;
 	}
-	if (fork_has_loader_lock)
-		loader_unlock_exclusive();
+	mw_loader_atfork_parent();
 }
 
 /* The child never reports its parent's samples as its own. */
 void mw_heap_atfork_child(void)
 {
 	unsigned i;
-	memset(loader_readers, 0, sizeof loader_readers);
-	loader_writer = 0;
+	mw_loader_atfork_child();
 	pthread_mutex_init(&snap_lock, NULL);
-	if (!fork_has_loader_lock)
-		mw_fork_tainted = true;
 	for (i = 0; i < NSHARDS; i++)
 		shards[i].lock = 0;
 	mw_intern_lock = 0;
