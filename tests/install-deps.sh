@@ -40,14 +40,15 @@ build="build-essential autoconf automake libtool pkg-config
 # musl), the servers and tools nobody here wrote (redis, sqlite3, gunicorn,
 # Prometheus and its node exporter,
 # chromium for the HTML report), heaptrack to compare with, tmux to drive
-# memwatch top, ss (iproute2) to check node opens no port. The libraries and
+# memwatch top, ss (iproute2) to check node opens no port, groff to check
+# that every man page renders without a warning. The libraries and
 # the JavaScript modules (which it loads from /usr/share/nodejs) that
 # Debian's node 18 needs to run unpacked (below).
 tests="libc6-dbg debuginfod file clang libclang-rt-14-dev valgrind g++
 	libjemalloc2 libtcmalloc-minimal4 libmimalloc-dev curl python3 libpython3-dev python3.11-dbg
 	heaptrack time golang-go rustc musl-tools nodejs openjdk-17-jdk-headless
 	prometheus prometheus-node-exporter chromium strace
-	redis-server redis-tools sqlite3 gunicorn procps tmux iproute2
+	redis-server redis-tools sqlite3 gunicorn procps tmux iproute2 groff-base
 	libuv1 libicu72 libc-ares2 libnghttp2-14 libbrotli1 libssl3 zlib1g
 	node-cjs-module-lexer node-acorn node-undici debootstrap"
 

@@ -48,7 +48,7 @@ expect_err_line "unknown option '--frobnicate'"
 run_mw 2 -p
 expect_err_line "option '-p' needs an argument"
 expect_grep "^  hint: memwatch --help$" err
-# every command says it the same way, its name first (README: errors)
+# every command says it the same way, its name first (memwatch-safety(7): errors)
 run_mw 2 snap -p
 expect_err_line "snap: option '-p' needs an argument$"
 expect_grep "^memwatch: snap: option '-p' needs an argument$" err
