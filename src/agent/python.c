@@ -663,6 +663,13 @@ void mw_python_fork_resume(void)
 	if (!fork_wanted || !supported || py_state == MW_PY_FINALIZED)
 		return;
 	want_installed = installed != 0;
+	/* A parent that forked before its helper checked the layout (a Pool
+	 * made as the program starts, the agent preloaded before the
+	 * interpreter ran) leaves it unchecked, and the child has no helper to
+	 * check it later: it is checked here, once, by the forking thread. */
+	if (!layout_checked && !unreadable && interpreter_alive() &&
+	    mw_py_check(why_unread, sizeof why_unread) > 0)
+		layout_checked = true;
 	mw_python_frames = layout_checked && interpreter_alive();
 	py_state = unreadable ? MW_PY_UNREADABLE : installed ? MW_PY_ON : MW_PY_OFF;
 }
