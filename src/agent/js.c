@@ -64,6 +64,7 @@
 #define JS_ANSWER_NS (200 * 1000000ull)    /* the signal is answered within this, or never */
 #define JS_POLL_NS (100 * 1000000ull)      /* the helper looks for the isolate this often, */
 #define JS_MAX_POLLS 600                   /*   this many times at most in a capture */
+#define JS_RETRY_NS (250 * 1000000ull)     /* a main thread's start asked again after this */
 #define JS_SCAN_NS (1000 * 1000000ull)     /* then for workers' isolates this often */
 
 /* One read of the profile: its stacks (frames are the hashes of the functions
@@ -110,6 +111,7 @@ struct js_slot {
 	bool post_start, post_stop;  /* requests for the helper to make */
 	bool post_read;
 	uint64_t read_gen;           /* the generation of the read asked (0: none) */
+	uint64_t asked_ns;           /* pending: when its start was asked */
 	uint64_t done_gen;           /* the last one answered */
 	struct js_result *result;    /* its answer (NULL: out of memory) */
 };
@@ -253,9 +255,13 @@ static void on_start(void *iso, void *data)
 		mw_v8_scope_close(hs);
 		if (!env) {
 			/* Without the hook, the isolate's end could not be seen:
-			 * never asked anything again (a worker's, perhaps still
-			 * starting, is looked for again) */
-			s->state = is_main(s) ? SLOT_GONE : SLOT_FREE;
+			 * this slot is never asked anything again. The isolate is
+			 * looked for again, as a new one (a worker's, or the main
+			 * thread's, perhaps still starting: under memwatch run
+			 * node 18 answers before its bootstrap made the
+			 * environment), the main thread's for a bounded number of
+			 * looks (JS_MAX_POLLS). */
+			s->state = SLOT_FREE;
 			if (is_main(s)) {
 				js_state = MW_JS_OFF;
 				set_why("the JavaScript thread ran outside a node environment");
@@ -770,6 +776,7 @@ static int ask_thread(pid_t tid)
 			s->state = SLOT_PENDING;
 			s->iso = iso;
 			s->tid = who;
+			s->asked_ns = mw_now_ns();
 			mw_v8.request_interrupt(iso, on_start, (void *)(uintptr_t)(s - slots));
 			if (is_main(s)) {
 				js_state = MW_JS_WAITING;
@@ -958,6 +965,18 @@ static void *helper(void *arg)
 		if (want && js_state != MW_JS_GONE && !find_failed) {
 			struct timespec dl;
 			uint64_t now = mw_now_ns(), wait;
+			/* V8 may drop an interrupt asked while its isolate is still
+			 * starting (node 20 under memwatch run, now and then): the
+			 * main thread's start unanswered for JS_RETRY_NS is
+			 * forgotten, and its isolate looked for again, through the
+			 * signal that shows it alive (a start that comes late
+			 * meanwhile finds its slot pending again, or ignores it) */
+			for (i = 0; i < JS_MAX_ISOLATES; i++)
+				if (slots[i].state == SLOT_PENDING && is_main(&slots[i]) &&
+				    now - slots[i].asked_ns > JS_RETRY_NS) {
+					slots[i].state = SLOT_FREE;
+					next_scan = now;
+				}
 			if (now >= next_scan) {
 				pthread_mutex_unlock(&js_lock);
 				if (!scan()) {
