@@ -10,6 +10,10 @@
 . "$top_srcdir/tests/lib.sh"
 
 H="$top_srcdir/tests/harness.sh"
+# the limits checked here are exact: not scaled as the ASan build's suite
+# scales every test's
+MEMWATCH_TEST_LIMIT_SCALE=1
+export MEMWATCH_TEST_LIMIT_SCALE
 
 # harness NAME: run the test NAME.sh under the harness, its output in
 # NAME.out, what it writes to the console (fd 9) in NAME.console; its status
