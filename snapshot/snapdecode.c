@@ -190,6 +190,9 @@ static uint64_t get_varint(struct reader *r)
 
 	if (r->failed)
 		return 0;
+	/* most numbers (counts, flags, module references) fit in one byte */
+	if (r->pos < r->end && r->buf[r->pos] < 0x80)
+		return r->buf[r->pos++];
 	for (int shift = 0; shift < 70; shift += 7) {
 		if (r->pos == r->end) {
 			overrun(r);
