@@ -184,6 +184,16 @@ void row_expand(struct report *r, const struct row *w, struct expanded *e, bool 
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };
+/* ... and in a dframe of expand_frames, what rows.c's user_frame and
+ * hidden_below say of it (FX_SET: these are known) */
+enum { FX_USER = 1 << 4, FX_HIDDEN = 1 << 5, FX_SET = 1 << 6 };
+/* What a module is: a system library's, a CPython interpreter's, the agent's. */
+enum { MOD_SYSTEM = 1 << 0, MOD_INTERP = 1 << 1, MOD_KNOWN = 1 << 2, MOD_AGENT = 1 << 3 };
+uint8_t mod_flags(struct report *r, uint32_t gmod);
+/* The FN_ and FX_ flags of source frame j of location loc (number index) in
+ * module gmod. */
+uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, uint32_t gmod,
+		    uint32_t j);
 /* Is fn an allocator entry point (malloc, operator new...)? */
 bool allocator_function(const char *fn);
 /* What d's function name is: FN_ flags (0 for a frame with none). */

@@ -78,17 +78,66 @@ uint8_t fn_flags(struct report *r, const struct dframe *d)
 	return name_flags(r, d->function);
 }
 
+/* Is the module a system library (under /lib or /usr/lib)? Code there is not
+ * the user's: libc, libstdc++, the loader, the system's other libraries. */
+static bool system_module(struct report *r, uint32_t gmod)
+{
+	const char *p;
+	if (gmod == SYM_NO_MODULE)
+		return false;
+	/* a distribution's node keeps all of node in libnode: its frames
+	 * are the program's own, as in the node binary of an official build */
+	if (!strncmp(symbolizer_module_name(r->z, gmod), "libnode.so", 10))
+		return false;
+	p = symbolizer_module_path(r->z, gmod);
+	return !strncmp(p, "/lib/", 5) || !strncmp(p, "/lib64/", 7) || !strncmp(p, "/usr/lib/", 9) ||
+	       !strncmp(p, "/usr/lib64/", 11);
+}
+
+/* Is the module a CPython interpreter (python3.11, libpython3.11.so.1.0)? Its
+ * frames are the interpreter's internals: where the agent read the Python
+ * frames, those stand in the stack where the eval loop's frames were. */
+static bool interpreter_module(struct report *r, uint32_t gmod)
+{
+	const char *n;
+	if (gmod == SYM_NO_MODULE)
+		return false;
+	n = symbolizer_module_name(r->z, gmod);
+	if (!strncmp(n, "lib", 3))
+		n += 3;
+	return !strncmp(n, "python", 6) && n[6] >= '2' && n[6] <= '9';
+}
+
+uint8_t mod_flags(struct report *r, uint32_t gmod)
+{
+	if (gmod == SYM_NO_MODULE)
+		return 0;
+	if (gmod >= r->nmodclass) {
+		size_t n = symbolizer_nmodules(r->z) > gmod ? symbolizer_nmodules(r->z) : gmod + 1;
+		r->modclass = xrealloc(r->modclass, n);
+		memset(r->modclass + r->nmodclass, 0, n - r->nmodclass);
+		r->nmodclass = n;
+	}
+	if (!r->modclass[gmod])
+		r->modclass[gmod] =
+			(uint8_t)(MOD_KNOWN | (system_module(r, gmod) ? MOD_SYSTEM : 0) |
+				  (interpreter_module(r, gmod) ? MOD_INTERP : 0) |
+				  (strstr(symbolizer_module_path(r->z, gmod), "libmemwatch-agent") ? MOD_AGENT : 0));
+	return r->modclass[gmod];
+}
+
 /* The facts kept per source frame of a location. */
 struct fx {
 	uint32_t fid;                 /* its key number; 0: not yet known */
 	uint8_t fl;                   /* its name's FN_ flags, FN_KNOWN set */
 };
 
-/* The facts of location loc (index i): r->fx from r->fxbase[i] - 1, made at
+/* The facts of location loc (index i, in module gmod): r->fx from r->fxbase[i] - 1, made at
  * its first use. */
-static struct fx *loc_facts(struct report *r, const struct sym_loc *loc, uint32_t i)
+static struct fx *loc_facts(struct report *r, const struct sym_loc *loc, uint32_t i, uint32_t gmod)
 {
 	struct fx *x;
+	uint8_t m;
 
 	if (i >= r->nfxbase) {
 		size_t n = symbolizer_nlocs(r->z) > i ? symbolizer_nlocs(r->z) : (size_t)i + 1;
@@ -106,11 +155,24 @@ static struct fx *loc_facts(struct report *r, const struct sym_loc *loc, uint32_
 	r->fxbase[i] = (uint32_t)r->nfx + 1;
 	x = &r->fx[r->nfx];
 	r->nfx += loc->nframes;
+	/* the location is in one module: what user_frame and hidden_below
+	 * (rows.c) say of its frames follows from their names and it */
+	m = mod_flags(r, gmod);
 	for (uint32_t j = 0; j < loc->nframes; j++) {
+		uint8_t f = name_flags(r, loc->frames[j].function);
+		bool user = !(f & (FN_HIDE | FN_STD | FN_ALLOC)) && !(m & (MOD_SYSTEM | MOD_INTERP));
+		bool hidden = (f & FN_HIDE) ||
+			      (!r->o->all_frames && ((f & FN_STD) || (m & MOD_INTERP)));
 		x[j].fid = 0;
-		x[j].fl = (uint8_t)(FN_KNOWN | name_flags(r, loc->frames[j].function));
+		x[j].fl = (uint8_t)(f | FN_KNOWN | FX_SET | (user ? FX_USER : 0) | (hidden ? FX_HIDDEN : 0));
 	}
 	return x;
+}
+
+uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, uint32_t gmod,
+		    uint32_t j)
+{
+	return loc_facts(r, loc, index, gmod)[j].fl;
 }
 
 const struct sym_loc *frame_loc(struct report *r, struct gframe g, uint32_t *index)
@@ -135,7 +197,7 @@ struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t
 	d.offset = g.offset;
 	d.sub = j;
 	d.loc = index + 1;
-	d.fl = loc_facts(r, loc, index)[j].fl;
+	d.fl = loc_facts(r, loc, index, g.gmod)[j].fl;
 	return d;
 }
 
@@ -153,7 +215,7 @@ size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32
 		g.gmod = sf[i].module < nm ? map[sf[i].module] : SYM_NO_MODULE;
 		g.offset = sf[i].offset;
 		loc = frame_loc(r, g, &index);
-		x = loc_facts(r, loc, index);
+		x = loc_facts(r, loc, index, g.gmod);
 		if (k + loc->nframes > *cap) {
 			*cap = *cap ? *cap * 2 : 16;
 			if (*cap < k + loc->nframes)

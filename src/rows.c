@@ -145,63 +145,12 @@ static struct row *row_get(struct report *r, const struct cand *c, bool keyed, b
 static bool trimmed_frame(struct report *r, const struct gframe *g)
 {
 	const struct sym_loc *loc;
+	uint32_t index;
 
-	if (g->gmod != SYM_NO_MODULE &&
-	    strstr(symbolizer_module_path(r->z, g->gmod), "libmemwatch-agent"))
+	if (mod_flags(r, g->gmod) & MOD_AGENT)
 		return true;
-	loc = symbolizer_lookup(r->z, g->gmod, g->offset);
-	return allocator_function(loc->frames[loc->nframes - 1].function);
-}
-
-/* Is the module a system library (under /lib or /usr/lib)? Code there is not
- * the user's: libc, libstdc++, the loader, the system's other libraries. */
-static bool system_module(struct report *r, uint32_t gmod)
-{
-	const char *p;
-	if (gmod == SYM_NO_MODULE)
-		return false;
-	/* a distribution's node keeps all of node in libnode: its frames
-	 * are the program's own, as in the node binary of an official build */
-	if (!strncmp(symbolizer_module_name(r->z, gmod), "libnode.so", 10))
-		return false;
-	p = symbolizer_module_path(r->z, gmod);
-	return !strncmp(p, "/lib/", 5) || !strncmp(p, "/lib64/", 7) || !strncmp(p, "/usr/lib/", 9) ||
-	       !strncmp(p, "/usr/lib64/", 11);
-}
-
-/* Is the module a CPython interpreter (python3.11, libpython3.11.so.1.0)? Its
- * frames are the interpreter's internals: where the agent read the Python
- * frames, those stand in the stack where the eval loop's frames were. */
-static bool interpreter_module(struct report *r, uint32_t gmod)
-{
-	const char *n;
-	if (gmod == SYM_NO_MODULE)
-		return false;
-	n = symbolizer_module_name(r->z, gmod);
-	if (!strncmp(n, "lib", 3))
-		n += 3;
-	return !strncmp(n, "python", 6) && n[6] >= '2' && n[6] <= '9';
-}
-
-/* What a module is, found once per module (and a frame's function name, once
- * per location: rows-frames.c): every frame of every stack is asked when rows
- * are keyed by what they show. */
-enum { MOD_SYSTEM = 1 << 0, MOD_INTERP = 1 << 1, MOD_KNOWN = 1 << 2 };
-
-static uint8_t mod_flags(struct report *r, uint32_t gmod)
-{
-	if (gmod == SYM_NO_MODULE)
-		return 0;
-	if (gmod >= r->nmodclass) {
-		size_t n = symbolizer_nmodules(r->z) > gmod ? symbolizer_nmodules(r->z) : gmod + 1;
-		r->modclass = xrealloc(r->modclass, n);
-		memset(r->modclass + r->nmodclass, 0, n - r->nmodclass);
-		r->nmodclass = n;
-	}
-	if (!r->modclass[gmod])
-		r->modclass[gmod] = (uint8_t)(MOD_KNOWN | (system_module(r, gmod) ? MOD_SYSTEM : 0) |
-					      (interpreter_module(r, gmod) ? MOD_INTERP : 0));
-	return r->modclass[gmod];
+	loc = frame_loc(r, *g, &index);
+	return frame_flags(r, loc, index, g->gmod, loc->nframes - 1) & FN_ALLOC;
 }
 
 /* Is d a frame of the user's own code? Not: a frame --hide names, a frame of
@@ -210,6 +159,8 @@ static uint8_t mod_flags(struct report *r, uint32_t gmod)
  * system's libraries is the user's. */
 static bool user_frame(struct report *r, const struct dframe *d)
 {
+	if (d->fl & FX_SET)
+		return d->fl & FX_USER;
 	return !(fn_flags(r, d) & (FN_HIDE | FN_STD | FN_ALLOC)) &&
 	       !(mod_flags(r, d->gmod) & (MOD_SYSTEM | MOD_INTERP));
 }
@@ -220,8 +171,11 @@ static bool user_frame(struct report *r, const struct dframe *d)
  * C++ standard library (std::function's invokers, std::thread's launchers). */
 static bool hidden_below(struct report *r, const struct dframe *d)
 {
-	uint8_t f = fn_flags(r, d);
+	uint8_t f;
 
+	if (d->fl & FX_SET)
+		return d->fl & FX_HIDDEN;
+	f = fn_flags(r, d);
 	if (f & FN_HIDE)
 		return true;
 	return !r->o->all_frames && ((f & FN_STD) || (mod_flags(r, d->gmod) & MOD_INTERP));
