@@ -289,7 +289,14 @@ static bool dframe_same(const struct dframe *a, const struct dframe *b)
 static void key_dframe(struct report *r, const struct dframe *d)
 {
 	uint32_t id = frame_key_id(r, d);
-	key_add(r, &id, sizeof id);
+
+	/* key_add's work, with a length the compiler knows (once a frame) */
+	if (r->klen + sizeof id > r->kcap)
+		key_add(r, &id, sizeof id);
+	else {
+		memcpy(r->kbuf + r->klen, &id, sizeof id);
+		r->klen += sizeof id;
+	}
 }
 
 /* The hash of a key, a word at a time (keys by stack are long). */
