@@ -230,7 +230,7 @@ static inline uint64_t get_varint(struct reader *r)
 }
 
 /* Read a varint that must fit in 32 bits. */
-static uint32_t get_varint32(struct reader *r, const char *field)
+static inline uint32_t get_varint32(struct reader *r, const char *field)
 {
 	size_t at = r->pos;
 	uint64_t v = get_varint(r);

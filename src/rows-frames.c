@@ -134,7 +134,20 @@ struct fx {
 
 /* The facts of location loc (index i, in module gmod): r->fx from r->fxbase[i] - 1, made at
  * its first use. */
-static struct fx *loc_facts(struct report *r, const struct sym_loc *loc, uint32_t i, uint32_t gmod)
+static struct fx *loc_facts_new(struct report *r, const struct sym_loc *loc, uint32_t i,
+				uint32_t gmod);
+
+static inline struct fx *loc_facts(struct report *r, const struct sym_loc *loc, uint32_t i,
+				   uint32_t gmod)
+{
+	if (i < r->nfxbase && r->fxbase[i])
+		return &r->fx[r->fxbase[i] - 1];
+	return loc_facts_new(r, loc, i, gmod);
+}
+
+/* loc_facts the first time. */
+static struct fx *loc_facts_new(struct report *r, const struct sym_loc *loc, uint32_t i,
+				uint32_t gmod)
 {
 	struct fx *x;
 	uint8_t m;
