@@ -118,6 +118,7 @@ struct report {
 	size_t nfx, afx;
 	uint32_t *fxbase;             /* by location number: index into fx + 1 */
 	size_t nfxbase;
+	struct rfront *rfront;        /* the last locations looked up */
 	uint8_t *modclass;            /* what modules are, by global index */
 	size_t nmodclass;
 };

@@ -188,11 +188,55 @@ uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index,
 	return loc_facts(r, loc, index, gmod)[j].fl;
 }
 
+/* The last locations looked up, direct-mapped: a hit is a few compares here
+ * rather than a call into the symbolizer. A location's frames never move;
+ * the copy of its sym_loc is good until the entry is taken by another. */
+#define RFRONT_BITS 12
+struct rfront {
+	uint64_t offset;
+	uint32_t gmod;
+	uint32_t index;               /* location number + 1; 0: empty */
+	struct sym_loc loc;
+};
+
+static const struct sym_loc *frame_loc_new(struct report *r, struct gframe g, uint32_t *index);
+
+static inline const struct sym_loc *frame_loc_at(struct report *r, struct gframe g,
+						 uint32_t *index)
+{
+	struct rfront *f;
+
+	if (r->rfront) {
+		f = &r->rfront[(g.offset * UINT64_C(0x9e3779b97f4a7c15) ^ g.gmod) >> (64 - RFRONT_BITS)];
+		if (f->index && f->offset == g.offset && f->gmod == g.gmod) {
+			*index = f->index - 1;
+			return &f->loc;
+		}
+	}
+	return frame_loc_new(r, g, index);
+}
+
 const struct sym_loc *frame_loc(struct report *r, struct gframe g, uint32_t *index)
 {
-	const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
+	return frame_loc_at(r, g, index);
+}
+
+/* frame_loc of a location not in the front cache. */
+static const struct sym_loc *frame_loc_new(struct report *r, struct gframe g, uint32_t *index)
+{
+	struct rfront *f;
+	const struct sym_loc *loc;
+
+	if (!r->rfront)
+		r->rfront = xcalloc((size_t)1 << RFRONT_BITS, sizeof *r->rfront);
+	f = &r->rfront[(g.offset * UINT64_C(0x9e3779b97f4a7c15) ^ g.gmod) >> (64 - RFRONT_BITS)];
+	loc = symbolizer_lookup(r->z, g.gmod, g.offset);
 	*index = symbolizer_loc_index(r->z, loc);
-	return loc;
+	f->offset = g.offset;
+	f->gmod = g.gmod;
+	f->index = *index + 1;
+	f->loc = *loc;
+	return &f->loc;
 }
 
 struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t index,
@@ -227,7 +271,7 @@ size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32
 
 		g.gmod = sf[i].module < nm ? map[sf[i].module] : SYM_NO_MODULE;
 		g.offset = sf[i].offset;
-		loc = frame_loc(r, g, &index);
+		loc = frame_loc_at(r, g, &index);
 		x = loc_facts(r, loc, index, g.gmod);
 		if (k + loc->nframes > *cap) {
 			*cap = *cap ? *cap * 2 : 16;
@@ -326,6 +370,8 @@ void frames_release(struct report *r)
 	hashmap_release(&r->fids);
 	free(r->fx);
 	free(r->fxbase);
+	free(r->rfront);
+	r->rfront = NULL;
 	r->fx = NULL;
 	r->fxbase = NULL;
 	r->nfx = r->afx = r->nfxbase = 0;
