@@ -183,7 +183,7 @@ static uint32_t get_u32(struct reader *r) { return (uint32_t)get_le(r, 4); }
 static uint64_t get_u64(struct reader *r) { return get_le(r, 8); }
 
 /* Read an unsigned LEB128 number; at most 10 bytes and 64 bits of value. */
-static uint64_t get_varint(struct reader *r)
+static uint64_t get_varint_slow(struct reader *r)
 {
 	size_t start = r->pos;
 	uint64_t v = 0;
@@ -210,8 +210,27 @@ static uint64_t get_varint(struct reader *r)
 	return 0;
 }
 
+/* The same, at once for the numbers of up to 9 bytes (63 bits) that end
+ * before the section does: every number of a snapshot's stacks. */
+static inline uint64_t get_varint(struct reader *r)
+{
+	const unsigned char *p = r->buf + r->pos;
+	uint64_t v = 0;
+
+	if (r->failed || r->end - r->pos < 9)
+		return get_varint_slow(r);
+	for (int i = 0; i < 9; i++) {
+		v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80)) {
+			r->pos += (size_t)i + 1;
+			return v;
+		}
+	}
+	return get_varint_slow(r);
+}
+
 /* Read a varint that must fit in 32 bits. */
-static uint32_t get_varint32(struct reader *r, const char *field)
+static inline uint32_t get_varint32(struct reader *r, const char *field)
 {
 	size_t at = r->pos;
 	uint64_t v = get_varint(r);

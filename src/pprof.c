@@ -53,6 +53,14 @@ struct pmod {
 	uint64_t id;
 };
 
+/* A loc_id answer: a row's frames are mostly the same few locations. */
+#define LOCFRONT_BITS 12
+struct locfront {
+	uint64_t offset;
+	uint32_t gmod, first, n;
+	uint32_t id;                  /* 0: empty */
+};
+
 struct builder {
 	struct symbolizer *z;
 
@@ -61,6 +69,7 @@ struct builder {
 	struct ploc *locs;
 	size_t nlocs, alocs;
 	struct hashmap locindex;      /* struct lockey */
+	struct locfront *front;       /* the last loc_id answers, direct-mapped */
 
 	struct pline *lines;
 	size_t nlines, alines;
@@ -165,8 +174,31 @@ static bool loc_eq(const void *entry, const void *key)
 
 /* The id of the location of a frame (its source frames from first, n of
  * them; n 0: all), added (and symbolized) if new. */
+static uint64_t loc_id_new(struct builder *b, uint32_t gmod, uint64_t offset, uint32_t first,
+			   uint32_t n);
+
 static uint64_t loc_id(struct builder *b, uint32_t gmod, uint64_t offset, uint32_t first,
 		       uint32_t n)
+{
+	struct locfront *f;
+
+	if (!b->front)
+		b->front = xcalloc((size_t)1 << LOCFRONT_BITS, sizeof *b->front);
+	f = &b->front[((offset ^ ((uint64_t)first << 48) ^ ((uint64_t)n << 56)) *
+			       UINT64_C(0x9e3779b97f4a7c15) ^ gmod) >> (64 - LOCFRONT_BITS)];
+	if (f->id && f->offset == offset && f->gmod == gmod && f->first == first && f->n == n)
+		return f->id;
+	f->id = (uint32_t)loc_id_new(b, gmod, offset, first, n);
+	f->offset = offset;
+	f->gmod = gmod;
+	f->first = first;
+	f->n = n;
+	return f->id;
+}
+
+/* loc_id of what the front table does not hold. */
+static uint64_t loc_id_new(struct builder *b, uint32_t gmod, uint64_t offset, uint32_t first,
+			   uint32_t n)
 {
 	struct lockey key = { gmod, 0, offset, first, n }, *e;
 	struct ploc *l;
@@ -233,6 +265,7 @@ static void builder_free(struct builder *b)
 	strtab_release(&b->strs);
 	free(b->locs);
 	hashmap_release(&b->locindex);
+	free(b->front);
 	free(b->lines);
 	free(b->funcs);
 	hashmap_release(&b->funcindex);

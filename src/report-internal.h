@@ -112,8 +112,13 @@ struct report {
 	size_t vcap;
 	uint32_t *visbuf;             /* the indexes of its visible frames */
 	size_t viscap;
-	struct hashmap fnclass;       /* what function names are (rows.c) */
+	struct hashmap fnclass;       /* what function names are (rows-frames.c) */
 	struct hashmap fids;          /* the frames rows by stack are keyed by */
+	struct fx *fx;                /* facts of the locations' source frames */
+	size_t nfx, afx;
+	uint32_t *fxbase;             /* by location number: index into fx + 1 */
+	size_t nfxbase;
+	struct rfront *rfront;        /* the last locations looked up */
 	uint8_t *modclass;            /* what modules are, by global index */
 	size_t nmodclass;
 };
@@ -123,7 +128,9 @@ struct dframe {
 	const char *function, *file;
 	uint32_t line;
 	bool inlined;
+	uint8_t fl;                   /* its name's FN_ flags, when FN_KNOWN is set */
 	uint32_t gmod;
+	uint32_t loc;                 /* the symbolizer's location number + 1 (0: none) */
 	uint64_t offset;
 	uint32_t sub;                 /* its index among the frames of its address */
 	struct gap after;             /* frames left out between it and the next one given */
@@ -175,6 +182,37 @@ size_t row_top_parts(const struct report *r, const struct row *w, size_t max, st
 /* Free the rows of r and their index. */
 void rows_free(struct report *r);
 void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head);
+
+/* rows-frames.c: what rows need of each frame, kept per address. */
+enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };
+/* ... and in a dframe of expand_frames, what rows.c's user_frame and
+ * hidden_below say of it (FX_SET: these are known) */
+enum { FX_USER = 1 << 4, FX_HIDDEN = 1 << 5, FX_SET = 1 << 6 };
+/* What a module is: a system library's, a CPython interpreter's, the agent's. */
+enum { MOD_SYSTEM = 1 << 0, MOD_INTERP = 1 << 1, MOD_KNOWN = 1 << 2, MOD_AGENT = 1 << 3 };
+uint8_t mod_flags(struct report *r, uint32_t gmod);
+/* The FN_ and FX_ flags of source frame j of location loc (number index) in
+ * module gmod. */
+uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, uint32_t gmod,
+		    uint32_t j);
+/* Is fn an allocator entry point (malloc, operator new...)? */
+bool allocator_function(const char *fn);
+/* What d's function name is: FN_ flags (0 for a frame with none). */
+uint8_t fn_flags(struct report *r, const struct dframe *d);
+/* The symbolized location of g, and its number into *index. */
+const struct sym_loc *frame_loc(struct report *r, struct gframe g, uint32_t *index);
+/* Source frame j of location loc (number index) of frame g as a dframe. */
+struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t index,
+			   uint32_t j, struct gframe g);
+/* Every source frame of the n frames sf (innermost first), inlined ones
+ * expanded, into *d (*cap entries, grown as needed). Returns how many. */
+size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32_t *map,
+		     size_t nm, uint32_t n, struct dframe **d, size_t *cap);
+/* The number d is keyed by in a row by stack: equal for frames dframe_same
+ * (rows.c) calls the same. */
+uint32_t frame_key_id(struct report *r, const struct dframe *d);
+/* Free what rows-frames.c kept in r. */
+void frames_release(struct report *r);
 /* The source frames a row shows, into *out (caller frees): see rows.c. */
 size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
 		  struct dframe **out, size_t *total, size_t *head, char *via, size_t vialen);

@@ -140,144 +140,17 @@ static struct row *row_get(struct report *r, const struct cand *c, bool keyed, b
 	return w;
 }
 
-/* Allocator entry points (as glibc names them in its symbol table and its
- * DWARF) and C++ operator new: frames of these at the top of a stack are the
- * allocation machinery, not the code that asked. */
-static bool allocator_function(const char *fn)
-{
-	static const char *const names[] = {
-		"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
-		"aligned_alloc", "memalign", "valloc", "pvalloc", "_int_malloc", "_int_realloc",
-		"_int_memalign", "_mid_memalign", "tcache_init", "malloc_hook_ini",
-		"realloc_hook_ini", "memalign_hook_ini", "__libc_malloc", "__libc_calloc",
-		"__libc_realloc", "__libc_memalign", "__libc_valloc", "__libc_pvalloc",
-		"__posix_memalign", "__libc_reallocarray", "__GI___libc_malloc",
-		"__GI___libc_realloc", "__GI___libc_free", "sysmalloc",
-	};
-	size_t i;
-
-	if (!fn)
-		return false;
-	if (strncmp(fn, "operator new", 12) == 0)
-		return true;
-	for (i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (strcmp(fn, names[i]) == 0)
-			return true;
-	return false;
-}
-
 /* Should the frame at the top of a stack be trimmed: the agent's own, or the
  * allocator's? */
 static bool trimmed_frame(struct report *r, const struct gframe *g)
 {
 	const struct sym_loc *loc;
+	uint32_t index;
 
-	if (g->gmod != SYM_NO_MODULE &&
-	    strstr(symbolizer_module_path(r->z, g->gmod), "libmemwatch-agent"))
+	if (mod_flags(r, g->gmod) & MOD_AGENT)
 		return true;
-	loc = symbolizer_lookup(r->z, g->gmod, g->offset);
-	return allocator_function(loc->frames[loc->nframes - 1].function);
-}
-
-/* A symbolized frame as a dframe. */
-static struct dframe make_dframe(const struct sym_frame *sf, struct gframe g)
-{
-	struct dframe d;
-	memset(&d, 0, sizeof d);
-	d.function = sf->function;
-	d.file = sf->file;
-	d.line = sf->line;
-	d.inlined = sf->inlined;
-	d.gmod = g.gmod;
-	d.offset = g.offset;
-	return d;
-}
-
-/* Is the module a system library (under /lib or /usr/lib)? Code there is not
- * the user's: libc, libstdc++, the loader, the system's other libraries. */
-static bool system_module(struct report *r, uint32_t gmod)
-{
-	const char *p;
-	if (gmod == SYM_NO_MODULE)
-		return false;
-	/* a distribution's node keeps all of node in libnode: its frames
-	 * are the program's own, as in the node binary of an official build */
-	if (!strncmp(symbolizer_module_name(r->z, gmod), "libnode.so", 10))
-		return false;
-	p = symbolizer_module_path(r->z, gmod);
-	return !strncmp(p, "/lib/", 5) || !strncmp(p, "/lib64/", 7) || !strncmp(p, "/usr/lib/", 9) ||
-	       !strncmp(p, "/usr/lib64/", 11);
-}
-
-/* Is the module a CPython interpreter (python3.11, libpython3.11.so.1.0)? Its
- * frames are the interpreter's internals: where the agent read the Python
- * frames, those stand in the stack where the eval loop's frames were. */
-static bool interpreter_module(struct report *r, uint32_t gmod)
-{
-	const char *n;
-	if (gmod == SYM_NO_MODULE)
-		return false;
-	n = symbolizer_module_name(r->z, gmod);
-	if (!strncmp(n, "lib", 3))
-		n += 3;
-	return !strncmp(n, "python", 6) && n[6] >= '2' && n[6] <= '9';
-}
-
-static bool hidden_frame(const struct report *r, const struct dframe *d)
-{
-	return r->o->has_hide && d->function && regexec(&r->o->hide, d->function, 0, NULL, 0) == 0;
-}
-
-/* What a frame's function name and module say of it, found once per name and
- * per module (each rule is a few string compares, and every frame of every
- * stack is asked when rows are keyed by what they show). */
-enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };
-enum { MOD_SYSTEM = 1 << 0, MOD_INTERP = 1 << 1, MOD_KNOWN = 1 << 2 };
-
-struct fnclass {
-	const char *fn;               /* the symbolizer's interned name */
-	uint8_t flags;
-};
-
-static bool fnclass_eq(const void *entry, const void *key)
-{
-	return ((const struct fnclass *)entry)->fn == key;
-}
-
-static uint8_t fn_flags(struct report *r, const struct dframe *d)
-{
-	struct fnclass *e;
-	bool added;
-
-	if (!d->function)
-		return 0;
-	if (!r->fnclass.esize)
-		hashmap_init(&r->fnclass, sizeof(struct fnclass));
-	e = hashmap_put(&r->fnclass, hash_mix64((uint64_t)(uintptr_t)d->function), fnclass_eq,
-			d->function, &added);
-	if (added) {
-		e->fn = d->function;
-		e->flags = (uint8_t)(FN_KNOWN | (hidden_frame(r, d) ? FN_HIDE : 0) |
-				     (std_name(d->function) ? FN_STD : 0) |
-				     (allocator_function(d->function) ? FN_ALLOC : 0));
-	}
-	return e->flags;
-}
-
-static uint8_t mod_flags(struct report *r, uint32_t gmod)
-{
-	if (gmod == SYM_NO_MODULE)
-		return 0;
-	if (gmod >= r->nmodclass) {
-		size_t n = symbolizer_nmodules(r->z) > gmod ? symbolizer_nmodules(r->z) : gmod + 1;
-		r->modclass = xrealloc(r->modclass, n);
-		memset(r->modclass + r->nmodclass, 0, n - r->nmodclass);
-		r->nmodclass = n;
-	}
-	if (!r->modclass[gmod])
-		r->modclass[gmod] = (uint8_t)(MOD_KNOWN | (system_module(r, gmod) ? MOD_SYSTEM : 0) |
-					      (interpreter_module(r, gmod) ? MOD_INTERP : 0));
-	return r->modclass[gmod];
+	loc = frame_loc(r, *g, &index);
+	return frame_flags(r, loc, index, g->gmod, loc->nframes - 1) & FN_ALLOC;
 }
 
 /* Is d a frame of the user's own code? Not: a frame --hide names, a frame of
@@ -286,6 +159,8 @@ static uint8_t mod_flags(struct report *r, uint32_t gmod)
  * system's libraries is the user's. */
 static bool user_frame(struct report *r, const struct dframe *d)
 {
+	if (d->fl & FX_SET)
+		return d->fl & FX_USER;
 	return !(fn_flags(r, d) & (FN_HIDE | FN_STD | FN_ALLOC)) &&
 	       !(mod_flags(r, d->gmod) & (MOD_SYSTEM | MOD_INTERP));
 }
@@ -296,33 +171,14 @@ static bool user_frame(struct report *r, const struct dframe *d)
  * C++ standard library (std::function's invokers, std::thread's launchers). */
 static bool hidden_below(struct report *r, const struct dframe *d)
 {
-	uint8_t f = fn_flags(r, d);
+	uint8_t f;
 
+	if (d->fl & FX_SET)
+		return d->fl & FX_HIDDEN;
+	f = fn_flags(r, d);
 	if (f & FN_HIDE)
 		return true;
 	return !r->o->all_frames && ((f & FN_STD) || (mod_flags(r, d->gmod) & MOD_INTERP));
-}
-
-/* Every source frame of the n frames sf (innermost first), inlined ones
- * expanded, into *d (*cap entries, grown as needed). Returns how many. */
-static size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32_t *map,
-			    size_t nm, uint32_t n, struct dframe **d, size_t *cap)
-{
-	size_t k = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		struct gframe g = global_frame(sf, map, nm, i);
-		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
-		for (uint32_t j = 0; j < loc->nframes; j++) {
-			if (k == *cap) {
-				*cap = *cap ? *cap * 2 : 16;
-				*d = xrealloc(*d, *cap * sizeof **d);
-			}
-			(*d)[k] = make_dframe(&loc->frames[j], g);
-			(*d)[k++].sub = j;
-		}
-	}
-	return k;
 }
 
 /* The index of the frame that heads a stack of n expanded frames: the first
@@ -429,58 +285,18 @@ static bool dframe_same(const struct dframe *a, const struct dframe *b)
 	return a->gmod == b->gmod && a->offset == b->offset && a->sub == b->sub && a->file == b->file;
 }
 
-/* A frame as dframe_same knows it, numbered: rows by stack are keyed by the
- * numbers of their visible frames (4 bytes a frame, not the 30 of the
- * fields: 100 000 stacks of 40 frames). */
-struct fid {
-	const char *function, *file;
-	uint64_t offset;
-	uint32_t gmod, line, sub, id;
-	uint8_t tag, inlined;
-};
-
-static bool fid_eq(const void *entry, const void *key)
-{
-	const struct fid *a = entry, *b = key;
-	return a->tag == b->tag && a->function == b->function && a->file == b->file &&
-	       a->line == b->line && a->inlined == b->inlined && a->gmod == b->gmod &&
-	       a->offset == b->offset && a->sub == b->sub;
-}
-
 /* A visible frame into the key of a row by stack, by what dframe_same compares. */
 static void key_dframe(struct report *r, const struct dframe *d)
 {
-	struct fid k, *e;
-	uint64_t h;
-	bool added;
+	uint32_t id = frame_key_id(r, d);
 
-	memset(&k, 0, sizeof k);
-	k.function = d->function;
-	if (d->function && d->file) {
-		k.tag = 1;
-		k.file = d->file;
-		k.line = d->line;
-		k.inlined = d->inlined;
-	} else if (d->function && d->gmod == SYM_NO_MODULE) {
-		k.tag = 2;
-	} else {
-		k.tag = 3;
-		k.file = d->file;
-		k.gmod = d->gmod;
-		k.offset = d->offset;
-		k.sub = d->sub;
+	/* key_add's work, with a length the compiler knows (once a frame) */
+	if (r->klen + sizeof id > r->kcap)
+		key_add(r, &id, sizeof id);
+	else {
+		memcpy(r->kbuf + r->klen, &id, sizeof id);
+		r->klen += sizeof id;
 	}
-	h = hash_mix64((uint64_t)(uintptr_t)k.function ^ ((uint64_t)(uintptr_t)k.file << 1) ^
-		       ((uint64_t)k.line << 40) ^ k.offset ^ ((uint64_t)k.gmod << 48) ^
-		       ((uint64_t)k.sub << 56) ^ k.tag);
-	if (!r->fids.esize)
-		hashmap_init(&r->fids, sizeof(struct fid));
-	e = hashmap_put(&r->fids, h, fid_eq, &k, &added);
-	if (added) {
-		*e = k;
-		e->id = (uint32_t)r->fids.n;
-	}
-	key_add(r, &e->id, sizeof e->id);
 }
 
 /* The hash of a key, a word at a time (keys by stack are long). */
@@ -600,10 +416,10 @@ static struct dframe key_frame_of(struct report *r, const struct snap_frame *sf,
 	*nskipped = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct gframe g = global_frame(sf, map, nm, i);
-		const struct sym_loc *loc = symbolizer_lookup(r->z, g.gmod, g.offset);
+		uint32_t index;
+		const struct sym_loc *loc = frame_loc(r, g, &index);
 		for (uint32_t j = 0; j < loc->nframes; j++) {
-			struct dframe d = make_dframe(&loc->frames[j], g);
-			d.sub = j;
+			struct dframe d = frame_dframe(r, loc, index, j, g);
 			if (!have) {
 				first = d;
 				have = true;
@@ -1392,8 +1208,7 @@ void rows_free(struct report *r)
 	free(r->rows);
 	free(r->vbuf);
 	free(r->visbuf);
-	hashmap_release(&r->fnclass);
-	hashmap_release(&r->fids);
+	frames_release(r);
 	free(r->modclass);
 	hashmap_release(&r->index);
 	free(r->kbuf);

@@ -68,6 +68,15 @@ static inline uint64_t place_hash(uint32_t g, uint64_t off)
 	return hash_mix64(off ^ ((uint64_t)g << 40));
 }
 
+/* A direct-mapped cache in front of the slots: a report looks up every
+ * frame of every stack, mostly the same few addresses again. */
+#define SYM_FRONT_BITS 13
+struct front {
+	uint64_t offset;
+	uint32_t gmod;
+	uint32_t loc;            /* index into locs + 1; 0: empty */
+};
+
 struct symbolizer {
 	char *debuginfo_path;
 	Dwfl_Callbacks callbacks;
@@ -82,6 +91,8 @@ struct symbolizer {
 	struct hashmap slots;    /* (module, offset) -> struct slot */
 	struct sym_loc *locs;
 	size_t nlocs, alocs;
+
+	struct front *front;     /* the last lookups, before the slots */
 
 	struct hashmap strs;     /* interned strings: const char *, owned */
 

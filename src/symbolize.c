@@ -154,6 +154,7 @@ struct symbolizer *symbolizer_new(const char *const *debug_dirs, size_t ndirs)
 	hashmap_init(&z->slots, sizeof(struct slot));
 	hashmap_init(&z->strs, sizeof(const char *));
 	hashmap_init(&z->cus, sizeof(struct cucache));
+	z->front = xcalloc((size_t)1 << SYM_FRONT_BITS, sizeof *z->front);
 
 	z->dirs = xcalloc(ndirs + 1, sizeof *z->dirs);
 	for (i = 0; i < ndirs; i++)
@@ -203,6 +204,7 @@ void symbolizer_free(struct symbolizer *z)
 		if (z->locs[i].frames != &unknown_frame)
 			free((void *)z->locs[i].frames);
 	free(z->locs);
+	free(z->front);
 	hashmap_release(&z->slots);
 	for (struct cucache *c = hashmap_next(&z->cus, NULL); c; c = hashmap_next(&z->cus, c))
 		free(c->fns);
@@ -440,16 +442,35 @@ static const struct sym_loc *resolve(struct symbolizer *z, struct slot *sl, uint
 
 const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uint64_t offset)
 {
-	struct slot *sl = slot_find(z, gmod, offset);
+	struct front *f = &z->front[(offset * UINT64_C(0x9e3779b97f4a7c15) ^ gmod) >>
+				    (64 - SYM_FRONT_BITS)];
+	struct slot *sl;
 
-	if (sl->loc)
-		return &z->locs[sl->loc - 1];
-	if (!z->reported)
-		start_dwfl(z);
-	if (gmod < z->nmods && !z->mods[gmod].reported)
-		report_module(z, &z->mods[gmod], gmod);
-	/* reporting does not touch the cache: sl is still valid */
-	return resolve(z, sl, gmod, offset);
+	if (f->loc && f->offset == offset && f->gmod == gmod)
+		return &z->locs[f->loc - 1];
+	sl = slot_find(z, gmod, offset);
+	if (!sl->loc) {
+		if (!z->reported)
+			start_dwfl(z);
+		if (gmod < z->nmods && !z->mods[gmod].reported)
+			report_module(z, &z->mods[gmod], gmod);
+		/* reporting does not touch the cache: sl is still valid */
+		resolve(z, sl, gmod, offset);
+	}
+	f->offset = offset;
+	f->gmod = gmod;
+	f->loc = sl->loc;
+	return &z->locs[sl->loc - 1];
+}
+
+uint32_t symbolizer_loc_index(const struct symbolizer *z, const struct sym_loc *loc)
+{
+	return (uint32_t)(loc - z->locs);
+}
+
+size_t symbolizer_nlocs(const struct symbolizer *z)
+{
+	return z->nlocs;
 }
 
 const char *symbolizer_module_path(const struct symbolizer *z, uint32_t g)

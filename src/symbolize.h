@@ -54,6 +54,12 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s);
  * looked up once. */
 const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uint64_t offset);
 
+/* The number of a location symbolizer_lookup gave (0 up, one per distinct
+ * (module, offset), stable for the symbolizer's life), and how many there
+ * are so far: for callers that keep facts of their own per location. */
+uint32_t symbolizer_loc_index(const struct symbolizer *z, const struct sym_loc *loc);
+size_t symbolizer_nlocs(const struct symbolizer *z);
+
 /* A global module's path as recorded ("" when unknown), its build-id in hex
  * ("" when none), and its short name (the path's last component). */
 const char *symbolizer_module_path(const struct symbolizer *z, uint32_t gmod);
