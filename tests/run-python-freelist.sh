@@ -11,7 +11,9 @@
 # holds >= 90 % of what it and its scratch twin grew, and the keepers >= 85 %
 # of the sampled growth; no type is said to be recycled. Where the agent
 # cannot keep a list empty (the key tables of small dicts in a stripped 3.9),
-# the types of the rows say so in one word instead.
+# the types of the rows say so in one word instead; on a version it does not
+# cover (freelists_covered), every row's dict, list, tuple and float say so,
+# and the test says that version is not covered.
 # On Debian's 3.11, a snapshot with the referrer search: each keeper's row,
 # its type and its referrer chain describe the same objects, and by type no
 # object is said to come from scratch_*.
@@ -22,6 +24,16 @@ need_ptrace
 target=$top_srcdir/tests/targets/py_freelist.py
 readable_cpythons
 [ -n "$cpythons" ] || skip "no CPython the agent reads is installed (sh tests/install-deps.sh --tests)"
+
+# freelists_covered LABEL: whether the agent keeps the free lists of that
+# CPython empty (src/agent/pyfree.c): 3.8 to 3.13 here. Where it does, the
+# keepers are named; elsewhere, the rows say "recycled" instead.
+freelists_covered() {
+	case $1 in
+	3.14*|3.15*) return 1 ;;
+	esac
+	return 0
+}
 
 # rows REPORT: the growth rows of REPORT as "RANK BYTES FUNCTION" in rows.txt
 rows() {
@@ -62,6 +74,17 @@ for c in $cpythons; do
 	if [ -z "$total" ] || [ "$total" -lt $((40 * MIB)) ]; then
 		fail "$label: sampled growth '${total:-}' bytes, expected >= 40 MiB"
 		sed 's/^/  | /' "$name.report" >&2
+		continue
+	fi
+	# a version whose free lists the agent does not keep empty: every
+	# row's types say that the free-list types' objects may have been
+	# recycled (the site may be the memory's first owner), never silently
+	if ! freelists_covered "$label"; then
+		echo "note: $label: the agent does not keep this version's free lists empty: not covered; its rows must say 'recycled' (the keepers are not checked)"
+		for k in dict tuple list; do
+			expect_grep "^ +mostly (.*, )?$k recycled(,|$)" "$name.report"
+		done
+		expect_no_grep "^ +mostly (.*, )?(dict|list|tuple|float)(,|$)" "$name.report"
 		continue
 	fi
 	# 3.9 keeps the key tables' list in static variables, found through
