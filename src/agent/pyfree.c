@@ -22,9 +22,12 @@
  *   deallocator gives it to tp_free, the allocator's free.
  * - The key tables of small dicts are no object: after a dict's
  *   deallocation their list is emptied, from the interpreter's own state
- *   (3.10 to 3.13: fields of the interpreter state, at offsets taken from
- *   each version's headers and checked against the running interpreter
- *   before they are used), through the function the interpreter exports to
+ *   (3.10 to 3.13: fields of the interpreter state; 3.14 and 3.15: a linked
+ *   list, struct _Py_freelist, in the interpreter state's
+ *   object_state.freelists, which is where a GIL build's _Py_freelists_GET
+ *   finds it; at offsets taken from each version's headers, release and
+ *   debug builds, and checked against the running interpreter before they
+ *   are used), through the function the interpreter exports to
  *   clear it (3.8), or (3.9, whose static variables are neither exported nor
  *   cleared by an exported function) at the addresses its symbol table gives
  *   them. A build without them (3.9 stripped) still recycles its key tables:
@@ -51,12 +54,12 @@
 #include "agent.h"
 #include "python.h"
 
-#define TP_DEALLOC 48          /* offsetof(PyTypeObject, tp_dealloc), 3.8 to 3.13 */
+#define TP_DEALLOC 48          /* offsetof(PyTypeObject, tp_dealloc), 3.8 to 3.15 */
 #define OB_TYPE 8              /* offsetof(PyObject, ob_type) */
 #define TS_INTERP 16           /* offsetof(PyThreadState, interp) */
 #define DICT_KEYS 32           /* offsetof(PyDictObject, ma_keys) */
 #define TP_NAME 24             /* offsetof(PyTypeObject, tp_name) */
-#define TYPE_ROOM 512          /* more than sizeof(PyTypeObject): 408 to 3.11, 416 */
+#define TYPE_ROOM 512          /* more than sizeof(PyTypeObject): 408 to 3.11, 416 to 3.14, 424 */
 
 typedef void destructor_fn(void *);
 
@@ -89,8 +92,10 @@ static bool patched;           /* the slots hold the wrappers */
 static unsigned long version;
 
 /* The key tables' list: in the interpreter state (keys_at: its array,
- * keys_n: its count), or the exported function that clears it (3.8). */
+ * keys_n: its count; from 3.14 its head and count), or the exported
+ * function that clears it (3.8). */
 static size_t keys_at, keys_n;
+static bool keys_linked;       /* 3.14 on: a list linked through each table's first word */
 static bool keys_static;       /* 3.9: keys_at and keys_n are addresses */
 static bool keys_checked;      /* the offsets were found right */
 static bool keys_uncovered;    /* the running version's key tables stay recycled */
@@ -139,6 +144,19 @@ static void drain_keys(void)
 		if (!origin)
 			return;
 	}
+	if (keys_linked) {
+		/* struct _Py_freelist: the head, then the count (-1 once the
+		 * interpreter has finalized the list) */
+		void **head = (void **)(origin + keys_at);
+		intptr_t *count = (intptr_t *)(origin + keys_n);
+		while (*count > 0 && *head) {
+			void *k = *head;
+			*head = *(void **)k;
+			--*count;
+			keys_free(k);
+		}
+		return;
+	}
 	n = (int *)(origin + keys_n);
 	items = (void **)(origin + keys_at);
 	/* negative once the interpreter has finalized the list */
@@ -172,17 +190,40 @@ static void w_float(void *op)
 /* The offsets of the key tables' list (array, count) in the interpreter
  * state, from each version's headers (the x86-64 and aarch64 layouts are the
  * same): 3.10 and 3.11 in dict_state (3.11 between its dict list and count),
- * 3.12 after the dicts' list, 3.13 in object_state.freelists.dictkeys. */
-static bool keys_offsets(unsigned long v)
+ * 3.12 after the dicts' list, 3.13 in object_state.freelists.dictkeys; 3.14
+ * and 3.15 the same place, now a struct _Py_freelist (head, count), 8 bytes
+ * further in a Py_DEBUG build (alt: the candidate, 0 or 1). */
+static bool keys_offsets(unsigned long v, int alt)
 {
+	keys_linked = false;
 	switch (v >> 16) {
 	case 0x030a: keys_at = 11336; keys_n = 11976; break;
 	case 0x030b: keys_at = 5168; keys_n = 5808; break;
 	case 0x030c: keys_at = 271376; keys_n = 272020; break;
 	case 0x030d: keys_at = 12504; keys_n = 13144; break;
+	case 0x030e: keys_at = 11536; keys_linked = true; break;
+	case 0x030f: keys_at = 11528; keys_linked = true; break;
 	default: return false;
 	}
+	if (keys_linked) {
+		keys_at += alt ? 8 : 0;
+		keys_n = keys_at + sizeof(void *);
+	} else if (alt) {
+		return false;
+	}
 	return true;
+}
+
+static bool keys_check(void);
+
+/* The key tables' list found at one of its version's candidate places. */
+static bool keys_find(void)
+{
+	int alt;
+	for (alt = 0; alt < 2; alt++)
+		if (keys_offsets(version, alt) && keys_check())
+			return true;
+	return false;
 }
 
 /* The int at at, read as mw_py_safe_word reads (whole aligned words). */
@@ -192,6 +233,18 @@ static bool safe_int(const char *at, long *v)
 	if (a & (sizeof(int) - 1) || !mw_py_safe_word((const void *)(a & ~(uintptr_t)7), &w))
 		return false;
 	*v = (int)(uint32_t)(w >> (8 * (a & 7)));
+	return true;
+}
+
+/* The list's count at a: an int, or (a linked list) a Py_ssize_t. */
+static bool count_at(uintptr_t a, long *v)
+{
+	uintptr_t w;
+	if (!keys_linked)
+		return safe_int((const char *)a, v);
+	if (a & 7 || !mw_py_safe_word((const void *)a, &w))
+		return false;
+	*v = (long)w;
 	return true;
 }
 
@@ -289,7 +342,7 @@ static bool keys_check(void)
 		return false;
 	if (!keys_static && !(origin = *(uintptr_t *)(ts + TS_INTERP)))
 		return false;
-	if (!safe_int((const char *)(origin + keys_n), &before))
+	if (!count_at(origin + keys_n, &before))
 		return false;
 	if (before < 0 || before > 80)
 		return false;
@@ -303,10 +356,12 @@ static bool keys_check(void)
 	keys = *(void **)((char *)d + DICT_KEYS);
 	/* the orig deallocator, not a wrapper: the table goes on the list */
 	decref(d);
-	if (!safe_int((const char *)(origin + keys_n), &after))
+	if (!count_at(origin + keys_n, &after))
 		return false;
 	if (after != (before ? before : 1))
 		return false;
+	if (keys_linked)
+		return mw_py_safe_word((const void *)(origin + keys_at), &top) && top == (uintptr_t)keys;
 	return mw_py_safe_word((const void *)(origin + keys_at + (uintptr_t)(after - 1) * sizeof(void *)), &top) &&
 	       top == (uintptr_t)keys;
 }
@@ -328,9 +383,9 @@ static void resolve(void)
 
 	resolved = true;
 	version = mw_py.version;
-	if (version < 0x03080000 || version >= 0x030e0000)
+	if (version < 0x03080000 || version >= 0x03100000)
 		return;     /* the layouts known here */
-	room = version >= 0x030c0000 ? 416 : 408;
+	room = version >= 0x030f0000 ? 424 : version >= 0x030c0000 ? 416 : 408;
 	mw_loader_enter();
 	for (i = 0; i < FL_TYPES; i++)
 		fl[i].type = dlsym(RTLD_DEFAULT, fl[i].sym);
@@ -375,8 +430,7 @@ void mw_pyfree_swap(bool on)
 	if (!usable || on == patched)
 		return;
 	if (on && !keys_checked && !clear_dict_3_8 && !keys_uncovered) {
-		keys_checked = (version >> 16 == 0x0309 ? keys_symbols() : keys_offsets(version)) &&
-			       keys_check();
+		keys_checked = version >> 16 == 0x0309 ? keys_symbols() && keys_check() : keys_find();
 		keys_uncovered = !keys_checked;
 	}
 	if (on && clear_dict_3_8) {
@@ -404,13 +458,21 @@ void mw_pyfree_swap(bool on)
  * wrapped; those of rarer objects, whose lists are left alone: 3.8's methods,
  * frames to 3.10, slices, contexts, async generators' parts, MemoryError);
  * floats from 3.11 on, whose arithmetic's specialized instructions put a
- * dying float on its list without its deallocator; and blocks that are no
- * object (type NULL) where the small dicts' key tables are still recycled. */
+ * dying float on its list without its deallocator; from 3.14 on, ints (the
+ * same, and their own list) and the objects of the lists struct
+ * _Py_freelists added (iterators of lists, tuples and ranges, ranges,
+ * builtin methods, bound methods, asyncio's future iterators; complex
+ * numbers in 3.15); and blocks that are no object (type NULL) where the
+ * small dicts' key tables are still recycled. */
 bool mw_pyfree_first_owner(const char *type)
 {
 	static const char *const rare[] = {
 		"builtin_function_or_method", "method", "frame", "slice", "Context",
 		"async_generator_asend", "async_generator_wrapped_value", "MemoryError",
+	};
+	static const char *const since_3_14[] = {
+		"int", "list_iterator", "tuple_iterator", "range", "range_iterator",
+		"builtin_method", "_asyncio.FutureIter",
 	};
 	size_t i;
 
@@ -421,9 +483,15 @@ bool mw_pyfree_first_owner(const char *type)
 		return keys_uncovered;
 	if (strcmp(type, "float") == 0)
 		return version >= 0x030b0000;
+	if (strcmp(type, "complex") == 0)
+		return version >= 0x030f0000;
+	for (i = 0; i < sizeof since_3_14 / sizeof since_3_14[0]; i++)
+		if (strcmp(type, since_3_14[i]) == 0)
+			return version >= 0x030e0000;
 	for (i = 0; i < sizeof rare / sizeof rare[0]; i++)
 		if (strcmp(type, rare[i]) == 0)
-			return (i < 2 ? version < 0x03090000 : i == 2 ? version < 0x030b0000 : true);
+			return (i < 2 ? version < 0x03090000 || version >= 0x030e0000 :
+				i == 2 ? version < 0x030b0000 : true);
 	return false;
 }
 
