@@ -48,6 +48,9 @@ setTimeout(() => clearInterval(timer), 60000);
 JS
 start_target "$node" --perf-basic-prof --interpreted-frames-native-stack grow.js >node.out
 wait_until "grep -q ready node.out" 30 || finish
+# V8 writes its map through a buffer: the snapshot is taken once the map
+# names the function (memwatch reads the map as it is when it stores one)
+wait_until "grep -q growBuffers /tmp/perf-$target_pid.map" 30
 run_mw 0 snap -p "$target_pid" -w 2 -o n.snap
 kill "$target_pid"
 wait "$target_pid" 2>/dev/null
