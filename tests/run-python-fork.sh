@@ -9,6 +9,8 @@
 # said so in one line and attached to.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
+# start_mw and wait_mw
+. "$top_srcdir/tests/shared-lib.sh"
 
 need_py311
 POOL=$top_srcdir/tests/targets/py_pool.py
@@ -34,26 +36,6 @@ workers_snapped() {
 		grep -v "^$root\$" | sort | uniq -c | awk -v k="${2:-1}" '$1 >= k' | grep -c '')
 }
 
-# start_mw NAME ARGS...: memwatch ARGS in the background, its output in
-# NAME.out and NAME.err, its pid in $mw.
-start_mw() {
-	local name=$1
-	shift
-	"$MEMWATCH" "$@" >"$name.out" 2>"$name.err" &
-	mw=$!
-	started_pids="$started_pids $mw"
-}
-
-# wait_mw NAME STATUS: wait for memwatch, which must exit with STATUS.
-wait_mw() {
-	wait "$mw"
-	st=$?
-	if [ "$st" -ne "$2" ]; then
-		fail "$1: memwatch exit status $st, expected $2"
-		sed 's/^/  stderr: /' "$1.err" >&2
-	fi
-}
-
 # pool NAME PREFIX...: the pool under memwatch run --children (PREFIX runs
 # the script), until each worker has a snapshot; then each worker's top row
 # must be crunch at its line.
@@ -64,7 +46,7 @@ pool() {
 	start_mw "$name" run --children -i 200ms -o "$log" -- "$@" "$py" "$POOL" "$name.go"
 	wait_until "workers_snapped '$log'; [ \$n -ge 2 ] || grep -q '^workers' '$name.out'" 90
 	: >"$name.go"
-	wait_mw "$name" 0
+	wait_mw "$name" "$mw_pid" 0
 	set -- $(sed -n 's/^workers //p' "$name.out")
 	[ $# -eq 2 ] || fail "$name: expected 2 workers, the script says: $(cat "$name.out" | head -n 3)"
 	for w in "$@"; do
@@ -119,8 +101,8 @@ gunicorn() {
 	[ "$n" -ge 2 ] || fail "$name: the workers do not have 2 snapshots each"
 	master=$(sed -n 's/^# process: \([0-9]*\) .*/\1/p' "$name.log" | head -n 1)
 	workers=$(sed -n "s/^# event [0-9.]* \([0-9]*\) process ppid=$master .*/\1/p" "$name.log")
-	kill -TERM "$mw"
-	wait_mw "$name" 0
+	kill -TERM "$mw_pid"
+	wait_mw "$name" "$mw_pid" 0
 	set -- $workers
 	[ $# -eq 2 ] || fail "$name: expected 2 workers in the log, got '$workers'"
 	for w in "$@"; do
