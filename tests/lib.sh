@@ -114,6 +114,21 @@ need_python() {
 
 # need_ptrace: the test attaches to its own children (memwatch -p, memwatch snap
 # -p); skipped where yama forbids even that to a user other than root.
+# go_build SOURCE CGO OUT: build the Go program SOURCE (one file) into OUT
+# with Debian's go, offline (no module proxy, caches in the test's directory),
+# CGO_ENABLED=CGO; skip the test, with go's errors, when it cannot be built.
+go_build() {
+	command -v go >/dev/null 2>&1 || skip "go is not installed (Debian package golang-go)"
+	rm -rf "$tmp/gosrc" && mkdir -p "$tmp/gosrc" || exit 99
+	cp "$1" "$tmp/gosrc/main.go"
+	printf 'module target\n\ngo 1.13\n' >"$tmp/gosrc/go.mod"
+	(cd "$tmp/gosrc" && GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GOENV=off GOPROXY=off GOFLAGS= \
+		GO111MODULE=on CGO_ENABLED=$2 go build -o "$3" .) >"$tmp/gobuild.log" 2>&1 || {
+		sed 's/^/  go build: /' "$tmp/gobuild.log" >&2
+		skip "go cannot build $(basename "$1") here (CGO_ENABLED=$2)"
+	}
+}
+
 need_ptrace() {
 	[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 2 ] &&
 		[ "$(id -u)" -ne 0 ] && skip "ptrace is restricted (yama ptrace_scope >= 2)"

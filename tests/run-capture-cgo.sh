@@ -7,17 +7,8 @@
 # memwatch run as the hint, and its watch still ends with the RSS story.
 . "$top_srcdir/tests/lib.sh"
 need_ptrace
-command -v go >/dev/null 2>&1 || skip "go is not installed (Debian package golang-go)"
-
-mkdir -p src
-cp "$top_srcdir/tests/targets/cgo_leak.go" src/main.go
-printf 'module cgoleak\n\ngo 1.13\n' >src/go.mod
-(cd src && GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GOENV=off GOPROXY=off GOFLAGS= \
-	GO111MODULE=on CGO_ENABLED=1 go build -o "$tmp/cgo_target" .) >build.log 2>&1 || {
-	sed 's/^/  go build: /' build.log >&2
-	skip "go cannot build a cgo program here"
-}
-leak_line=$(grep -n 'char \*p = malloc(n);' src/main.go | cut -d: -f1)
+go_build "$top_srcdir/tests/targets/cgo_leak.go" 1 "$tmp/cgo_target"
+leak_line=$(grep -n 'char \*p = malloc(n);' "$top_srcdir/tests/targets/cgo_leak.go" | cut -d: -f1)
 
 # 1. memwatch run: its C allocations sampled
 "$MEMWATCH" run -i 200ms -o a.log -- "$tmp/cgo_target" "$tmp/a.stop" >a.out 2>a.err &

@@ -7,16 +7,7 @@
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/noagent-lib.sh"
 need_ptrace
-command -v go >/dev/null 2>&1 || skip "go is not installed (Debian package golang-go)"
-
-mkdir -p src
-cp "$top_srcdir/tests/targets/noagent_go.go" src/main.go
-printf 'module noagent\n\ngo 1.13\n' >src/go.mod
-(cd src && GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GOENV=off GOPROXY=off GOFLAGS= \
-	GO111MODULE=on CGO_ENABLED=0 go build -o "$tmp/go_target" .) >build.log 2>&1 || {
-	sed 's/^/  go build: /' build.log >&2
-	skip "go cannot build a program here"
-}
+go_build "$top_srcdir/tests/targets/noagent_go.go" 0 "$tmp/go_target"
 check_noagent go "$tmp/go_target" \
 	'is a Go program \(statically linked\)' \
 	'Go allocates from its own heap, which the agent does not see' \
