@@ -11,10 +11,11 @@
 # 3.14: each named in its line). Every program exits 0. The same life on
 # every other CPython the agent reads that is installed (pyenv's 3.8 to 3.13,
 # the sid root's 3.14 and 3.15; a missing one is said and skipped).
-# The sid root's 3.14 and 3.15 are left to run-python-lifecycle-sid.sh, which
-# sets lifecycle_part=sid and runs this script for them alone, so that make
-# runs the two halves side by side. Each half: some 300 s on a busy 2-core
-# machine.
+# The sid root's 3.14 and 3.15 are left to run-python-lifecycle-sid.sh, and
+# pyenv's 3.8 to 3.10 to run-python-lifecycle-old.sh: each sets
+# lifecycle_part (sid, old) and runs this script for its CPythons alone, so
+# that make runs the three parts side by side. Each part: some 200 s on a
+# busy 2-core machine.
 # limit: 900
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
@@ -142,9 +143,20 @@ if [ "${lifecycle_part:-}" = sid ]; then
 	done
 	finish
 fi
+if [ "${lifecycle_part:-}" = old ]; then
+	# pyenv's 3.8 to 3.10
+	for m in 8 9 10; do
+		find_cpython "$m"
+		case $found in
+		'') echo "note: no CPython 3.$m is installed (a pyenv build): its life not tested" >&2 ;;
+		*) life "3.$m" "$found" ;;
+		esac
+	done
+	finish
+fi
 
 life debian-3.11 "$py"
-for m in 8 9 10 11 12 13; do
+for m in 11 12 13; do
 	find_cpython "$m"
 	case $found in
 	'') echo "note: no CPython 3.$m is installed (a pyenv build): its life not tested" >&2 ;;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # run-python-types.sh: objects by type, on every CPython the agent reads that
 # is installed (Debian's python3 and python3.11-dbg, and 3.8 to 3.13: pyenv's
-# builds; a missing one is said and skipped). py_events.py keeps instances of
+# builds; a missing one is said and skipped; the sid root's 3.14 and 3.15 are
+# run-python-types-sid.sh's). py_events.py keeps instances of
 # its class Event in a module-level list, with churn of tuples and str made and
 # dropped meanwhile. Between two snapshots of one capture it creates N events
 # (it prints N): memwatch diff --by type ranks __main__.Event (a class is named
@@ -19,14 +20,22 @@
 # named by its bare name (Stray); --focus on the function that makes one
 # Entry keeps its row and not the other's. The HTML page of a watched run has
 # the table by type.
-# Some 230 s on a busy 2-core machine.
+# Some 200 s on a busy 2-core machine; each half about half of that.
 # limit: 600
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
 need_snapdump
 readable_cpythons
-[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.15 is installed"
+# the sid root's CPythons are run-python-types-sid.sh's (types_part=sid), so
+# that make runs the two halves side by side
+if [ "${types_part:-}" = sid ]; then
+	cpythons=$sidpys
+	[ -n "$cpythons" ] || skip "no CPython of the sid root is installed (sh tests/install-deps.sh --tests)"
+else
+	cpythons=${cpythons%"$sidpys"}
+	[ -n "$cpythons" ] || skip "no CPython 3.8 to 3.13 is installed"
+fi
 events=$top_srcdir/tests/targets/py_events.py
 mods=$top_srcdir/tests/targets/py_modules.py
 # the source tree stays as it is (no __pycache__ of pyshop)
@@ -155,6 +164,7 @@ for v in $cpythons; do
 	finished "$m" "$t"
 done
 
+[ "${types_part:-}" = sid ] && finish
 # memwatch report: a watched run's page has the table by type (the first
 # CPython of the list, fed a line a second while memwatch -p watches it)
 v=${cpythons%% *}
