@@ -1,7 +1,7 @@
 /* container.c: a target in other namespaces (Docker, Podman, Kubernetes) seen
  * from outside. Its pid inside its PID namespace names the agent's socket; its
  * root may hold other files than ours, so the agent is copied into it when it
- * is not there (its symbols are read through it: container_files.c); its
+ * is not there (its symbols are read through it: container-files.c); its
  * network namespace holds the agent's abstract socket. */
 #include "config.h"
 #include "container.h"

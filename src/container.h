@@ -74,12 +74,12 @@ int container_connect_path(int pid, const struct sockaddr *sa, socklen_t salen, 
  * that find unwind tables through /proc/PID/map_files, so the stacks of a
  * process in another root, or whose files were deleted or replaced since it
  * mapped them, unwind with its own files, not the files its paths name here. One process at a time (memwatch attaches to one at a
- * time). In container_unwind.c, which needs libunwind-ptrace. */
+ * time). In container-unwind.c, which needs libunwind-ptrace. */
 struct unw_accessors;
 struct unw_accessors *container_unwind_accessors(int pid);
 
 /* The modules of a snapshot whose files are not ours at the paths it records
- * (container_files.c). */
+ * (container-files.c). */
 struct their_files {
 	size_t nembed;           /* how many modules are pointed at the process's files */
 	bool *embed;             /* per module: pointed there, its symbols to embed

@@ -275,7 +275,7 @@ static int read_target(struct injector *ij, char **cause, char **hint)
 			    (int)(strstr(gone, " (deleted)") - gone), gone);
 	/* a file upgraded under the process, or a path that names another file
 	 * here, in a container: stacks are unwound from the very objects mapped,
-	 * through map_files (container_unwind.c) */
+	 * through map_files (container-unwind.c) */
 	ij->unwind_map_files = (gone && readable) || container_other_root(pid);
 	r = module_from_maps(pid, &ij->cl.maps, match_libc, 0, 0, true, NULL, &ij->cl.libc, cause);
 	if (r < 0)

@@ -549,7 +549,7 @@ bool match_agent(const char *b)
  * there is none. *essential: it is one of those three (no stack could be
  * checked without their tables); *readable: map_files opens the very object
  * mapped for us (it takes CAP_SYS_ADMIN), so that it can be unwound from it
- * (container_unwind.c). */
+ * (container-unwind.c). */
 const char *deleted_mapping(int pid, const struct maps *m, bool *essential, bool *readable)
 {
 	char fn[PATH_MAX + 64], exe[PATH_MAX];

@@ -27,7 +27,7 @@ struct figures {
 	uint64_t temp_bytes, temp_blocks;  /* allocated, and freed soon after */
 	uint64_t live_stacks;         /* totals only: stacks holding live bytes */
 	double live_var;              /* variance of the live_bytes estimate */
-	double alloc_var, temp_var;   /* likewise (bounds: see rows.c) */
+	double alloc_var, temp_var;   /* likewise (bounds: see rows-rank.c) */
 };
 
 /* Frames a row leaves out at one place of its stack: how many (lo to hi over
@@ -163,6 +163,15 @@ extern const struct report_writer report_table_writer, report_folded_writer,
 
 /* Add every stack of input k to the rows. */
 void collect(struct report *r, int k);
+/* Free the rows of r and their index. */
+void rows_free(struct report *r);
+void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head);
+
+/* rows-rank.c: the variance of the live bytes of a stack sampled at rate
+ * rate, and of bytes in blocks (allocated, temporary) of which no samples
+ * are counted. */
+double stack_variance(const struct snap_stack *st, uint64_t rate);
+double volume_variance(uint64_t bytes, uint64_t blocks, uint64_t rate);
 /* A row's change and its uncertainty, once every snapshot is collected. */
 void row_finish(struct row *w, bool diff, enum report_sample sample);
 /* The bytes, blocks and variance of f that --sample picks. */
@@ -170,18 +179,26 @@ uint64_t sample_bytes(const struct figures *f, enum report_sample sample);
 uint64_t sample_blocks(const struct figures *f, enum report_sample sample);
 /* What --sample shows, in words: "live heap", "allocated", "temporary". */
 const char *sample_words(enum report_sample sample);
+
+/* rows-types.c: the CPython objects of rows. Add figures to the part of w
+ * named name (file, line) in input k, created if new. */
+void row_part_add(struct row *w, const char *name, const char *file, uint32_t line, int k,
+		  uint64_t bytes, uint64_t blocks);
+/* The chains of the last snapshot that start from a sample of stack si of
+ * input k (and of type index type, or any when UINT32_MAX), to row w. */
+void row_chains(struct report *r, struct row *w, int k, size_t si, uint32_t type);
+/* By stack: the types of the objects stack si of input k holds, as parts of
+ * w; *tpos walks input k's typed samples, sorted by stack. */
+void row_types(struct report *r, struct row *w, int k, size_t si, size_t *tpos);
 /* The parts of a row, the largest first (by growth in a diff, by live bytes
  * after), at most max: into *out (caller frees); how many. */
+size_t row_top_parts(const struct report *r, const struct row *w, size_t max, struct row_part **out);
 /* The chains of a row, their texts told apart (at most max, caller frees
  * the array and its strings). */
 size_t row_chain_texts(const struct row *w, size_t max, char ***out);
 /* What one object of a type holds, as a line: "one holds (56 B itself): 2
  * str 120 B, 1 dict 232 B" (caller frees). */
 char *row_forward_text(const struct snap_forward *fw);
-size_t row_top_parts(const struct report *r, const struct row *w, size_t max, struct row_part **out);
-/* Free the rows of r and their index. */
-void rows_free(struct report *r);
-void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head);
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };
@@ -219,7 +236,8 @@ size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
 /* A gap in words: "5 frames in libc.so.6", "4-9 std:: frames" ("" for none). */
 void describe_gap(const struct report *r, const struct gap *g, char *buf, size_t len);
 
-/* Orders of rows (for qsort over struct row *), and which rows a report keeps. */
+/* rows-rank.c: orders of rows (for qsort over struct row *), and which rows a
+ * report keeps. */
 int cmp_seq(const struct row *a, const struct row *b);
 int cmp_live(const void *pa, const void *pb);
 int cmp_growth_desc(const void *pa, const void *pb);
@@ -239,7 +257,7 @@ struct kind_sums {
 	uint64_t swap[SNAP_REGION_KIND_MAX + 1], mappings[SNAP_REGION_KIND_MAX + 1];
 };
 void sum_kinds(const struct snapshot *s, struct kind_sums *k);
-/* Trust figures of a diff: see rows.c. */
+/* Trust figures of a diff: see rows-rank.c. */
 int64_t largest_region_growth(const struct report *r, uint32_t *kind);
 int64_t rss_growth(const struct report *r);
 /* The bytes of an input that both its js stacks and V8's heap pages count. */

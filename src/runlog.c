@@ -1,6 +1,6 @@
 /* runlog.c: writing run.log: metadata, the column header, one line per sample and
  * event lines, each written with one write(2) so a killed memwatch loses at most
- * the line it was writing. (Reading is in runlog_read.c.) */
+ * the line it was writing. (Reading is in runlog-read.c.) */
 #include "config.h"
 
 #include <errno.h>

@@ -21,7 +21,7 @@ CC=${CC_FUZZ:-clang}
 case $name in
 snapshot) sources="$top/snapshot/snapshot.c $top/snapshot/snapdecode.c"; libs="-lz" ;;
 options) sources="$top/src/util.c $top/src/trigger.c"; libs="-lm" ;;
-runlog) sources="$top/src/runlog_read.c $top/src/util.c"; libs="-lm" ;;
+runlog) sources="$top/src/runlog-read.c $top/src/util.c"; libs="-lm" ;;
 *) echo "$0: unknown fuzz target '$name'" >&2; exit 2 ;;
 esac
 

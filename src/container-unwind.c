@@ -1,4 +1,4 @@
-/* container_unwind.c: remote unwinding of a process in another root, or
+/* container-unwind.c: remote unwinding of a process in another root, or
  * whose files were deleted or replaced since it mapped them (a library
  * upgraded under a running service). The stock libunwind-ptrace opens the
  * files named in /proc/PID/maps by path, in our own root, where they are

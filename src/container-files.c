@@ -1,4 +1,4 @@
-/* container_files.c: the files a process maps, when they are not ours at the
+/* container-files.c: the files a process maps, when they are not ours at the
  * paths its snapshot records. A process in its own mount namespace (unshare
  * -m, systemd's BindPaths= or RootImage=, snaps, containers) or one whose
  * file was replaced or deleted since it mapped it sees other files, or

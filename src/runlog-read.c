@@ -1,4 +1,4 @@
-/* runlog_read.c: the strict reader of run.log files (see runlog.h for the format),
+/* runlog-read.c: the strict reader of run.log files (see runlog.h for the format),
  * used by memwatch plot. Every complaint names the file and the line. */
 #include "config.h"
 #include "runlog.h"

@@ -1,4 +1,4 @@
-/* watch_opts.c: the options of memwatch [watch] and memwatch run: their help,
+/* watch-opts.c: the options of memwatch [watch] and memwatch run: their help,
  * their parsing into struct watch_opts, and the command line for the log. */
 #include "config.h"
 
