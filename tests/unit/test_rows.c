@@ -1,4 +1,4 @@
-/* test_rows.c: unit tests for the rows of the reports (src/rows.c) on stacks
+/* test_rows.c: unit tests for the rows of the reports (src/rows*.c) on stacks
  * made up here, with embedded symbols (so nothing is looked up on this
  * machine): stacks that differ only in the frames a report hides (a CPython
  * interpreter's, the C++ standard library's, the path from a line to the
@@ -234,7 +234,7 @@ static struct row *row_at(struct fixture *x, const char *fn, uint32_t line, int 
 	return NULL;
 }
 
-/* The variance of one made-up stack's estimate, as rows.c takes it. */
+/* The variance of one made-up stack's estimate, as rows-rank.c takes it. */
 static double variance(const struct mstack *m, uint64_t scale)
 {
 	double e = (double)(m->bytes * scale), s = e / (double)(m->blocks * scale);
