@@ -168,6 +168,7 @@ void row_finish(struct row *w, bool diff, enum report_sample sample);
 /* The bytes, blocks and variance of f that --sample picks. */
 uint64_t sample_bytes(const struct figures *f, enum report_sample sample);
 uint64_t sample_blocks(const struct figures *f, enum report_sample sample);
+double sample_var(const struct figures *f, enum report_sample sample);
 /* What --sample shows, in words: "live heap", "allocated", "temporary". */
 const char *sample_words(enum report_sample sample);
 /* The parts of a row, the largest first (by growth in a diff, by live bytes
@@ -248,6 +249,18 @@ double explained_share(const struct report *r);
 
 /* report-table.c: a signed figure in words, also for the flame graph's title. */
 const char *fmt_signed(char *buf, size_t n, int64_t v);
+/* report-table.c: a snapshot in one line ("before a.snap: pid 12 prog, ..."),
+ * and a row's frames after its figures (width columns already printed). */
+void print_snapshot_line(FILE *f, const struct input *in, const char *label);
+void print_row_frames(FILE *f, struct report *r, const struct row *w, int width);
+/* report-table.c: what --by groups by, in a title ("stack") and a count
+ * ("stacks"). */
+const char *by_title(enum report_by by);
+const char *by_plural(enum report_by by);
+/* report-json.c: a JSON string (null for NULL), and a row's frames as the
+ * members "merged", "head" and "frames". */
+void json_str(FILE *f, const char *s);
+void json_frames(FILE *f, struct report *r, const struct row *w);
 
 /* report-folded.c: a frame as folded stacks (and flame graphs) label it. */
 void folded_name(FILE *f, struct report *r, const struct dframe *d);

@@ -73,8 +73,8 @@ static size_t tail_start(const double *t, size_t n)
 void trend_of(const double *bytes, const double *se, const double *t, size_t n, struct trend *out)
 {
 	size_t i, lo = 0, grew = 0, k;
-	double mean = 0, mean_se = 0, tlo, thi;
-	bool gave_back = false, rose, fell, tail_flat;
+	double mean = 0, mean_se = 0, before, after;
+	bool gave_back = false, rose, fell, stopped;
 
 	memset(out, 0, sizeof(*out));
 	out->verdict = TREND_UNSURE;
@@ -119,27 +119,20 @@ void trend_of(const double *bytes, const double *se, const double *t, size_t n, 
 		out->verdict = rose ? TREND_BURST : TREND_SHRINKING;
 		return;
 	}
-	if (!rose)
-		return;   /* dipped and came back: no one shape */
-	/* flat at the end: every point of the last part within the margin of
-	 * the others */
-	k = tail_start(t, n);
-	tlo = thi = bytes[k];
-	size_t ilo = k, ihi = k;
-	for (i = k; i < n; i++) {
-		if (bytes[i] < tlo) {
-			tlo = bytes[i];
-			ilo = i;
-		}
-		if (bytes[i] > thi) {
-			thi = bytes[i];
-			ihi = i;
-		}
+	if (!rose) {
+		/* started and ended near its top, dipped between: it stays */
+		out->verdict = mean >= TREND_MIN_LEVEL * mean_se ? TREND_STEADY : TREND_UNSURE;
+		return;
 	}
-	tail_flat = thi - tlo <= margin(se, ihi, ilo);
-	if (!gave_back && !tail_flat && out->grown_share >= TREND_LEAK_SHARE)
+	/* stopped: in the last part of the run, it grew at less than
+	 * TREND_SLOWED of its pace before (or not at all) */
+	k = tail_start(t, n);
+	before = t[k] > t[0] ? (bytes[k] - bytes[0]) / (t[k] - t[0]) : 0;
+	after = t[n - 1] > t[k] ? (bytes[n - 1] - bytes[k]) / (t[n - 1] - t[k]) : 0;
+	stopped = after <= 0 || (before > 0 && after <= TREND_SLOWED * before);
+	if (!gave_back && !stopped && out->grown_share >= TREND_LEAK_SHARE)
 		out->verdict = TREND_LEAK;
-	else if (tail_flat && bytes[k] - bytes[0] > margin(se, k, 0))
+	else if (stopped && bytes[k] - bytes[0] > margin(se, k, 0))
 		out->verdict = TREND_PLATEAU;
 }
 

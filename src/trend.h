@@ -15,11 +15,16 @@
  * TREND_LEAK_SHARE: a leak grew in at least this share of the intervals;
  * TREND_TAIL: the last part of the run a plateau stays flat in (a share of
  *   the run's time, at least one interval);
+ * TREND_SLOWED: a row has stopped growing when it grew in that last part at
+ *   less than this share of its pace before it (the snapshots of one run
+ *   share their samples: a row that stops keeps its estimate, within much
+ *   less than its error);
  * TREND_MIN_LEVEL: a row whose mean is less than this many times its mean
  *   standard error is too small for its shape to be told. */
 #define TREND_Z 2.0
 #define TREND_LEAK_SHARE 0.75
 #define TREND_TAIL (1.0 / 3.0)
+#define TREND_SLOWED 0.25
 #define TREND_MIN_LEVEL 3.0
 
 /* What a row's series says. TREND_UNSURE: too small for its sampling error
@@ -27,7 +32,7 @@
 enum trend_verdict {
 	TREND_UNSURE = 0,
 	TREND_LEAK,          /* grew in nearly every interval, never gave back more than its error */
-	TREND_PLATEAU,       /* grew, then stayed within its error for the last part of the run */
+	TREND_PLATEAU,       /* grew, then stopped growing for the last part of the run */
 	TREND_BURST,         /* grew, and fell again from its peak by more than its error */
 	TREND_STEADY,        /* stayed within its error all along */
 	TREND_SHRINKING,     /* never rose above its start by more than its error, and fell */
