@@ -303,12 +303,19 @@ static int table_trend(FILE *f, struct trendrep *t)
 		free(v);
 		return 0;
 	}
-	fprintf(f, "%4s %11s %11s %10s  %-*s  %-9s %5s %11s  %s\n", "#", "growth", "last", "\u00b1",
+	fprintf(f, "%4s %11s %11s %11s  %-*s  %-9s %5s %11s  %s\n", "#", "growth", "last", "\u00b1",
 		SPARK_CELLS, "trend", "verdict", "grew", "slope/min", t->lim.known ? "to limit  where" : "where");
 	for (i = 0; i < nv; i++) {
 		size_t k = row_index(t, v[i]);
 		const struct trend *tr = &t->tr[k];
-		size_t cells = trend_sparkline(t->val + k * t->n, t->n, SPARK_CELLS, true, spark, sizeof spark);
+		const double *sv = t->val + k * t->n;
+		double hi = 0;
+		size_t cells;
+
+		for (size_t j = 0; j < t->n; j++)
+			hi = sv[j] > hi ? sv[j] : hi;
+		/* from 0: the noise of a row that stays is not drawn as a shape */
+		cells = trend_sparkline_scaled(sv, t->n, SPARK_CELLS, 0, hi, true, spark, sizeof spark);
 
 		snprintf(line, sizeof line, "\u00b1%s", fmt_bytes(b3, sizeof b3, t->se[k * t->n + t->n - 1]));
 		fprintf(f, "%4zu %11s %11s %11s  %s%*s  %-9s %4.0f%% %11s  ", i + 1,

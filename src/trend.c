@@ -145,22 +145,17 @@ double trend_seconds_to_limit(double usage, double limit, double slope)
 	return (limit - usage) / slope * 60.0;
 }
 
-size_t trend_sparkline(const double *v, size_t n, size_t width, bool utf8, char *buf, size_t size)
+size_t trend_sparkline_scaled(const double *v, size_t n, size_t width, double lo, double hi, bool utf8,
+			      char *buf, size_t size)
 {
 	static const char ascii[] = "_.-=+*#@";
-	double lo = INFINITY, hi = -INFINITY;
 	size_t i, from = n > width ? n - width : 0, len = 0, cells = 0;
 
 	if (size == 0)
 		return 0;
 	for (i = from; i < n; i++) {
-		if (isnan(v[i]))
-			continue;
-		lo = v[i] < lo ? v[i] : lo;
-		hi = v[i] > hi ? v[i] : hi;
-	}
-	for (i = from; i < n; i++) {
-		int l = isnan(v[i]) ? -1 : hi > lo ? (int)((v[i] - lo) / (hi - lo) * 7.999) : 0;
+		double x = v[i] < lo ? lo : v[i] > hi ? hi : v[i];
+		int l = isnan(v[i]) ? -1 : hi > lo ? (int)((x - lo) / (hi - lo) * 7.999) : 0;
 		size_t need = l < 0 || !utf8 ? 1 : 3;
 
 		if (len + need >= size)
@@ -179,4 +174,17 @@ size_t trend_sparkline(const double *v, size_t n, size_t width, bool utf8, char 
 	}
 	buf[len] = '\0';
 	return cells;
+}
+
+size_t trend_sparkline(const double *v, size_t n, size_t width, bool utf8, char *buf, size_t size)
+{
+	double lo = INFINITY, hi = -INFINITY;
+
+	for (size_t i = n > width ? n - width : 0; i < n; i++) {
+		if (isnan(v[i]))
+			continue;
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
+	}
+	return trend_sparkline_scaled(v, n, width, lo, hi, utf8, buf, size);
 }

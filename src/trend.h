@@ -72,5 +72,9 @@ double trend_seconds_to_limit(double usage, double limit, double slope);
  * values are a space. Written NUL-terminated to buf (size bytes; it ends
  * early rather than split a character). Returns the cells written. */
 size_t trend_sparkline(const double *v, size_t n, size_t width, bool utf8, char *buf, size_t size);
+/* The same on a scale from lo to hi (values outside are clamped): from 0, a
+ * row that stays looks flat, however its sampling noise goes. */
+size_t trend_sparkline_scaled(const double *v, size_t n, size_t width, double lo, double hi, bool utf8,
+			      char *buf, size_t size);
 
 #endif
