@@ -119,11 +119,8 @@ void trend_of(const double *bytes, const double *se, const double *t, size_t n, 
 		out->verdict = rose ? TREND_BURST : TREND_SHRINKING;
 		return;
 	}
-	if (!rose) {
-		/* started and ended near its top, dipped between: it stays */
-		out->verdict = mean >= TREND_MIN_LEVEL * mean_se ? TREND_STEADY : TREND_UNSURE;
-		return;
-	}
+	if (!rose)
+		return;   /* started and ended at its top, dipped between: no one shape */
 	/* stopped: in the last part of the run, it grew at less than
 	 * TREND_SLOWED of its pace before (or not at all) */
 	k = tail_start(t, n);
