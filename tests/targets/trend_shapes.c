@@ -1,7 +1,7 @@
 /* trend_shapes.c: four allocation sites with four shapes over a run of STEPS
- * steps of PERIOD ms each (arguments: steps, default 36, and the period,
- * default 250):
- *   leak_steady  keeps 1 MiB more at every step;
+ * steps of PERIOD ms each (arguments: steps, default 36, the period,
+ * default 250, and the leak's MiB a step, default 1):
+ *   leak_steady  keeps LEAK MiB more at every step;
  *   cache_fill   keeps 2 MiB more at each step of the first third, then
  *                nothing (a cache at its cap);
  *   batch_grow   keeps 2 MiB more at each step of the second third, and
@@ -10,8 +10,8 @@
  *                blocks at every step, and allocates and frees 1 MiB of
  *                short-lived blocks.
  * It prints "ready" before the first step, then at the end "leaked BYTES in
- * SECONDS" (leak_steady's bytes and the time between its first and last
- * step) and "ok", and exits without freeing. */
+ * SECONDS" (what leak_steady kept after its first step, and the time from
+ * its first step to its last) and "ok", and exits without freeing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +21,9 @@
 #define RING 128
 #define RING_BLOCK (128u << 10)
 
-static void *leaks[1024], *cache[1024], *batch[1024], *ring[RING];
+static void *leaks[16384], *cache[1024], *batch[1024], *ring[RING];
 static size_t nleaks, ncache, nbatch;
+static int leak_mib = 1;
 
 /* size bytes, touched, or the program ends. */
 static void *get(size_t size, int fill)
@@ -36,7 +37,7 @@ static void *get(size_t size, int fill)
 
 static __attribute__((noinline)) void leak_steady(void)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4 * leak_mib; i++)
 		leaks[nleaks++] = get(MIB / 4, 1);
 }
 
@@ -87,8 +88,10 @@ int main(int argc, char **argv)
 	struct timespec nap = { period / 1000, (long)(period % 1000) * 1000000L };
 	double t0 = 0, t1 = 0;
 
-	if (steps < 3 || steps > 1000 || period < 1) {
-		fprintf(stderr, "usage: trend_shapes [STEPS (3-1000) [PERIOD_MS]]\n");
+	if (argc > 3)
+		leak_mib = atoi(argv[3]);
+	if (steps < 3 || steps > 1000 || period < 1 || leak_mib < 1 || (size_t)(steps * leak_mib * 4) > 16384) {
+		fprintf(stderr, "usage: trend_shapes [STEPS (3-1000) [PERIOD_MS [LEAK_MIB]]]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -110,7 +113,7 @@ int main(int argc, char **argv)
 		if (s < 0)
 			printf("ready\n");
 	}
-	printf("leaked %zu in %.3f\n", nleaks * (size_t)(MIB / 4), t1 - t0);
+	printf("leaked %zu in %.3f\n", (nleaks - 4 * (size_t)leak_mib) * (size_t)(MIB / 4), t1 - t0);
 	printf("ok\n");
 	return 0;
 }
