@@ -39,7 +39,7 @@ awk -v limit="$limit" '
 	/"verdict": "leak\?"/ { t = $0; sub(/.*"seconds_to_limit": /, "", t); sub(/,.*/, "", t); got = t; n++ }
 	END {
 		if (n != 1 || got == "null") { print "no leak? row with a time to the limit (" n " leak? rows)"; exit 1 }
-		want = (limit - usage) / rate
+		want = (limit - usage) / rate; got += 0
 		printf "leak row %.1f s, the program'"'"'s rate gives %.1f s (%.0f B/s, usage %.0f B)\n", got, want, rate, usage
 		exit !(got >= 0.75 * want && got <= 1.25 * want)
 	}' run.out lim.json > cmp.out || fail "the time to the limit: $(cat cmp.out)"
