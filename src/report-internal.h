@@ -121,6 +121,7 @@ struct report {
 	struct rfront *rfront;        /* the last locations looked up */
 	uint8_t *modclass;            /* what modules are, by global index */
 	size_t nmodclass;
+	struct hashmap seen;          /* the row of each stack seen (rows-seen.c) */
 };
 
 /* A source frame ready to print. */
@@ -183,6 +184,14 @@ size_t row_top_parts(const struct report *r, const struct row *w, size_t max, st
 /* Free the rows of r and their index. */
 void rows_free(struct report *r);
 void row_expand(struct report *r, const struct row *w, struct expanded *e, bool want_head);
+
+/* rows-seen.c: the row a stack of the same frames (and kind, and truncation)
+ * went to before, or NULL; *hash is set for rows_seen_put, which records
+ * the row w of a stack (its frames must live as long as the report). */
+struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const uint32_t *map, size_t nm,
+			  uint64_t *hash);
+void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st, const uint32_t *map,
+		   size_t nm, const struct row *w);
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };
