@@ -569,8 +569,8 @@ int report_trend_log(const struct report_options *o, const char *log, int pid, b
 		if (snaps[i].pid == pid)
 			paths[k++] = snaps[i].path;
 	if (k < 2) {
-		mw_error("diff: '%s' names %zu snapshot%s found: a trend takes three or more", log, k,
-			 k == 1 ? "" : "s");
+		mw_error("diff: '%s' names %zu snapshot%s that %s found: a diff takes two or more", log, k,
+			 k == 1 ? "" : "s", k == 1 ? "is" : "are");
 		st = MW_EXIT_BADFILE;
 		goto out;
 	}
