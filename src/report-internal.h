@@ -187,7 +187,7 @@ void row_expand(struct report *r, const struct row *w, struct expanded *e, bool 
 
 /* rows-seen.c: the row a stack of the same frames (and kind, and truncation)
  * went to before, or NULL; *hash is set for rows_seen_put, which records
- * the row w of a stack (its frames must live as long as the report). */
+ * the row w of a stack. */
 struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const uint32_t *map, size_t nm,
 			  uint64_t *hash);
 void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st, const uint32_t *map,
