@@ -37,7 +37,8 @@ struct trendrep {
 	size_t cap;                   /* rows the series have room for */
 	struct trend *tr;             /* by row */
 	struct trend_limit lim;
-	double rss_slope;             /* from the snapshots' own RSS, bytes per minute */
+	double rss_slope;             /* bytes per minute: from the run log's samples, else
+				       * from the snapshots' own RSS */
 };
 
 /* Room in the series for the rows r has now; new rows held nothing before. */
@@ -206,16 +207,17 @@ static void build(struct trendrep *t)
 	}
 	{
 		/* the RSS's own slope, from the snapshots */
-		double zero[64] = { 0 };
+		double *zero = xcalloc(t->n, sizeof *zero);
 		struct trend rt;
 		bool all = true;
 		for (i = 0; i < t->n; i++)
 			all = all && !isnan(t->rss[i]);
 		t->rss_slope = NAN;
-		if (all && t->n <= 64) {
+		if (all) {
 			trend_of(t->rss, zero, t->t, t->n, &rt);
 			t->rss_slope = rt.slope;
 		}
+		free(zero);
 	}
 }
 
@@ -475,9 +477,11 @@ static int trend_write(const struct report_options *o, char *const *paths, size_
 		return st;
 	}
 	build(&t);
+	/* a run log samples the RSS more often than the snapshots: its slope */
+	if (lim && !isnan(t.lim.rss_slope))
+		t.rss_slope = t.lim.rss_slope;
 	if (lim && t.lim.known)
-		t.lim.rss_to_limit = trend_seconds_to_limit(t.lim.usage, t.lim.limit,
-							    isnan(t.lim.rss_slope) ? t.rss_slope : t.lim.rss_slope);
+		t.lim.rss_to_limit = trend_seconds_to_limit(t.lim.usage, t.lim.limit, t.rss_slope);
 	out = outfile_open(o->output ? o->output : "-", true, &cause);
 	if (!out) {
 		mw_error("%s", cause);
@@ -543,6 +547,7 @@ int report_trend_log(const struct report_options *o, const char *log, int pid, b
 	struct cmdfile_snap *snaps;
 	struct trend_limit lim = { .rss_slope = NAN, .rss_to_limit = -1 };
 	size_t n, nmissing, i, k = 0;
+	double start = 0, end = 0;
 	char *missing, **paths;
 	int st;
 
@@ -566,15 +571,19 @@ int report_trend_log(const struct report_options *o, const char *log, int pid, b
 	}
 	paths = xcalloc(n ? n : 1, sizeof *paths);
 	for (i = 0; i < n; i++)
-		if (snaps[i].pid == pid)
+		if (snaps[i].pid == pid) {
+			if (!k)
+				start = snaps[i].t;
+			end = snaps[i].t;
 			paths[k++] = snaps[i].path;
+		}
 	if (k < 2) {
 		mw_error("diff: '%s' names %zu snapshot%s that %s found: a diff takes two or more", log, k,
 			 k == 1 ? "" : "s", k == 1 ? "is" : "are");
 		st = MW_EXIT_BADFILE;
 		goto out;
 	}
-	log_limit(d, pid, snaps[0].t, snaps[n - 1].t, &lim);
+	log_limit(d, pid, start, end, &lim);
 	if (k == 2) {
 		st = report_write(o, paths, 2);
 		goto out;
