@@ -91,6 +91,11 @@ run_mw 2 diff --verdict leak "$1" "$2"
 expect_err_line "diff: --verdict takes three snapshots or more, or a run log"
 run_mw 2 diff --verdict maybe shapes.log
 expect_err_line "diff: invalid --verdict 'maybe'"
+# a log that names the snapshots of two processes
+cp shapes.log two.log
+echo "# event 9.900 1 snapshot path=other.snap live=1 stacks=1" >> two.log
+run_mw 2 diff two.log
+expect_err_line "diff: 'two.log' names the snapshots of more than one process \\([0-9]+, 1\\): give the snapshots of one$"
 run_mw 2 diff -F svg shapes.log
 expect_err_line "diff: a trend of [0-9]+ snapshots is a table or json"
 finish
