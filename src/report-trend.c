@@ -465,6 +465,13 @@ static int trend_write(const struct report_options *o, char *const *paths, size_
 			 n);
 		return MW_EXIT_USAGE;
 	}
+	if (o->sample != REPORT_SAMPLE_LIVE) {
+		/* allocated and temporary bytes are counted since capture start:
+		 * every row of them only ever grows */
+		mw_error("diff: a trend of %zu snapshots is of the live heap (--sample %s takes two snapshots)",
+			 n, o->sample == REPORT_SAMPLE_ALLOC ? "alloc" : "temp");
+		return MW_EXIT_USAGE;
+	}
 	memset(&t, 0, sizeof t);
 	t.r.o = o;
 	t.lim.rss_slope = NAN;

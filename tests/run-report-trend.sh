@@ -96,6 +96,8 @@ cp shapes.log two.log
 echo "# event 9.900 1 snapshot path=other.snap live=1 stacks=1" >> two.log
 run_mw 2 diff two.log
 expect_err_line "diff: 'two.log' names the snapshots of more than one process \\([0-9]+, 1\\): give the snapshots of one$"
+run_mw 2 diff --sample alloc shapes.log
+expect_err_line "diff: a trend of [0-9]+ snapshots is of the live heap \\(--sample alloc takes two snapshots\\)$"
 run_mw 2 diff -F svg shapes.log
 expect_err_line "diff: a trend of [0-9]+ snapshots is a table or json"
 finish
