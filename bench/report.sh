@@ -8,7 +8,8 @@
 # Two kinds of snapshots per size:
 #  - real: the agent, preloaded with every allocation recorded, snapshots
 #    bench/report_stacks (one allocation per distinct stack, ~2 log2(N) frames
-#    of its own plus libc's), twice, and the two are diffed;
+#    of its own plus libc's), ten times: the first two are diffed, and the
+#    ten are one trend (diff of ten snapshots), beside the two-snapshot diff;
 #  - synthetic: mksnap -S, frames drawn at random from the code of libc (whose
 #    DWARF libc6-dbg provides), libstdc++, libz, libdw and mksnap itself, 8 per
 #    stack, so that symbolization looks up many distinct places.
@@ -49,7 +50,7 @@ measure() {
 	printf "%8s  %-44s %8s s %9.1f MiB\n" "$n" "$label" "$secs" "$(echo "$kib / 1024" | bc -l)"
 }
 
-# snap_workload N OUT1 OUT2: two agent snapshots of report_stacks N
+# snap_workload N OUT...: agent snapshots of one report_stacks N
 snap_workload() {
 	LD_PRELOAD="$agent" MEMWATCH_AGENT_OPTIONS="capture=now,rate=1,max-stacks=$(($1 * 2 + 1000))" \
 		"$stacks" "$1" wait >w.out 2>w.err &
@@ -59,8 +60,12 @@ snap_workload() {
 		sleep 0.1
 		i=$((i + 1))
 	done
-	"$mw" snap -p "$wpid" -o "$2" -f >snap.out
-	"$mw" snap -p "$wpid" -o "$3" -f >/dev/null
+	shift
+	"$mw" snap -p "$wpid" -o "$1" -f >snap.out
+	shift
+	for o in "$@"; do
+		"$mw" snap -p "$wpid" -o "$o" -f >/dev/null
+	done
 	# the agent's own count, to see that the snapshot holds what was asked
 	sed -n 's/.* in \([0-9]*\) stacks.*/\1/p' snap.out > stacks.txt
 	kill "$wpid" 2>/dev/null
@@ -69,8 +74,8 @@ snap_workload() {
 
 printf "%8s  %-44s %10s %13s\n" stacks command wall "peak RSS"
 for n in $sizes; do
-	rm -f a.snap b.snap s1.snap s2.snap
-	snap_workload "$n" a.snap b.snap
+	rm -f a.snap b.snap t*.snap s1.snap s2.snap
+	snap_workload "$n" a.snap b.snap t3.snap t4.snap t5.snap t6.snap t7.snap t8.snap t9.snap t10.snap
 	[ -s a.snap ] || { echo "bench/report.sh: no snapshot of the workload at $n" >&2; continue; }
 	printf "%8s  %-44s %8s\n" "$n" "(stacks in the agent snapshot)" "$(cat stacks.txt)"
 	"$mksnap" -S "$n" -r 1 s1.snap
@@ -80,6 +85,13 @@ for n in $sizes; do
 	measure "memwatch show -F folded (agent snapshot)" "$mw" show -F folded a.snap
 	measure "memwatch show -F pprof (agent snapshot)" "$mw" show -F pprof -o p.pb.gz a.snap
 	measure "memwatch diff (two agent snapshots)" "$mw" diff a.snap b.snap
+	t_diff=$secs
+	measure "memwatch diff (trend of ten agent snapshots)" "$mw" diff a.snap b.snap t3.snap t4.snap \
+		t5.snap t6.snap t7.snap t8.snap t9.snap t10.snap
+	if [ "$secs" != nan ] && [ "$t_diff" != nan ]; then
+		printf "%8s  %-44s %8.2f\n" "$n" "ratio trend of ten / diff of two" \
+			"$(echo "$secs / ($t_diff + 0.001)" | bc -l)"
+	fi
 	measure "memwatch diff -F pprof (two agent snapshots)" "$mw" diff -F pprof -o p.pb.gz a.snap b.snap
 	measure "memwatch show (synthetic, libc frames)" "$mw" show s1.snap
 	measure "memwatch show -F pprof (synthetic)" "$mw" show -F pprof -o p.pb.gz s1.snap

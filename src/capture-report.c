@@ -74,14 +74,37 @@ void print_oom(struct capture *c)
 	fflush(f);
 }
 
+/* The trend of the snapshots the run log names of c's process (memwatch
+ * diff LOG), top rows; false when it could not be made (said). */
+static bool print_trend(struct capture *c)
+{
+	struct report_options o;
+	int st;
+
+	report_options_init(&o);
+	o.top = 5;
+	o.top_set = true;
+	printf("the trend of its snapshots:\n");
+	fflush(stdout);
+	st = report_trend_log(&o, runlog_path(c->log), c->pid, true);
+	report_options_release(&o);
+	fflush(stdout);
+	return st == 0;
+}
+
 /* Print what grew between the first and the last snapshot, with the report of
- * memwatch diff (or show, when there is only one). */
+ * memwatch diff (or show, when there is only one); from three snapshots on,
+ * the trend of them all. */
 void print_report(struct capture *c)
 {
 	if (c->o.report && c->exit_snap) {
 		fflush(stdout);
 		printf("\nmemwatch: pid %d: never freed at exit (%s):\n", c->pid, c->exit_snap);
 		print_snap_report(10, c->exit_snap, NULL);
+		if (c->nsnaps >= 3) {
+			printf("\nmemwatch: pid %d: %u snapshots; ", c->pid, c->nsnaps);
+			print_trend(c);
+		}
 		print_peak(c);
 		return;
 	}
@@ -89,7 +112,9 @@ void print_report(struct capture *c)
 		return;
 	fflush(stdout);
 	printf("\nmemwatch: pid %d: %u snapshot%s; ", c->pid, c->nsnaps, c->nsnaps == 1 ? "" : "s");
-	if (c->first_snap && strcmp(c->first_snap, c->last_snap) != 0) {
+	if (c->nsnaps >= 3 && print_trend(c)) {
+		/* the trend of every snapshot, each row with its verdict */
+	} else if (c->first_snap && strcmp(c->first_snap, c->last_snap) != 0) {
 		printf("growth between %s and %s:\n", c->first_snap, c->last_snap);
 		print_snap_report(5, c->first_snap, c->last_snap);
 	} else {

@@ -121,6 +121,7 @@ struct report {
 	struct rfront *rfront;        /* the last locations looked up */
 	uint8_t *modclass;            /* what modules are, by global index */
 	size_t nmodclass;
+	struct hashmap seen;          /* the row of each stack seen (rows-seen.c) */
 };
 
 /* A source frame ready to print. */
@@ -177,6 +178,7 @@ void row_finish(struct row *w, bool diff, enum report_sample sample);
 /* The bytes, blocks and variance of f that --sample picks. */
 uint64_t sample_bytes(const struct figures *f, enum report_sample sample);
 uint64_t sample_blocks(const struct figures *f, enum report_sample sample);
+double sample_var(const struct figures *f, enum report_sample sample);
 /* What --sample shows, in words: "live heap", "allocated", "temporary". */
 const char *sample_words(enum report_sample sample);
 
@@ -199,6 +201,14 @@ size_t row_chain_texts(const struct row *w, size_t max, char ***out);
 /* What one object of a type holds, as a line: "one holds (56 B itself): 2
  * str 120 B, 1 dict 232 B" (caller frees). */
 char *row_forward_text(const struct snap_forward *fw);
+
+/* rows-seen.c: the row a stack of the same frames (and kind, and truncation)
+ * went to before, or NULL; *hash is set for rows_seen_put, which records
+ * the row w of a stack. */
+struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const uint32_t *map, size_t nm,
+			  uint64_t *hash);
+void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st, const uint32_t *map,
+		   size_t nm, const struct row *w);
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };
@@ -266,6 +276,18 @@ double explained_share(const struct report *r);
 
 /* report-table.c: a signed figure in words, also for the flame graph's title. */
 const char *fmt_signed(char *buf, size_t n, int64_t v);
+/* report-table.c: a snapshot in one line ("before a.snap: pid 12 prog, ..."),
+ * and a row's frames after its figures (width columns already printed). */
+void print_snapshot_line(FILE *f, const struct input *in, const char *label);
+void print_row_frames(FILE *f, struct report *r, const struct row *w, int width);
+/* report-table.c: what --by groups by, in a title ("stack") and a count
+ * ("stacks"). */
+const char *by_title(enum report_by by);
+const char *by_plural(enum report_by by);
+/* report-json.c: a JSON string (null for NULL), and a row's frames as the
+ * members "merged", "head" and "frames". */
+void json_str(FILE *f, const char *s);
+void json_frames(FILE *f, struct report *r, const struct row *w);
 
 /* report-folded.c: a frame as folded stacks (and flame graphs) label it. */
 void folded_name(FILE *f, struct report *r, const struct dframe *d);

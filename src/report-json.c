@@ -35,7 +35,7 @@ static int utf8_len(const unsigned char *p)
 
 /* A JSON string (or null); bytes that are not UTF-8 (a path from another
  * system) become U+FFFD, so the document always parses. */
-static void json_str(FILE *f, const char *s)
+void json_str(FILE *f, const char *s)
 {
 	const unsigned char *p;
 	int n;
@@ -220,7 +220,7 @@ static void json_parts(FILE *f, struct report *r, const struct row *w)
 }
 
 /* A row's "frames" array, innermost first: the frames all its stacks share. */
-static void json_frames(FILE *f, struct report *r, const struct row *w)
+void json_frames(FILE *f, struct report *r, const struct row *w)
 {
 	struct dframe *d;
 	size_t head, i;

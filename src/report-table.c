@@ -77,13 +77,13 @@ static void print_frame(FILE *f, struct report *r, const struct dframe *d, const
 	fputc('\n', f);
 }
 
-static const char *by_title(enum report_by by)
+const char *by_title(enum report_by by)
 {
 	return by == REPORT_BY_STACK ? "call stack" : by == REPORT_BY_FUNCTION ? "function" :
 	       by == REPORT_BY_TYPE ? "type" : "line";
 }
 
-static const char *by_plural(enum report_by by)
+const char *by_plural(enum report_by by)
 {
 	return by == REPORT_BY_STACK ? "stacks" : by == REPORT_BY_FUNCTION ? "functions" :
 	       by == REPORT_BY_TYPE ? "types" : "lines";
@@ -169,7 +169,7 @@ static void print_refsearch(FILE *f, const struct snapshot *s)
 }
 
 /* The frames of a row after its figures (already printed, width columns). */
-static void print_row_frames(FILE *f, struct report *r, const struct row *w, int width)
+void print_row_frames(FILE *f, struct report *r, const struct row *w, int width)
 {
 	size_t max = r->o->depth, n, total, i;
 	struct dframe *d;
@@ -295,7 +295,7 @@ static const char *program_name(const struct snapshot *s, char *buf, size_t n)
 }
 
 /* One snapshot in one line: where it is from, when, and how it was sampled. */
-static void print_snapshot_line(FILE *f, const struct input *in, const char *label)
+void print_snapshot_line(FILE *f, const struct input *in, const char *label)
 {
 	const struct snapshot *s = in->s;
 	char b1[64], b2[64], b3[32], name[256];

@@ -5,6 +5,8 @@
 #include "config.h"
 #include "commands.h"
 #include "report-internal.h"
+#include "runlog.h"
+#include "trend.h"
 #include "util.h"
 
 #include <errno.h>
@@ -45,13 +47,19 @@
 
 const char diff_usage[] =
 	"  memwatch diff [options] BEFORE.snap AFTER.snap\n"
+	"  memwatch diff [options] A.snap B.snap C.snap... | RUN.log\n"
 	"    what grew between two snapshots (of one run, or of two runs of the same\n"
-	"    binaries), by call stack, largest growth first\n"
+	"    binaries), by call stack, largest growth first; of three or more of one\n"
+	"    process in time order (or those a run log names), each row's live bytes at\n"
+	"    every snapshot and its verdict: leak?, plateau, burst, steady, shrinking\n"
+	"    or unsure (too close to its sampling error to tell)\n"
 	"    -n, --top N            rows of growth and of shrinkage shown (default 10; 0: all)\n"
 	"    -m, --min-bytes SIZE   leave out rows whose change is smaller than SIZE\n"
 	USAGE_FORMAT_OPTIONS
 	USAGE_FRAME_OPTIONS
 	"        --details          every figure of both snapshots above the rows\n"
+	"        --verdict WORD     of three snapshots or more: only the rows of one verdict\n"
+	"                           (leak, plateau, burst, steady, shrinking, unsure)\n"
 	"    -h, --help             this help\n";
 
 const char show_usage[] =
@@ -102,7 +110,7 @@ void report_options_release(struct report_options *o)
 /* Options with no short form. */
 enum {
 	OPT_HIDE = 256, OPT_FOCUS, OPT_ALL_FRAMES, OPT_FULL_NAMES, OPT_DETAILS, OPT_KIND, OPT_DEPTH,
-	OPT_SAMPLE
+	OPT_SAMPLE, OPT_VERDICT
 };
 
 /* Compile a --hide or --focus pattern into re. 0, or an exit status (said). */
@@ -240,6 +248,22 @@ static int parse_opt(int c, const char *cmd, const char *usage, struct report_op
 	case OPT_DETAILS:
 		o->details = true;
 		return 0;
+	case OPT_VERDICT: {
+		enum trend_verdict v;
+		if (usage != diff_usage) {
+			mw_error("%s: unknown option '--verdict' (memwatch diff of three snapshots or more has it)",
+				 cmd);
+			return MW_EXIT_USAGE;
+		}
+		if (!trend_parse(optarg, &v)) {
+			mw_error("%s: invalid --verdict '%s' (leak, plateau, burst, steady, shrinking or unsure)",
+				 cmd, optarg);
+			return MW_EXIT_USAGE;
+		}
+		o->verdict = (int)v;
+		o->verdict_set = true;
+		return 0;
+	}
 	case 'h':
 		return mw_usage_print(usage);
 	}
@@ -288,6 +312,7 @@ static int parse_opts(int argc, char **argv, const char *usage, struct report_op
 		{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
 		{ "sample", required_argument, NULL, OPT_SAMPLE },
 		{ "details", no_argument, NULL, OPT_DETAILS },
+		{ "verdict", required_argument, NULL, OPT_VERDICT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -550,6 +575,21 @@ int report_write(const struct report_options *o, char *const *paths, int npaths)
 	return status;
 }
 
+/* Does the file at path start as a run log does? */
+static bool is_runlog(const char *path)
+{
+	char head[sizeof RUNLOG_MAGIC] = "";
+	FILE *f = fopen(path, "r");
+	bool yes;
+
+	if (!f)
+		return false;
+	yes = fread(head, 1, sizeof head - 1, f) == sizeof head - 1 &&
+	      memcmp(head, RUNLOG_MAGIC, sizeof head - 1) == 0;
+	fclose(f);
+	return yes;
+}
+
 /* The common body of diff (npaths 2) and show (1): options, then the report. */
 static int run_command(int argc, char **argv, const char *usage, int npaths)
 {
@@ -558,9 +598,22 @@ static int run_command(int argc, char **argv, const char *usage, int npaths)
 
 	report_options_init(&o);
 	st = parse_opts(argc, argv, usage, &o);
+	/* diff of three snapshots or more, or of a run log: the trend */
+	if (st < 0 && npaths == 2 && (argc - optind >= 3 ||
+				      (argc - optind == 1 && is_runlog(argv[optind])))) {
+		st = argc - optind == 1 ? report_trend_log(&o, argv[optind], 0, false)
+					: report_trend_write(&o, argv + optind, argc - optind);
+		report_options_release(&o);
+		return st;
+	}
+	if (st < 0 && o.verdict_set) {
+		mw_error("diff: --verdict takes three snapshots or more, or a run log (two have no trend)");
+		st = MW_EXIT_USAGE;
+	}
 	if (st < 0 && argc - optind != npaths) {
 		if (npaths == 2) {
-			mw_error("diff: expected two snapshots, BEFORE and AFTER (got %d)", argc - optind);
+			mw_error("diff: expected two snapshots, BEFORE and AFTER, three or more, or a run log (got %d)",
+				 argc - optind);
 			mw_hint("memwatch diff [options] before.snap after.snap");
 		} else {
 			mw_error("show: expected one snapshot (got %d)", argc - optind);

@@ -43,6 +43,8 @@ struct report_options {
 	enum report_sample sample;    /* --sample: what rows are ranked by */
 	bool full_names;              /* C++ names with their template arguments in tables */
 	bool details;                 /* the long header: every figure of every snapshot */
+	bool verdict_set;             /* --verdict: only the rows of one verdict (of */
+	int verdict;                  /*   three snapshots or more; enum trend_verdict) */
 	bool has_hide, has_focus;
 	regex_t hide, focus;          /* --hide: frames that are not the user's; --focus: rows kept */
 };
@@ -61,6 +63,18 @@ void report_options_release(struct report_options *o);
  * the report o asks for, as memwatch diff or show does. Returns 0, or an exit
  * status (enum mw_exit) once the error is said on stderr. */
 int report_write(const struct report_options *o, char *const *paths, int npaths);
+
+/* The trend of a run (memwatch diff of three snapshots or more): the npaths
+ * snapshots at paths, of one process in time order, each row with its live
+ * bytes at every snapshot and its verdict (trend.h), written as o asks (table
+ * or json). Returns 0, or an exit status (enum mw_exit) once the error is
+ * said on stderr. */
+int report_trend_write(const struct report_options *o, char *const *paths, int npaths);
+/* Likewise of the snapshots a run log names (log: its path) of process pid
+ * (0: the log's only process with snapshots), with the time until its memory
+ * cgroup's limit from the log's samples. quiet: the snapshots it names and
+ * that are not found are not warned about. */
+int report_trend_log(const struct report_options *o, const char *log, int pid, bool quiet);
 
 /* Read the snapshots at paths (two: their diff; one: what it holds) and write
  * the table, as memwatch diff or show prints it, to table, and the flame graph,

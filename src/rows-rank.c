@@ -61,7 +61,7 @@ uint64_t sample_blocks(const struct figures *f, enum report_sample sample)
 	       : sample == REPORT_SAMPLE_TEMP ? f->temp_blocks : f->live_blocks;
 }
 
-static double sample_var(const struct figures *f, enum report_sample sample)
+double sample_var(const struct figures *f, enum report_sample sample)
 {
 	return sample == REPORT_SAMPLE_ALLOC ? f->alloc_var
 	       : sample == REPORT_SAMPLE_TEMP ? f->temp_var : f->live_var;

@@ -687,6 +687,7 @@ void collect(struct report *r, int k)
 		struct gap via = { 0 };
 		bool keyed = true, added, visible = false;
 		struct row *w;
+		uint64_t seen;
 
 		c.kind = (uint8_t)snap_stack_kind(st->flags);
 		if (r->o->kind != REPORT_KIND_ALL && c.kind + 1 != (int)r->o->kind)
@@ -717,6 +718,9 @@ void collect(struct report *r, int k)
 		in->total.temp_bytes += st->temp_bytes;
 		in->total.temp_blocks += st->temp_blocks;
 		in->total.live_stacks += st->live_bytes > 0;
+		/* a stack of the same frames as one seen before: its row */
+		if (r->o->by != REPORT_BY_TYPE && (w = rows_seen_get(r, st, in->map, nm, &seen)))
+			goto add;
 		if (!stack_focused(r, st->frames + top, in->map, nm, n - top))
 			continue;
 
@@ -774,6 +778,8 @@ void collect(struct report *r, int k)
 		c.nmodules = nm;
 		c.n = n - top;
 		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED, &added);
+		if (r->o->by != REPORT_BY_TYPE)
+			rows_seen_put(r, seen, st, in->map, nm, w);
 		if (added) {
 			w->via = via;
 		} else {
@@ -782,6 +788,7 @@ void collect(struct report *r, int k)
 			if (visible && !same_frames(w, &c))
 				row_merge(r, w, r->vbuf, nd, r->visbuf, nvis);
 		}
+add:
 		w->f[k].live_bytes += st->live_bytes;
 		w->f[k].live_blocks += st->live_blocks;
 		w->f[k].live_samples += st->live_samples;
@@ -818,5 +825,6 @@ void rows_free(struct report *r)
 	frames_release(r);
 	free(r->modclass);
 	hashmap_release(&r->index);
+	hashmap_release(&r->seen);
 	free(r->kbuf);
 }

@@ -4,6 +4,7 @@
 # tests/data/debug) give exactly the committed reports, so the output formats
 # stay pinned. tests/data/report-fixtures.sh says how all of it was made.
 . "$top_srcdir/tests/lib.sh"
+need_snapdump
 
 data="$top_srcdir/tests/data"
 unset DEBUGINFOD_URLS
@@ -41,6 +42,22 @@ check report_diff_details diff --details -D "$dd" report_a.snap report_b.snap
 check report_diff_json diff -D "$dd" -F json report_a.snap report_b.snap
 check report_diff_folded diff -D "$dd" -F folded report_a.snap report_b.snap
 check report_diff_function diff -D "$dd" --by function --depth 1 report_a.snap report_b.snap
+
+# the trend of a run (three snapshots or more of one process): the committed
+# snapshots as one process's, a minute apart, a then b then b then a
+t0=1795306620729544986
+as_run() {
+	"$SNAPDUMP" "$1" > "$3.txt" || { fail "snapdump $1"; return; }
+	sed -i "s/^pid .*/pid 635/; s/^time_ns .*/time_ns $2/" "$3.txt"
+	"$SNAPDUMP" --from-text "$3.txt" "$3" || fail "snapdump --from-text $3.txt"
+}
+as_run report_a.snap "$t0" s1.snap
+as_run report_b.snap $((t0 + 60000000000)) s2.snap
+as_run report_b.snap $((t0 + 120000000000)) s3.snap
+as_run report_a.snap $((t0 + 180000000000)) s4.snap
+check report_trend diff -D "$dd" s1.snap s2.snap s3.snap s4.snap
+check report_trend_json diff -D "$dd" -F json s1.snap s2.snap s3.snap s4.snap
+check report_trend_steady diff -D "$dd" --verdict steady --depth 1 s1.snap s2.snap s3.snap
 
 # the same through -o, and a relative --debug-dir
 cp -r "$dd" ./debug

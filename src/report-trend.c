@@ -1,0 +1,604 @@
+/* report-trend.c: memwatch diff of three snapshots or more, or of a run log:
+ * every snapshot of one process in one report, each row with its live bytes
+ * at every snapshot (rows.c keys them across all of them), its sparkline, and
+ * the verdict of its shape (trend.c); from a run log, the time until the
+ * memory cgroup's limit. Table and JSON. */
+#include "config.h"
+#include "plot.h"
+#include "report-internal.h"
+#include "runlog.h"
+#include "trend.h"
+#include "util.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a run log adds: the cgroup and the RSS's slope. */
+struct trend_limit {
+	bool known;                   /* a limit, and the usage under it */
+	double usage, limit;          /* bytes, at the last sample up to the last snapshot */
+	double rss_slope;             /* bytes per minute, NaN when not known */
+	double rss_to_limit;          /* seconds, -1 when not growing */
+};
+
+/* The run being reported: n snapshots, the rows' series. */
+struct trendrep {
+	struct report r;
+	size_t n;
+	struct snapshot **s;
+	uint32_t **map;
+	const char **paths;
+	double *t;                    /* seconds since the first snapshot */
+	double *live, *rss;           /* each snapshot's sampled live heap and RSS */
+	double *val, *se;             /* row k at snapshot i: [k * n + i] */
+	size_t cap;                   /* rows the series have room for */
+	struct trend *tr;             /* by row */
+	struct trend_limit lim;
+	double rss_slope;             /* bytes per minute: from the run log's samples, else
+				       * from the snapshots' own RSS */
+};
+
+/* Room in the series for the rows r has now; new rows held nothing before. */
+static void series_grow(struct trendrep *t)
+{
+	size_t need = t->r.nrows, cap = t->cap;
+
+	if (need <= cap)
+		return;
+	while (cap < need)
+		cap = cap ? cap * 2 : 1024;
+	t->val = xrealloc(t->val, cap * t->n * sizeof *t->val);
+	t->se = xrealloc(t->se, cap * t->n * sizeof *t->se);
+	memset(t->val + t->cap * t->n, 0, (cap - t->cap) * t->n * sizeof *t->val);
+	memset(t->se + t->cap * t->n, 0, (cap - t->cap) * t->n * sizeof *t->se);
+	t->cap = cap;
+}
+
+/* Row figures of input k into the series at snapshot i. */
+static void record(struct trendrep *t, int k, size_t i)
+{
+	enum report_sample sample = t->r.o->sample;
+
+	series_grow(t);
+	for (size_t w = 0; w < t->r.nrows; w++) {
+		const struct figures *f = &t->r.rows[w].f[k];
+		t->val[w * t->n + i] = (double)sample_bytes(f, sample);
+		t->se[w * t->n + i] = sqrt(sample_var(f, sample));
+	}
+}
+
+/* Clear what input 1 gave the rows, for the next snapshot. */
+static void clear_after(struct trendrep *t)
+{
+	for (size_t w = 0; w < t->r.nrows; w++) {
+		struct row *row = &t->r.rows[w];
+		memset(&row->f[1], 0, sizeof row->f[1]);
+		for (uint32_t p = 0; p < row->nparts; p++)
+			row->parts[p].bytes[1] = row->parts[p].blocks[1] = 0;
+	}
+	memset(&t->r.in[1].total, 0, sizeof t->r.in[1].total);
+	t->r.in[1].js_bytes = t->r.in[1].v8_page_bytes = 0;
+}
+
+static void trendrep_free(struct trendrep *t)
+{
+	/* the inputs are the snapshots below: rows_free only */
+	rows_free(&t->r);
+	for (size_t i = 0; i < t->n; i++) {
+		snapshot_free(t->s[i]);
+		free(t->map[i]);
+	}
+	if (t->r.z)
+		symbolizer_free(t->r.z);
+	free(t->s);
+	free(t->map);
+	free(t->t);
+	free(t->live);
+	free(t->rss);
+	free(t->val);
+	free(t->se);
+	free(t->tr);
+}
+
+/* The snapshots being read, by two threads: each takes the next index. */
+struct reading {
+	pthread_mutex_t lock;
+	size_t next, n;
+	const char *const *paths;
+	struct snapshot **s;
+	char **cause;
+};
+
+static void *read_some(void *arg)
+{
+	struct reading *rd = arg;
+
+	for (;;) {
+		size_t i;
+		pthread_mutex_lock(&rd->lock);
+		i = rd->next++;
+		pthread_mutex_unlock(&rd->lock);
+		if (i >= rd->n)
+			return NULL;
+		rd->s[i] = snapshot_read(rd->paths[i], &rd->cause[i]);
+	}
+}
+
+/* Read the n snapshots at paths, of one process in time order: decoding is
+ * most of the time of a trend, so two threads read them. 0, or an exit
+ * status (said). */
+static int trend_read_all(struct trendrep *t, const char *const *paths, size_t n)
+{
+	struct reading rd = { .n = n, .paths = paths };
+	pthread_t th;
+	bool threaded;
+	size_t i;
+	int st = 0;
+
+	t->n = n;
+	t->paths = (const char **)paths;
+	t->s = xcalloc(n, sizeof *t->s);
+	t->map = xcalloc(n, sizeof *t->map);
+	t->t = xcalloc(n, sizeof *t->t);
+	t->live = xcalloc(n, sizeof *t->live);
+	t->rss = xcalloc(n, sizeof *t->rss);
+	rd.s = t->s;
+	rd.cause = xcalloc(n, sizeof *rd.cause);
+	pthread_mutex_init(&rd.lock, NULL);
+	threaded = pthread_create(&th, NULL, read_some, &rd) == 0;
+	read_some(&rd);
+	if (threaded)
+		pthread_join(th, NULL);
+	pthread_mutex_destroy(&rd.lock);
+	for (i = 0; i < n && !st; i++) {
+		if (!t->s[i]) {
+			mw_error("%s", rd.cause[i]);
+			st = MW_EXIT_BADFILE;
+		} else if (t->s[i]->pid != t->s[0]->pid) {
+			mw_error("diff: '%s' is of pid %" PRId32 " and '%s' of pid %" PRId32
+				 ": the snapshots of a trend are of one process",
+				 paths[0], t->s[0]->pid, paths[i], t->s[i]->pid);
+			st = MW_EXIT_BADFILE;
+		} else if (i && t->s[i]->time_ns < t->s[i - 1]->time_ns) {
+			mw_error("diff: '%s' was taken %.1f s before '%s': give the snapshots in time order",
+				 paths[i], (double)(t->s[i - 1]->time_ns - t->s[i]->time_ns) / 1e9,
+				 paths[i - 1]);
+			st = MW_EXIT_USAGE;
+		} else {
+			t->t[i] = (double)(t->s[i]->time_ns - t->s[0]->time_ns) / 1e9;
+			t->rss[i] = t->s[i]->rss_bytes ? (double)t->s[i]->rss_bytes : NAN;
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(rd.cause[i]);
+	free(rd.cause);
+	return st;
+}
+
+/* The rows of every snapshot, keyed across them all, and their trends. */
+static void build(struct trendrep *t)
+{
+	struct report *r = &t->r;
+	size_t i;
+
+	r->z = symbolizer_new(r->o->dirs, r->o->ndirs);
+	for (i = 0; i < t->n; i++)
+		t->map[i] = symbolizer_add(r->z, t->s[i]);
+	r->in[0] = (struct input){ .path = t->paths[0], .s = t->s[0], .map = t->map[0] };
+	r->nin = 1;
+	collect(r, 0);
+	record(t, 0, 0);
+	t->live[0] = (double)r->in[0].total.live_bytes;
+	r->nin = 2;
+	for (i = 1; i < t->n; i++) {
+		clear_after(t);
+		r->in[1] = (struct input){ .path = t->paths[i], .s = t->s[i], .map = t->map[i] };
+		collect(r, 1);
+		record(t, 1, i);
+		t->live[i] = (double)r->in[1].total.live_bytes;
+	}
+	t->tr = xcalloc(r->nrows ? r->nrows : 1, sizeof *t->tr);
+	for (i = 0; i < r->nrows; i++) {
+		row_finish(&r->rows[i], true, r->o->sample);
+		trend_of(t->val + i * t->n, t->se + i * t->n, t->t, t->n, &t->tr[i]);
+	}
+	{
+		/* the RSS's own slope, from the snapshots */
+		double *zero = xcalloc(t->n, sizeof *zero);
+		struct trend rt;
+		bool all = true;
+		for (i = 0; i < t->n; i++)
+			all = all && !isnan(t->rss[i]);
+		t->rss_slope = NAN;
+		if (all) {
+			trend_of(t->rss, zero, t->t, t->n, &rt);
+			t->rss_slope = rt.slope;
+		}
+		free(zero);
+	}
+}
+
+/* Row w's place in the series. */
+static size_t row_index(const struct trendrep *t, const struct row *w)
+{
+	return (size_t)(w - t->r.rows);
+}
+
+static const struct trendrep *sort_ctx;
+
+/* Growth first to last, largest first; then the rise to the peak; then the
+ * order rows were made in. */
+static int cmp_trend_rows(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	const struct trendrep *t = sort_ctx;
+	size_t ia = row_index(t, a), ib = row_index(t, b);
+	double ra = t->val[ia * t->n + t->tr[ia].peak] - t->val[ia * t->n];
+	double rb = t->val[ib * t->n + t->tr[ib].peak] - t->val[ib * t->n];
+
+	if (a->growth != b->growth)
+		return a->growth > b->growth ? -1 : 1;
+	if (ra != rb)
+		return ra > rb ? -1 : 1;
+	return cmp_seq(a, b);
+}
+
+/* The rows shown: held at some snapshot, moved at least --min-bytes, of the
+ * verdict asked; ranked, at most --top. Caller frees. */
+static struct row **pick_rows(struct trendrep *t, size_t *nout, size_t counts[TREND_NVERDICTS])
+{
+	struct report *r = &t->r;
+	struct row **v = xcalloc(r->nrows ? r->nrows : 1, sizeof *v);
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nrows; i++) {
+		const double *s = t->val + i * t->n;
+		double lo = INFINITY, hi = 0;
+		for (size_t j = 0; j < t->n; j++) {
+			lo = s[j] < lo ? s[j] : lo;
+			hi = s[j] > hi ? s[j] : hi;
+		}
+		if (hi == 0)
+			continue;
+		counts[t->tr[i].verdict]++;
+		if (hi - lo < (double)r->o->min_bytes)
+			continue;
+		if (r->o->verdict_set && (int)t->tr[i].verdict != r->o->verdict)
+			continue;
+		v[n++] = &r->rows[i];
+	}
+	sort_ctx = t;
+	qsort(v, n, sizeof *v, cmp_trend_rows);
+	if (r->o->top && n > r->o->top)
+		n = r->o->top;
+	*nout = n;
+	return v;
+}
+
+/* A duration in words, "4 min 10 s", "2 h 5 min", "3 d 4 h". */
+static const char *fmt_eta(char *buf, size_t len, double s)
+{
+	if (s < 0)
+		snprintf(buf, len, "-");
+	else if (s < 120)
+		snprintf(buf, len, "%.0f s", s);
+	else if (s < 7200)
+		snprintf(buf, len, "%.0f min", s / 60);
+	else if (s < 172800)
+		snprintf(buf, len, "%.1f h", s / 3600);
+	else
+		snprintf(buf, len, "%.1f d", s / 86400);
+	return buf;
+}
+
+/* A row's seconds until the limit at its slope: leak? rows only. */
+static double row_to_limit(const struct trendrep *t, size_t i)
+{
+	if (!t->lim.known || t->tr[i].verdict != TREND_LEAK)
+		return -1;
+	return trend_seconds_to_limit(t->lim.usage, t->lim.limit, t->tr[i].slope);
+}
+
+/* The cells of the sparkline: at most this many, the last ones. */
+#define SPARK_CELLS 16
+
+static int table_trend(FILE *f, struct trendrep *t)
+{
+	struct report *r = &t->r;
+	size_t counts[TREND_NVERDICTS] = { 0 }, nv, i;
+	struct row **v = pick_rows(t, &nv, counts);
+	char b1[32], b2[32], b3[32], b4[32], spark[3 * SPARK_CELLS + 1], line[96];
+	int width = 4 + 1 + 11 + 1 + 11 + 1 + 10 + 2 + SPARK_CELLS + 2 + 9 + 1 + 5 + 1 + 11 + 2;
+
+	fprintf(f, "trend of %zu snapshots over %s\n", t->n, fmt_seconds(b1, sizeof b1, t->t[t->n - 1]));
+	print_snapshot_line(f, &r->in[0], "first");
+	print_snapshot_line(f, &r->in[1], "last");
+	fprintf(f, "live heap ");
+	for (i = 0; i < t->n; i++)
+		fprintf(f, "%s%s", i ? " " : "", fmt_bytes(b1, sizeof b1, t->live[i]));
+	fputc('\n', f);
+	if (!isnan(t->rss_slope)) {
+		trend_sparkline(t->rss, t->n, SPARK_CELLS, true, spark, sizeof spark);
+		fprintf(f, "RSS %s -> %s %s, %s/min", fmt_bytes(b1, sizeof b1, t->rss[0]),
+			fmt_bytes(b2, sizeof b2, t->rss[t->n - 1]), spark,
+			fmt_signed(b3, sizeof b3, (int64_t)llround(t->rss_slope)));
+		if (t->lim.known)
+			fprintf(f, "; cgroup %s of %s: the limit in %s at the RSS's slope",
+				fmt_bytes(b1, sizeof b1, t->lim.usage), fmt_bytes(b2, sizeof b2, t->lim.limit),
+				t->lim.rss_to_limit < 0 ? "- (not growing)"
+							 : fmt_eta(b4, sizeof b4, t->lim.rss_to_limit));
+		fputc('\n', f);
+	}
+	fprintf(f, "%zu leak?, %zu plateau, %zu burst, %zu steady, %zu shrinking, %zu unsure %s\n",
+		counts[TREND_LEAK], counts[TREND_PLATEAU], counts[TREND_BURST], counts[TREND_STEADY],
+		counts[TREND_SHRINKING], counts[TREND_UNSURE], by_plural(r->o->by));
+	fprintf(f, "\n%s by %s over the run, largest growth first\n",
+		sample_words(r->o->sample), by_title(r->o->by));
+	if (!nv) {
+		fprintf(f, "  (no %s)\n", r->o->verdict_set ? "row of that verdict" : "row");
+		free(v);
+		return 0;
+	}
+	fprintf(f, "%4s %11s %11s %11s  %-*s  %-9s %5s %11s  %s\n", "#", "growth", "last", "\u00b1",
+		SPARK_CELLS, "trend", "verdict", "grew", "slope/min", t->lim.known ? "to limit  where" : "where");
+	for (i = 0; i < nv; i++) {
+		size_t k = row_index(t, v[i]);
+		const struct trend *tr = &t->tr[k];
+		const double *sv = t->val + k * t->n;
+		double hi = 0;
+		size_t cells;
+
+		for (size_t j = 0; j < t->n; j++)
+			hi = sv[j] > hi ? sv[j] : hi;
+		/* from 0: the noise of a row that stays is not drawn as a shape */
+		cells = trend_sparkline_scaled(sv, t->n, SPARK_CELLS, 0, hi, true, spark, sizeof spark);
+
+		snprintf(line, sizeof line, "\u00b1%s", fmt_bytes(b3, sizeof b3, t->se[k * t->n + t->n - 1]));
+		fprintf(f, "%4zu %11s %11s %11s  %s%*s  %-9s %4.0f%% %11s  ", i + 1,
+			fmt_signed(b1, sizeof b1, v[i]->growth),
+			fmt_bytes(b2, sizeof b2, t->val[k * t->n + t->n - 1]), line, spark,
+			(int)(SPARK_CELLS - cells), "", trend_name(tr->verdict),
+			isnan(tr->grown_share) ? 0.0 : 100 * tr->grown_share,
+			fmt_signed(b4, sizeof b4, isnan(tr->slope) ? 0 : (int64_t)llround(tr->slope)));
+		if (t->lim.known)
+			fprintf(f, "%-8s  ", fmt_eta(b1, sizeof b1, row_to_limit(t, k)));
+		print_row_frames(f, r, v[i], width + (t->lim.known ? 10 : 0));
+	}
+	free(v);
+	return 0;
+}
+
+/* A number for JSON: null for NaN. */
+static void json_num(FILE *f, double x)
+{
+	if (isnan(x) || isinf(x))
+		fputs("null", f);
+	else
+		fprintf(f, "%.0f", x);
+}
+
+static int json_trend(FILE *f, struct trendrep *t)
+{
+	struct report *r = &t->r;
+	size_t counts[TREND_NVERDICTS] = { 0 }, nv, i, j;
+	struct row **v = pick_rows(t, &nv, counts);
+
+	fprintf(f, "{\"version\": 1, \"kind\": \"trend\", \"by\": \"%s\", \"sample\": \"%s\", \"pid\": %" PRId32
+		   ",\n \"snapshots\": [",
+		by_name(r->o->by), r->o->sample == REPORT_SAMPLE_ALLOC ? "alloc"
+				   : r->o->sample == REPORT_SAMPLE_TEMP ? "temp" : "live",
+		t->s[0]->pid);
+	for (i = 0; i < t->n; i++) {
+		fputs(i ? ",\n  {\"path\": " : "\n  {\"path\": ", f);
+		json_str(f, t->paths[i]);
+		fprintf(f, ", \"time_ns\": %" PRIu64 ", \"seconds\": %.3f, \"live_bytes\": ", t->s[i]->time_ns,
+			t->t[i]);
+		json_num(f, t->live[i]);
+		fputs(", \"rss_bytes\": ", f);
+		json_num(f, t->rss[i]);
+		fputc('}', f);
+	}
+	fputs("],\n \"rss_slope_bytes_per_min\": ", f);
+	json_num(f, t->rss_slope);
+	fputs(",\n \"cgroup\": ", f);
+	if (t->lim.known) {
+		fprintf(f, "{\"usage_bytes\": %.0f, \"limit_bytes\": %.0f, \"seconds_to_limit\": ", t->lim.usage,
+			t->lim.limit);
+		if (t->lim.rss_to_limit < 0)
+			fputs("null}", f);
+		else
+			fprintf(f, "%.1f}", t->lim.rss_to_limit);
+	} else {
+		fputs("null", f);
+	}
+	fputs(",\n \"verdicts\": {", f);
+	for (i = 0; i < TREND_NVERDICTS; i++)
+		fprintf(f, "%s\"%s\": %zu", i ? ", " : "", trend_name((enum trend_verdict)i), counts[i]);
+	fputs("},\n \"rows\": [", f);
+	for (i = 0; i < nv; i++) {
+		size_t k = row_index(t, v[i]);
+		const struct trend *tr = &t->tr[k];
+		double tl = row_to_limit(t, k);
+
+		fprintf(f, "%s\n  {\"verdict\": \"%s\", \"grown_share\": ", i ? "," : "", trend_name(tr->verdict));
+		if (isnan(tr->grown_share))
+			fputs("null", f);
+		else
+			fprintf(f, "%.4f", tr->grown_share);
+		fputs(", \"slope_bytes_per_min\": ", f);
+		json_num(f, tr->slope);
+		fputs(", \"seconds_to_limit\": ", f);
+		if (tl < 0)
+			fputs("null", f);
+		else
+			fprintf(f, "%.1f", tl);
+		fprintf(f, ", \"growth_bytes\": %" PRId64 ",\n   \"bytes\": [", v[i]->growth);
+		for (j = 0; j < t->n; j++)
+			fprintf(f, "%s%.0f", j ? ", " : "", t->val[k * t->n + j]);
+		fputs("], \"sd\": [", f);
+		for (j = 0; j < t->n; j++)
+			fprintf(f, "%s%.0f", j ? ", " : "", t->se[k * t->n + j]);
+		fputs("],\n   ", f);
+		json_frames(f, r, v[i]);
+		fputc('}', f);
+	}
+	fputs("\n ]\n}\n", f);
+	free(v);
+	return 0;
+}
+
+/* Write the trend of the n snapshots at paths as o asks, lim from a run log
+ * (NULL: none). */
+static int trend_write(const struct report_options *o, char *const *paths, size_t n,
+		       const struct trend_limit *lim)
+{
+	struct trendrep t;
+	struct outfile *out;
+	char *cause = NULL;
+	int st;
+
+	if (o->format != REPORT_FMT_TABLE && o->format != REPORT_FMT_JSON) {
+		mw_error("diff: a trend of %zu snapshots is a table or json (two snapshots give the other formats)",
+			 n);
+		return MW_EXIT_USAGE;
+	}
+	if (o->sample != REPORT_SAMPLE_LIVE) {
+		/* allocated and temporary bytes are counted since capture start:
+		 * every row of them only ever grows */
+		mw_error("diff: a trend of %zu snapshots is of the live heap (--sample %s takes two snapshots)",
+			 n, o->sample == REPORT_SAMPLE_ALLOC ? "alloc" : "temp");
+		return MW_EXIT_USAGE;
+	}
+	memset(&t, 0, sizeof t);
+	t.r.o = o;
+	t.lim.rss_slope = NAN;
+	t.lim.rss_to_limit = -1;
+	if (lim)
+		t.lim = *lim;
+	st = trend_read_all(&t, (const char *const *)paths, n);
+	if (st) {
+		trendrep_free(&t);
+		return st;
+	}
+	build(&t);
+	/* a run log samples the RSS more often than the snapshots: its slope */
+	if (lim && !isnan(t.lim.rss_slope))
+		t.rss_slope = t.lim.rss_slope;
+	if (lim && t.lim.known)
+		t.lim.rss_to_limit = trend_seconds_to_limit(t.lim.usage, t.lim.limit, t.rss_slope);
+	out = outfile_open(o->output ? o->output : "-", true, &cause);
+	if (!out) {
+		mw_error("%s", cause);
+		free(cause);
+		trendrep_free(&t);
+		return MW_EXIT_FAILURE;
+	}
+	if (o->format == REPORT_FMT_JSON)
+		json_trend(outfile_stream(out), &t);
+	else
+		table_trend(outfile_stream(out), &t);
+	if (outfile_commit(out, &cause) < 0) {
+		mw_error("%s", cause);
+		free(cause);
+		st = MW_EXIT_FAILURE;
+	} else {
+		symbolizer_warn_missing(t.r.z);
+	}
+	trendrep_free(&t);
+	return st;
+}
+
+int report_trend_write(const struct report_options *o, char *const *paths, int npaths)
+{
+	return trend_write(o, paths, (size_t)npaths, NULL);
+}
+
+/* The cgroup and RSS of pid from the log's samples up to time end. */
+static void log_limit(const struct runlog_data *d, int pid, double start, double end,
+		      struct trend_limit *lim)
+{
+	double *x = xcalloc(d->nsamples + 1, sizeof *x), *y = xcalloc(d->nsamples + 1, sizeof *y);
+	double *z = xcalloc(d->nsamples + 1, sizeof *z);
+	size_t n = 0;
+	struct trend tr;
+
+	lim->known = false;
+	for (size_t i = 0; i < d->nsamples; i++) {
+		const struct runlog_sample_rec *s = &d->samples[i];
+		if (s->s.pid != pid || s->t < start - 1e-6 || s->t > end + 1e-6)
+			continue;
+		x[n] = s->t;
+		y[n] = (double)s->s.rss * 1024;
+		n++;
+		if (s->s.cg_limit != RUNLOG_NONE && s->s.cg_usage != RUNLOG_NONE && s->s.cg_limit) {
+			lim->known = true;
+			lim->usage = (double)s->s.cg_usage * 1024;
+			lim->limit = (double)s->s.cg_limit * 1024;
+		}
+	}
+	if (n >= 2) {
+		trend_of(y, z, x, n, &tr);
+		lim->rss_slope = tr.slope;
+	}
+	free(x);
+	free(y);
+	free(z);
+}
+
+int report_trend_log(const struct report_options *o, const char *log, int pid, bool quiet)
+{
+	struct runlog_data *d = cmdfile_read_log("diff", log);
+	struct cmdfile_snap *snaps;
+	struct trend_limit lim = { .rss_slope = NAN, .rss_to_limit = -1 };
+	size_t n, nmissing, i, k = 0;
+	double start = 0, end = 0;
+	char *missing, **paths;
+	int st;
+
+	if (!d)
+		return MW_EXIT_BADFILE;
+	n = cmdfile_snapshots(log, d, &snaps, &nmissing, &missing);
+	if (nmissing && !quiet)
+		mw_warn("diff: %zu snapshot%s named in '%s' not found ('%s'%s): left out", nmissing,
+			nmissing == 1 ? "" : "s", log, missing, nmissing > 1 ? " the first" : "");
+	free(missing);
+	for (i = 0; i < n && !pid; i++) {
+		pid = snaps[i].pid;
+		for (size_t j = i + 1; j < n; j++)
+			if (snaps[j].pid != pid) {
+				mw_error("diff: '%s' names the snapshots of more than one process (%d, %d): "
+					 "give the snapshots of one", log, pid, snaps[j].pid);
+				cmdfile_snaps_free(snaps, n);
+				runlog_data_free(d);
+				return MW_EXIT_USAGE;
+			}
+	}
+	paths = xcalloc(n ? n : 1, sizeof *paths);
+	for (i = 0; i < n; i++)
+		if (snaps[i].pid == pid) {
+			if (!k)
+				start = snaps[i].t;
+			end = snaps[i].t;
+			paths[k++] = snaps[i].path;
+		}
+	if (k < 2) {
+		mw_error("diff: '%s' names %zu snapshot%s that %s found: a diff takes two or more", log, k,
+			 k == 1 ? "" : "s", k == 1 ? "is" : "are");
+		st = MW_EXIT_BADFILE;
+		goto out;
+	}
+	log_limit(d, pid, start, end, &lim);
+	if (k == 2) {
+		st = report_write(o, paths, 2);
+		goto out;
+	}
+	st = trend_write(o, paths, k, &lim);
+out:
+	free(paths);
+	cmdfile_snaps_free(snaps, n);
+	runlog_data_free(d);
+	return st;
+}
