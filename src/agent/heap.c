@@ -28,8 +28,18 @@ unsigned mw_depth = MW_DEFAULT_DEPTH;
 uint64_t mw_max_stacks = MW_DEFAULT_MAX_STACKS;
 uint64_t mw_capture_start_ns;
 uintptr_t mw_self_lo, mw_self_hi;
-bool mw_python_frames;
-mw_merge_fn *mw_frames_merge;
+mw_merge_fn *mw_frames_hook;
+
+/* A runtime's frames on or off (see runtime.h). */
+void mw_runtime_frames(const struct mw_runtime *rt, bool on)
+{
+	mw_merge_fn *mine = rt->frames;
+	if (on)
+		__atomic_store_n(&mw_frames_hook, mine, __ATOMIC_RELAXED);
+	else if (mine)
+		__atomic_compare_exchange_n(&mw_frames_hook, &mine, NULL, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+}
 
 /* One live sampled block, with the weights it was recorded with (worked out
  * once, not again at its free). 24 bytes: with every allocation sampled the
@@ -656,12 +666,12 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 		skip++;
 	nf = (unsigned)n - skip;
 	frames = ips + skip;
-	/* CPython (python.c): its Python frames stand where its eval loop's were */
-	bool python = __atomic_load_n(&mw_python_frames, __ATOMIC_RELAXED);
-	uintptr_t merged[python ? cap : 1];
+	/* a runtime's frames (CPython's) stand where its interpreter's were */
+	mw_merge_fn *merge = __atomic_load_n(&mw_frames_hook, __ATOMIC_RELAXED);
+	uintptr_t merged[merge ? cap : 1];
 	bool full = (unsigned)n == cap;
-	if (python) {
-		nf = mw_frames_merge(frames, nf, merged, cap);
+	if (merge) {
+		nf = merge(frames, nf, merged, cap);
 		frames = merged;
 		full = full || nf == cap;
 	}

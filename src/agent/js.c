@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "js.h"
 #include "snapshot.h"
 #include "v8api.h"
 
@@ -1017,7 +1018,7 @@ static void *helper(void *arg)
 	return NULL;
 }
 
-void mw_js_init(void)
+static void js_init(void)
 {
 	pthread_t t;
 	pthread_attr_t a;
@@ -1043,7 +1044,7 @@ void mw_js_init(void)
 	mw_tls.guard--;
 }
 
-void mw_js_capture_start(void)
+static void js_capture_start(void)
 {
 	size_t i;
 	mw_tls.guard++;
@@ -1081,7 +1082,7 @@ void mw_js_capture_start(void)
 	mw_tls.guard--;
 }
 
-void mw_js_capture_stop(void)
+static void js_capture_stop(void)
 {
 	size_t i;
 	mw_tls.guard++;
@@ -1112,7 +1113,7 @@ void mw_js_capture_stop(void)
 	mw_tls.guard--;
 }
 
-int mw_js_state(const char **version, const char **why)
+static int js_state_of(const char **version, const char **why)
 {
 	int s;
 	pthread_mutex_lock(&js_lock);
@@ -1123,7 +1124,7 @@ int mw_js_state(const char **version, const char **why)
 	return s;
 }
 
-unsigned mw_js_workers(void)
+static unsigned js_workers(void)
 {
 	unsigned n = 0;
 	size_t i;
@@ -1134,7 +1135,7 @@ unsigned mw_js_workers(void)
 	return n;
 }
 
-const char *mw_js_state_name(int s)
+static const char *js_state_name(int s)
 {
 	switch (s) {
 	case MW_JS_UNSUPPORTED: return "unsupported";
@@ -1258,7 +1259,7 @@ static struct js_result *take_result(uint64_t wait_ns, uint32_t *snap_state, cha
 	return r;
 }
 
-int mw_js_snapshot(struct snapshot *s, uint64_t wait_ns)
+static int js_snapshot(struct snapshot *s, uint64_t wait_ns)
 {
 	struct js_result *r;
 	struct snap_module *m;
@@ -1343,7 +1344,7 @@ out:
 
 /* fork: the child has no JavaScript thread of ours (node does not fork a
  * running isolate); its capture is native-only. */
-void mw_js_atfork_child(void)
+static void js_atfork_child(void)
 {
 	pthread_mutex_init(&js_lock, NULL);
 	pthread_cond_init(&js_cond, NULL);
@@ -1358,3 +1359,22 @@ void mw_js_atfork_child(void)
 		js_state = MW_JS_GONE;
 	set_why("a forked child of node");
 }
+
+/* The status line's words: js=, js-version=, js-workers= and js-why=. */
+static void js_status(char *fields, size_t flen, char *why, size_t wlen)
+{
+	const char *v, *w;
+	int st = js_state_of(&v, &w);
+	snprintf(fields, flen, "js=%s js-version=%s js-workers=%u", js_state_name(st), v, js_workers());
+	snprintf(why, wlen, "js-why=%s", w);
+}
+
+const struct mw_runtime mw_js_runtime = {
+	.name = "js",
+	.init = js_init,
+	.atfork_child = js_atfork_child,
+	.capture_start = js_capture_start,
+	.capture_stop = js_capture_stop,
+	.snapshot = js_snapshot,
+	.status = js_status,
+};
