@@ -3,21 +3,27 @@
  * each file offers the others, grouped by the file that defines them. Nothing
  * here is exported from the library.
  *
- * The files use each other one way only, top to bottom:
+ * The core's files use each other one way only, top to bottom:
  *   agent.c    entry points (constructor, memwatch_agent_start), fork, exit
  *   server.c   the control thread: requests, status
  *   collect.c  a snapshot of the process, built and encoded
  *   capture.c  the capture state: start, stop, epochs
- *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
- *   python.c   CPython's allocator domains                       /  sources
- *   pyframes.c CPython's frames, read at each sample (python.h: python.c's and its)
- *   js.c       node: V8's sampling heap profiler, read at each snapshot
- *   v8api.c    V8's API found by name, per V8 version (v8api.h: js.c's and its)
- *   v8layout.c what is read of each V8 version (v8layout.h)
- *   heap.c     the sampler, the live-sample table, the shared state
- *   stacks.c   the interned stacks (stacks.h: heap.c's alone)
+ *   runtimes.c the list of language runtimes and the core's calls to them
+ *   hooks.c    GOT patching (patch.c), the hooks, the mmap family's table
+ *   heap.c     the sampler, the live-sample table (heap.h), the shared state;
+ *              heap-copy.c its figures and copies read out
+ *   stacks.c   the interned stacks (stacks.h: the heap files' alone)
+ * The language runtimes (runtime.h) are reached only through runtimes.c's
+ * table, and name no file of the core but this header:
+ *   python.c   CPython: its allocator domains wrapped; pyframes.c its frames
+ *              read at each sample, pytypes.c the types of sampled objects,
+ *              pyrefs*.c the referrer search, pyfree.c its free lists,
+ *              pyversions.c the layouts of each version (python.h)
+ *   js.c       node: V8's sampling heap profiler, read at each snapshot;
+ *              js-find.c its threads found, js-profile.c its profile read
+ *              (js.h), v8api.c V8's API by name, v8layout.c per V8 version
  * A file lower down never calls one higher up: heap.c learns what it needs
- * from them through data they set (mw_self_lo/hi, mw_frames_merge). */
+ * from them through data they set (mw_self_lo/hi, mw_frames_hook). */
 #ifndef MEMWATCH_AGENT_H
 #define MEMWATCH_AGENT_H
 
@@ -206,7 +212,7 @@ static inline bool mw_maybe_sampled(const void *p)
 	return (__atomic_load_n(&mw_filter_bits[i >> 6], __ATOMIC_RELAXED) >> (i & 63)) & 1;
 }
 
-/* Figures for status and snapshots, copied under the heap lock. */
+/* Figures for status and snapshots, copied under the heap lock (heap-copy.c). */
 struct mw_stack_copy {
 	uint32_t flags, nframes;
 	const uintptr_t *frames;     /* interned, stable until mw_heap_reset */
