@@ -14,7 +14,7 @@
 #include "snapshot.h"
 #include "v8api.h"
 
-void result_free(struct js_result *r)
+void js_result_free(struct js_result *r)
 {
 	size_t i;
 	if (!r)
@@ -64,7 +64,7 @@ static int cmp_name(const void *a, const void *b)
 }
 
 /* One name per hash. */
-void names_uniq(struct js_result *r)
+void js_names_uniq(struct js_result *r)
 {
 	size_t u = 0, i;
 	if (!r->nnames)
@@ -83,7 +83,7 @@ void names_uniq(struct js_result *r)
 
 /* Read the profile into a result of our own: one stack per node that holds
  * live samples, its frames the path from that node up to the root. */
-struct js_result *read_profile(void *iso, int depth)
+struct js_result *js_read_profile(void *iso, int depth)
 {
 	const struct v8_layout *lay = mw_v8_lay;
 	unsigned char hs[V8_HS_ROOM] __attribute__((aligned(16)));
@@ -218,10 +218,10 @@ struct js_result *read_profile(void *iso, int depth)
 	free(walk);
 	free(path);
 	if (failed) {
-		result_free(r);
+		js_result_free(r);
 		return NULL;
 	}
-	names_uniq(r);
+	js_names_uniq(r);
 	return r;
 }
 
@@ -249,7 +249,7 @@ static uint64_t worker_hash(void)
 /* Move the stacks and names of from (freed) into into; a worker's stacks get
  * an outermost frame that says so. False when out of memory (from is freed
  * all the same, into keeps what it had). */
-bool result_take(struct js_result *into, struct js_result *from, bool worker)
+bool js_result_take(struct js_result *into, struct js_result *from, bool worker)
 {
 	size_t i, ncap = into->nnames, scap = into->nstacks;
 	bool ok = true;
@@ -289,8 +289,8 @@ bool result_take(struct js_result *into, struct js_result *from, bool worker)
 		into->stacks[into->nstacks++] = *st;
 		st->frames = NULL;
 	}
-	names_uniq(into);
-	result_free(from);
+	js_names_uniq(into);
+	js_result_free(from);
 	return ok;
 }
 
@@ -307,7 +307,7 @@ int js_result_add(struct snapshot *s, struct js_result *r, int depth)
 	int ret = -1;
 
 	if (!r->nstacks) {
-		result_free(r);
+		js_result_free(r);
 		return 0;
 	}
 	m = realloc(s->modules, (s->nmodules + 1) * sizeof *m);
@@ -363,6 +363,6 @@ int js_result_add(struct snapshot *s, struct js_result *r, int depth)
 	}
 	ret = 0;
 out:
-	result_free(r);
+	js_result_free(r);
 	return ret;
 }

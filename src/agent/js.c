@@ -129,7 +129,7 @@ static void on_cleanup(void *arg)
 		s->env = NULL;
 		s->state = SLOT_GONE;
 		s->post_start = s->post_stop = s->post_read = false;
-		result_free(s->result);
+		js_result_free(s->result);
 		s->result = NULL;
 		if (is_main(s)) {
 			js_state = MW_JS_GONE;
@@ -257,11 +257,11 @@ static void on_read(void *iso, void *data)
 	}
 	gen = s->read_gen;
 	pthread_mutex_unlock(&js_lock);
-	r = read_profile(iso, depth);
+	r = js_read_profile(iso, depth);
 	pthread_mutex_lock(&js_lock);
 	/* (the hook cannot have run meanwhile: it runs on this thread) */
 	if (s->state == SLOT_HOOKED && gen == req_gen && s->done_gen != gen) {
-		result_free(s->result);
+		js_result_free(s->result);
 		s->result = r;
 		s->done_gen = gen;
 		if (!r && is_main(s))
@@ -270,7 +270,7 @@ static void on_read(void *iso, void *data)
 		r = NULL;
 	}
 	pthread_mutex_unlock(&js_lock);
-	result_free(r);
+	js_result_free(r);
 	mw_tls.guard--;
 }
 
@@ -457,7 +457,7 @@ static void js_capture_stop(void)
 		}
 		s->post_start = s->post_read = false;
 		s->read_gen = 0;
-		result_free(s->result);
+		js_result_free(s->result);
 		s->result = NULL;
 		/* Without node's cleanup hook (the start never ran), nothing
 		 * would say that the isolate is gone: it is looked for again at
@@ -539,7 +539,7 @@ static struct js_result *take_result(uint64_t wait_ns, uint32_t *snap_state, cha
 	gen = ++req_gen;
 	for (i = 0; i < JS_MAX_ISOLATES; i++) {
 		struct js_slot *s = &js_slots[i];
-		result_free(s->result);
+		js_result_free(s->result);
 		s->result = NULL;
 		s->read_gen = 0;
 		if (s->state == SLOT_HOOKED && s->running) {
@@ -590,7 +590,7 @@ static struct js_result *take_result(uint64_t wait_ns, uint32_t *snap_state, cha
 				late++;
 				continue;
 			}
-			result_take(r, s->result, true);
+			js_result_take(r, s->result, true);
 			s->result = NULL;
 			wread++;
 		} else if (s->state == SLOT_HOOKED && s->done_gen != gen) {
@@ -616,7 +616,7 @@ static struct js_result *take_result(uint64_t wait_ns, uint32_t *snap_state, cha
 	}
 	pthread_mutex_unlock(&js_lock);
 	if (r)
-		names_uniq(r);
+		js_names_uniq(r);
 	return r;
 }
 

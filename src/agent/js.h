@@ -1,5 +1,5 @@
 /* js.h: what the files of the agent's node runtime share (js.c,
- * js-profile.c, v8api.c): the runtime (runtime.h), its state and the results
+ * js-find.c, js-profile.c, v8api.c): the runtime (runtime.h), its state and the results
  * of a profile read. Private to those files. */
 #ifndef MEMWATCH_AGENT_JS_H
 #define MEMWATCH_AGENT_JS_H
@@ -35,18 +35,18 @@ struct js_result {
 	struct js_name *names;
 };
 /* js-profile.c: free r and what it holds (NULL: nothing). */
-void result_free(struct js_result *r) MW_HIDDEN;
+void js_result_free(struct js_result *r) MW_HIDDEN;
 /* Keep one name per hash. */
-void names_uniq(struct js_result *r) MW_HIDDEN;
+void js_names_uniq(struct js_result *r) MW_HIDDEN;
 /* Read iso's profile (on its thread, profiler running) into a result of our
  * own, stacks at most depth frames deep: one stack per node that holds live
  * samples, its frames the path from that node up to the root. NULL when out
  * of memory. */
-struct js_result *read_profile(void *iso, int depth) MW_HIDDEN;
+struct js_result *js_read_profile(void *iso, int depth) MW_HIDDEN;
 /* Move the stacks and names of from (freed) into into; a worker's stacks get
  * an outermost frame that says so. False when out of memory (from is freed
  * all the same, into keeps what it had). */
-bool result_take(struct js_result *into, struct js_result *from, bool worker) MW_HIDDEN;
+bool js_result_take(struct js_result *into, struct js_result *from, bool worker) MW_HIDDEN;
 struct snapshot;
 /* Add r (freed) to s: stacks of kind js whose frames are in a module "[js]"
  * named in s's symbol section. 0, or -1 (ENOMEM). */

@@ -23,7 +23,7 @@ static uint32_t type_str(uintptr_t o)
 {
 	char b[200];
 	size_t n = type_name_of(o, b, sizeof b);
-	return n ? arena_str(b, n) : 0;
+	return n ? refs_arena_str(b, n) : 0;
 }
 
 static bool is_str(uintptr_t o)
@@ -39,9 +39,9 @@ static ssize_t dict_key(uintptr_t d, uintptr_t v, char *buf, size_t len, uint64_
 	void *k, *val;
 	unsigned count = 0;
 
-	if (!py.dict_next)
+	if (!refs_py.dict_next)
 		return 0;
-	while (py.dict_next((void *)d, &pos, &k, &val)) {
+	while (refs_py.dict_next((void *)d, &pos, &k, &val)) {
 		if ((uintptr_t)val == v || (uintptr_t)k == v) {
 			if (is_str((uintptr_t)k))
 				return (ssize_t)mw_py_read_str(k, buf, len);
@@ -62,9 +62,9 @@ static uintptr_t dict_get(uintptr_t d, const char *name)
 	size_t n = strlen(name);
 	unsigned count = 0;
 
-	if (!py.dict_next)
+	if (!refs_py.dict_next)
 		return 0;
-	while (py.dict_next((void *)d, &pos, &k, &val) && ++count < 100000)
+	while (refs_py.dict_next((void *)d, &pos, &k, &val) && ++count < 100000)
 		if (is_str((uintptr_t)k) && mw_py_read_str(k, b, sizeof b) == n && memcmp(b, name, n) == 0)
 			return (uintptr_t)val;
 	return 0;
@@ -332,9 +332,9 @@ static void chain_to(struct search *se, size_t k, uintptr_t stop, uintptr_t *pat
 
 /* The chain of target k: from its top (a root, or the deepest object found)
  * to the target, as links named. */
-void name_chain(struct search *se, size_t k, uint64_t deadline)
+void refs_name_chain(struct search *se, size_t k, uint64_t deadline)
 {
-	struct out_chain *c = &rq.chains[k];
+	struct out_chain *c = &refs_rq.chains[k];
 	uintptr_t path[MAX_LEVELS * 2 + 4];
 	size_t np = 0, i, first;
 	struct node *n;
@@ -359,7 +359,7 @@ void name_chain(struct search *se, size_t k, uint64_t deadline)
 	} else {
 		n = se->deep_node[k] ? node_find(se, se->deep_node[k]) : NULL;
 		walk(se, n ? n->obj : se->t[k].obj, 0, path, &np, sizeof path / sizeof *path);
-		c->end = rq.status == SNAP_REFS_DONE ? SNAP_CHAIN_NO_ROOT : SNAP_CHAIN_STOPPED;
+		c->end = refs_rq.status == SNAP_REFS_DONE ? SNAP_CHAIN_NO_ROOT : SNAP_CHAIN_STOPPED;
 	}
 	if (!np) {
 		path[np++] = se->t[k].obj;
@@ -425,7 +425,7 @@ void name_chain(struct search *se, size_t k, uint64_t deadline)
 		struct out_link *l = &c->links[c->nlinks];
 		size_t en = 0;
 		if (i == first) {
-			l->edge = b[0] ? arena_str(b, strlen(b)) : 0;
+			l->edge = b[0] ? refs_arena_str(b, strlen(b)) : 0;
 		} else {
 			en = edge_name(path[i - 1], path[i], e, sizeof e, &slot, deadline);
 			if (prev_slot && en > 2 && e[0] == '[' && e[1] == '\'') {
@@ -436,7 +436,7 @@ void name_chain(struct search *se, size_t k, uint64_t deadline)
 				memmove(e + 1, e + 2, en - 2);
 				en -= 3;
 			}
-			l->edge = en ? arena_str(e, en) : 0;
+			l->edge = en ? refs_arena_str(e, en) : 0;
 			prev_slot = slot;
 		}
 		l->type = type_str(path[i]);
@@ -444,7 +444,7 @@ void name_chain(struct search *se, size_t k, uint64_t deadline)
 	}
 	if (np > MAX_LINKS && c->nlinks == MAX_LINKS) {
 		/* too long: the last link is the object itself */
-		c->links[MAX_LINKS - 1].edge = arena_str("...", 3);
+		c->links[MAX_LINKS - 1].edge = refs_arena_str("...", 3);
 		c->links[MAX_LINKS - 1].type = type_str(path[np - 1]);
 	}
 }

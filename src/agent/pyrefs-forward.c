@@ -22,17 +22,17 @@ static int visit_fwd(void *obj, void *arg)
 	t = type_of(o);
 	if (flags_of_type(t) & TPF_TYPE_SUBCLASS)
 		return 0;     /* a class: shared, not held */
-	for (k = 0; k < rq.forward[se->fw].n; k++)
-		if (rq.forward[se->fw].r[k].type == t)
+	for (k = 0; k < refs_rq.forward[se->fw].n; k++)
+		if (refs_rq.forward[se->fw].r[k].type == t)
 			break;
-	if (k == rq.forward[se->fw].n) {
+	if (k == refs_rq.forward[se->fw].n) {
 		if (k == MAX_REFERENTS)
 			return 0;
-		rq.forward[se->fw].n++;
-		rq.forward[se->fw].r[k].type = t;
+		refs_rq.forward[se->fw].n++;
+		refs_rq.forward[se->fw].r[k].type = t;
 	}
-	rq.forward[se->fw].r[k].count++;
-	rq.forward[se->fw].r[k].bytes += object_size(o);
+	refs_rq.forward[se->fw].r[k].count++;
+	refs_rq.forward[se->fw].r[k].bytes += object_size(o);
 	return 0;
 }
 
@@ -64,11 +64,11 @@ static size_t object_size(uintptr_t o)
 /* The generations' list heads, as the running interpreter has them: each a
  * circular list whose first node links back to its head and starts an object
  * whose type is a type. Read with safe reads: a wrong layout fails here. */
-void forward_view(struct search *se, size_t k)
+void refs_forward_view(struct search *se, size_t k)
 {
 	uintptr_t o = se->t[k].obj, t = se->t[k].type;
 	traverseproc tr = (traverseproc)word(t + TP_TRAVERSE);
-	struct out_forward *f = &rq.forward[k];
+	struct out_forward *f = &refs_rq.forward[k];
 
 	memset(f, 0, sizeof *f);
 	f->bytes = object_size(o);
@@ -79,7 +79,7 @@ void forward_view(struct search *se, size_t k)
 		char b[200];
 		uintptr_t rt = f->r[i].type;
 		size_t n = mw_py_type_name(rt, b, sizeof b);
-		f->r[i].name = n ? arena_str(b, n) : 0;
+		f->r[i].name = n ? refs_arena_str(b, n) : 0;
 	}
 	f->done = true;
 }

@@ -99,10 +99,10 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state, uintptr_t *interp_out)
 	int i;
 
 	if (minor == 8) {
-		if (!py.runtime)
+		if (!refs_py.runtime)
 			return -1;
-		gc = (uintptr_t)py.runtime + PY38_RUNTIME_GC;
-		*interp_out = py.interp_main ? (uintptr_t)py.interp_main() :
+		gc = (uintptr_t)refs_py.runtime + PY38_RUNTIME_GC;
+		*interp_out = refs_py.interp_main ? (uintptr_t)refs_py.interp_main() :
 			      mw_py.interp_head ? (uintptr_t)mw_py.interp_head() : 0;
 	} else {
 		size_t off;
@@ -116,7 +116,7 @@ static int gc_heads(uintptr_t *heads, uintptr_t *state, uintptr_t *interp_out)
 		}
 		/* the main interpreter's: the one whose GIL PyGILState_Ensure
 		 * takes (the head of the list is the newest) */
-		interp = py.interp_main ? (uintptr_t)py.interp_main() :
+		interp = refs_py.interp_main ? (uintptr_t)refs_py.interp_main() :
 			 mw_py.interp_head ? (uintptr_t)mw_py.interp_head() : 0;
 		if (!interp)
 			return -1;
@@ -153,8 +153,8 @@ static int pass(struct search *se, const uintptr_t *heads, uint64_t deadline, ui
 
 			if (se->first_pass) {
 				unsigned long tf = flags_of_type(t);
-				rq.tracked++;
-				if (t == py.module_type)
+				refs_rq.tracked++;
+				if (t == refs_py.module_type)
 					root_add(se, word(o + MODULE_DICT), o, ROOT_MODULE_DICT);
 				else if ((tf & TPF_TYPE_SUBCLASS) && (flags_of_type(o) & TPF_HEAPTYPE))
 					root_add(se, word(o + TP_DICT), o, ROOT_CLASS_DICT);
@@ -164,7 +164,7 @@ static int pass(struct search *se, const uintptr_t *heads, uint64_t deadline, ui
 						if (se->t[k].obj == o && se->t[k].type == t)
 							se->t[k].alive = true;
 			}
-			rq.visited++;
+			refs_rq.visited++;
 			tr = (traverseproc)word(t + TP_TRAVERSE);
 			if (tr && se->level < MAX_LEVELS) {
 				se->cur = o;
@@ -176,7 +176,7 @@ static int pass(struct search *se, const uintptr_t *heads, uint64_t deadline, ui
 				if (out_of_time(deadline))
 					return SNAP_REFS_TIME;
 			}
-			if (rq.visited >= max_objects)
+			if (refs_rq.visited >= max_objects)
 				return SNAP_REFS_OBJECTS;
 		}
 	}
@@ -190,11 +190,11 @@ static uint8_t root_kind(struct search *se, uintptr_t o)
 	struct rootent *r = root_find(se, o);
 	if (r)
 		return r->kind;
-	if (t == py.module_type)
+	if (t == refs_py.module_type)
 		return ROOT_MODULE;
 	if ((flags_of_type(t) & TPF_TYPE_SUBCLASS) && (flags_of_type(o) & TPF_HEAPTYPE))
 		return ROOT_CLASS;
-	if (py.frame_type && t == py.frame_type)
+	if (refs_py.frame_type && t == refs_py.frame_type)
 		return ROOT_FRAME;
 	return NOT_ROOT;
 }
@@ -323,37 +323,37 @@ static bool alive_refcnt(uintptr_t rc)
 }
 
 /* The search itself: GIL held. */
-void search_run(void)
+void refs_search(void)
 {
 	struct search se;
 	uintptr_t heads[4], state;
 	size_t nodes_sz = ((size_t)1 << NODE_BITS) * sizeof(struct node);
 	size_t roots_sz = ((size_t)1 << ROOT_BITS) * sizeof(struct rootent);
 	size_t filter_sz = ((size_t)1 << FILTER_BITS) / 8;
-	uint64_t deadline = rq.deadline_ns;
+	uint64_t deadline = refs_rq.deadline_ns;
 	int st = SNAP_REFS_DONE;
 
 	memset(&se, 0, sizeof se);
 	if (gc_heads(heads, &state, &se.interp) < 0) {
-		rq.status = SNAP_REFS_UNAVAILABLE;
-		snprintf(rq.note, sizeof rq.note, "the collector's lists are not where this version keeps them");
+		refs_rq.status = SNAP_REFS_UNAVAILABLE;
+		snprintf(refs_rq.note, sizeof refs_rq.note, "the collector's lists are not where this version keeps them");
 		return;
 	}
 	if (*(const int *)(state + PYV(gc_collecting, GC_COLLECTING))) {
-		rq.status = SNAP_REFS_UNAVAILABLE;
-		snprintf(rq.note, sizeof rq.note, "a garbage collection was running");
+		refs_rq.status = SNAP_REFS_UNAVAILABLE;
+		snprintf(refs_rq.note, sizeof refs_rq.note, "a garbage collection was running");
 		return;
 	}
 	se.nodes = map(nodes_sz);
 	se.roots = map(roots_sz);
 	se.filter = map(filter_sz);
 	if (!se.nodes || !se.roots || !se.filter) {
-		rq.status = SNAP_REFS_UNAVAILABLE;
-		snprintf(rq.note, sizeof rq.note, "out of memory");
+		refs_rq.status = SNAP_REFS_UNAVAILABLE;
+		snprintf(refs_rq.note, sizeof refs_rq.note, "out of memory");
 		goto out;
 	}
-	se.t = rq.targets;
-	se.nt = rq.ntargets;
+	se.t = refs_rq.targets;
+	se.nt = refs_rq.ntargets;
 	for (size_t k = 0; k < se.nt; k++) {
 		struct node *n = node_add(&se, se.t[k].obj);
 		size_t b = filter_bit(se.t[k].obj);
@@ -374,8 +374,8 @@ void search_run(void)
 		if (all)
 			break;
 		all = true;
-		st = pass(&se, heads, deadline, rq.max_objects);
-		rq.passes++;
+		st = pass(&se, heads, deadline, refs_rq.max_objects);
+		refs_rq.passes++;
 		se.first_pass = false;
 		if (st != SNAP_REFS_DONE)
 			break;
@@ -387,32 +387,32 @@ void search_run(void)
 	}
 	if (st == SNAP_REFS_DONE && se.level >= MAX_LEVELS) {
 		st = SNAP_REFS_OBJECTS;
-		snprintf(rq.note, sizeof rq.note, "no root within %d references", MAX_LEVELS);
+		snprintf(refs_rq.note, sizeof refs_rq.note, "no root within %d references", MAX_LEVELS);
 	}
 	if (st != SNAP_REFS_DONE && se.level < MAX_LEVELS) {
 		/* what the interrupted pass found still counts */
 		after_pass(&se);
 	}
-	rq.status = (uint32_t)st;
+	refs_rq.status = (uint32_t)st;
 	if (st == SNAP_REFS_TIME)
-		snprintf(rq.note, sizeof rq.note, "the time limit was reached after %u passes", rq.passes);
-	else if (st == SNAP_REFS_OBJECTS && !rq.note[0])
-		snprintf(rq.note, sizeof rq.note, se.full ? "the table of referrers found was full"
+		snprintf(refs_rq.note, sizeof refs_rq.note, "the time limit was reached after %u passes", refs_rq.passes);
+	else if (st == SNAP_REFS_OBJECTS && !refs_rq.note[0])
+		snprintf(refs_rq.note, sizeof refs_rq.note, se.full ? "the table of referrers found was full"
 							  : "the object limit was reached after %u passes",
-			 rq.passes);
+			 refs_rq.passes);
 	for (size_t k = 0; k < se.nt; k++) {
 		/* a target that is not what it was noted as (freed meanwhile)
 		 * has no chain */
 		uintptr_t w, rc;
 		if (!mw_py_safe_word((void *)(se.t[k].obj + OB_TYPE), &w) || w != se.t[k].type ||
 		    !mw_py_safe_word((void *)(se.t[k].obj + OB_REFCNT), &rc) || !alive_refcnt(rc)) {
-			rq.chains[k].nlinks = 0;
+			refs_rq.chains[k].nlinks = 0;
 			continue;
 		}
-		name_chain(&se, k, deadline);
+		refs_name_chain(&se, k, deadline);
 		/* the forward view only of an object met alive in the lists */
 		if (se.t[k].forward && se.t[k].alive)
-			forward_view(&se, k);
+			refs_forward_view(&se, k);
 	}
 out:
 	if (se.nodes)

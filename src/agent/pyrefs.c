@@ -78,8 +78,8 @@ void mw_pyrefs_note(const struct snapshot *s, size_t typed, uintptr_t obj)
 static pthread_mutex_t rq_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rq_cond;
 static pthread_once_t rq_once = PTHREAD_ONCE_INIT;
-struct request rq;
-struct refs_py py;
+struct request refs_rq;
+struct refs_py refs_py;
 
 static void rq_init(void)
 {
@@ -90,15 +90,15 @@ static void rq_init(void)
 	pthread_condattr_destroy(&a);
 }
 
-uint32_t arena_str(const char *s, size_t n)
+uint32_t refs_arena_str(const char *s, size_t n)
 {
 	uint32_t at;
-	if (!rq.arena || rq.arena_used + n + 1 > ARENA_SIZE)
+	if (!refs_rq.arena || refs_rq.arena_used + n + 1 > ARENA_SIZE)
 		return 0;
-	at = (uint32_t)rq.arena_used;
-	memcpy(rq.arena + at, s, n);
-	rq.arena[at + n] = 0;
-	rq.arena_used += n + 1;
+	at = (uint32_t)refs_rq.arena_used;
+	memcpy(refs_rq.arena + at, s, n);
+	refs_rq.arena[at + n] = 0;
+	refs_rq.arena_used += n + 1;
 	return at;
 }
 
@@ -111,9 +111,9 @@ static void search_exit(void *arg)
 	/* the interpreter ended this thread: it asked for the GIL while the
 	 * interpreter finalized */
 	pthread_mutex_lock(&rq_lock);
-	rq.status = SNAP_REFS_UNAVAILABLE;
-	snprintf(rq.note, sizeof rq.note, "the interpreter is finalizing");
-	rq.state = rq.abandoned ? RQ_IDLE : RQ_DONE;
+	refs_rq.status = SNAP_REFS_UNAVAILABLE;
+	snprintf(refs_rq.note, sizeof refs_rq.note, "the interpreter is finalizing");
+	refs_rq.state = refs_rq.abandoned ? RQ_IDLE : RQ_DONE;
 	pthread_cond_broadcast(&rq_cond);
 	pthread_mutex_unlock(&rq_lock);
 }
@@ -129,24 +129,24 @@ static void *search_main(void *arg)
 	g = mw_py.gil_ensure();
 	t0 = mono_ns();
 	pthread_mutex_lock(&rq_lock);
-	if (rq.abandoned) {
-		rq.state = RQ_IDLE;
+	if (refs_rq.abandoned) {
+		refs_rq.state = RQ_IDLE;
 		pthread_mutex_unlock(&rq_lock);
 		mw_py.gil_release(g);
 		goto out;
 	}
-	rq.state = RQ_SEARCHING;
+	refs_rq.state = RQ_SEARCHING;
 	pthread_mutex_unlock(&rq_lock);
 	if (mw_py.is_finalizing()) {
-		rq.status = SNAP_REFS_UNAVAILABLE;
-		snprintf(rq.note, sizeof rq.note, "the interpreter is finalizing");
+		refs_rq.status = SNAP_REFS_UNAVAILABLE;
+		snprintf(refs_rq.note, sizeof refs_rq.note, "the interpreter is finalizing");
 	} else {
-		search_run();
+		refs_search();
 	}
-	rq.pause_ns = mono_ns() - t0;
+	refs_rq.pause_ns = mono_ns() - t0;
 	mw_py.gil_release(g);
 	pthread_mutex_lock(&rq_lock);
-	rq.state = rq.abandoned ? RQ_IDLE : RQ_DONE;
+	refs_rq.state = refs_rq.abandoned ? RQ_IDLE : RQ_DONE;
 	pthread_cond_broadcast(&rq_cond);
 	pthread_mutex_unlock(&rq_lock);
 out:
@@ -159,19 +159,19 @@ out:
 
 static void look_up(void)
 {
-	if (py.looked)
+	if (refs_py.looked)
 		return;
 	mw_loader_enter();
-	py.dict_next = (int (*)(void *, intptr_t *, void **, void **))dlsym(RTLD_DEFAULT, "PyDict_Next");
-	py.dict_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyDict_Type");
-	py.list_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyList_Type");
-	py.tuple_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyTuple_Type");
-	py.module_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyModule_Type");
-	py.frame_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyFrame_Type");
-	py.runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
-	py.interp_main = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
+	refs_py.dict_next = (int (*)(void *, intptr_t *, void **, void **))dlsym(RTLD_DEFAULT, "PyDict_Next");
+	refs_py.dict_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyDict_Type");
+	refs_py.list_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyList_Type");
+	refs_py.tuple_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyTuple_Type");
+	refs_py.module_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyModule_Type");
+	refs_py.frame_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyFrame_Type");
+	refs_py.runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+	refs_py.interp_main = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
 	mw_loader_leave();
-	py.looked = true;
+	refs_py.looked = true;
 }
 
 static bool placeholder(const struct snapshot *s, uint32_t t)
@@ -267,7 +267,7 @@ out:
 
 static char *dup_arena(uint32_t at)
 {
-	return at ? strdup(rq.arena + at) : NULL;
+	return at ? strdup(refs_rq.arena + at) : NULL;
 }
 
 /* The results into s (rq_lock held, the search thread done). -1: ENOMEM. */
@@ -275,21 +275,21 @@ static int results(struct snapshot *s)
 {
 	size_t k;
 
-	s->chains = calloc(rq.ntargets ? rq.ntargets : 1, sizeof *s->chains);
-	s->forward = calloc(rq.ntargets ? rq.ntargets : 1, sizeof *s->forward);
+	s->chains = calloc(refs_rq.ntargets ? refs_rq.ntargets : 1, sizeof *s->chains);
+	s->forward = calloc(refs_rq.ntargets ? refs_rq.ntargets : 1, sizeof *s->forward);
 	if (!s->chains || !s->forward)
 		return -1;
-	for (k = 0; k < rq.ntargets; k++) {
-		const struct out_chain *c = &rq.chains[k];
+	for (k = 0; k < refs_rq.ntargets; k++) {
+		const struct out_chain *c = &refs_rq.chains[k];
 		struct snap_refchain *d = &s->chains[s->nchains];
-		const struct out_forward *f = &rq.forward[k];
+		const struct out_forward *f = &refs_rq.forward[k];
 
 		if (c->nlinks) {
 			d->links = calloc(c->nlinks, sizeof *d->links);
 			if (!d->links)
 				return -1;
-			d->type = rq.targets[k].tindex;
-			d->stack = rq.targets[k].stack;
+			d->type = refs_rq.targets[k].tindex;
+			d->stack = refs_rq.targets[k].stack;
 			d->end = c->end;
 			d->nlinks = c->nlinks;
 			s->nchains++;
@@ -301,7 +301,7 @@ static int results(struct snapshot *s)
 		if (f->done) {
 			struct snap_forward *g = &s->forward[s->nforward];
 			uint32_t order[MAX_REFERENTS], n = 0;
-			g->type = rq.targets[k].tindex;
+			g->type = refs_rq.targets[k].tindex;
 			g->bytes = f->bytes;
 			g->referents = calloc(f->n ? f->n : 1, sizeof *g->referents);
 			if (!g->referents)
@@ -363,7 +363,7 @@ int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_obje
 		goto out;
 	}
 	look_up();
-	if (!py.module_type || !py.dict_next) {
+	if (!refs_py.module_type || !refs_py.dict_next) {
 		set_note(s, SNAP_REFS_UNAVAILABLE, "the interpreter does not export what the search needs");
 		goto out;
 	}
@@ -377,37 +377,37 @@ int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_obje
 		if (!mw_py_safe_word((void *)(t[k].obj + OB_TYPE), &t[k].type))
 			t[k].type = 0;
 	pthread_mutex_lock(&rq_lock);
-	if (rq.state != RQ_IDLE) {
+	if (refs_rq.state != RQ_IDLE) {
 		pthread_mutex_unlock(&rq_lock);
 		set_note(s, SNAP_REFS_NO_GIL, "an earlier search still waits for the GIL");
 		goto out;
 	}
-	if (!rq.arena) {
-		rq.arena = map(ARENA_SIZE);
-		if (!rq.arena) {
+	if (!refs_rq.arena) {
+		refs_rq.arena = map(ARENA_SIZE);
+		if (!refs_rq.arena) {
 			pthread_mutex_unlock(&rq_lock);
 			set_note(s, SNAP_REFS_UNAVAILABLE, "out of memory");
 			goto out;
 		}
 	}
 	{
-		char *arena = rq.arena;
-		memset(&rq, 0, sizeof rq);
-		rq.arena = arena;
-		rq.arena_used = 1;    /* offset 0 is "none" */
+		char *arena = refs_rq.arena;
+		memset(&refs_rq, 0, sizeof refs_rq);
+		refs_rq.arena = arena;
+		refs_rq.arena_used = 1;    /* offset 0 is "none" */
 	}
-	rq.state = RQ_WAITING;
-	rq.deadline_ns = deadline;
-	rq.max_objects = max_objects;
-	rq.ntargets = n;
-	memcpy(rq.targets, t, sizeof t);
+	refs_rq.state = RQ_WAITING;
+	refs_rq.deadline_ns = deadline;
+	refs_rq.max_objects = max_objects;
+	refs_rq.ntargets = n;
+	memcpy(refs_rq.targets, t, sizeof t);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	if (pthread_create(&th, &attr, search_main, NULL) != 0) {
-		rq.state = RQ_IDLE;
+		refs_rq.state = RQ_IDLE;
 		pthread_attr_destroy(&attr);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_mutex_unlock(&rq_lock);
@@ -422,10 +422,10 @@ int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_obje
 	/* the GIL, until the deadline */
 	ts.tv_sec = (time_t)(deadline / 1000000000u);
 	ts.tv_nsec = (long)(deadline % 1000000000u);
-	while (rq.state == RQ_WAITING && mono_ns() < deadline)
+	while (refs_rq.state == RQ_WAITING && mono_ns() < deadline)
 		pthread_cond_timedwait(&rq_cond, &rq_lock, &ts);
-	if (rq.state == RQ_WAITING) {
-		rq.abandoned = true;
+	if (refs_rq.state == RQ_WAITING) {
+		refs_rq.abandoned = true;
 		pthread_mutex_unlock(&rq_lock);
 		set_note(s, SNAP_REFS_NO_GIL, "the GIL was not had within the time limit");
 		s->refsearch.pause_ns = 0;
@@ -434,21 +434,21 @@ int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_obje
 	/* the search ends by itself at the deadline; a last margin for the
 	 * naming of what it found */
 	ts.tv_sec += 2;
-	while (rq.state == RQ_SEARCHING && mono_ns() < deadline + 2000000000ull)
+	while (refs_rq.state == RQ_SEARCHING && mono_ns() < deadline + 2000000000ull)
 		pthread_cond_timedwait(&rq_cond, &rq_lock, &ts);
-	if (rq.state != RQ_DONE) {
-		rq.abandoned = true;
+	if (refs_rq.state != RQ_DONE) {
+		refs_rq.abandoned = true;
 		pthread_mutex_unlock(&rq_lock);
 		set_note(s, SNAP_REFS_UNAVAILABLE, "the search did not end in time");
 		goto out;
 	}
-	s->refsearch.pause_ns = rq.pause_ns;
-	s->refsearch.visited = rq.visited;
-	s->refsearch.tracked = rq.tracked;
-	s->refsearch.passes = rq.passes;
-	set_note(s, rq.status, rq.note);
+	s->refsearch.pause_ns = refs_rq.pause_ns;
+	s->refsearch.visited = refs_rq.visited;
+	s->refsearch.tracked = refs_rq.tracked;
+	s->refsearch.passes = refs_rq.passes;
+	set_note(s, refs_rq.status, refs_rq.note);
 	r = results(s);
-	rq.state = RQ_IDLE;
+	refs_rq.state = RQ_IDLE;
 	pthread_mutex_unlock(&rq_lock);
 out:
 	mw_tls.guard--;
@@ -460,6 +460,6 @@ void mw_pyrefs_atfork_child(void)
 	/* a search thread is not in the child */
 	pthread_mutex_init(&rq_lock, NULL);
 	pthread_mutex_init(&ex_lock, NULL);
-	rq.state = RQ_IDLE;
+	refs_rq.state = RQ_IDLE;
 }
 

@@ -151,7 +151,7 @@ struct refs_py {
 	const char *runtime;
 	void *(*interp_main)(void);
 };
-extern struct refs_py py MW_HIDDEN;
+extern struct refs_py refs_py MW_HIDDEN;
 
 /* ------------------------------------------------------------------------- */
 /* The request the snapshot's thread hands to the search thread, and what comes
@@ -205,7 +205,7 @@ struct request {
 /* pyrefs.c: the one request, handed to the search thread and back (under
  * its lock in pyrefs.c; the search thread alone touches it while it
  * searches). */
-extern struct request rq MW_HIDDEN;
+extern struct request refs_rq MW_HIDDEN;
 
 
 /* CLOCK_MONOTONIC, which the request's condition variable waits on. */
@@ -223,7 +223,7 @@ static inline bool out_of_time(uint64_t deadline)
 
 /* pyrefs.c: a copy of s (n bytes) in the request's arena: its offset, 0
  * when full. */
-uint32_t arena_str(const char *s, size_t n) MW_HIDDEN;
+uint32_t refs_arena_str(const char *s, size_t n) MW_HIDDEN;
 
 /* ------------------------------------------------------------------------- */
 /* The search, with the GIL held. */
@@ -314,12 +314,12 @@ static inline void *map(size_t n)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* pyrefs-search.c: the search itself, GIL held: rq's targets in, its
+/* pyrefs-search.c: the search itself, GIL held: refs_rq's targets in, its
  * results out. */
-void search_run(void) MW_HIDDEN;
-/* pyrefs-chains.c: the chain of target k named into rq.chains[k]. */
-void name_chain(struct search *se, size_t k, uint64_t deadline) MW_HIDDEN;
-/* pyrefs-forward.c: what target k holds, into rq.forward[k]. */
-void forward_view(struct search *se, size_t k) MW_HIDDEN;
+void refs_search(void) MW_HIDDEN;
+/* pyrefs-chains.c: the chain of target k named into refs_rq.chains[k]. */
+void refs_name_chain(struct search *se, size_t k, uint64_t deadline) MW_HIDDEN;
+/* pyrefs-forward.c: what target k holds, into refs_rq.forward[k]. */
+void refs_forward_view(struct search *se, size_t k) MW_HIDDEN;
 
 #endif
