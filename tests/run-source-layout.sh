@@ -1,8 +1,11 @@
 #!/bin/sh
 # run-source-layout.sh: the source files keep HACKING.md's rules: each of
 # src/, src/agent/ and snapshot/ is named in lowercase words joined by
-# hyphens, those of src/ and snapshot/ hold at most 1000 lines, and HACKING.md's
-# map names every one of them and no source file that is not in the tree.
+# hyphens and holds at most 1000 lines, HACKING.md's map names every one of
+# them and no source file that is not in the tree, and no file of the agent's
+# core names a function or variable of a runtime (CPython's or node's): the
+# core reaches them through runtime.h's interface, and runtimes.c's table is
+# the one place that names them.
 # Generated files (protoc-c's *.pb-c.[ch], made at build time) are not sources.
 . "$top_srcdir/tests/lib.sh"
 
@@ -20,13 +23,22 @@ while read -r f; do
 	b=${f##*/}
 	printf '%s\n' "$b" | grep -Eqx '[a-z0-9]+(-[a-z0-9]+)*\.[ch]' ||
 		fail "$f: a source file's name is lowercase words joined by hyphens (HACKING.md)"
-	case $f in src/agent/*) continue ;; esac
 	n=$(grep -c '' "$top_srcdir/$f")
 	[ "$n" -le 1000 ] || fail "$f has $n lines: split it by job into files of at most 1000 (HACKING.md)"
 	case $b in
 	*.c) grep -Fq "$b" "$top_srcdir/HACKING.md" || fail "$f is not in HACKING.md's map" ;;
 	esac
 done < sources
+
+# the agent's core: every file of src/agent/ that is not a runtime's
+for f in "$top_srcdir"/src/agent/*.c "$top_srcdir"/src/agent/*.h; do
+	b=${f##*/}
+	case $b in
+	py*.c | py*.h | python.* | js*.c | js.h | v8*.c | v8*.h | runtimes.c) continue ;;
+	esac
+	grep -nE '\b(mw_)?(python|py|pyfree|js|v8)_[a-z_]+' "$f" | grep -vE '^[0-9]+:\s*(/\*|\*)' > core.hits
+	[ -s core.hits ] && fail "src/agent/$b (the agent's core) names a runtime's function or variable: $(head -n 3 core.hits | tr '\n' ' ')"
+done
 
 # every source file the map names is in the tree (a file renamed or split
 # away leaves its old name behind)
