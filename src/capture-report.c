@@ -84,7 +84,7 @@ static bool print_trend(struct capture *c)
 	report_options_init(&o);
 	o.top = 5;
 	o.top_set = true;
-	printf("the trend of its snapshots:\n");
+	printf("growth between %s and %s:\n", c->first_snap, c->last_snap);
 	fflush(stdout);
 	st = report_trend_log(&o, runlog_path(c->log), c->pid, true);
 	report_options_release(&o);

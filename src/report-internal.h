@@ -273,6 +273,11 @@ int64_t rss_growth(const struct report *r);
 /* The bytes of an input that both its js stacks and V8's heap pages count. */
 uint64_t js_counted_twice(const struct input *in);
 double explained_share(const struct report *r);
+/* report-table.c: diff's brief header, from the first snapshot to the last
+ * (the two, the change, the rows by status, the share of the RSS growth
+ * explained, where the rest went, the referrer search's outcome); a run's
+ * trend starts with it too. */
+void print_brief(FILE *f, const struct report *r);
 
 /* report-table.c: a signed figure in words, also for the flame graph's title. */
 const char *fmt_signed(char *buf, size_t n, int64_t v);

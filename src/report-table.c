@@ -677,44 +677,63 @@ static void print_explained(FILE *f, const struct report *r)
 			  "    allocator whose figures memwatch cannot read");
 }
 
-/* memwatch diff as a table: both snapshots, the change, then what grew and
- * what shrank. */
-static int table_diff(FILE *f, struct report *r)
+/* The rows of r by their status from the first snapshot to the last: new,
+ * grown, shrunk, gone, unchanged (a stack whose blocks were all freed on both
+ * sides holds nothing, and is not counted). */
+static void status_counts(const struct report *r, size_t counts[5])
 {
-	const struct input *a = &r->in[0], *b = &r->in[1];
-	size_t ng, ns, i, counts[5] = { 0 };
-	struct row **grown, **shrunk;
-	char x[32], y[32], z[32];
-
-	for (i = 0; i < r->nrows; i++) {
+	for (size_t i = 0; i < r->nrows; i++) {
 		const char *st = status_of(&r->rows[i]);
-		/* a stack whose blocks were all freed on both sides holds nothing */
 		if (r->rows[i].f[0].live_bytes == 0 && r->rows[i].f[1].live_bytes == 0)
 			continue;
 		counts[strcmp(st, "new") == 0 ? 0 : strcmp(st, "grown") == 0 ? 1 :
 		       strcmp(st, "shrunk") == 0 ? 2 : strcmp(st, "gone") == 0 ? 3 : 4]++;
 	}
+}
+
+/* diff's brief header, from r's first snapshot to its last: the two, the
+ * change of the live heap and the RSS, the rows by status, how far the
+ * sampled stacks account for the RSS growth (and where it went when they
+ * explain less than half), the referrer search's outcome. A run's trend
+ * starts with it too. */
+void print_brief(FILE *f, const struct report *r)
+{
+	const struct input *a = &r->in[0], *b = &r->in[1];
+	size_t counts[5] = { 0 };
+	char x[32], y[32], z[32];
+
+	status_counts(r, counts);
+	print_snapshot_line(f, a, "before");
+	print_snapshot_line(f, b, "after");
+	fprintf(f, "change   live heap %s",
+		fmt_signed(z, sizeof z, (int64_t)b->total.live_bytes - (int64_t)a->total.live_bytes));
+	if (a->s->rss_bytes && b->s->rss_bytes)
+		fprintf(f, ", RSS %s (%s -> %s)", fmt_signed(z, sizeof z, rss_growth(r)),
+			fmt_bytes(x, sizeof x, (double)a->s->rss_bytes),
+			fmt_bytes(y, sizeof y, (double)b->s->rss_bytes));
+	fprintf(f, "; %zu new, %zu grown, %zu shrunk, %zu gone, %zu unchanged %s\n", counts[0],
+		counts[1], counts[2], counts[3], counts[4], by_plural(r->o->by));
+	print_explained(f, r);
+	/* where the growth went, when the stacks do not say */
+	if (explained_share(r) >= 0 && explained_share(r) < 0.5)
+		print_regions_change(f, a->s, b->s);
+	print_refsearch(f, b->s);
+}
+
+/* memwatch diff as a table: both snapshots, the change, then what grew and
+ * what shrank. */
+static int table_diff(FILE *f, struct report *r)
+{
+	const struct input *a = &r->in[0], *b = &r->in[1];
+	size_t ng, ns, counts[5] = { 0 };
+	struct row **grown, **shrunk;
+	char x[32], y[32], z[32];
+
 	if (!r->o->details) {
-		print_snapshot_line(f, a, "before");
-		print_snapshot_line(f, b, "after");
-		fprintf(f, "change   live heap %s",
-			fmt_signed(z, sizeof z,
-				   (int64_t)b->total.live_bytes - (int64_t)a->total.live_bytes));
-		if (a->s->rss_bytes && b->s->rss_bytes)
-			fprintf(f, ", RSS %s (%s -> %s)",
-				fmt_signed(z, sizeof z, rss_growth(r)),
-				fmt_bytes(x, sizeof x, (double)a->s->rss_bytes),
-				fmt_bytes(y, sizeof y, (double)b->s->rss_bytes));
-		fprintf(f, "; %zu new, %zu grown, %zu shrunk, %zu gone, %zu unchanged %s\n", counts[0],
-			counts[1], counts[2], counts[3], counts[4],
-			by_plural(r->o->by));
-		print_explained(f, r);
-		/* where the growth went, when the stacks do not say */
-		if (explained_share(r) >= 0 && explained_share(r) < 0.5)
-			print_regions_change(f, a->s, b->s);
-		print_refsearch(f, b->s);
+		print_brief(f, r);
 		goto rows;
 	}
+	status_counts(r, counts);
 	print_snapshot_header(f, a, "before");
 	print_snapshot_header(f, b, "after");
 	fprintf(f, "\nchange\n");

@@ -314,8 +314,7 @@ static int table_trend(FILE *f, struct trendrep *t)
 	int width = 4 + 1 + 11 + 1 + 11 + 1 + 10 + 2 + SPARK_CELLS + 2 + 9 + 1 + 5 + 1 + 11 + 2;
 
 	fprintf(f, "trend of %zu snapshots over %s\n", t->n, fmt_seconds(b1, sizeof b1, t->t[t->n - 1]));
-	print_snapshot_line(f, &r->in[0], "first");
-	print_snapshot_line(f, &r->in[1], "last");
+	print_brief(f, r);
 	fprintf(f, "live heap ");
 	for (i = 0; i < t->n; i++)
 		fprintf(f, "%s%s", i ? " " : "", fmt_bytes(b1, sizeof b1, t->live[i]));

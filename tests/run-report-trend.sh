@@ -29,8 +29,9 @@ verdicts() {
 }
 
 # the report at the end of the run: the trend, each row with its verdict
-expect_grep 'snapshots; the trend of its snapshots:$' run.out
-awk '/the trend of its snapshots:$/ { on = 1 } on && /^ +[0-9]+ / { v = $0; next }
+expect_grep 'snapshots; growth between [^ ]+\.1\.snap and [^ ]+\.snap:$' run.out
+expect_grep '^trend of [0-9]+ snapshots over ' run.out
+awk '/^trend of [0-9]+ snapshots over / { on = 1 } on && /^ +[0-9]+ / { v = $0; next }
 	on && v && /^ +(leak_steady|cache_fill|batch_grow|steady_ring) / { print $1, v; v = "" }' run.out > end.rows
 for want in 'leak_steady .* leak\? ' 'cache_fill .* plateau ' 'batch_grow .* burst ' 'steady_ring .* steady '; do
 	expect_grep "^$want" end.rows
