@@ -16,6 +16,7 @@
 
 #include "capture.h"
 #include "maps.h"
+#include "peakhold.h"
 #include "perfmap.h"
 #include "container.h"
 #include "control.h"
@@ -81,16 +82,20 @@ static enum owed owed_of_run(enum proc_run run)
 
 /* The high-water mark of the live heap: the agent marks a peak when its
  * estimate passes the last one by a margin; the watch then takes a peak
- * snapshot (one file, replaced as the peak rises), and the report shows it
- * when it is well above the end. */
+ * snapshot, held in memory (peakhold.h) and written to its one file only once
+ * the heap came down from it, and the report shows it when it is well above
+ * the end. */
 struct peak_state {
 	bool off;                /* the agent cannot say (older than "peak") */
 	bool rx;                 /* the snapshot in flight is a peak snapshot */
 	uint64_t seen;           /* the agent's count of peaks last seen */
-	char *path;              /* the snapshot with the most live heap, */
+	char *path;              /* the snapshot with the most live heap (the held one's
+				  * name while held), */
 	double t;                /*   taken then, */
 	uint64_t rss, live;      /*   with this RSS and live heap */
 	char *file;              /* the peak snapshot's own file, once written */
+	struct peak_hold hold;   /* the peak taken, not written yet: when held, path
+				  * names it */
 };
 
 /* Set by the watch when the process died while its cgroup's OOM kills rose. */
@@ -270,7 +275,7 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	char *cause = NULL, *path;
 	struct snapshot *s = snapshot_decode(buf, len, &cause);
 	uint64_t live = 0;
-	/* the peak snapshot is one file, replaced as the peak rises, outside
+	/* the peak snapshot is held (peak_settle writes it), to one file outside
 	 * the numbered ones */
 	bool peak = strcmp(suffix, "-peak") == 0;
 
@@ -315,7 +320,21 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		c->unread_said = true;
 	}
 	container_files_restore(s, &tf);
-	if (snapshot_write(s, path, c->o.force || (peak && c->peak.file), &cause) < 0) {
+	for (size_t i = 0; i < s->nstacks; i++)
+		live += s->stacks[i].live_bytes;
+	if (peak) {
+		/* held, not written: a rising heap's final snapshot is its peak */
+		if (peak_hold_set(&c->peak.hold, s, t, live, tag, &cause) < 0) {
+			mw_warn("pid %d: %s", c->pid, cause);
+			free(cause);
+			free(path);
+			path = NULL;
+		}
+		c->stored_live = live;
+		snapshot_free(s);
+		return path;
+	}
+	if (snapshot_write(s, path, c->o.force, &cause) < 0) {
 		/* said once; the log has every one (a full disk fails them all) */
 		if (!c->lost++)
 			mw_warn("pid %d: %s", c->pid, cause);
@@ -329,8 +348,6 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		snapshot_free(s);
 		return NULL;
 	}
-	for (size_t i = 0; i < s->nstacks; i++)
-		live += s->stacks[i].live_bytes;
 	c->stored_live = live;
 	if (s->has_refs) {
 		/* the referrer search: how long Python threads waited */
@@ -343,11 +360,10 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 			     (double)q->pause_ns / 1e6, (unsigned long long)q->visited,
 			     (unsigned long long)q->tracked, q->passes, s->nchains);
 	}
-	if (!peak)
-		c->nsnaps++;
+	c->nsnaps++;
 	{
 		char *epath = runlog_encode(path);
-		runlog_event(c->log, t, c->pid, peak ? "peak-snapshot" : "snapshot",
+		runlog_event(c->log, t, c->pid, "snapshot",
 			     "path=%s live=%llu stacks=%zu%s", epath,
 			     (unsigned long long)live, s->nstacks, tag);
 		free(epath);
@@ -375,7 +391,8 @@ static void peak_consider(struct capture *c, double t, const char *path, uint64_
 	c->peak.live = live;
 }
 
-/* Store the peak snapshot that came whole, in place of the last one. */
+/* Hold the peak snapshot that came whole, in place of any held before; one
+ * that holds no more than the peak already known is dropped. */
 static void peak_in(struct capture *c, double t, const unsigned char *buf, size_t len,
 		    const char *tag)
 {
@@ -383,15 +400,51 @@ static void peak_in(struct capture *c, double t, const unsigned char *buf, size_
 
 	if (!path)
 		return;
+	if (c->peak.path && c->stored_live <= c->peak.live)
+		peak_hold_release(&c->peak.hold);
+	else
+		peak_consider(c, t, path, c->stored_live);
+	free(path);
+}
+
+/* Write the held peak to its file, now that it is worth one; a write that
+ * fails is said and counted as a lost snapshot, and the peak forgotten. */
+static void peak_write(struct capture *c, double t)
+{
+	char *cause = NULL, *path = snap_name(c, 0, "-peak");
+
+	if (peak_hold_write(&c->peak.hold, path, c->o.force || c->peak.file, c->log, t, c->pid,
+			    &cause) < 0) {
+		char *epath = runlog_encode(path);
+		if (!c->lost++)
+			mw_warn("pid %d: %s", c->pid, cause);
+		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", epath);
+		free(epath);
+		free(cause);
+		free(path);
+		free(c->peak.path);
+		c->peak.path = NULL;
+		return;
+	}
 	free(c->peak.file);
-	c->peak.file = xstrdup(path);
-	/* the one before it was replaced: no other snapshot names its file */
-	if (c->peak.path && strcmp(c->peak.path, path) == 0) {
+	c->peak.file = path;
+}
+
+/* The held peak, with the live heap now (the agent's estimate, or a snapshot
+ * just stored) at t: written once the heap came down from it by its margin;
+ * at the end (final) also when no snapshot came after it, and otherwise
+ * dropped, the final snapshot being as good as the peak. */
+static void peak_settle(struct capture *c, double t, uint64_t live, bool after, bool final)
+{
+	if (!c->peak.hold.buf)
+		return;
+	if (peak_fell(live, c->peak.hold.live) || (final && !after)) {
+		peak_write(c, t);
+	} else if (final) {
+		peak_hold_release(&c->peak.hold);
 		free(c->peak.path);
 		c->peak.path = NULL;
 	}
-	peak_consider(c, t, path, c->stored_live);
-	free(path);
 }
 
 /* Store a snapshot that came whole, as the next one (or the final one). */
@@ -418,6 +471,10 @@ static void snapshot_in(struct capture *c, double t, unsigned char *buf, size_t 
 		c->last_live = c->stored_live;
 		c->last_snap_t = t;
 		peak_consider(c, t, path, c->stored_live);
+		/* a held peak passed by a snapshot on disk is not worth a file */
+		if (c->peak.hold.buf && !strcmp(c->peak.path, path))
+			peak_hold_release(&c->peak.hold);
+		peak_settle(c, t, c->stored_live, true, false);
 	}
 	free(tag);
 	free(buf);
@@ -615,8 +672,7 @@ static bool may_ask(struct capture *c, double t, const char *what);
  * snapshot held: 10 % and 8 MiB, as the agent marks its peaks. */
 static bool peak_above(uint64_t live, uint64_t best)
 {
-	uint64_t margin = best / 10 > (8u << 20) ? best / 10 : (8u << 20);
-	return live > best + margin;
+	return live > best + peak_margin(best);
 }
 
 /* Ask the agent for its high-water mark (no lock in it: cheap at every
@@ -634,6 +690,8 @@ static void peak_check(struct capture *c, double t)
 		c->peak.off = true;
 		return;
 	}
+	/* the heap came down from the peak held: now it is one */
+	peak_settle(c, t, pk.live, false, false);
 	if (pk.count == c->peak.seen)
 		return;
 	c->peak.seen = pk.count;
@@ -1048,6 +1106,10 @@ int capture_end(struct capture *c, double t, enum end_reason reason, bool proces
 	if (c->fd >= 0)
 		close(c->fd);     /* closing the connection drops its hold in any case */
 	c->fd = -1;
+	/* the peak still held: written when the end is well below it, or when
+	 * no snapshot came after it */
+	peak_settle(c, capture_now(c), c->last_live, c->last_snap && c->last_snap_t >= c->peak.hold.t,
+		    true);
 	/* killed: a peak snapshot taken after the last one, and holding more, is
 	 * the closest the report can come to the kill */
 	if (c->oom.killed && c->peak.file && c->peak.path && !strcmp(c->peak.path, c->peak.file) &&
@@ -1103,6 +1165,7 @@ void capture_free(struct capture *c)
 	free(c->perfmap_here);
 	free(c->peak.path);
 	free(c->peak.file);
+	peak_hold_release(&c->peak.hold);
 	snapshot_free(c->peeked);
 	free(c);
 }
