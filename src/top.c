@@ -24,6 +24,7 @@
 #include "capture.h"
 #include "commands.h"
 #include "report.h"
+#include "trend.h"
 #include "snapshot.h"
 #include "util.h"
 #include "watch.h"
@@ -308,27 +309,14 @@ static void page_sample(struct top *tp, struct page *p, double t, const struct w
 
 /* ---- drawing ---- */
 
-/* A sparkline of v (n values) in at most width cells. */
+/* A sparkline of v (n values) in at most width cells (trend.c draws it). */
 static void sparkline(const struct top *tp, const double *v, size_t n, int width)
 {
-	static const char *const bars[] = { "\u2581", "\u2582", "\u2583", "\u2584",
-					    "\u2585", "\u2586", "\u2587", "\u2588" };
-	static const char ascii[] = "_.-=+*#@";
-	double lo = INFINITY, hi = -INFINITY;
-	size_t i, from = n > (size_t)width ? n - (size_t)width : 0;
+	char buf[3 * 64 + 1];
+	size_t cells = trend_sparkline(v, n, (size_t)width, tp->utf8, buf, sizeof(buf));
 
-	for (i = from; i < n; i++) {
-		lo = v[i] < lo ? v[i] : lo;
-		hi = v[i] > hi ? v[i] : hi;
-	}
-	for (i = from; i < n; i++) {
-		int k = hi > lo ? (int)((v[i] - lo) / (hi - lo) * 7.999) : 0;
-		if (tp->utf8)
-			addstr(bars[k]);
-		else
-			addch((chtype)(unsigned char)ascii[k]);
-	}
-	for (i = n - from; i < (size_t)width; i++)
+	addstr(buf);
+	for (; cells < (size_t)width; cells++)
 		addch(' ');
 }
 
