@@ -58,8 +58,18 @@ const char top_usage[] =
 #define PEEK_WAIT_MS 2000
 #define HIST 64          /* RSS points kept for a sparkline */
 #define ROW_HIST 12      /* snapshots kept per row for its sparkline */
+#define RUN_HIST 64      /* ... for its verdict: the whole watch, thinned */
 #define MIN_COLS 60
 #define MIN_LINES 12
+
+/* A row's live bytes over the whole watch, with their standard errors and
+ * the watch's times, for its verdict (trend.h): one snapshot in stride,
+ * every other point dropped and the stride doubled when it is full, so that
+ * a steady leak's last third is a third of the watch, not of the sparkline. */
+struct run_hist {
+	double v[RUN_HIST], se[RUN_HIST], t[RUN_HIST];
+	unsigned n, stride, seen;
+};
 
 /* One row's bytes over the last snapshots, found by its key. */
 struct row_hist {
@@ -67,6 +77,8 @@ struct row_hist {
 	uint64_t v[ROW_HIST];
 	unsigned n;
 	unsigned gen;            /* the update that last saw it */
+	struct run_hist run;
+	double se, t;            /* the standard error and time of v[n - 1] */
 };
 
 /* One watched process: a page. */
@@ -183,8 +195,49 @@ static struct row_hist *hist_of(struct page *p, const char *key)
 		if (strcmp(p->rh[i].key, key) == 0)
 			return &p->rh[i];
 	p->rh = xrealloc(p->rh, (p->nrh + 1) * sizeof *p->rh);
-	p->rh[p->nrh] = (struct row_hist){ .key = xstrdup(key) };
+	p->rh[p->nrh] = (struct row_hist){ .key = xstrdup(key), .run.stride = 1 };
 	return &p->rh[p->nrh++];
+}
+
+/* A snapshot's point of a row into its run history (see struct run_hist). */
+static void run_add(struct run_hist *r, double v, double se, double t)
+{
+	if (r->seen++ % r->stride)
+		return;
+	if (r->n == RUN_HIST) {
+		for (unsigned j = 0; j < RUN_HIST / 2; j++) {
+			r->v[j] = r->v[2 * j];
+			r->se[j] = r->se[2 * j];
+			r->t[j] = r->t[2 * j];
+		}
+		r->n = RUN_HIST / 2;
+		r->stride *= 2;
+	}
+	r->v[r->n] = v;
+	r->se[r->n] = se;
+	r->t[r->n++] = t;
+}
+
+/* The verdict of a row over the watch: its run history and its latest
+ * point; NULL before three snapshots. */
+static const char *row_verdict(const struct row_hist *h)
+{
+	double v[RUN_HIST + 1], se[RUN_HIST + 1], t[RUN_HIST + 1];
+	unsigned n = h->run.n;
+	struct trend tr;
+
+	memcpy(v, h->run.v, n * sizeof v[0]);
+	memcpy(se, h->run.se, n * sizeof se[0]);
+	memcpy(t, h->run.t, n * sizeof t[0]);
+	if (h->n && (n == 0 || h->t > t[n - 1])) {
+		v[n] = (double)h->v[h->n - 1];
+		se[n] = h->se;
+		t[n++] = h->t;
+	}
+	if (n < 3)
+		return NULL;
+	trend_of(v, se, t, n, &tr);
+	return trend_name(tr.verdict);
 }
 
 /* The rows again, from the snapshots held; with new, their histories grow. */
@@ -207,6 +260,9 @@ static void page_update_rows(struct top *tp, struct page *p, bool fresh)
 		else
 			h->n++;
 		h->v[h->n - 1] = l[i].live_bytes;
+		h->se = l[i].live_sd;
+		h->t = tp->t;
+		run_add(&h->run, (double)l[i].live_bytes, l[i].live_sd, tp->t);
 		h->gen = p->gen;
 	}
 	/* forget rows not seen for a while */
@@ -453,8 +509,9 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 	char line[600], g[32], lv[32], sd[48];
 
 	attron(A_REVERSE);
-	snprintf(line, sizeof line, "%10s %9s %10s %9s  %-6s  %-12s %s", "GROWTH", "", "LIVE",
-		 types ? "OBJECTS" : "BLOCKS", "STATUS", "TREND", types ? "TYPE" : "FUNCTION  FILE:LINE");
+	snprintf(line, sizeof line, "%10s %9s %10s %9s  %-6s  %-12s %-9s %s", "GROWTH", "", "LIVE",
+		 types ? "OBJECTS" : "BLOCKS", "STATUS", "TREND", "VERDICT",
+		 types ? "TYPE" : "FUNCTION  FILE:LINE");
 	clip_line(y, line);
 	/* the column of the standard errors, headed by its sign */
 	mvaddstr(y, 11 + 9 - (tp->utf8 ? 1 : 2), tp->utf8 ? "\u00b1" : "+-");
@@ -497,6 +554,11 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 				v[j] = (double)rh->v[j];
 			if (getcurx(stdscr) + 13 < COLS)
 				sparkline(tp, v, rh ? rh->n : 0, 12);
+			/* its verdict once it has three snapshots */
+			if (getcurx(stdscr) + 10 < COLS) {
+				const char *w = rh ? row_verdict(rh) : NULL;
+				printw(" %-9s", w ? w : "");
+			}
 		}
 		snprintf(line, sizeof line, " %s%s", l[i].head, l[i].weak ? "  (weak)" : "");
 		if (COLS - 1 - getcurx(stdscr) > 0)
