@@ -1107,9 +1107,10 @@ int capture_end(struct capture *c, double t, enum end_reason reason, bool proces
 		close(c->fd);     /* closing the connection drops its hold in any case */
 	c->fd = -1;
 	/* the peak still held: written when the end is well below it, or when
-	 * no snapshot came after it */
-	peak_settle(c, capture_now(c), c->last_live, c->last_snap && c->last_snap_t >= c->peak.hold.t,
-		    true);
+	 * no snapshot came after it (what was never freed at exit is the end's
+	 * live heap: last_live) */
+	peak_settle(c, capture_now(c), c->last_live,
+		    (c->last_snap && c->last_snap_t >= c->peak.hold.t) || c->exit_snap, true);
 	/* killed: a peak snapshot taken after the last one, and holding more, is
 	 * the closest the report can come to the kill */
 	if (c->oom.killed && c->peak.file && c->peak.path && !strcmp(c->peak.path, c->peak.file) &&

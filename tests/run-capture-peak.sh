@@ -78,4 +78,14 @@ expect_no_grep "^# event [0-9.]+ $g peak-snapshot " grow.log
 for f in grow.*peak*.snap; do
 	[ -e "$f" ] && fail "a steady leak left a peak snapshot: $f"
 done
+
+# The same leak run to its exit, with one numbered snapshot (its peaks are
+# all held): what it never freed at exit is its end, and its peak; no peak
+# snapshot either.
+run_mw 0 run --capture now --snap-every +1GiB -i 250ms -q -o exit.log -- "$TARGETS/grow" 1024 20 250 0
+expect_grep "^# event [0-9.]+ [0-9]+ snapshot path=exit\.[0-9]+\.[0-9]+-exit\.snap .*exit=1" exit.log
+expect_no_grep "^# event [0-9.]+ [0-9]+ peak-snapshot " exit.log
+for f in exit.*peak*.snap; do
+	[ -e "$f" ] && fail "a leak that ran to its exit left a peak snapshot: $f"
+done
 finish
