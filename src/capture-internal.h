@@ -12,6 +12,7 @@
 #include "capture.h"
 #include "control.h"
 #include "hotspot.h"
+#include "peakhold.h"
 #include "proc.h"
 #include "runlog.h"
 #include "snapshot.h"
@@ -37,16 +38,20 @@ enum owed {
 
 /* The high-water mark of the live heap: the agent marks a peak when its
  * estimate passes the last one by a margin; the watch then takes a peak
- * snapshot (one file, replaced as the peak rises), and the report shows it
- * when it is well above the end. */
+ * snapshot, held in memory (peakhold.h) and written to its one file only once
+ * the heap came down from it, and the report shows it when it is well above
+ * the end. */
 struct peak_state {
 	bool off;                /* the agent cannot say (older than "peak") */
 	bool rx;                 /* the snapshot in flight is a peak snapshot */
 	uint64_t seen;           /* the agent's count of peaks last seen */
-	char *path;              /* the snapshot with the most live heap, */
+	char *path;              /* the snapshot with the most live heap (the held one's
+				  * name while held), */
 	double t;                /*   taken then, */
 	uint64_t rss, live;      /*   with this RSS and live heap */
 	char *file;              /* the peak snapshot's own file, once written */
+	struct peak_hold hold;   /* the peak taken, not written yet: when held, path
+				  * names it */
 };
 
 /* Set by the watch when the process died while its cgroup's OOM kills rose. */
@@ -140,6 +145,10 @@ int take_snapshot(struct capture *c, double t, bool final, int wait_ms);
 /* Ask the agent for its high-water mark; take a peak snapshot when it is new
  * and well above every snapshot's live heap. */
 void peak_check(struct capture *c, double t);
+/* The held peak, with the live heap now at t: written once the heap came
+ * down from it by its margin; at the end (final) also when no snapshot came
+ * after it (after false), and otherwise dropped. */
+void peak_settle(struct capture *c, double t, uint64_t live, bool after, bool final);
 /* Store the snapshot the agent of a program memwatch run started wrote at its
  * exit (o.exit_fd). */
 void take_exit_snapshot(struct capture *c, double t);

@@ -112,7 +112,10 @@ void print_report(struct capture *c)
 		return;
 	fflush(stdout);
 	printf("\nmemwatch: pid %d: %u snapshot%s; ", c->pid, c->nsnaps, c->nsnaps == 1 ? "" : "s");
-	if (c->nsnaps >= 3 && print_trend(c)) {
+	/* (not when the report's end is the peak snapshot, after the last one
+	 * the run log counts: a process the OOM killer ended) */
+	if (c->nsnaps >= 3 && !(c->peak.file && strcmp(c->last_snap, c->peak.file) == 0) &&
+	    print_trend(c)) {
 		/* the trend of every snapshot, each row with its verdict */
 	} else if (c->first_snap && strcmp(c->first_snap, c->last_snap) != 0) {
 		printf("growth between %s and %s:\n", c->first_snap, c->last_snap);

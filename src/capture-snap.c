@@ -110,7 +110,7 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 	char *cause = NULL, *path;
 	struct snapshot *s = snapshot_decode(buf, len, &cause);
 	uint64_t live = 0;
-	/* the peak snapshot is one file, replaced as the peak rises, outside
+	/* the peak snapshot is held (peak_settle writes it), to one file outside
 	 * the numbered ones */
 	bool peak = strcmp(suffix, "-peak") == 0;
 
@@ -155,7 +155,21 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		c->unread_said = true;
 	}
 	container_files_restore(s, &tf);
-	if (snapshot_write(s, path, c->o.force || (peak && c->peak.file), &cause) < 0) {
+	for (size_t i = 0; i < s->nstacks; i++)
+		live += s->stacks[i].live_bytes;
+	if (peak) {
+		/* held, not written: a rising heap's final snapshot is its peak */
+		if (peak_hold_set(&c->peak.hold, s, t, live, tag, &cause) < 0) {
+			mw_warn("pid %d: %s", c->pid, cause);
+			free(cause);
+			free(path);
+			path = NULL;
+		}
+		c->stored_live = live;
+		snapshot_free(s);
+		return path;
+	}
+	if (snapshot_write(s, path, c->o.force, &cause) < 0) {
 		/* said once; the log has every one (a full disk fails them all) */
 		if (!c->lost++)
 			mw_warn("pid %d: %s", c->pid, cause);
@@ -169,8 +183,6 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 		snapshot_free(s);
 		return NULL;
 	}
-	for (size_t i = 0; i < s->nstacks; i++)
-		live += s->stacks[i].live_bytes;
 	c->stored_live = live;
 	if (s->has_refs) {
 		/* the referrer search: how long Python threads waited */
@@ -183,11 +195,10 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 			     (double)q->pause_ns / 1e6, (unsigned long long)q->visited,
 			     (unsigned long long)q->tracked, q->passes, s->nchains);
 	}
-	if (!peak)
-		c->nsnaps++;
+	c->nsnaps++;
 	{
 		char *epath = runlog_encode(path);
-		runlog_event(c->log, t, c->pid, peak ? "peak-snapshot" : "snapshot",
+		runlog_event(c->log, t, c->pid, "snapshot",
 			     "path=%s live=%llu stacks=%zu%s", epath,
 			     (unsigned long long)live, s->nstacks, tag);
 		free(epath);
@@ -215,7 +226,8 @@ static void peak_consider(struct capture *c, double t, const char *path, uint64_
 	c->peak.live = live;
 }
 
-/* Store the peak snapshot that came whole, in place of the last one. */
+/* Hold the peak snapshot that came whole, in place of any held before; one
+ * that holds no more than the peak already known is dropped. */
 static void peak_in(struct capture *c, double t, const unsigned char *buf, size_t len,
 		    const char *tag)
 {
@@ -223,15 +235,51 @@ static void peak_in(struct capture *c, double t, const unsigned char *buf, size_
 
 	if (!path)
 		return;
+	if (c->peak.path && c->stored_live <= c->peak.live)
+		peak_hold_release(&c->peak.hold);
+	else
+		peak_consider(c, t, path, c->stored_live);
+	free(path);
+}
+
+/* Write the held peak to its file, now that it is worth one; a write that
+ * fails is said and counted as a lost snapshot, and the peak forgotten. */
+static void peak_write(struct capture *c, double t)
+{
+	char *cause = NULL, *path = snap_name(c, 0, "-peak");
+
+	if (peak_hold_write(&c->peak.hold, path, c->o.force || c->peak.file, c->log, t, c->pid,
+			    &cause) < 0) {
+		char *epath = runlog_encode(path);
+		if (!c->lost++)
+			mw_warn("pid %d: %s", c->pid, cause);
+		runlog_event(c->log, t, c->pid, "snapshot-failed", "path=%s", epath);
+		free(epath);
+		free(cause);
+		free(path);
+		free(c->peak.path);
+		c->peak.path = NULL;
+		return;
+	}
 	free(c->peak.file);
-	c->peak.file = xstrdup(path);
-	/* the one before it was replaced: no other snapshot names its file */
-	if (c->peak.path && strcmp(c->peak.path, path) == 0) {
+	c->peak.file = path;
+}
+
+/* The held peak, with the live heap now (the agent's estimate, or a snapshot
+ * just stored) at t: written once the heap came down from it by its margin;
+ * at the end (final) also when no snapshot came after it, and otherwise
+ * dropped, the final snapshot being as good as the peak. */
+void peak_settle(struct capture *c, double t, uint64_t live, bool after, bool final)
+{
+	if (!c->peak.hold.buf)
+		return;
+	if (peak_fell(live, c->peak.hold.live) || (final && !after)) {
+		peak_write(c, t);
+	} else if (final) {
+		peak_hold_release(&c->peak.hold);
 		free(c->peak.path);
 		c->peak.path = NULL;
 	}
-	peak_consider(c, t, path, c->stored_live);
-	free(path);
 }
 
 /* Store a snapshot that came whole, as the next one (or the final one). */
@@ -258,6 +306,10 @@ static void snapshot_in(struct capture *c, double t, unsigned char *buf, size_t 
 		c->last_live = c->stored_live;
 		c->last_snap_t = t;
 		peak_consider(c, t, path, c->stored_live);
+		/* a held peak passed by a snapshot on disk is not worth a file */
+		if (c->peak.hold.buf && !strcmp(c->peak.path, path))
+			peak_hold_release(&c->peak.hold);
+		peak_settle(c, t, c->stored_live, true, false);
 	}
 	free(tag);
 	free(buf);
@@ -453,8 +505,7 @@ int take_snapshot(struct capture *c, double t, bool final, int wait_ms)
  * snapshot held: 10 % and 8 MiB, as the agent marks its peaks. */
 static bool peak_above(uint64_t live, uint64_t best)
 {
-	uint64_t margin = best / 10 > (8u << 20) ? best / 10 : (8u << 20);
-	return live > best + margin;
+	return live > best + peak_margin(best);
 }
 
 /* Ask the agent for its high-water mark (no lock in it: cheap at every
@@ -472,6 +523,8 @@ void peak_check(struct capture *c, double t)
 		c->peak.off = true;
 		return;
 	}
+	/* the heap came down from the peak held: now it is one */
+	peak_settle(c, t, pk.live, false, false);
 	if (pk.count == c->peak.seen)
 		return;
 	c->peak.seen = pk.count;

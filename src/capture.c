@@ -345,6 +345,11 @@ int capture_end(struct capture *c, double t, enum end_reason reason, bool proces
 	if (c->fd >= 0)
 		close(c->fd);     /* closing the connection drops its hold in any case */
 	c->fd = -1;
+	/* the peak still held: written when the end is well below it, or when
+	 * no snapshot came after it (what was never freed at exit is the end's
+	 * live heap: last_live) */
+	peak_settle(c, capture_now(c), c->last_live,
+		    (c->last_snap && c->last_snap_t >= c->peak.hold.t) || c->exit_snap, true);
 	/* killed: a peak snapshot taken after the last one, and holding more, is
 	 * the closest the report can come to the kill */
 	if (c->oom.killed && c->peak.file && c->peak.path && !strcmp(c->peak.path, c->peak.file) &&
@@ -400,6 +405,7 @@ void capture_free(struct capture *c)
 	free(c->perfmap_here);
 	free(c->peak.path);
 	free(c->peak.file);
+	peak_hold_release(&c->peak.hold);
 	snapshot_free(c->peeked);
 	free(c);
 }

@@ -1,11 +1,13 @@
 /* htmlreport.c: memwatch report: one self-contained HTML page for a whole run:
  * the memory plot with its events (gnuplot's SVG, through plot.h), the
  * snapshots on the time line, and per process the growth table between its
- * first and last snapshot with the diff's flame graph (through report.h). No
+ * first and last snapshot with the diff's flame graph (through report.h),
+ * with three snapshots or more each row's verdict and chart (htmltrend.c). No
  * part of the page is fetched from anywhere: it opens offline. */
 #include "config.h"
 #include "commands.h"
 #include "flame.h"
+#include "htmltrend.h"
 #include "plot.h"
 #include "report.h"
 #include "runlog.h"
@@ -26,7 +28,9 @@ const char report_usage[] =
 	"    one HTML page for a whole run, to open in a browser (no network needed):\n"
 	"    the memory plot with its events, the snapshots on the time line, and per\n"
 	"    process the growth table between its first and last snapshot and the\n"
-	"    flame graph of that diff\n"
+	"    flame graph of that diff; with three snapshots or more, each row of the\n"
+	"    table with its verdict (leak?, plateau, burst, steady) and a chart of its\n"
+	"    live heap at every snapshot\n"
 	"    -o, --output FILE      write the page to FILE (default: standard output,\n"
 	"                           refused when it is a terminal)\n"
 	"    -f, --force            overwrite FILE if it exists\n"
@@ -162,6 +166,9 @@ static void head(FILE *f, const struct report_opts *o, const struct runlog_data 
 	      "table.events td, table.events th { border-bottom: 1px solid #ddd; padding: 2px 10px; text-align: left; }\n"
 	      "svg.timeline text { font-size: 12px; font-family: inherit; }\n"
 	      ".note { color: #733; }\n"
+	      "svg.trend { vertical-align: middle; }\n"
+	      ".v-leak { color: #c00; font-weight: bold; } .v-burst { color: #a60; }\n"
+	      ".v-plateau { color: #36a; } .v-steady { color: #383; }\n"
 	      "img.plot, div.flame svg, svg.timeline { max-width: 100%; height: auto; }\n"
 	      "</style>\n</head>\n<body>\n<h1>memwatch report: ", f);
 	flame_escape(f, o->log);
@@ -283,25 +290,34 @@ static void referrers_list(FILE *f, const char *path, int pid)
 }
 
 /* The section of one process: the table and flame graph of its first and last
- * snapshots (or of its only one). 0, or an exit status (said). */
+ * snapshots (or of its only one), the table's rows with their trend over all
+ * of them when there are three or more. 0, or an exit status (said). */
 static int process_section(FILE *f, const struct report_opts *o, const struct cmdfile_snap *s,
 			   size_t ns, int pid)
 {
 	const struct cmdfile_snap *first = NULL, *last = NULL;
-	char *paths[2], *table = NULL, *svg = NULL, *types = NULL;
-	size_t tlen = 0, slen = 0, ylen = 0;
+	char *paths[2], *table = NULL, *svg = NULL, *types = NULL, **all;
+	size_t tlen = 0, slen = 0, ylen = 0, nall = 0;
+	double *times;
 	FILE *tf, *sf, *yf;
 	int st, n;
 
+	all = xcalloc(ns ? ns : 1, sizeof *all);
+	times = xcalloc(ns ? ns : 1, sizeof *times);
 	for (size_t i = 0; i < ns; i++) {
 		if (s[i].pid != pid)
 			continue;
 		if (!first)
 			first = &s[i];
 		last = &s[i];
+		all[nall] = s[i].path;
+		times[nall++] = s[i].t;
 	}
-	if (!first)
+	if (!first) {
+		free(all);
+		free(times);
 		return MW_EXIT_OK;
+	}
 	paths[0] = first->path;
 	paths[1] = last->path;
 	n = first == last ? 1 : 2;
@@ -319,6 +335,8 @@ static int process_section(FILE *f, const struct report_opts *o, const struct cm
 		free(table);
 		free(svg);
 		free(types);
+		free(all);
+		free(times);
 		return MW_EXIT_FAILURE;
 	}
 	st = report_parts(paths, n, o->dirs, o->ndirs, tf, sf, yf);
@@ -339,9 +357,12 @@ static int process_section(FILE *f, const struct report_opts *o, const struct cm
 		}
 		fputs("</h2>\n<div class=\"flame\">\n", f);
 		fwrite(svg, 1, slen, f);
-		fputs("</div>\n<pre>", f);
-		flame_escape(f, table);
-		fputs("</pre>\n", f);
+		fputs("</div>\n", f);
+		if (n == 1 || html_trend_table(f, table, all, times, nall, o->dirs, o->ndirs) < 0) {
+			fputs("<pre>", f);
+			flame_escape(f, table);
+			fputs("</pre>\n", f);
+		}
 		if (ylen) {
 			/* CPython: what the objects are */
 			fprintf(f, "<h3>pid %d: Python objects by type</h3>\n<pre class=\"types\">", pid);
@@ -353,6 +374,8 @@ static int process_section(FILE *f, const struct report_opts *o, const struct cm
 	free(table);
 	free(svg);
 	free(types);
+	free(all);
+	free(times);
 	return st;
 }
 

@@ -6,6 +6,7 @@
 #include "report-internal.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +200,7 @@ static void view_lay_out(struct report_view *v, enum report_sort sort)
 		}
 		l->live_bytes = now_of(r, w)->live_bytes;
 		l->live_blocks = now_of(r, w)->live_blocks;
+		l->live_sd = sqrt(now_of(r, w)->live_var);
 		l->alloc_bytes = allocated(r, w);
 		l->growth = r->nin == 2 ? w->growth : (int64_t)w->f[0].live_bytes;
 		l->sd = w->sd;

@@ -124,6 +124,7 @@ struct report_line {
 				       * its live bytes), from sampling */
 	uint64_t live_bytes, live_blocks;   /* in the latest snapshot; by type,
 					     * blocks are the estimated objects */
+	double live_sd;               /* the standard error of live_bytes */
 	uint64_t alloc_bytes;         /* allocated since the base (no base: in all) */
 	const char *status;           /* new, grown, shrunk, gone, same; live */
 	bool weak;                    /* within the sampling error */

@@ -31,8 +31,9 @@
  * back whole with runlog_field. Kinds: start,
  * process (a child joined), trigger, attach, attach-failed, capture-start,
  * snapshot, peak-snapshot (the snapshot at the high-water mark of the live
- * heap: one file, replaced as the peak rises, so only the last such event
- * names what the file holds), snapshot-failed, capture-stop, exit (oom=1 and
+ * heap, peak_s=<its time>: written once the heap came down from it, one
+ * file replaced by a higher peak, so only the last such event names what
+ * the file holds), snapshot-failed, capture-stop, exit (oom=1 and
  * the cgroup's limit=<bytes> when the OOM killer killed it), signal, end; for a process
  * that is stopped: stopped, continued, snapshot-deferred, attach-deferred.
  * Every line is flushed when written, so a killed memwatch loses at most one line. */

@@ -160,8 +160,9 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 	char line[600], g[32], lv[32], sd[48];
 
 	attron(A_REVERSE);
-	snprintf(line, sizeof line, "%10s %9s %10s %9s  %-6s  %-12s %s", "GROWTH", "", "LIVE",
-		 types ? "OBJECTS" : "BLOCKS", "STATUS", "TREND", types ? "TYPE" : "FUNCTION  FILE:LINE");
+	snprintf(line, sizeof line, "%10s %9s %10s %9s  %-6s  %-12s %-9s %s", "GROWTH", "", "LIVE",
+		 types ? "OBJECTS" : "BLOCKS", "STATUS", "TREND", "VERDICT",
+		 types ? "TYPE" : "FUNCTION  FILE:LINE");
 	clip_line(y, line);
 	/* the column of the standard errors, headed by its sign */
 	mvaddstr(y, 11 + 9 - (tp->utf8 ? 1 : 2), tp->utf8 ? "\u00b1" : "+-");
@@ -204,6 +205,11 @@ static void draw_rows(struct top *tp, struct page *p, int y, int last)
 				v[j] = (double)rh->v[j];
 			if (getcurx(stdscr) + 13 < COLS)
 				sparkline(tp, v, rh ? rh->n : 0, 12);
+			/* its verdict once it has three snapshots */
+			if (getcurx(stdscr) + 10 < COLS) {
+				const char *w = rh ? row_verdict(rh) : NULL;
+				printw(" %-9s", w ? w : "");
+			}
 		}
 		snprintf(line, sizeof line, " %s%s", l[i].head, l[i].weak ? "  (weak)" : "");
 		if (COLS - 1 - getcurx(stdscr) > 0)

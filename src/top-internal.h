@@ -25,8 +25,18 @@
 #define PEEK_WAIT_MS 2000
 #define HIST 64          /* RSS points kept for a sparkline */
 #define ROW_HIST 12      /* snapshots kept per row for its sparkline */
+#define RUN_HIST 64      /* ... for its verdict: the whole watch, thinned */
 #define MIN_COLS 60
 #define MIN_LINES 12
+
+/* A row's live bytes over the whole watch, with their standard errors and
+ * the watch's times, for its verdict (trend.h): one snapshot in stride,
+ * every other point dropped and the stride doubled when it is full, so that
+ * a steady leak's last third is a third of the watch, not of the sparkline. */
+struct run_hist {
+	double v[RUN_HIST], se[RUN_HIST], t[RUN_HIST];
+	unsigned n, stride, seen;
+};
 
 /* One row's bytes over the last snapshots, found by its key. */
 struct row_hist {
@@ -34,6 +44,8 @@ struct row_hist {
 	uint64_t v[ROW_HIST];
 	unsigned n;
 	unsigned gen;            /* the update that last saw it */
+	struct run_hist run;
+	double se, t;            /* the standard error and time of v[n - 1] */
 };
 
 /* One watched process: a page. */
@@ -105,5 +117,9 @@ void page_sample(struct top *tp, struct page *p, double t, const struct watch_me
 void draw(struct top *tp);
 /* Line y: s, cut at the screen's width, the rest of the line cleared. */
 void clip_line(int y, const char *s);
+
+/* top-pages.c: the verdict of a row over the watch (trend.h's word); NULL
+ * before three snapshots. */
+const char *row_verdict(const struct row_hist *h);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "top-internal.h"
+#include "trend.h"
 #include "util.h"
 
 struct page *page_of(struct top *tp, int pid, const char *cmd)
@@ -73,8 +74,47 @@ static struct row_hist *hist_of(struct page *p, const char *key)
 		if (strcmp(p->rh[i].key, key) == 0)
 			return &p->rh[i];
 	p->rh = xrealloc(p->rh, (p->nrh + 1) * sizeof *p->rh);
-	p->rh[p->nrh] = (struct row_hist){ .key = xstrdup(key) };
+	p->rh[p->nrh] = (struct row_hist){ .key = xstrdup(key), .run.stride = 1 };
 	return &p->rh[p->nrh++];
+}
+
+/* A snapshot's point of a row into its run history (see struct run_hist). */
+static void run_add(struct run_hist *r, double v, double se, double t)
+{
+	if (r->seen++ % r->stride)
+		return;
+	if (r->n == RUN_HIST) {
+		for (unsigned j = 0; j < RUN_HIST / 2; j++) {
+			r->v[j] = r->v[2 * j];
+			r->se[j] = r->se[2 * j];
+			r->t[j] = r->t[2 * j];
+		}
+		r->n = RUN_HIST / 2;
+		r->stride *= 2;
+	}
+	r->v[r->n] = v;
+	r->se[r->n] = se;
+	r->t[r->n++] = t;
+}
+
+const char *row_verdict(const struct row_hist *h)
+{
+	double v[RUN_HIST + 1], se[RUN_HIST + 1], t[RUN_HIST + 1];
+	unsigned n = h->run.n;
+	struct trend tr;
+
+	memcpy(v, h->run.v, n * sizeof v[0]);
+	memcpy(se, h->run.se, n * sizeof se[0]);
+	memcpy(t, h->run.t, n * sizeof t[0]);
+	if (h->n && (n == 0 || h->t > t[n - 1])) {
+		v[n] = (double)h->v[h->n - 1];
+		se[n] = h->se;
+		t[n++] = h->t;
+	}
+	if (n < 3)
+		return NULL;
+	trend_of(v, se, t, n, &tr);
+	return trend_name(tr.verdict);
 }
 
 /* The rows again, from the snapshots held; with new, their histories grow. */
@@ -97,6 +137,9 @@ void page_update_rows(struct top *tp, struct page *p, bool fresh)
 		else
 			h->n++;
 		h->v[h->n - 1] = l[i].live_bytes;
+		h->se = l[i].live_sd;
+		h->t = tp->t;
+		run_add(&h->run, (double)l[i].live_bytes, l[i].live_sd, tp->t);
 		h->gen = p->gen;
 	}
 	/* forget rows not seen for a while */

@@ -27,8 +27,10 @@
 const char top_usage[] =
 	"  memwatch top -p PID [options]\n"
 	"    The watch as a live full-screen view: per process, RSS, its growth and\n"
-	"    the call stacks growing now, refreshed as snapshots come. The options of\n"
-	"    the watch (-c, -i, -d, -o, --capture, -r, ...) apply, and these:\n"
+	"    the call stacks growing now, refreshed as snapshots come, each with its\n"
+	"    verdict over the watch (leak?, plateau, burst, steady) from its third\n"
+	"    snapshot on. The options of the watch (-c, -i, -d, -o, --capture, -r,\n"
+	"    ...) apply, and these:\n"
 	"  -b, --by WHAT           rows by stack (default), function, line or type\n"
 	"                          (of CPython's objects: estimated objects and bytes)\n"
 	"  -s, --sort KEY          growth (default), live or alloc\n"

@@ -63,7 +63,9 @@ expect_grep "^# event [0-9.]+ $l exit oom=1 limit=$((160 << 20))\$" oom.log
 # then the leak, with its file and line, and no section at the peak (the
 # last snapshot is the peak)
 expect_grep "^memwatch: pid $l was killed by the OOM killer at [0-9.]+ s: its cgroup's limit is 160 MiB; the last snapshot, [0-9.]+ s before, is the report's end\$" out
-expect_grep "^ +1 +\+[0-9.]+ MiB .* (new|grown) +fill_orders +oom_leaker\.c:[0-9]+$" out
+# (the table of two snapshots: its status; the trend of three or more: its
+# verdict, a steady leak)
+expect_grep "^ +1 +\+[0-9.]+ MiB .*((new|grown) +| leak\? .* )fill_orders +oom_leaker\.c:[0-9]+$" out
 expect_no_grep "at the peak" out
 # the last snapshot came within a few intervals of the kill
 before=$(sed -n "s/.*the last snapshot, \([0-9]*\)\.[0-9] s before.*/\1/p" out)

@@ -50,12 +50,14 @@ run_mw 3 diff -F svg -o never.svg a.snap bad.snap
 expect_err_line "bad\.snap"
 [ -e never.svg ] && fail "a failed diff left never.svg"
 
-# memwatch report: a real watch of the demo, which leaks in cache_store
+# memwatch report: a real watch of the demo, which leaks in cache_store, with
+# a snapshot a second (at a finer rate than the default, for a sampling error
+# well below a second's growth)
 need_ptrace
 "$TARGETS/demo" 30 > demo.out &
 demo=$!
 started_pids="$started_pids $demo"
-run_mw 0 -p "$demo" -i 250ms -d 6s -q --trigger +16MiB --snap-every +16MiB -o flow.log
+run_mw 0 -p "$demo" -i 250ms -d 8s -q --trigger +16MiB --snap-every 1s -r 64KiB -o flow.log
 kill "$demo" 2>/dev/null
 expect_grep "^# event [0-9.]+ $demo snapshot path=flow\.$demo\.[0-9]+-final\.snap" flow.log
 
@@ -67,6 +69,11 @@ expect_grep '<img class="plot" [^>]*src="data:image/svg\+xml;base64,' run.html
 expect_grep "^<h2>pid $demo: growth from flow\.$demo\.1\.snap to flow\.$demo\.[0-9]+-final\.snap</h2>$" run.html
 expect_grep '^<g class="mwf"><title>cache_store$' run.html
 expect_grep 'cache_store  demo\.c:25' run.html
+# three snapshots or more: each row of the growth table has its verdict and
+# the chart of its live heap at every snapshot; the leak is one
+[ "$(grep -Ec "^# event [0-9.]+ $demo snapshot " flow.log)" -ge 3 ] || fail "fewer than 3 snapshots"
+expect_grep '^trend +<svg class="trend" [^>]*></svg> +# +growth ' run.html
+expect_grep '^<span class="verdict v-leak" title="grew in [0-9]+ % of the intervals; slope \+[0-9.]+ [KMG]iB/min">leak\?</span> +<svg class="trend" [^>]*><title>live heap at each snapshot: [^<]*</title><polyline [^>]*points="[0-9., ]+"/></svg> +[0-9]+ +\+[0-9.]+ [KMG]iB .*cache_store  demo\.c:25$' run.html
 expect_grep '^<h2>time line: [0-9]+ snapshots</h2>$' run.html
 # the events table shows the log's values decoded: the trigger's rule as words
 expect_grep '<td>trigger</td><td>rss=[0-9]+ &middot; .*rule=\+16\.0 MiB over baseline</td>' run.html

@@ -1,6 +1,7 @@
 #!/bin/sh
 # run-top-demo.sh: memwatch top on the demo service, which leaks in
-# cache_store: the top row names it within a few intervals; Enter opens its
+# cache_store: the top row names it within a few intervals, and once the view
+# has three snapshots its verdict is leak?; Enter opens its
 # whole stack; s sorts, b groups, m marks, w writes a snapshot, q quits with
 # status 0 and the shell's screen, the run log and snapshots written as by
 # the watch.
@@ -18,6 +19,9 @@ see t "^RSS .*capture capturing  rate 512 KiB  live heap"
 see t "view every [0-9.]+s \(a snapshot costs the target"
 top_row t "^\+ *[0-9.]+ [KMG]?i?B .* (new|grown) .*cache_store  demo\.c:[0-9]+" 20
 expect_grep "since capture start: explains [0-9]+% of the RSS growth" t.pane
+# each row's verdict over the view's snapshots (trend.h), beside its sparkline
+expect_grep "^ +GROWTH .* STATUS +TREND +VERDICT +FUNCTION  FILE:LINE" t.pane
+top_row t "^\+ *[0-9.]+ [KMG]?i?B .* (new|grown) +[^ ]* +leak\? +cache_store  demo\.c:[0-9]+" 40
 
 # the whole stack of the top row, from the leak to main
 keys t Enter
@@ -60,6 +64,10 @@ expect_grep "cache_store  demo\.c:" out
 keys t p
 see t "PAUSED"
 keys t p
+
+# the verdict is the whole watch's, not the sparkline's last snapshots: still
+# leak? after a mark and later on
+top_row t " leak\? +cache_store  demo\.c:[0-9]+" 20
 
 keys t q
 top_quit t 0
