@@ -311,7 +311,7 @@ static int table_trend(FILE *f, struct trendrep *t)
 	size_t counts[TREND_NVERDICTS] = { 0 }, nv, i;
 	struct row **v = pick_rows(t, &nv, counts);
 	char b1[32], b2[32], b3[32], b4[32], spark[3 * SPARK_CELLS + 1], line[96];
-	int width = 4 + 1 + 11 + 1 + 11 + 1 + 10 + 2 + SPARK_CELLS + 2 + 9 + 1 + 5 + 1 + 11 + 2;
+	int width = 4 + 1 + 11 + 1 + 11 + 1 + 10 + 2 + SPARK_CELLS + 2 + 9 + 1 + 5 + 1 + 11 + 2 + 6 + 2;
 
 	fprintf(f, "trend of %zu snapshots over %s\n", t->n, fmt_seconds(b1, sizeof b1, t->t[t->n - 1]));
 	print_brief(f, r);
@@ -341,8 +341,9 @@ static int table_trend(FILE *f, struct trendrep *t)
 		free(v);
 		return 0;
 	}
-	fprintf(f, "%4s %11s %11s %11s  %-*s  %-9s %5s %11s  %s\n", "#", "growth", "last", "\u00b1",
-		SPARK_CELLS, "trend", "verdict", "grew", "slope/min", t->lim.known ? "to limit  where" : "where");
+	fprintf(f, "%4s %11s %11s %11s  %-*s  %-9s %5s %11s  %s%-6s  %s\n", "#", "growth", "last", "\u00b1",
+		SPARK_CELLS, "trend", "verdict", "grew", "slope/min", t->lim.known ? "to limit  " : "",
+		"status", "where");
 	for (i = 0; i < nv; i++) {
 		size_t k = row_index(t, v[i]);
 		const struct trend *tr = &t->tr[k];
@@ -364,6 +365,8 @@ static int table_trend(FILE *f, struct trendrep *t)
 			fmt_signed(b4, sizeof b4, isnan(tr->slope) ? 0 : (int64_t)llround(tr->slope)));
 		if (t->lim.known)
 			fprintf(f, "%-8s  ", fmt_eta(b1, sizeof b1, row_to_limit(t, k)));
+		/* from the first snapshot to the last, as diff says it */
+		fprintf(f, "%-6s  ", status_of(v[i]));
 		print_row_frames(f, r, v[i], width + (t->lim.known ? 10 : 0));
 	}
 	free(v);

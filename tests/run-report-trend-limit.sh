@@ -48,6 +48,6 @@ cat cmp.out >&2
 # the table: the header's time at the RSS's slope, the row's time
 run_mw 0 diff --verdict leak lim.log
 expect_grep '; cgroup [0-9.]+ [KMG]iB of 2\.00 GiB: the limit in [0-9.]+ (s|min|h) at the RSS.s slope$' out
-expect_grep 'to limit  where$' out
-expect_grep ' leak\? +100% .* [0-9.]+ (s|min)  +get ' out
+expect_grep 'to limit  status  where$' out
+expect_grep ' leak\? +100% .* [0-9.]+ (s|min)  +(new|grown) +get ' out
 finish
