@@ -1,6 +1,6 @@
 #!/bin/sh
 # run-python-offsets.sh: the CPython 3.11 structure offsets the agent reads
-# (mirrored in src/agent/pyframes.c and python.c, not compiled against them) match the
+# (mirrored in src/agent/pyframes.h, pytypes.c and python.c, not compiled against them) match the
 # interpreter's own internal headers, where they are installed: the release
 # build's (libpython3.11-dev) and the debug build's (Py_DEBUG, libpython3.11-dbg),
 # which the agent reads at the same offsets. And from 3.13 on, each entry of
@@ -85,7 +85,7 @@ check() {
 }
 # the agent's values: "#define PY_X 123"
 sed -n 's/^#define \(PY_[A-Z_]*\|PY311_[A-Z0-9_]*\|TP_[A-Z_]*\|HT_[A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' \
-	"$top_srcdir/src/agent/pyframes.c" "$top_srcdir/src/agent/python.c" >agent.txt
+	"$top_srcdir/src/agent/pyframes.h" "$top_srcdir/src/agent/pytypes.c" "$top_srcdir/src/agent/python.c" >agent.txt
 check /usr/include/python3.11
 if [ -r /usr/include/python3.11d/pyconfig.h ]; then
 	check /usr/include/python3.11d -DWANT_DEBUG
@@ -170,7 +170,8 @@ int main(void)
 	return 0;
 }
 C
-sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyframes.c" >agent-older.txt
+sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyframes.h" \
+	"$top_srcdir/src/agent/pyframes.c" "$top_srcdir/src/agent/pytypes.c" >agent-older.txt
 for m in 8 9 10 12; do
 	inc=
 	for d in "${HOME:-/nonexistent}"/.pyenv/versions/3.$m.*/include/python3.$m /usr/include/python3.$m; do
@@ -392,7 +393,7 @@ for v in $cpythons; do
 done
 
 # An instance's attributes as the referrer search names them
-# (src/agent/pyrefs.c), read in each installed interpreter as it runs: a
+# (src/agent/pyrefs.h), read in each installed interpreter as it runs: a
 # class's __slots__ members (its tp_members, then its base's) at their
 # offsets; from 3.11 on an instance's values (no __dict__ made: before the
 # object in 3.11 and 3.12, inline after its header in 3.13), value i held
@@ -479,7 +480,7 @@ if at:
     assert all(word(at + 8 * i) == want[k] for i, k in enumerate(got)), "values after __dict__"
 print("slots and values (%d entries)" % n)
 P
-sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyrefs.c" >agent-attrs.txt
+sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyrefs.h" >agent-attrs.txt
 cat pyvtable.txt >>agent-attrs.txt
 for v in $cpythons; do
 	name=${v%%=*} py=${v#*=}
@@ -490,7 +491,7 @@ for v in $cpythons; do
 	fi
 done
 
-# the collector's state the referrer search walks (src/agent/pyrefs.c): where
+# the collector's state the referrer search walks (src/agent/pyrefs.h): where
 # it is (_PyRuntime.gc in 3.8, PyInterpreterState.gc after; in 3.13 the
 # agent reads that offset from _Py_DebugOffsets), its generations, permanent
 # generation and collecting flag, and the objects it reads, against each
@@ -615,7 +616,7 @@ int main(void)
 	return 0;
 }
 C
-sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyrefs.c" >agent-gc.txt
+sed -n 's/^#define \([A-Z0-9_]*\) \([0-9][0-9]*\).*/\1 \2/p' "$top_srcdir/src/agent/pyrefs.h" >agent-gc.txt
 checked=0
 for m in 8 9 10 11 12 13; do
 	for d in "${HOME:-/nonexistent}"/.pyenv/versions/3.$m.*/include/python3.$m /usr/include/python3.$m; do

@@ -150,18 +150,18 @@ int mw_parse_options(const char *s, struct mw_options *o)
  * mean reading the loader's module list, whose lock another thread may have
  * held at the fork); it has no control thread. With children=1 (memwatch run
  * --children) every child listens on its own pid's socket, and a child of a
- * capturing process goes on capturing from scratch, with its Python frames. A child that execs gets a fresh agent from
+ * capturing process goes on capturing from scratch, with its runtimes' frames. A child that execs gets a fresh agent from
  * LD_PRELOAD, or none. */
 static void atfork_prepare(void)
 {
 	mw_hooks_atfork_prepare();
 	mw_heap_atfork_prepare();
-	mw_python_atfork_prepare();
+	mw_runtimes_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
-	mw_python_atfork_parent();
+	mw_runtimes_atfork_parent();
 	mw_heap_atfork_parent();
 	mw_hooks_atfork_parent();
 }
@@ -174,11 +174,10 @@ static void atfork_child(void)
 	pthread_mutex_init(&start_lock, NULL);
 	mw_hooks_atfork_child();
 	mw_heap_atfork_child();
-	mw_python_atfork_child();
-	mw_js_atfork_child();
+	mw_runtimes_atfork_child();
 	mw_server_atfork_child();
 	if (mw_capture_atfork_child(children_mode && was && !mw_fork_tainted))
-		mw_python_fork_resume();
+		mw_runtimes_capture_resume();
 	/* memwatch run --children: every child listens, capturing or not, so
 	 * that the watch finds its agent and starts capture when it wants it */
 	if (children_mode && !mw_fork_tainted && mw_server_start(&why) < 0)
@@ -292,7 +291,7 @@ static int agent_start(const char *options)
 	}
 	mw_heap_configure(o.rate, o.depth, o.max_stacks);
 	mw_unwind_threads(o.unwind_threads);
-	mw_js_init();
+	mw_runtimes_init();
 	mw_hooks_install(true);
 	if (o.capture_now)
 		mw_capture_start(o.rate, o.depth, o.max_stacks);

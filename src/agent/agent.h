@@ -3,21 +3,27 @@
  * each file offers the others, grouped by the file that defines them. Nothing
  * here is exported from the library.
  *
- * The files use each other one way only, top to bottom:
+ * The core's files use each other one way only, top to bottom:
  *   agent.c    entry points (constructor, memwatch_agent_start), fork, exit
  *   server.c   the control thread: requests, status
  *   collect.c  a snapshot of the process, built and encoded
  *   capture.c  the capture state: start, stop, epochs
- *   hooks.c    GOT patching, the hooks, the mmap family's table  \  the
- *   python.c   CPython's allocator domains                       /  sources
- *   pyframes.c CPython's frames, read at each sample (python.h: python.c's and its)
- *   js.c       node: V8's sampling heap profiler, read at each snapshot
- *   v8api.c    V8's API found by name, per V8 version (v8api.h: js.c's and its)
- *   v8layout.c what is read of each V8 version (v8layout.h)
- *   heap.c     the sampler, the live-sample table, the shared state
- *   stacks.c   the interned stacks (stacks.h: heap.c's alone)
+ *   runtimes.c the list of language runtimes and the core's calls to them
+ *   hooks.c    GOT patching (patch.c), the hooks, the mmap family's table
+ *   heap.c     the sampler, the live-sample table (heap.h), the shared state;
+ *              heap-copy.c its figures and copies read out
+ *   stacks.c   the interned stacks (stacks.h: the heap files' alone)
+ * The language runtimes (runtime.h) are reached only through runtimes.c's
+ * table, and name no file of the core but this header:
+ *   python.c   CPython: its allocator domains wrapped; pyframes.c its frames
+ *              read at each sample, pytypes.c the types of sampled objects,
+ *              pyrefs*.c the referrer search, pyfree.c its free lists,
+ *              pyversions.c the layouts of each version (python.h)
+ *   js.c       node: V8's sampling heap profiler, read at each snapshot;
+ *              js-find.c its threads found, js-profile.c its profile read
+ *              (js.h), v8api.c V8's API by name, v8layout.c per V8 version
  * A file lower down never calls one higher up: heap.c learns what it needs
- * from them through data they set (mw_self_lo/hi, mw_frames_merge). */
+ * from them through data they set (mw_self_lo/hi, mw_frames_hook). */
 #ifndef MEMWATCH_AGENT_H
 #define MEMWATCH_AGENT_H
 
@@ -39,6 +45,9 @@
 #define MW_MAX_DEPTH MEMWATCH_MAX_DEPTH
 #define MW_DEFAULT_MAX_STACKS 100000
 #define MW_DEFAULT_UNWIND_THREADS 128   /* threads that may keep libunwind's frame cache */
+
+/* The language runtimes and the moments the core calls them at. */
+#include "runtime.h"
 
 /* ================================================================ heap.c
  * The sampler, the live-sample table, and the state every other file reads;
@@ -203,7 +212,7 @@ static inline bool mw_maybe_sampled(const void *p)
 	return (__atomic_load_n(&mw_filter_bits[i >> 6], __ATOMIC_RELAXED) >> (i & 63)) & 1;
 }
 
-/* Figures for status and snapshots, copied under the heap lock. */
+/* Figures for status and snapshots, copied under the heap lock (heap-copy.c). */
 struct mw_stack_copy {
 	uint32_t flags, nframes;
 	const uintptr_t *frames;     /* interned, stable until mw_heap_reset */
@@ -249,13 +258,8 @@ static inline bool mw_in_agent(uintptr_t ip)
 {
 	return ip >= mw_self_lo && ip < mw_self_hi;
 }
-/* Interpreter frames merged into a native stack at sample time, set by
- * python.c: while mw_python_frames is true, a sample's stack (ips, n:
- * innermost first) goes through mw_frames_merge into out (at most max), which
- * returns the number of frames. */
-typedef unsigned mw_merge_fn(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max);
-extern bool mw_python_frames MW_HIDDEN;
-extern mw_merge_fn *mw_frames_merge MW_HIDDEN;
+/* A runtime's frames merged into a native stack at sample time: see
+ * mw_frames_hook (runtime.h). */
 
 /* ================================================================ hooks.c, patch.c
  * The hooks (hooks.c) and the GOT patching that puts them in place (patch.c,
@@ -358,82 +362,8 @@ void mw_maps_reset_end(void) MW_HIDDEN;
 void mw_maps_atfork_child(void) MW_HIDDEN;
 extern size_t mw_page_size MW_HIDDEN;  /* set by mw_hooks_init (patch.c) */
 
-/* ================================================================ python.c, pyframes.c
- * CPython's object allocator sampled (3.8 to 3.15, python.c), and the
- * Python frames of each sample merged into its native stack (pyframes.c);
- * both use heap.c, and share python.h. */
-enum mw_python_state {
-	MW_PY_NONE,          /* not a CPython process */
-	MW_PY_UNSUPPORTED,   /* a CPython the agent cannot read: native-only */
-	MW_PY_OFF,           /* supported, wrappers not installed */
-	MW_PY_WAITING,       /* capture on, waiting for the GIL (or the start) to swap */
-	MW_PY_ON,            /* object allocator wrapped, Python frames recorded */
-	MW_PY_FINALIZED,     /* the interpreter finalized: native-only */
-	MW_PY_UNREADABLE,    /* a version the agent reads, but its structures are not as
-			      * expected (the check at start-up): native-only */
-};
-/* A Python frame in a recorded stack: never a user-space address. */
-#define MW_PYFRAME_TAG 0xFA00000000000000ull
-#define MW_PYFRAME_MASK 0xFF00000000000000ull
-void mw_python_capture_start(void) MW_HIDDEN;
-struct snapshot;
-/* pyframes.c: the type of the object in every live sampled block, into the
- * snapshot's types section (nothing when CPython is not read). 0 or -1. */
-int mw_python_types(struct snapshot *s) MW_HIDDEN;
-/* pyrefs.c: the referrer search into s (section 9), bounded by limit_ns
- * (counted from now, the wait for the GIL included) and max_objects
- * traversed. -1 only when out of memory; a search not made says why in s. */
-int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_objects) MW_HIDDEN;
-void mw_pyrefs_atfork_child(void) MW_HIDDEN;
-void mw_python_capture_stop(void) MW_HIDDEN;
-int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
-const char *mw_python_state_name(int state) MW_HIDDEN;
-/* MW_PY_UNREADABLE: what the check found, in a few words; else "" */
-const char *mw_python_why(void) MW_HIDDEN;
-void mw_python_atfork_prepare(void) MW_HIDDEN;
-void mw_python_atfork_parent(void) MW_HIDDEN;
-void mw_python_atfork_child(void) MW_HIDDEN;
-/* A forked child that goes on capturing (memwatch run --children): its
- * samples read Python frames as its parent's did. After mw_python_atfork_child. */
-void mw_python_fork_resume(void) MW_HIDDEN;
-/* pyframes.c: merge this thread's Python frames into a native stack (ips, n: innermost
- * first) into out (at most max); returns the number of frames. */
-unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max) MW_HIDDEN;
-struct snapshot;
-/* Name the Python frames of s (frames outside every module carrying
- * MW_PYFRAME_TAG): they become frames of a module "[python]" whose offsets are
- * the frames' content hashes, named in s's symbol section. 0, or -1 (ENOMEM). */
-int mw_python_snapshot(struct snapshot *s) MW_HIDDEN;
-
-/* ================================================================ js.c
- * node's JavaScript heap: V8's sampling heap profiler driven from inside the
- * process (see js.c); uses heap.c. */
-enum mw_js_state {
-	MW_JS_NONE,          /* not node: no V8 API exported */
-	MW_JS_UNSUPPORTED,   /* a V8 the agent does not read: native-only */
-	MW_JS_OFF,           /* supported, profiler not running */
-	MW_JS_WAITING,       /* start asked, the JavaScript thread not at a safe point yet */
-	MW_JS_ON,            /* V8's sampling heap profiler running */
-	MW_JS_GONE,          /* the isolate was torn down: native-only */
-};
-/* At the agent's start, on a thread that has the program's descriptor table:
- * V8's API looked for, and where it is, the helper thread started. */
-void mw_js_init(void) MW_HIDDEN;
-void mw_js_capture_start(void) MW_HIDDEN;
-void mw_js_capture_stop(void) MW_HIDDEN;
-/* enum mw_js_state; V8's version ("-" if none) and why JS was last not read ("" if it was). */
-int mw_js_state(const char **version, const char **why) MW_HIDDEN;
-const char *mw_js_state_name(int state) MW_HIDDEN;
-/* Worker threads' isolates whose profiler runs now. */
-unsigned mw_js_workers(void) MW_HIDDEN;
-void mw_js_atfork_child(void) MW_HIDDEN;
-/* Add the live sampled JavaScript objects to s, read on the JavaScript thread
- * within wait_ns (0: not at all): stacks of kind js whose frames are in a
- * module "[js]" named in s's symbol section. 0, or -1 (ENOMEM). */
-int mw_js_snapshot(struct snapshot *s, uint64_t wait_ns) MW_HIDDEN;
-
 /* ================================================================ capture.c
- * The capture state; uses hooks.c, python.c and heap.c. */
+ * The capture state; uses hooks.c, the runtimes and heap.c. */
 
 /* Start capture at these settings, unless it runs already: a new epoch, the
  * tables emptied, the hooks installed. 0, or -1 in a child forked while
@@ -446,22 +376,19 @@ void mw_capture_stop(bool remove_hooks) MW_HIDDEN;
 bool mw_capture_atfork_child(bool go_on) MW_HIDDEN;
 
 /* ================================================================ collect.c
- * A snapshot of this process; uses hooks.c, python.c and heap.c. */
+ * A snapshot of this process; uses hooks.c, the runtimes and heap.c. */
 
 /* Build and encode a snapshot of this process (*buf malloc'd, caller frees),
- * with node's JavaScript objects if V8's profile is read within js_wait_ns.
- * 0, or -1 (out of memory). */
-/* refs_ns: a referrer search bounded by that time (0: none), and by
- * refs_objects objects traversed. */
-int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns, uint64_t refs_ns,
+ * with what the runtimes add, waiting at most wait_ns for a runtime's thread
+ * (MW_RUNTIME_WAIT_NS). refs_ns: a referrer search bounded by that time (0:
+ * none), and by refs_objects objects traversed. 0, or -1 (out of memory). */
+int mw_collect(unsigned char **buf, size_t *len, uint64_t wait_ns, uint64_t refs_ns,
 	       uint64_t refs_objects) MW_HIDDEN;
-/* The time a snapshot waits for node's JavaScript thread to read V8's profile. */
-#define MW_JS_WAIT_NS (1000 * 1000000ull)
 /* Write a snapshot of this process into fd from offset 0 (the snapshot at exit). */
 int mw_collect_write(int fd) MW_HIDDEN;
 
 /* ================================================================ server.c
- * The control thread; uses collect.c, capture.c, hooks.c, python.c and heap.c. */
+ * The control thread; uses collect.c, capture.c, hooks.c, the runtimes and heap.c. */
 
 int mw_server_start(char **why) MW_HIDDEN;    /* socket bound and thread running, or -1 */
 void mw_server_atfork_child(void) MW_HIDDEN;  /* the thread is gone in the child */

@@ -1,7 +1,7 @@
 /* capture.c: the agent's capture state: starting and stopping capture (the
  * control thread asks, or memwatch_agent_start with capture=now), its epochs,
  * and a forked child's capture. It drives the hooks (hooks.c), the sampler and
- * its tables (heap.c) and CPython's allocator (python.c); server.c and agent.c
+ * its tables (heap.c) and the runtimes (runtime.h); server.c and agent.c
  * call it. */
 #include "config.h"
 
@@ -41,8 +41,7 @@ int mw_capture_start(uint64_t rate, unsigned depth, uint64_t max_stacks)
 		mw_capture_start_ns = mw_now_ns();
 		mw_hooks_install(true);
 		__atomic_store_n(&mw_hot.capturing, next_epoch(), __ATOMIC_RELEASE);
-		mw_python_capture_start();
-		mw_js_capture_start();
+		mw_runtimes_capture_start();
 	}
 	pthread_mutex_unlock(&capture_lock);
 	mw_tls.guard--;
@@ -55,8 +54,7 @@ void mw_capture_stop(bool remove_hooks)
 	mw_tls.guard++;
 	pthread_mutex_lock(&capture_lock);
 	__atomic_store_n(&mw_hot.capturing, 0, __ATOMIC_RELEASE);
-	mw_python_capture_stop();
-	mw_js_capture_stop();
+	mw_runtimes_capture_stop();
 	reset_tables();
 	mw_capture_start_ns = 0;
 	if (remove_hooks)

@@ -1,7 +1,8 @@
 /* collect.c: a snapshot of this process, built inside it: the loaded modules
  * (with their build-ids and load biases, so that frames can be stored
  * module-relative), the process's figures (command line, RSS, glibc's
- * mallinfo), and the sampled stacks copied out of heap.c, encoded in the
+ * mallinfo), and the sampled stacks copied out of heap.c, with what each
+ * runtime (runtime.h) adds at its snapshot moments, encoded in the
  * snapshot format (snapshot/). The control thread sends it (server.c); at exit
  * it is written into a file memwatch run handed over (agent.c). */
 #include "config.h"
@@ -202,7 +203,7 @@ static void read_mallinfo(struct snap_mallinfo *mi)
 	mi->releasable = m.keepcost;
 }
 
-int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns, uint64_t refs_ns,
+int mw_collect(unsigned char **buf, size_t *len, uint64_t wait_ns, uint64_t refs_ns,
 	       uint64_t refs_objects)
 {
 	struct snapshot *s = calloc(1, sizeof *s);
@@ -232,14 +233,6 @@ int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns, uint64_t r
 		goto out;
 	qsort(s->modules, s->nmodules, sizeof *s->modules, module_cmp);
 	s->rss_bytes = read_rss();
-	{
-		unsigned long v;
-		int py = mw_python_state(&v);
-		s->python = py == MW_PY_NONE ? SNAP_PYTHON_NONE : py == MW_PY_ON ? SNAP_PYTHON_SAMPLED :
-			    py == MW_PY_UNSUPPORTED || py == MW_PY_UNREADABLE ? SNAP_PYTHON_NATIVE :
-			    SNAP_PYTHON_PAUSED;
-		s->python_version = py == MW_PY_NONE ? 0 : (uint32_t)((v >> 16) & 0xffff);
-	}
 	mw_loader_enter();
 	read_mallinfo(&s->mallinfo);
 	mw_loader_leave();
@@ -282,15 +275,16 @@ int mw_collect(unsigned char **buf, size_t *len, uint64_t js_wait_ns, uint64_t r
 		}
 	}
 	/* the types before a reset may renumber the stacks */
-	if (mw_python_types(s) < 0)
+	if (mw_runtimes_types(s) < 0)
 		goto out;
 	mw_snapshot_end();
 	locked = false;
-	if (mw_python_snapshot(s) < 0 || mw_js_snapshot(s, js_wait_ns) < 0)
+	if (mw_runtimes_snapshot(s, wait_ns) < 0)
 		goto out;
-	/* after the heap's lock is let go: the search takes the GIL, and a
-	 * thread that holds it may be waiting for that lock */
-	if (refs_ns && mw_python_referrers(s, refs_ns, refs_objects) < 0)
+	/* after the heap's lock is let go: a search may wait for the runtime's
+	 * lock (CPython's GIL), which a thread that holds it may hold while it
+	 * waits for the heap's */
+	if (refs_ns && mw_runtimes_referrers(s, refs_ns, refs_objects) < 0)
 		goto out;
 	r = snapshot_encode(s, buf, len);
 out:

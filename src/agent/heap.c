@@ -1,7 +1,8 @@
 /* heap.c: the sampler (Poisson sampling by bytes, its gaps drawn by gaps.c,
  * its stacks walked by unwind.c and interned by stacks.c), the table of live
- * sampled blocks with their per-stack figures, and the locks around them
- * (stacks.c's own is taken inside a shard's). Everything here is reached from
+ * sampled blocks with their per-stack figures (heap.h; read out by
+ * heap-copy.c), and the locks around them (stacks.c's own is taken inside a
+ * shard's). Everything here is reached from
  * inside the target's malloc and free: storage comes from mmap, never from
  * the allocator being watched. */
 #include "config.h"
@@ -16,6 +17,7 @@
 
 #include "agent.h"
 #include "snapshot.h"
+#include "heap.h"
 #include "stacks.h"
 
 __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
@@ -28,24 +30,18 @@ unsigned mw_depth = MW_DEFAULT_DEPTH;
 uint64_t mw_max_stacks = MW_DEFAULT_MAX_STACKS;
 uint64_t mw_capture_start_ns;
 uintptr_t mw_self_lo, mw_self_hi;
-bool mw_python_frames;
-mw_merge_fn *mw_frames_merge;
+mw_merge_fn *mw_frames_hook;
 
-/* One live sampled block, with the weights it was recorded with (worked out
- * once, not again at its free). 24 bytes: with every allocation sampled the
- * table holds a record for each live block of the program, and its size is
- * most of what capture adds to the program's memory. The byte weight takes
- * 48 bits (saturated: 256 TiB, more than an address space holds), which
- * leaves 16 for the tick of its allocation (see now_tick). */
-struct live {
-	uintptr_t key;       /* 0: empty */
-	uint64_t bytes : 48;
-	uint64_t tick : 16;
-	uint32_t stack;
-	uint32_t blocks;     /* blocks_fx in units of BLOCKS_Q (see blocks_q) */
-};
-#define LIVE_BYTES_MAX ((UINT64_C(1) << 48) - 1)
-_Static_assert(sizeof(struct live) == 24, "the live record is 24 bytes");
+/* A runtime's frames on or off (see runtime.h). */
+void mw_runtime_frames(const struct mw_runtime *rt, bool on)
+{
+	mw_merge_fn *mine = rt->frames;
+	if (on)
+		__atomic_store_n(&mw_frames_hook, mine, __ATOMIC_RELAXED);
+	else if (mine)
+		__atomic_compare_exchange_n(&mw_frames_hook, &mine, NULL, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+}
 
 /* A block freed within TEMP_TICKS ticks of its allocation is temporary
  * (heaptrack's word: memory that was hardly used). A tick is 2^20 ns (about
@@ -69,7 +65,6 @@ uint64_t mw_temp_window_ns(void)
 {
 	return (uint64_t)TEMP_TICKS << TICK_SHIFT;
 }
-#define BLOCKS_Q_SHIFT 8
 
 /* A block weight as the live table keeps it: in units of 1/256 of a block,
  * saturated (at a rate of GiBs); every weight added to or taken from the
@@ -91,52 +86,7 @@ void mw_spin_lock(mw_spin_t *l)
 	}
 }
 
-/* The live-sample table is split into shards by address, each with its own
- * lock, table and counters, so that threads sampling at once seldom meet. The
- * shard of an address is the top of its filter bucket index (its 64 MiB
- * region, see mw_filter_index): a filter bucket (and its counter) belongs to
- * exactly one shard, and the blocks of a thread's own malloc arena (a 64 MiB
- * heap of glibc's) all fall in one shard, which stays in that thread's cache
- * instead of passing between processors at every sample. */
-#define SHARD_BITS MW_REGION_BITS
-#define NSHARDS (1u << SHARD_BITS)
-/* What a shard's samples added to a stack's figures and did not yet pass on:
- * when every allocation is sampled, all threads hit the figures of the same
- * few stacks, and adding to them at once made their cache line the hot spot.
- * A shard keeps the changes for a few stacks (direct-mapped by id) and adds
- * them to the stack only when the entry is wanted for another one; readers
- * of the figures take every shard lock and add the entries in. */
-#define DELTAS 16
-enum {
-	D_LIVE_BYTES, D_LIVE_BLOCKS_FX, D_LIVE_SAMPLES, D_ALLOC_BYTES, D_ALLOC_BLOCKS_FX,
-	D_TEMP_BYTES, D_TEMP_BLOCKS_FX, D_COUNT
-};
-struct delta {
-	uint32_t id1;        /* stack id + 1, 0 empty */
-	uint32_t pad;
-	uint64_t d[D_COUNT]; /* added, modulo 2^64 */
-};
-/* Frees whose record is still to be taken out (see free_later), at rates of
- * FREE_LATER_RATE and finer, in a shard whose table has FAR_SLOTS slots or
- * more (1.5 MiB, past what a processor's nearer caches hold): a smaller table
- * stays in cache, and there the wait only cost (a tenth of the agent's time
- * on bench/overhead.sh's churn at a rate of 1). The same bound decides the
- * prefetch of a sample's slot. */
-#define FREED 8
-#define FREE_LATER_RATE 4096
-#define FAR_SLOTS ((size_t)1 << 16)
-struct shard {
-	mw_spin_t lock;
-	size_t cap, n;
-	struct live *live;
-	uint64_t samples;               /* samples recorded in this shard */
-	uint64_t dropped_live_bytes;    /* live bytes of blocks whose stack was refused */
-	int64_t peak_held;              /* live bytes not yet added to mw_peak.live */
-	unsigned freed_at, nfreed;      /* the oldest in freed[], and how many */
-	uintptr_t freed[FREED];
-	struct delta delta[DELTAS];
-} __attribute__((aligned(64)));
-static struct shard shards[NSHARDS];
+struct shard shards[NSHARDS];
 
 static struct shard *shard_of(uintptr_t p)
 {
@@ -234,7 +184,7 @@ static void unlock_shard(struct shard *sh)
 }
 
 /* Every lock, for a reset, a fork, or a change of settings. */
-static void lock_all(void)
+void heap_lock_all(void)
 {
 	unsigned i;
 	mw_tls.locked = 1;
@@ -249,7 +199,7 @@ static void lock_all(void)
 	}
 }
 
-static void unlock_all(void)
+void heap_unlock_all(void)
 {
 	unsigned i;
 	mw_spin_unlock(&mw_intern_lock);
@@ -354,7 +304,7 @@ static uint64_t *shard_delta(struct shard *sh, uint32_t id)
  * the threads at every malloc and free, a sixth of the agent's time on two
  * threads. The total is late by at most PEAK_HELD a shard (64 KiB x
  * NSHARDS in all, a small part of PEAK_STEP in practice); every reader of the
- * whole table (lock_all) brings it up to date. */
+ * whole table (heap_lock_all) brings it up to date. */
 #define PEAK_FIRST ((uint64_t)8 << 20)
 #define PEAK_STEP ((uint64_t)8 << 20)
 #define PEAK_HELD ((int64_t)64 << 10)
@@ -567,7 +517,7 @@ static void remove_now(struct shard *sh, uintptr_t p, struct mw_taken *t)
  * fetched at the free and read once the later frees have given it time to
  * arrive. Until then p's record stays in the table, and whatever else reads
  * p's record (a sample or a realloc at p, a parked free; every reader of the
- * whole table, through lock_all) takes it out first: all under the shard's
+ * whole table, through heap_lock_all) takes it out first: all under the shard's
  * lock, so that no one ever sees the record of a freed block, nor has a later
  * free take out the record of a new block at p. */
 static void free_later(struct shard *sh, uintptr_t p)
@@ -656,12 +606,12 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 		skip++;
 	nf = (unsigned)n - skip;
 	frames = ips + skip;
-	/* CPython (python.c): its Python frames stand where its eval loop's were */
-	bool python = __atomic_load_n(&mw_python_frames, __ATOMIC_RELAXED);
-	uintptr_t merged[python ? cap : 1];
+	/* a runtime's frames (CPython's) stand where its interpreter's were */
+	mw_merge_fn *merge = __atomic_load_n(&mw_frames_hook, __ATOMIC_RELAXED);
+	uintptr_t merged[merge ? cap : 1];
 	bool full = (unsigned)n == cap;
-	if (python) {
-		nf = mw_frames_merge(frames, nf, merged, cap);
+	if (merge) {
+		nf = merge(frames, nf, merged, cap);
 		frames = merged;
 		full = full || nf == cap;
 	}
@@ -840,9 +790,9 @@ void mw_heap_reset(void)
 {
 	mw_tls.guard++;
 	pthread_mutex_lock(&snap_lock);
-	lock_all();
+	heap_lock_all();
 	reset_locked();
-	unlock_all();
+	heap_unlock_all();
 	pthread_mutex_unlock(&snap_lock);
 	mw_tls.guard--;
 }
@@ -854,12 +804,12 @@ void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks)
 	mw_tls.guard++;
 	mw_unwind_init();
 	mw_gaps_init();
-	lock_all();
+	heap_lock_all();
 	mw_rate = rate ? rate : 1;
 	mw_inv_rate = 1.0 / (double)mw_rate;
 	mw_depth = depth ? (depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : depth) : MW_DEFAULT_DEPTH;
 	mw_max_stacks = max_stacks ? max_stacks : MW_DEFAULT_MAX_STACKS;
-	unlock_all();
+	heap_unlock_all();
 	mw_tls.guard--;
 }
 
@@ -873,14 +823,14 @@ void mw_heap_atfork_prepare(void)
 	prepared_lock = !mw_tls.locked;
 	if (prepared_lock) {
 		mw_tls.guard++;
-		lock_all();
+		heap_lock_all();
 	}
 }
 
 void mw_heap_atfork_parent(void)
 {
 	if (prepared_lock) {
-		unlock_all();
+		heap_unlock_all();
 		mw_tls.guard--;
 	}
 	mw_loader_atfork_parent();
@@ -901,153 +851,4 @@ void mw_heap_atfork_child(void)
 		mw_tls.guard--;
 	mw_unwind_atfork_child();
 	mw_reseed();
-}
-
-/* The figures of stack i, with what the shards hold back. Under every lock. */
-static void stack_figures(uint32_t i, uint64_t d[D_COUNT])
-{
-	const struct stack *s = stack_at(i);
-	unsigned k;
-	d[D_LIVE_BYTES] = s->live_bytes;
-	d[D_LIVE_BLOCKS_FX] = s->live_blocks_fx;
-	d[D_LIVE_SAMPLES] = s->live_samples;
-	d[D_ALLOC_BYTES] = s->alloc_bytes;
-	d[D_ALLOC_BLOCKS_FX] = s->alloc_blocks_fx;
-	d[D_TEMP_BYTES] = s->temp_bytes;
-	d[D_TEMP_BLOCKS_FX] = s->temp_blocks_fx;
-	for (k = 0; k < NSHARDS; k++) {
-		const struct delta *e = &shards[k].delta[i & (DELTAS - 1)];
-		unsigned j;
-		if (e->id1 == i + 1)
-			for (j = 0; j < D_COUNT; j++)
-				d[j] += e->d[j];
-	}
-}
-
-/* Under every lock. */
-static void figures_locked(struct mw_heap_figures *f)
-{
-	uint32_t i, n = mw_nstacks;
-	memset(f, 0, sizeof *f);
-	for (i = 0; i < NSHARDS; i++) {
-		f->samples += shards[i].samples;
-		f->dropped_bytes += shards[i].dropped_live_bytes;
-	}
-	f->stacks = n;
-	f->dropped_stacks = mw_dropped_stacks;
-	for (i = 0; i < n; i++) {
-		uint64_t d[D_COUNT];
-		stack_figures(i, d);
-		f->live_samples += d[D_LIVE_SAMPLES];
-		f->live_bytes += d[D_LIVE_BYTES];
-	}
-	f->live_bytes += f->dropped_bytes;
-}
-
-void mw_heap_figures(struct mw_heap_figures *f)
-{
-	mw_tls.guard++;
-	lock_all();
-	figures_locked(f);
-	unlock_all();
-	mw_tls.guard--;
-}
-
-/* The copy holds every lock, so that the figures agree with each other;
- * threads that sample meanwhile wait (spinning, then yielding) for as long
- * as the copy takes. */
-int mw_heap_copy_stacks(struct mw_stack_copy **out, size_t *n, struct mw_heap_figures *f)
-{
-	struct mw_stack_copy *c = NULL;
-	size_t i, want;
-	int r = 0;
-
-	mw_tls.guard++;
-	/* Allocate outside the locks (the stacks only grow until a reset, which
-	 * the caller's mw_snapshot_begin holds off); again, bigger, if more
-	 * stacks came meanwhile than there was room for. */
-	want = __atomic_load_n(&mw_nstacks, __ATOMIC_ACQUIRE) + 1024;
-	for (;;) {
-		c = malloc(want * sizeof *c);
-		lock_all();
-		figures_locked(f);
-		if (!c || f->stacks <= want)
-			break;
-		unlock_all();
-		free(c);
-		want = f->stacks * 2;
-	}
-	*n = 0;
-	if (!c) {
-		r = f->stacks ? -1 : 0;
-	} else {
-		size_t m = f->stacks;
-		for (i = 0; i < m; i++) {
-			const struct stack *s = stack_at((uint32_t)i);
-			uint64_t d[D_COUNT];
-			stack_figures((uint32_t)i, d);
-			c[i].flags = s->flags;
-			c[i].nframes = s->nframes;
-			c[i].frames = s->frames;
-			c[i].live_bytes = d[D_LIVE_BYTES];
-			c[i].live_blocks = (uint64_t)((double)d[D_LIVE_BLOCKS_FX] / FX + 0.5);
-			c[i].live_samples = d[D_LIVE_SAMPLES];
-			c[i].alloc_bytes = d[D_ALLOC_BYTES];
-			c[i].alloc_blocks = (uint64_t)((double)d[D_ALLOC_BLOCKS_FX] / FX + 0.5);
-			c[i].temp_bytes = d[D_TEMP_BYTES];
-			c[i].temp_blocks = (uint64_t)((double)d[D_TEMP_BLOCKS_FX] / FX + 0.5);
-		}
-		*n = m;
-	}
-	unlock_all();
-	mw_tls.guard--;
-	*out = c;
-	return r;
-}
-
-int mw_heap_copy_live(struct mw_live_copy **out, size_t *n, size_t max)
-{
-	struct mw_live_copy *c = NULL;
-	size_t want = 1024, have, i, k, m = 0;
-	unsigned s;
-
-	mw_tls.guard++;
-	for (s = 0; s < NSHARDS; s++)
-		want += __atomic_load_n(&shards[s].n, __ATOMIC_RELAXED);
-	if (want > max)
-		want = max;
-	for (;;) {
-		c = malloc(want * sizeof *c);
-		if (!c)
-			break;
-		lock_all();
-		for (have = 0, s = 0; s < NSHARDS; s++)
-			have += shards[s].n;
-		if (have <= want || want == max)
-			break;
-		unlock_all();
-		free(c);
-		want = have * 2 > max ? max : have * 2;
-	}
-	if (c) {
-		for (s = 0; s < NSHARDS; s++) {
-			const struct shard *sh = &shards[s];
-			for (i = 0; i < sh->cap && m < want; i++) {
-				const struct live *l = &sh->live[i];
-				if (!l->key)
-					continue;
-				c[m].addr = l->key;
-				c[m].stack = l->stack;
-				c[m].bytes = l->bytes;
-				c[m].blocks_fx = (uint64_t)l->blocks << BLOCKS_Q_SHIFT;
-				m++;
-			}
-		}
-		unlock_all();
-	}
-	k = m;
-	mw_tls.guard--;
-	*out = c;
-	*n = k;
-	return c ? 0 : -1;
 }

@@ -24,188 +24,83 @@
 
 #include "agent.h"
 #include "python.h"
+#include "pyframes.h"
 #include "pyversions.h"
 #include "snapshot.h"
 
-/* CPython 3.8, 3.9 and 3.10 keep a chain of frame objects (PyFrameObject): the
- * thread state's frame, each frame's f_back, f_code and f_lasti (the last
- * instruction run: a byte offset in 3.8 and 3.9, a count of code units in
- * 3.10), and the code's line table (co_lnotab, co_linetable in 3.10), a bytes
- * object. Offsets checked against the headers of pyenv's 3.8.18, 3.9.18 and
- * 3.10.13 builds, x86_64, release and Py_DEBUG alike
- * (tests/run-python-offsets.sh). */
-#define PY38_TSTATE_FRAME 24         /* PyThreadState.frame */
-#define PY38_FRAME_BACK 24           /* PyFrameObject.f_back */
-#define PY38_FRAME_CODE 32           /* .f_code */
-#define PY38_FRAME_LASTI 104         /* .f_lasti (int) */
-#define PY310_FRAME_LASTI 96         /* 3.10: .f_lasti (int, in code units) */
-#define PY38_CODE_FIRSTLINENO 40     /* PyCodeObject.co_firstlineno (int) */
-#define PY38_CODE_FILENAME 104       /* .co_filename */
-#define PY38_CODE_NAME 112           /* .co_name */
-#define PY38_CODE_LNOTAB 120         /* .co_lnotab; 3.10: .co_linetable */
-#define PY_BYTES_SIZE 16             /* PyVarObject.ob_size */
-#define PY_BYTES_DATA 32             /* PyBytesObject.ob_sval */
-
-/* CPython 3.11, as far as the agent reads it (offsets checked against the
- * internal headers of Debian's libpython3.11-dev, x86_64). */
-
-#define PY_TSTATE_CFRAME 56          /* PyThreadState.cframe */
-#define PY_CFRAME_CURRENT 8          /* _PyCFrame.current_frame */
-#define PY_FRAME_CODE 32             /* _PyInterpreterFrame.f_code */
-#define PY_FRAME_PREVIOUS 48         /* .previous */
-#define PY_FRAME_PREV_INSTR 56       /* .prev_instr */
-#define PY_FRAME_IS_ENTRY 68         /* .is_entry (bool) */
-#define PY_CODE_FILENAME 112         /* PyCodeObject.co_filename */
-#define PY_CODE_QUALNAME 128         /* .co_qualname */
-#define PY_CODE_FIRSTTRACEABLE 168   /* ._co_firsttraceable (int) */
-#define PY_CODE_ADAPTIVE 184         /* .co_code_adaptive */
-#define PY_STR_LENGTH 16             /* PyASCIIObject.length */
-#define PY_STR_STATE 32              /* .state: interned:2 kind:3 compact:1 ascii:1 ready:1 */
-#define PY_STR_ASCII_DATA 48         /* sizeof (PyASCIIObject) */
-#define PY_STR_COMPACT_DATA 72       /* sizeof (PyCompactUnicodeObject) */
-#define PY_STR_HASH 24               /* .hash (3.8 to 3.15) */
-#define PY_OB_TYPE 8                 /* PyObject.ob_type (every version, without Py_TRACE_REFS) */
-#define PY_TSTATE_NEXT 8             /* PyThreadState.next (3.8 to 3.15) */
-#define PY_TSTATE_INTERP 16          /* .interp */
-
-/* CPython 3.12: 3.11's _PyInterpreterFrame reordered, each C call of the eval
- * loop starting its frames with one of its own (owner FRAME_OWNED_BY_CSTACK),
- * str without its wstr (checked against pyenv's 3.12.1 headers, x86_64). */
-#define PY312_TSTATE_CFRAME 56       /* PyThreadState.cframe */
-#define PY312_CFRAME_CURRENT 0       /* _PyCFrame.current_frame */
-#define PY312_FRAME_CODE 0           /* _PyInterpreterFrame.f_code */
-#define PY312_FRAME_PREVIOUS 8       /* .previous */
-#define PY312_FRAME_PREV_INSTR 56    /* .prev_instr */
-#define PY312_FRAME_OWNER 70         /* .owner (char) */
-#define PY312_CODE_FILENAME 112      /* PyCodeObject.co_filename */
-#define PY312_CODE_QUALNAME 128      /* .co_qualname */
-#define PY312_CODE_FIRSTTRACEABLE 176   /* ._co_firsttraceable (int) */
-#define PY312_CODE_ADAPTIVE 192      /* .co_code_adaptive */
-#define PY312_STR_ASCII_DATA 40      /* sizeof (PyASCIIObject) */
-#define PY312_STR_COMPACT_DATA 56    /* sizeof (PyCompactUnicodeObject) */
-
-/* A class's dict, where its __module__ is: PyDictObject (3.8 to 3.12:
- * cpython/dictobject.h) and its keys (3.8 to 3.10: Objects/dict-common.h,
- * not installed, as in pyenv's 3.8.18, 3.9.18 and 3.10.13; 3.11 on:
- * internal/pycore_dict.h, checked by tests/run-python-offsets.sh). */
-#define PY_DICT_TAG 24               /* PyDictObject.ma_version_tag (3.8 to 3.13; 3.14 on: _ma_watcher_tag) */
-#define PY_DICT_KEYS 32              /* .ma_keys */
-#define PY_DICT_VALUES 40            /* .ma_values (NULL: a combined table) */
-#define PY38_DK_SIZE 8               /* PyDictKeysObject.dk_size (Py_ssize_t) */
-#define PY38_DK_NENTRIES 32          /* .dk_nentries */
-#define PY38_DK_INDICES 40           /* .dk_indices */
-#define PY311_DK_LOG2_SIZE 8         /* 3.11 on: .dk_log2_size (uint8_t) */
-#define PY311_DK_LOG2_INDEX_BYTES 9  /* .dk_log2_index_bytes (uint8_t) */
-#define PY311_DK_KIND 10             /* .dk_kind (uint8_t: 0 general, 1 str keys, 2 split) */
-#define PY311_DK_NENTRIES 24         /* .dk_nentries */
-#define PY311_DK_INDICES 32          /* .dk_indices */
-
-/* CPython 3.13 on: the offsets read from the interpreter's _Py_DebugOffsets
- * (pyversions.c); the owner of a C call's entry frame from its version's
- * entry in pyversions.h. */
-#define PY312_OWNED_BY_CSTACK 3      /* 3.12: the entry frame of a C call of the eval loop */
-
-/* How a frame's line is found. */
-enum py_lines {
-	LINES_ADDR2LINE,        /* 3.11+: PyCode_Addr2Line (reads the code's table, allocates nothing) */
-	LINES_LNOTAB,           /* 3.8, 3.9: co_lnotab, decoded here */
-	LINES_LINETABLE310,     /* 3.10: co_linetable, decoded here */
-};
-
-/* Where the frame walk reads, for the version found. */
-static struct {
-	bool frameobj;          /* 3.8-3.10: a chain of frame objects */
-	bool cframe;            /* 3.11, 3.12: the thread state's frame is behind _PyCFrame */
-	size_t cf_current;      /* _PyCFrame.current_frame */
-	size_t ts_frame;        /* PyThreadState: frame, cframe or current_frame */
-	size_t f_previous, f_code, f_instr;
-	size_t f_entry;         /* 3.11: is_entry (bool); 0: none */
-	size_t f_owner;         /* 3.12+: owner (char); 0: none */
-	unsigned owner_entry;   /* 3.12+: a frame of this owner or above is a C call's entry frame */
-	unsigned owner_max;     /* the highest owner */
-	uintptr_t code_tag;     /* 3.14+: the tag bits of f_executable (a _PyStackRef) */
-	size_t co_filename, co_qualname, co_adaptive;   /* co_qualname: co_name before 3.11 */
-	size_t co_firsttraceable;   /* 3.11, 3.12; 0: none */
-	size_t co_firstlineno, co_lines;   /* 3.8-3.10: the line table (a bytes object) */
-	int lasti_unit;         /* 3.8-3.10: bytes per unit of f_lasti */
-	enum py_lines lines;
-	size_t str_state, str_length, str_ascii_data, str_compact_data;
-	bool str_ready_bit;     /* up to 3.11: state bit 7 says the str is ready */
-	size_t dict_keys, dict_values;   /* PyDictObject.ma_keys, .ma_values */
-	bool dk_log2;           /* 3.11 on: the keys' size as its log2, and their kind */
-} lay;
+struct pyf_layout pyf_lay;
 
 /* The str layout of 3.8 to 3.11 (with wstr), and 3.12's (without). */
 static void str_layout(bool wstr)
 {
-	lay.str_state = PY_STR_STATE;
-	lay.str_length = PY_STR_LENGTH;
-	lay.str_ascii_data = wstr ? PY_STR_ASCII_DATA : PY312_STR_ASCII_DATA;
-	lay.str_compact_data = wstr ? PY_STR_COMPACT_DATA : PY312_STR_COMPACT_DATA;
-	lay.str_ready_bit = wstr;
+	pyf_lay.str_state = PY_STR_STATE;
+	pyf_lay.str_length = PY_STR_LENGTH;
+	pyf_lay.str_ascii_data = wstr ? PY_STR_ASCII_DATA : PY312_STR_ASCII_DATA;
+	pyf_lay.str_compact_data = wstr ? PY_STR_COMPACT_DATA : PY312_STR_COMPACT_DATA;
+	pyf_lay.str_ready_bit = wstr;
 }
 
 /* The dict layout of 3.8 to 3.10 (dk_size, the index width from it) and of
  * 3.11 and 3.12 (dk_log2_size, dk_log2_index_bytes, dk_kind). */
 static void dict_layout(bool log2)
 {
-	lay.dict_keys = PY_DICT_KEYS;
-	lay.dict_values = PY_DICT_VALUES;
-	lay.dk_log2 = log2;
+	pyf_lay.dict_keys = PY_DICT_KEYS;
+	pyf_lay.dict_values = PY_DICT_VALUES;
+	pyf_lay.dk_log2 = log2;
 }
 
 bool mw_py_layout(const char *runtime)
 {
 	unsigned minor = (unsigned)(mw_py.version >> 16);
 
-	memset(&lay, 0, sizeof lay);
+	memset(&pyf_lay, 0, sizeof pyf_lay);
 	if (minor >= 0x0308 && minor <= 0x030a) {
-		lay.frameobj = true;
-		lay.ts_frame = PY38_TSTATE_FRAME;
-		lay.f_previous = PY38_FRAME_BACK;
-		lay.f_code = PY38_FRAME_CODE;
-		lay.f_instr = minor == 0x030a ? PY310_FRAME_LASTI : PY38_FRAME_LASTI;
-		lay.lasti_unit = minor == 0x030a ? 2 : 1;
-		lay.co_filename = PY38_CODE_FILENAME;
-		lay.co_qualname = PY38_CODE_NAME;
-		lay.co_firstlineno = PY38_CODE_FIRSTLINENO;
-		lay.co_lines = PY38_CODE_LNOTAB;
-		lay.lines = minor == 0x030a ? LINES_LINETABLE310 : LINES_LNOTAB;
+		pyf_lay.frameobj = true;
+		pyf_lay.ts_frame = PY38_TSTATE_FRAME;
+		pyf_lay.f_previous = PY38_FRAME_BACK;
+		pyf_lay.f_code = PY38_FRAME_CODE;
+		pyf_lay.f_instr = minor == 0x030a ? PY310_FRAME_LASTI : PY38_FRAME_LASTI;
+		pyf_lay.lasti_unit = minor == 0x030a ? 2 : 1;
+		pyf_lay.co_filename = PY38_CODE_FILENAME;
+		pyf_lay.co_qualname = PY38_CODE_NAME;
+		pyf_lay.co_firstlineno = PY38_CODE_FIRSTLINENO;
+		pyf_lay.co_lines = PY38_CODE_LNOTAB;
+		pyf_lay.lines = minor == 0x030a ? LINES_LINETABLE310 : LINES_LNOTAB;
 		str_layout(true);
 		dict_layout(false);
 		return true;
 	}
 	if (minor == 0x030b) {
-		lay.cframe = true;
-		lay.ts_frame = PY_TSTATE_CFRAME;
-		lay.cf_current = PY_CFRAME_CURRENT;
-		lay.f_previous = PY_FRAME_PREVIOUS;
-		lay.f_code = PY_FRAME_CODE;
-		lay.f_instr = PY_FRAME_PREV_INSTR;
-		lay.f_entry = PY_FRAME_IS_ENTRY;
-		lay.co_filename = PY_CODE_FILENAME;
-		lay.co_qualname = PY_CODE_QUALNAME;
-		lay.co_adaptive = PY_CODE_ADAPTIVE;
-		lay.co_firsttraceable = PY_CODE_FIRSTTRACEABLE;
-		lay.lines = LINES_ADDR2LINE;
+		pyf_lay.cframe = true;
+		pyf_lay.ts_frame = PY_TSTATE_CFRAME;
+		pyf_lay.cf_current = PY_CFRAME_CURRENT;
+		pyf_lay.f_previous = PY_FRAME_PREVIOUS;
+		pyf_lay.f_code = PY_FRAME_CODE;
+		pyf_lay.f_instr = PY_FRAME_PREV_INSTR;
+		pyf_lay.f_entry = PY_FRAME_IS_ENTRY;
+		pyf_lay.co_filename = PY_CODE_FILENAME;
+		pyf_lay.co_qualname = PY_CODE_QUALNAME;
+		pyf_lay.co_adaptive = PY_CODE_ADAPTIVE;
+		pyf_lay.co_firsttraceable = PY_CODE_FIRSTTRACEABLE;
+		pyf_lay.lines = LINES_ADDR2LINE;
 		str_layout(true);
 		dict_layout(true);
 		return true;
 	}
 	if (minor == 0x030c) {
-		lay.cframe = true;
-		lay.ts_frame = PY312_TSTATE_CFRAME;
-		lay.cf_current = PY312_CFRAME_CURRENT;
-		lay.f_previous = PY312_FRAME_PREVIOUS;
-		lay.f_code = PY312_FRAME_CODE;
-		lay.f_instr = PY312_FRAME_PREV_INSTR;
-		lay.f_owner = PY312_FRAME_OWNER;
-		lay.owner_entry = lay.owner_max = PY312_OWNED_BY_CSTACK;
-		lay.co_filename = PY312_CODE_FILENAME;
-		lay.co_qualname = PY312_CODE_QUALNAME;
-		lay.co_adaptive = PY312_CODE_ADAPTIVE;
-		lay.co_firsttraceable = PY312_CODE_FIRSTTRACEABLE;
-		lay.lines = LINES_ADDR2LINE;
+		pyf_lay.cframe = true;
+		pyf_lay.ts_frame = PY312_TSTATE_CFRAME;
+		pyf_lay.cf_current = PY312_CFRAME_CURRENT;
+		pyf_lay.f_previous = PY312_FRAME_PREVIOUS;
+		pyf_lay.f_code = PY312_FRAME_CODE;
+		pyf_lay.f_instr = PY312_FRAME_PREV_INSTR;
+		pyf_lay.f_owner = PY312_FRAME_OWNER;
+		pyf_lay.owner_entry = pyf_lay.owner_max = PY312_OWNED_BY_CSTACK;
+		pyf_lay.co_filename = PY312_CODE_FILENAME;
+		pyf_lay.co_qualname = PY312_CODE_QUALNAME;
+		pyf_lay.co_adaptive = PY312_CODE_ADAPTIVE;
+		pyf_lay.co_firsttraceable = PY312_CODE_FIRSTTRACEABLE;
+		pyf_lay.lines = LINES_ADDR2LINE;
 		str_layout(false);
 		dict_layout(true);
 		return true;
@@ -214,27 +109,27 @@ bool mw_py_layout(const char *runtime)
 	 * describes this very build */
 	if (!mw_py_debug_offsets(runtime))
 		return false;
-	lay.ts_frame = mw_py_do.ts_current_frame;
-	lay.f_previous = mw_py_do.frame_previous;
-	lay.f_code = mw_py_do.frame_executable;
-	lay.f_instr = mw_py_do.frame_instr_ptr;
-	lay.f_owner = mw_py_do.frame_owner;
-	lay.owner_entry = mw_py_do.v->owner_entry;
-	lay.owner_max = mw_py_do.v->owner_max;
-	lay.code_tag = mw_py_do.v->executable_tag;
-	lay.co_filename = mw_py_do.code_filename;
-	lay.co_qualname = mw_py_do.code_qualname;
-	lay.co_adaptive = mw_py_do.code_adaptive;
-	lay.lines = LINES_ADDR2LINE;
-	lay.str_state = mw_py_do.str_state;
-	lay.str_length = mw_py_do.str_length;
-	lay.str_ascii_data = mw_py_do.str_ascii_size;
+	pyf_lay.ts_frame = mw_py_do.ts_current_frame;
+	pyf_lay.f_previous = mw_py_do.frame_previous;
+	pyf_lay.f_code = mw_py_do.frame_executable;
+	pyf_lay.f_instr = mw_py_do.frame_instr_ptr;
+	pyf_lay.f_owner = mw_py_do.frame_owner;
+	pyf_lay.owner_entry = mw_py_do.v->owner_entry;
+	pyf_lay.owner_max = mw_py_do.v->owner_max;
+	pyf_lay.code_tag = mw_py_do.v->executable_tag;
+	pyf_lay.co_filename = mw_py_do.code_filename;
+	pyf_lay.co_qualname = mw_py_do.code_qualname;
+	pyf_lay.co_adaptive = mw_py_do.code_adaptive;
+	pyf_lay.lines = LINES_ADDR2LINE;
+	pyf_lay.str_state = mw_py_do.str_state;
+	pyf_lay.str_length = mw_py_do.str_length;
+	pyf_lay.str_ascii_data = mw_py_do.str_ascii_size;
 	/* PyCompactUnicodeObject: utf8_length and utf8 after PyASCIIObject */
-	lay.str_compact_data = lay.str_ascii_data + 2 * sizeof(void *);
-	lay.str_ready_bit = false;
-	lay.dict_keys = mw_py_do.dict_keys;
-	lay.dict_values = mw_py_do.dict_values;
-	lay.dk_log2 = true;
+	pyf_lay.str_compact_data = pyf_lay.str_ascii_data + 2 * sizeof(void *);
+	pyf_lay.str_ready_bit = false;
+	pyf_lay.dict_keys = mw_py_do.dict_keys;
+	pyf_lay.dict_values = mw_py_do.dict_values;
+	pyf_lay.dk_log2 = true;
 	return true;
 }
 
@@ -290,7 +185,7 @@ static uint64_t hash_bytes(uint64_t h, const char *s, size_t n)
 
 /* The UTF-8 text of a str object, read directly (nothing is asked of the
  * interpreter, which could allocate): into buf, at most len bytes. */
-static size_t read_str(const char *o, char *buf, size_t len)
+size_t pyf_read_str(const char *o, char *buf, size_t len)
 {
 	uint32_t state;
 	size_t n, i, k = 0;
@@ -299,18 +194,18 @@ static size_t read_str(const char *o, char *buf, size_t len)
 
 	if (!o)
 		return 0;
-	state = *(const uint32_t *)(o + lay.str_state);
-	n = (size_t)*(const int64_t *)(o + lay.str_length);
-	if (!(state & (1u << 5)) || (lay.str_ready_bit && !(state & (1u << 7))))
+	state = *(const uint32_t *)(o + pyf_lay.str_state);
+	n = (size_t)*(const int64_t *)(o + pyf_lay.str_length);
+	if (!(state & (1u << 5)) || (pyf_lay.str_ready_bit && !(state & (1u << 7))))
 		return 0;                                     /* not compact, or not ready */
 	kind = (state >> 2) & 7;
 	if (state & (1u << 6)) {                              /* compact ASCII */
 		if (n > len)
 			n = len;
-		memcpy(buf, o + lay.str_ascii_data, n);
+		memcpy(buf, o + pyf_lay.str_ascii_data, n);
 		return n;
 	}
-	data = o + lay.str_compact_data;
+	data = o + pyf_lay.str_compact_data;
 	for (i = 0; i < n; i++) {
 		uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
 			   : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
@@ -340,8 +235,8 @@ static size_t read_str(const char *o, char *buf, size_t len)
 static uint32_t pyframe_id(const char *code, int line)
 {
 	char name[256], file[512];
-	size_t nn = read_str(*(const char *const *)(code + lay.co_qualname), name, sizeof name);
-	size_t fn = read_str(*(const char *const *)(code + lay.co_filename), file, sizeof file);
+	size_t nn = pyf_read_str(*(const char *const *)(code + pyf_lay.co_qualname), name, sizeof name);
+	size_t fn = pyf_read_str(*(const char *const *)(code + pyf_lay.co_filename), file, sizeof file);
 	uint64_t h = hash_bytes(0xCBF29CE484222325ull, name, nn);
 	uint32_t id = 0, j;
 
@@ -396,8 +291,8 @@ struct pyf_ref {
  * 0 when the instruction has no line. */
 static int frameobj_line(const char *code, int addr)
 {
-	const char *tab = *(const char *const *)(code + lay.co_lines);
-	int line = *(const int *)(code + lay.co_firstlineno);
+	const char *tab = *(const char *const *)(code + pyf_lay.co_lines);
+	int line = *(const int *)(code + pyf_lay.co_firstlineno);
 	const signed char *p;
 	int64_t size;
 	int start, end = 0;
@@ -408,7 +303,7 @@ static int frameobj_line(const char *code, int addr)
 	if (size < 0 || size > (1 << 24))
 		return 0;
 	p = (const signed char *)(tab + PY_BYTES_DATA);
-	if (lay.lines == LINES_LNOTAB) {
+	if (pyf_lay.lines == LINES_LNOTAB) {
 		/* pairs (address increment, signed line increment) */
 		for (int64_t i = 0; i + 1 < size; i += 2) {
 			end += (unsigned char)p[i];
@@ -462,8 +357,8 @@ static uint64_t frame_check(uintptr_t code, uintptr_t name, uintptr_t file, uint
 static uint32_t frame_at(const char *code, int off)
 {
 	uintptr_t c = (uintptr_t)code;
-	uintptr_t name = *(const uintptr_t *)(code + lay.co_qualname);
-	uintptr_t file = *(const uintptr_t *)(code + lay.co_filename);
+	uintptr_t name = *(const uintptr_t *)(code + pyf_lay.co_qualname);
+	uintptr_t file = *(const uintptr_t *)(code + pyf_lay.co_filename);
 	uint64_t slot = ((c >> 4) + (uint64_t)(uint32_t)off * 0x100000001B3ull) * 0x9E3779B97F4A7C15ull;
 	struct frame_cached *e = &frame_cache[slot >> (64 - FRAME_CACHE_BITS)];
 	uint64_t at = __atomic_load_n(&e->at, __ATOMIC_RELAXED);
@@ -475,7 +370,7 @@ static uint32_t frame_at(const char *code, int off)
 	    __atomic_load_n(&e->file, __ATOMIC_RELAXED) == file && (uint32_t)(at >> 32) == (uint32_t)off &&
 	    __atomic_load_n(&e->check, __ATOMIC_RELAXED) == frame_check(c, name, file, at))
 		return (uint32_t)at;
-	line = lay.frameobj ? frameobj_line(code, off) : mw_py.addr2line((void *)code, off);
+	line = pyf_lay.frameobj ? frameobj_line(code, off) : mw_py.addr2line((void *)code, off);
 	id = pyframe_id(code, line);
 	if (!id)
 		return 0;
@@ -499,41 +394,41 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 	ts = mw_py.this_tstate();
 	if (!ts)
 		return 0;
-	f = *(const char *const *)(ts + lay.ts_frame);
-	if (lay.frameobj) {
+	f = *(const char *const *)(ts + pyf_lay.ts_frame);
+	if (pyf_lay.frameobj) {
 		/* one C call of the eval loop per frame: each is its own entry */
-		for (; f && n < max; f = *(const char *const *)(f + lay.f_previous)) {
-			const char *code = *(const char *const *)(f + lay.f_code);
-			int lasti = *(const int *)(f + lay.f_instr);
+		for (; f && n < max; f = *(const char *const *)(f + pyf_lay.f_previous)) {
+			const char *code = *(const char *const *)(f + pyf_lay.f_code);
+			int lasti = *(const int *)(f + pyf_lay.f_instr);
 			if (!code || *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type)
 				continue;
-			out[n].id = frame_at(code, lasti < 0 ? -1 : lasti * lay.lasti_unit);
+			out[n].id = frame_at(code, lasti < 0 ? -1 : lasti * pyf_lay.lasti_unit);
 			out[n].entry = true;
 			n++;
 		}
 		return n;
 	}
-	if (lay.cframe && f)
-		f = *(const char *const *)(f + lay.cf_current);
-	for (; f && n < max; f = *(const char *const *)(f + lay.f_previous)) {
+	if (pyf_lay.cframe && f)
+		f = *(const char *const *)(f + pyf_lay.cf_current);
+	for (; f && n < max; f = *(const char *const *)(f + pyf_lay.f_previous)) {
 		const char *code, *instr, *first;
-		bool entry = lay.f_entry && *(const bool *)(f + lay.f_entry);
+		bool entry = pyf_lay.f_entry && *(const bool *)(f + pyf_lay.f_entry);
 		/* 3.12+: each C call of the eval loop starts its frames with one
 		 * of its own (on the C stack), which runs no code */
-		if (lay.f_owner && *(const unsigned char *)(f + lay.f_owner) >= lay.owner_entry) {
+		if (pyf_lay.f_owner && *(const unsigned char *)(f + pyf_lay.f_owner) >= pyf_lay.owner_entry) {
 			if (n)
 				out[n - 1].entry = true;
 			continue;
 		}
-		code = (const char *)(*(const uintptr_t *)(f + lay.f_code) & ~lay.code_tag);
+		code = (const char *)(*(const uintptr_t *)(f + pyf_lay.f_code) & ~pyf_lay.code_tag);
 		if (!code || (mw_py.code_type && *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type))
 			continue;
-		instr = *(const char *const *)(f + lay.f_instr);
-		first = code + lay.co_adaptive;
+		instr = *(const char *const *)(f + pyf_lay.f_instr);
+		first = code + pyf_lay.co_adaptive;
 		/* a frame still being set up has run nothing yet: not shown, but
 		 * its entry mark still ends its C call's frames */
-		if (lay.co_firsttraceable &&
-		    instr < first + (ptrdiff_t)*(const int *)(code + lay.co_firsttraceable) * 2) {
+		if (pyf_lay.co_firsttraceable &&
+		    instr < first + (ptrdiff_t)*(const int *)(code + pyf_lay.co_firsttraceable) * 2) {
 			if (entry && n)
 				out[n - 1].entry = true;
 			continue;
@@ -556,7 +451,7 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 
 static int check_pipe[2] = { -1, -1 };
 
-static bool safe_word(const char *at, const void **w)
+bool pyf_safe_word(const char *at, const void **w)
 {
 	struct iovec mine = { (void *)w, sizeof *w }, theirs = { (void *)at, sizeof *w };
 	ssize_t r;
@@ -579,9 +474,9 @@ static bool safe_word(const char *at, const void **w)
 	return read(check_pipe[0], w, sizeof *w) == (ssize_t)sizeof *w;
 }
 
-/* n bytes at at into buf, as safe_word reads; how many could be read (a
+/* n bytes at at into buf, as pyf_safe_word reads; how many could be read (a
  * read that crosses into an unmapped page stops there). */
-static size_t safe_read(const char *at, void *buf, size_t n)
+size_t pyf_safe_read(const char *at, void *buf, size_t n)
 {
 	struct iovec mine = { buf, n }, theirs = { (void *)at, n };
 	ssize_t r;
@@ -596,20 +491,20 @@ static size_t safe_read(const char *at, void *buf, size_t n)
 		if (errno != EPERM && errno != ENOSYS)
 			return 0;
 	}
-	/* word by word, as safe_word falls back to */
+	/* word by word, as pyf_safe_word falls back to */
 	for (k = 0; k + sizeof(void *) <= n; k += sizeof(void *)) {
 		const void *w;
-		if (((uintptr_t)at & (sizeof w - 1)) || !safe_word(at + k, &w))
+		if (((uintptr_t)at & (sizeof w - 1)) || !pyf_safe_word(at + k, &w))
 			break;
 		memcpy((char *)buf + k, &w, sizeof w);
 	}
 	return k;
 }
 
-static bool safe_type(const char *obj, const void *type)
+bool pyf_safe_type(const char *obj, const void *type)
 {
 	const void *t;
-	return type && safe_word(obj + PY_OB_TYPE, &t) && t == type;
+	return type && pyf_safe_word(obj + PY_OB_TYPE, &t) && t == type;
 }
 
 /* For pyrefs.c, with the GIL held: each frame of every thread of the
@@ -625,27 +520,27 @@ void mw_py_each_frame(const void *interp, int (*fn)(const char *frame, const cha
 	if (!mw_py.thread_head || !interp)
 		return;
 	for (ts = mw_py.thread_head(interp); ts && threads < 1024; threads++) {
-		if (!safe_word(ts + lay.ts_frame, (const void **)&f) ||
-		    (f && lay.cframe && !safe_word(f + lay.cf_current, (const void **)&f)))
+		if (!pyf_safe_word(ts + pyf_lay.ts_frame, (const void **)&f) ||
+		    (f && pyf_lay.cframe && !pyf_safe_word(f + pyf_lay.cf_current, (const void **)&f)))
 			f = NULL;
 		for (k = 0; f && k < 1024; k++) {
 			bool skip = false;
-			if (lay.f_owner) {
+			if (pyf_lay.f_owner) {
 				const void *ow;
 				unsigned char owner;
-				if (!safe_word((const char *)((uintptr_t)(f + lay.f_owner) & ~(uintptr_t)7), &ow))
+				if (!pyf_safe_word((const char *)((uintptr_t)(f + pyf_lay.f_owner) & ~(uintptr_t)7), &ow))
 					break;
-				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + lay.f_owner) & 7), 1);
-				skip = owner >= lay.owner_entry;
+				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + pyf_lay.f_owner) & 7), 1);
+				skip = owner >= pyf_lay.owner_entry;
 			}
-			if (!skip && safe_word(f + lay.f_code, (const void **)&code) &&
-			    (code = (const char *)((uintptr_t)code & ~lay.code_tag)) &&
-			    safe_type(code, mw_py.code_type) && fn(f, code, arg))
+			if (!skip && pyf_safe_word(f + pyf_lay.f_code, (const void **)&code) &&
+			    (code = (const char *)((uintptr_t)code & ~pyf_lay.code_tag)) &&
+			    pyf_safe_type(code, mw_py.code_type) && fn(f, code, arg))
 				return;
-			if (!safe_word(f + lay.f_previous, (const void **)&f))
+			if (!pyf_safe_word(f + pyf_lay.f_previous, (const void **)&f))
 				break;
 		}
-		if (!safe_word(ts + PY_TSTATE_NEXT, (const void **)&ts))
+		if (!pyf_safe_word(ts + PY_TSTATE_NEXT, (const void **)&ts))
 			break;
 	}
 }
@@ -666,7 +561,7 @@ int mw_py_check(char *why, size_t len)
 		return -1;
 	}
 	if (!mw_py.interp_head || !mw_py.thread_head || !mw_py.unicode_type ||
-	    (lay.frameobj && !mw_py.bytes_type)) {
+	    (pyf_lay.frameobj && !mw_py.bytes_type)) {
 		snprintf(why, len, "the functions to list its threads are missing");
 		return -1;
 	}
@@ -674,59 +569,59 @@ int mw_py_check(char *why, size_t len)
 	/* the list is followed by safe reads (PyThreadState.next): a thread may
 	 * end meanwhile */
 	for (ts = interp ? mw_py.thread_head(interp) : NULL; ts && threads < CHECK_THREADS; threads++) {
-		if (!safe_word(ts + PY_TSTATE_INTERP, (const void **)&w) || w != interp) {
+		if (!pyf_safe_word(ts + PY_TSTATE_INTERP, (const void **)&w) || w != interp) {
 			snprintf(why, len, "a thread state does not name its interpreter where expected");
 			return -1;
 		}
-		if (!safe_word(ts + lay.ts_frame, (const void **)&f) ||
-		    (f && lay.cframe && !safe_word(f + lay.cf_current, (const void **)&f))) {
+		if (!pyf_safe_word(ts + pyf_lay.ts_frame, (const void **)&f) ||
+		    (f && pyf_lay.cframe && !pyf_safe_word(f + pyf_lay.cf_current, (const void **)&f))) {
 			snprintf(why, len, "a thread state's frame is not readable");
 			return -1;
 		}
 		for (k = 0; f && k < CHECK_FRAMES; k++) {
-			if (lay.f_owner) {
+			if (pyf_lay.f_owner) {
 				const void *ow;
 				unsigned char owner;
-				if (!safe_word((const char *)((uintptr_t)(f + lay.f_owner) & ~(uintptr_t)7), &ow)) {
+				if (!pyf_safe_word((const char *)((uintptr_t)(f + pyf_lay.f_owner) & ~(uintptr_t)7), &ow)) {
 					snprintf(why, len, "a frame is not readable");
 					return -1;
 				}
-				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + lay.f_owner) & 7), 1);
-				if (owner > lay.owner_max) {
+				memcpy(&owner, (const char *)&ow + ((uintptr_t)(f + pyf_lay.f_owner) & 7), 1);
+				if (owner > pyf_lay.owner_max) {
 					snprintf(why, len, "a frame's owner is %u, not one of 0 to %u", owner,
-						 lay.owner_max);
+						 pyf_lay.owner_max);
 					return -1;
 				}
-				if (owner >= lay.owner_entry)
+				if (owner >= pyf_lay.owner_entry)
 					goto next;
 			}
-			if (!safe_word(f + lay.f_code, (const void **)&code) ||
-			    !(code = (const char *)((uintptr_t)code & ~lay.code_tag))) {
+			if (!pyf_safe_word(f + pyf_lay.f_code, (const void **)&code) ||
+			    !(code = (const char *)((uintptr_t)code & ~pyf_lay.code_tag))) {
 				snprintf(why, len, "a frame's code is not readable");
 				return -1;
 			}
-			if (!safe_type(code, mw_py.code_type)) {
+			if (!pyf_safe_type(code, mw_py.code_type)) {
 				snprintf(why, len, "a frame's code object is not of the code type");
 				return -1;
 			}
-			if (!safe_word(code + lay.co_filename, (const void **)&w) || !safe_type(w, mw_py.unicode_type) ||
-			    !safe_word(code + lay.co_qualname, (const void **)&w) || !safe_type(w, mw_py.unicode_type)) {
+			if (!pyf_safe_word(code + pyf_lay.co_filename, (const void **)&w) || !pyf_safe_type(w, mw_py.unicode_type) ||
+			    !pyf_safe_word(code + pyf_lay.co_qualname, (const void **)&w) || !pyf_safe_type(w, mw_py.unicode_type)) {
 				snprintf(why, len, "a code object's file or name is not a str");
 				return -1;
 			}
-			if (lay.frameobj &&
-			    (!safe_word(code + lay.co_lines, (const void **)&w) || !safe_type(w, mw_py.bytes_type))) {
+			if (pyf_lay.frameobj &&
+			    (!pyf_safe_word(code + pyf_lay.co_lines, (const void **)&w) || !pyf_safe_type(w, mw_py.bytes_type))) {
 				snprintf(why, len, "a code object's line table is not a bytes object");
 				return -1;
 			}
 			frames++;
 		next:
-			if (!safe_word(f + lay.f_previous, (const void **)&f)) {
+			if (!pyf_safe_word(f + pyf_lay.f_previous, (const void **)&f)) {
 				snprintf(why, len, "a frame's caller is not readable");
 				return -1;
 			}
 		}
-		if (!safe_word(ts + PY_TSTATE_NEXT, (const void **)&ts)) {
+		if (!pyf_safe_word(ts + PY_TSTATE_NEXT, (const void **)&ts)) {
 			snprintf(why, len, "a thread state's next is not readable");
 			return -1;
 		}
@@ -881,465 +776,4 @@ fail:
 	free(ids);
 	free(hashes);
 	return -1;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Objects by type: at snapshot time, the type of the object in each live
- * sampled block. An object allocated by the interpreter starts its block, or
- * follows its GC header (PyGC_Head, two words) when its type has
- * Py_TPFLAGS_HAVE_GC, and from 3.11 on the two words of a managed dict (3.12
- * on: a managed dict or weak reference list) before that
- * (_PyType_PreHeaderSize). A block is taken for an object of type T only when
- * the word at the offset where ob_type would be is T, T is a type (its own
- * type is PyType_Type or a metaclass, as PyType_Check tells), and T's flags put the
- * object at exactly that offset. Every word is read by safe reads: a block
- * may be freed while it is read, and nothing here holds the GIL. */
-
-#define TP_NAME 24                   /* PyTypeObject.tp_name (3.8 to 3.15) */
-#define TP_BASICSIZE 32              /* .tp_basicsize */
-#define TP_FLAGS 168                 /* .tp_flags */
-#define HT_QUALNAME_38 864           /* PyHeapTypeObject.ht_qualname: 3.8, 3.10, 3.11 */
-#define HT_QUALNAME_39 856           /* 3.9 */
-#define HT_QUALNAME_312 872          /* 3.12, 3.13 */
-#define TP_DICT 264                  /* .tp_dict */
-#define TPF_HEAPTYPE (1ul << 9)
-#define TPF_READY (1ul << 12)
-#define TPF_HAVE_GC (1ul << 14)
-#define TPF_TYPE_SUBCLASS (1ul << 31)
-#define TPF_MANAGED_DICT (1ul << 4)  /* 3.11 on */
-#define TPF_MANAGED_WEAKREF (1ul << 3)   /* 3.12 on */
-#define GC_HEAD 16                   /* sizeof (PyGC_Head) */
-#define TYPE_CACHE 65536             /* words remembered per snapshot (a power of 2) */
-#define NAME_MAX_LEN 200             /* of a module, or a qualified name */
-/* Live samples read per snapshot, at most (a copy of 32 bytes each, and a
- * read of each block: about a second for a million); with every allocation
- * sampled, the others stay untyped. */
-#define TYPES_MAX_SAMPLES ((size_t)1 << 20)
-
-struct type_entry {
-	uintptr_t type;      /* 0: empty */
-	int32_t name;        /* index into the snapshot's types, -1: not a type */
-	uint32_t presize;    /* where its objects start in their blocks */
-};
-
-static size_t type_presize(unsigned long flags)
-{
-	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
-	unsigned long pre = minor >= 12 ? TPF_MANAGED_DICT | TPF_MANAGED_WEAKREF : minor == 11 ? TPF_MANAGED_DICT : 0;
-	return (flags & TPF_HAVE_GC ? GC_HEAD : 0) + (flags & pre ? 2 * sizeof(void *) : 0);
-}
-
-/* Is t a type object? As CPython's PyType_Check: its type is PyType_Type, or
- * a metaclass (a type with Py_TPFLAGS_TYPE_SUBCLASS, itself of type
- * PyType_Type or of another such metaclass). Its flags into *flags. */
-static bool is_type(uintptr_t t, unsigned long *flags)
-{
-	const void *meta, *mm, *w;
-
-	if (!t || (t & 7) || !safe_word((const char *)t + PY_OB_TYPE, &meta) || !meta)
-		return false;
-	if (meta != mw_py.type_type) {
-		if (!safe_word((const char *)meta + TP_FLAGS, &w) || !((uintptr_t)w & TPF_TYPE_SUBCLASS) ||
-		    !safe_word((const char *)meta + PY_OB_TYPE, &mm) || !mm)
-			return false;
-		if (mm != mw_py.type_type &&
-		    (!safe_word((const char *)mm + TP_FLAGS, &w) || !((uintptr_t)w & TPF_TYPE_SUBCLASS)))
-			return false;
-	}
-	if (!safe_word((const char *)t + TP_FLAGS, &w))
-		return false;
-	*flags = (unsigned long)(uintptr_t)w;
-	return (*flags & TPF_READY) != 0;
-}
-
-/* The text of the str object at p (exactly a str, compact), read by a safe
- * copy: into buf, at most len bytes; 0 when it is not one or cannot be read
- * whole, or holds a control character. */
-static size_t safe_str(const void *p, char *buf, size_t len)
-{
-	char copy[PY_STR_COMPACT_DATA + 4 * NAME_MAX_LEN], text[4 * NAME_MAX_LEN + 4];
-	size_t got, n, k;
-	int64_t sl;
-
-	if (!p || !safe_type(p, mw_py.unicode_type))
-		return 0;
-	got = safe_read(p, copy, sizeof copy);
-	if (got < lay.str_compact_data)
-		return 0;
-	/* read_str reads the copy: the length is bounded by what was copied;
-	 * the text is read whole (4 bytes of UTF-8 a character at most), and
-	 * one longer than len is none (cut short, it would be another name) */
-	memcpy(&sl, copy + lay.str_length, sizeof sl);
-	if (sl <= 0 || sl > NAME_MAX_LEN || (uint64_t)sl > (got - lay.str_compact_data) / 4)
-		return 0;
-	n = read_str(copy, text, 4 * (size_t)sl + 4);
-	if (n < (size_t)sl || n > len)
-		return 0;
-	for (k = 0; k < n; k++)
-		if ((unsigned char)text[k] < 0x20 || text[k] == 0x7f)
-			return 0;
-	memcpy(buf, text, n);
-	return n;
-}
-
-/* Is the str object at p "__module__"? */
-static bool is_module_key(const void *p)
-{
-	char b[16];
-	return safe_str(p, b, sizeof b) == 10 && memcmp(b, "__module__", 10) == 0;
-}
-
-/* The hash of the str "__module__" in this process (seeded at its start),
- * learnt from the first class dict it is found in; 0 until then. Read and
- * written under the snapshot's lock. */
-static int64_t module_hash;
-
-/* The class's module: the str __module__ in the type's dict (tp_dict), read
- * without the GIL as the interpreter's own lookup finds it: the dict's keys
- * (a combined table: a type's dict is never split), their hash table of
- * indices (1, 2, 4 or 8 bytes each, by its size), then the entries they
- * point to (hash, key, value; 3.11 on, a table of str keys only: key,
- * value). Probed by the hash of "__module__" once it is known, else the
- * entries scanned in order (__module__ is the first a class statement sets).
- * Every read is a safe read, every loop bounded, every key compared by its
- * text; the dict's version tag and keys read again at the end must be those
- * it started with (the class not changed meanwhile). Into buf; 0 when any of
- * it is in doubt (the caller then names the type by tp_name). */
-static size_t type_module(uintptr_t t, char *buf, size_t len)
-{
-	const void *dict, *keys, *values, *tag, *again, *value = NULL;
-	unsigned char hd[48];
-	uint64_t size, nentries, width, esize;
-	uintptr_t indices, entries;
-	int64_t h = module_hash;
-	size_t n, i;
-
-	if (!mw_py.dict_type || !lay.dict_keys ||
-	    !safe_word((const char *)t + TP_DICT, &dict) || !dict || !safe_type(dict, mw_py.dict_type) ||
-	    !safe_word((const char *)dict + PY_DICT_TAG, &tag) ||
-	    !safe_word((const char *)dict + lay.dict_keys, &keys) || !keys ||
-	    !safe_word((const char *)dict + lay.dict_values, &values) || values ||
-	    safe_read(keys, hd, sizeof hd) != sizeof hd)
-		return 0;
-	if (lay.dk_log2) {
-		unsigned l2 = hd[PY311_DK_LOG2_SIZE], l2i = hd[PY311_DK_LOG2_INDEX_BYTES];
-		unsigned kind = hd[PY311_DK_KIND];
-		if (l2 < 3 || l2 > 24 || l2i < l2 || l2i - l2 != (l2 < 8 ? 0u : l2 < 16 ? 1u : 2u) || kind > 1)
-			return 0;
-		size = (uint64_t)1 << l2;
-		width = (uint64_t)1 << (l2i - l2);
-		esize = kind == 1 ? 2 * sizeof(void *) : 3 * sizeof(void *);
-		memcpy(&nentries, hd + PY311_DK_NENTRIES, sizeof nentries);
-		indices = (uintptr_t)keys + PY311_DK_INDICES;
-	} else {
-		memcpy(&size, hd + PY38_DK_SIZE, sizeof size);
-		if (size < 8 || size > ((uint64_t)1 << 24) || (size & (size - 1)))
-			return 0;
-		width = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
-		esize = 3 * sizeof(void *);
-		memcpy(&nentries, hd + PY38_DK_NENTRIES, sizeof nentries);
-		indices = (uintptr_t)keys + PY38_DK_INDICES;
-	}
-	/* at most two thirds of the table are usable entries */
-	if (nentries > (size << 1) / 3)
-		return 0;
-	entries = indices + size * width;
-
-	/* probed: bounded as the table is (a lookup ends at an empty slot) */
-	if (h) {
-		uint64_t perturb = (uint64_t)h, j = (uint64_t)h & (size - 1);
-		for (i = 0; i < 64 && !value; i++) {
-			/* an index lies within one aligned word (it is aligned to
-			 * its width, at most 4 bytes), read whole as safe_word can */
-			uintptr_t at = indices + j * width, e[3];
-			const void *w;
-			uint64_t v;
-			int64_t ix;
-			if (!safe_word((const char *)(at & ~(uintptr_t)7), &w))
-				break;
-			v = (uint64_t)(uintptr_t)w >> (8 * (at & 7));
-			ix = width == 1 ? (int8_t)v : width == 2 ? (int16_t)v : (int32_t)v;
-			if (ix == -1)
-				break;
-			if (ix >= 0 && (uint64_t)ix < nentries &&
-			    safe_read((const char *)(entries + (uint64_t)ix * esize), e, esize) == esize) {
-				/* general entries: hash, key, value; str keys only: key, value */
-				bool general = esize == 3 * sizeof(void *);
-				const void *k = (const void *)e[general ? 1 : 0];
-				if ((!general || (int64_t)e[0] == h) && is_module_key(k))
-					value = (const void *)e[general ? 2 : 1];
-			}
-			perturb >>= 5;
-			j = (j * 5 + perturb + 1) & (size - 1);
-		}
-	}
-	/* scanned: the first entries, in the order they were set */
-	for (i = 0; !value && i < nentries && i < 1024; i += 32) {
-		uintptr_t e[32 * 3];
-		size_t m = nentries - i < 32 ? (size_t)(nentries - i) : 32, got, k;
-		bool general = esize == 3 * sizeof(void *);
-		got = safe_read((const char *)(entries + i * esize), e, m * esize) / esize;
-		for (k = 0; k < got && !value; k++) {
-			const uintptr_t *x = (const uintptr_t *)((const char *)e + k * esize);
-			const void *key = (const void *)x[general ? 1 : 0];
-			int64_t kh;
-			/* a deleted entry has no key */
-			if (!key || !is_module_key(key))
-				continue;
-			value = (const void *)x[general ? 2 : 1];
-			if (general)
-				kh = (int64_t)x[0];
-			else if (!safe_word((const char *)key + PY_STR_HASH, (const void **)&kh))
-				kh = 0;
-			if (kh != 0 && kh != -1)
-				module_hash = kh;
-		}
-		if (got < m)
-			break;
-	}
-	if (!value || !(n = safe_str(value, buf, len)))
-		return 0;
-	/* the dict as it was when read */
-	if (!safe_word((const char *)dict + PY_DICT_TAG, &again) || again != tag ||
-	    !safe_word((const char *)dict + lay.dict_keys, &again) || again != keys ||
-	    !safe_word((const char *)t + TP_DICT, &again) || again != dict)
-		return 0;
-	return n;
-}
-
-/* The name of type t: a class (a heap type) as module.qualname
- * ("__main__.Event", "app.models.Order.Line"; a class of module builtins by
- * its qualified name alone), any other type by its tp_name ("dict",
- * "collections.OrderedDict": a static type's tp_name holds its module), as
- * is a class whose module or qualified name cannot be read for sure. 0: t
- * is not taken for a type (a heap type whose ht_qualname is no str, a
- * tp_name that is not printable ASCII text). */
-static size_t type_name(uintptr_t t, unsigned long flags, char *buf, size_t len)
-{
-	const void *p;
-	size_t n, k, m;
-	unsigned minor = (unsigned)(mw_py.version >> 16) & 0xff;
-
-	if (flags & TPF_HEAPTYPE) {
-		size_t off = mw_py_do.v ? mw_py_do.v->ht_qualname : minor >= 12 ? HT_QUALNAME_312 :
-			     minor == 9 ? HT_QUALNAME_39 : HT_QUALNAME_38;
-		char qual[NAME_MAX_LEN], mod[NAME_MAX_LEN];
-		/* every class has its __qualname__, a str */
-		if (!safe_word((const char *)t + off, &p) || !p || !safe_type(p, mw_py.unicode_type))
-			return 0;
-		if ((n = safe_str(p, qual, sizeof qual)) > 0 && (m = type_module(t, mod, sizeof mod)) > 0) {
-			if (m == 8 && memcmp(mod, "builtins", 8) == 0)
-				m = 0;
-			if ((m ? m + 1 : 0) + n <= len) {
-				memcpy(buf, mod, m);
-				if (m)
-					buf[m++] = '.';
-				memcpy(buf + m, qual, n);
-				return m + n;
-			}
-		}
-	}
-	if (!safe_word((const char *)t + TP_NAME, &p) || !p)
-		return 0;
-	n = safe_read(p, buf, len);
-	for (k = 0; k < n && buf[k]; k++)
-		if ((unsigned char)buf[k] < 0x20 || (unsigned char)buf[k] >= 0x7f)
-			return 0;
-	return k < n ? k : 0;
-}
-
-static int name_index(struct snapshot *s, const char *name, size_t n);
-
-/* For pyrefs.c: the name of type t as the types section has it (0: not a
- * type), and the text of a str object (read directly: the caller holds the
- * GIL and the object). */
-size_t mw_py_type_name(uintptr_t t, char *buf, size_t len)
-{
-	unsigned long flags;
-	if (!is_type(t, &flags))
-		return 0;
-	return type_name(t, flags, buf, len);
-}
-
-size_t mw_py_read_str(const void *o, char *buf, size_t len)
-{
-	return read_str(o, buf, len);
-}
-
-bool mw_py_safe_word(const void *at, uintptr_t *w)
-{
-	const void *v;
-	if (!safe_word(at, &v))
-		return false;
-	*w = (uintptr_t)v;
-	return true;
-}
-
-/* The size of a str object: its header and its characters (as sys.getsizeof
- * counts a compact one); 0 when it is not compact. */
-size_t mw_py_str_size(const void *o)
-{
-	uint32_t state = *(const uint32_t *)((const char *)o + lay.str_state);
-	size_t n = (size_t)*(const int64_t *)((const char *)o + lay.str_length);
-	if (!(state & (1u << 5)))
-		return 0;
-	if (state & (1u << 6))
-		return lay.str_ascii_data + n + 1;
-	return lay.str_compact_data + (n + 1) * ((state >> 2) & 7);
-}
-
-int mw_py_name_index(struct snapshot *s, const char *name, size_t n)
-{
-	return name_index(s, name, n);
-}
-
-static int name_index(struct snapshot *s, const char *name, size_t n)
-{
-	char **x;
-	for (size_t i = 0; i < s->ntypes; i++)
-		if (strlen(s->types[i]) == n && memcmp(s->types[i], name, n) == 0)
-			return (int)i;
-	x = realloc(s->types, (s->ntypes + 1) * sizeof *x);
-	if (!x)
-		return -2;
-	s->types = x;
-	x[s->ntypes] = strndup(name, n);
-	if (!x[s->ntypes])
-		return -2;
-	return (int)s->ntypes++;
-}
-
-/* What t is, from the cache (direct-mapped: a word that is not a type, met
- * once, is soon overwritten; the few types stay) or read now. */
-static struct type_entry *type_lookup(struct type_entry *cache, struct snapshot *s, uintptr_t t)
-{
-	static struct type_entry none = { 0, -1, 0 };
-	size_t j = (size_t)((t >> 3) * 0x9E3779B97F4A7C15ull >> 40) & (TYPE_CACHE - 1);
-	unsigned long flags;
-	char name[2 * NAME_MAX_LEN + 1];
-	size_t n;
-
-	if (t < 4096 || (t & 7))
-		return &none;
-	if (cache[j].type == t)
-		return &cache[j];
-	cache[j].type = t;
-	cache[j].name = -1;
-	cache[j].presize = 0;
-	if (is_type(t, &flags) && (n = type_name(t, flags, name, sizeof name)) > 0) {
-		name[n < sizeof name ? n : sizeof name - 1] = '\0';
-		n = mw_pyfree_mark(name, name, n, sizeof name);   /* still recycled? */
-		cache[j].name = name_index(s, name, n);
-		cache[j].presize = (uint32_t)type_presize(flags);
-	}
-	return &cache[j];
-}
-
-/* The type of the object in the block at a: its name index, -1 none (not an
- * object), -2 unreadable, -3 out of memory. The object's address into *obj. */
-static int block_type(struct type_entry *cache, struct snapshot *s, uintptr_t a, uintptr_t *obj)
-{
-	uintptr_t w[6];
-	size_t got = safe_read((const char *)a, w, sizeof w), o;
-
-	if (got < 2 * sizeof(void *))
-		return -2;
-	for (o = 0; o <= 32 && o + 2 * sizeof(void *) <= got; o += GC_HEAD) {
-		struct type_entry *e = type_lookup(cache, s, w[o / 8 + 1]);
-		if (e->name == -2)
-			return -3;
-		if (e->name >= 0 && e->presize == o) {
-			*obj = a + o;
-			return e->name;
-		}
-	}
-	return -1;
-}
-
-struct typed_key {
-	uint64_t key;        /* stack << 32 | type index + 1; 0 empty */
-	size_t at;           /* index into s->typed */
-};
-
-int mw_python_types(struct snapshot *s)
-{
-	struct mw_live_copy *live = NULL;
-	struct type_entry *cache = NULL;
-	struct typed_key *idx = NULL;
-	size_t n = 0, i, cap;
-	int not_obj = -1, unread = -1, r = -1;
-
-	if (!mw_python_frames || !mw_py.type_type || !mw_py.unicode_type)
-		return 0;
-	mw_tls.guard++;
-	if (mw_heap_copy_live(&live, &n, TYPES_MAX_SAMPLES) < 0)
-		goto out;
-	for (cap = 64; cap < 2 * n + 2; cap *= 2)
-		;
-	cache = calloc(TYPE_CACHE, sizeof *cache);
-	idx = calloc(cap, sizeof *idx);
-	s->typed = calloc(n ? n : 1, sizeof *s->typed);
-	if (!cache || !idx || !s->typed)
-		goto out;
-	if (!s->types && !(s->types = calloc(1, sizeof *s->types)))
-		goto out;
-	mw_pyrefs_note(s, SIZE_MAX, 0);
-	for (i = 0; i < n; i++) {
-		const struct mw_live_copy *l = &live[i];
-		int t;
-		uint64_t key;
-		size_t j;
-
-		if (l->stack >= s->nstacks || snap_stack_kind(s->stacks[l->stack].flags) != SNAP_KIND_MALLOC)
-			continue;
-		uintptr_t obj = 0;
-		t = block_type(cache, s, l->addr, &obj);
-		if (t == -3)
-			goto out;
-		if (t == -1) {
-			char no[32] = SNAP_TYPE_NOT_OBJECT;
-			if (not_obj < 0 && (not_obj = name_index(s, no, mw_pyfree_mark(NULL, no, strlen(no), sizeof no))) < 0)
-				goto out;
-			t = not_obj;
-		} else if (t == -2) {
-			if (unread < 0 && (unread = name_index(s, SNAP_TYPE_UNREADABLE, strlen(SNAP_TYPE_UNREADABLE))) < 0)
-				goto out;
-			t = unread;
-		}
-		key = (uint64_t)l->stack << 32 | (uint32_t)(t + 1);
-		for (j = (size_t)(mw_splitmix64(key) & (cap - 1)); idx[j].key && idx[j].key != key; j = (j + 1) & (cap - 1))
-			;
-		if (!idx[j].key) {
-			idx[j].key = key;
-			idx[j].at = s->ntyped;
-			memset(&s->typed[s->ntyped], 0, sizeof s->typed[0]);
-			s->typed[s->ntyped].stack = l->stack;
-			s->typed[s->ntyped].type = (uint32_t)t;
-			s->ntyped++;
-		}
-		if (obj && s->typed[idx[j].at].live_samples < 2)
-			mw_pyrefs_note(s, idx[j].at, obj);
-		s->typed[idx[j].at].live_samples++;
-		s->typed[idx[j].at].live_bytes += l->bytes;
-		/* blocks summed in fixed point, rounded below */
-		s->typed[idx[j].at].live_blocks += l->blocks_fx;
-	}
-	for (i = 0; i < s->ntyped; i++)
-		s->typed[i].live_blocks = (uint64_t)((double)s->typed[i].live_blocks / FX + 0.5);
-	r = 0;
-out:
-	if (r < 0) {
-		free(s->typed);
-		s->typed = NULL;
-		s->ntyped = 0;
-	}
-	if (!s->ntypes) {
-		free(s->types);
-		s->types = NULL;
-	}
-	free(live);
-	free(cache);
-	free(idx);
-	mw_tls.guard--;
-	return r;
 }

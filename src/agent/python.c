@@ -21,6 +21,7 @@
 
 #include "agent.h"
 #include "python.h"
+#include "snapshot.h"
 
 #define PY_SMALL_REQUEST 512         /* pymalloc serves 1..512 bytes itself */
 /* Below this rate pymalloc's free is wrapped too (see "The wrappers"). */
@@ -39,9 +40,15 @@ static bool want_installed;     /* capture is on: the wrappers should be in */
 static int installed;           /* our wrappers are the domains' allocators */
 static int py_state;            /* enum mw_python_state, read by status */
 
-/* mw_python_frames (defined by heap.c, which reads it at every sample): whether
- * samples read Python frames: CPython found and supported, and not finalizing
- * (checked again at each sample). */
+bool mw_python_frames;
+
+/* Samples read Python frames (on) or not: mw_python_frames, and the core's
+ * hook that the sampler calls, the one word it reads at each sample. */
+static void frames_on(bool on)
+{
+	mw_python_frames = on;
+	mw_runtime_frames(&mw_python_runtime, on);
+}
 
 /* ------------------------------------------------------------------------- */
 /* The wrappers. Each domain's ctx points at its entry here, holding the
@@ -460,12 +467,12 @@ static void recheck_layout(void)
 	r = check_layout();
 	if (r > 0) {
 		layout_checked = true;
-		mw_python_frames = installed && want_installed;
+		frames_on(installed && want_installed);
 	} else if (r < 0) {
 		supported = false;
 		unreadable = true;
 		want_installed = false;
-		mw_python_frames = false;
+		frames_on(false);
 		py_state = MW_PY_UNREADABLE;
 	}
 }
@@ -478,7 +485,7 @@ static void helper_exit(void *arg)
 	pthread_mutex_lock(&py_lock);
 	helper_running = false;
 	py_state = MW_PY_FINALIZED;
-	mw_python_frames = false;
+	frames_on(false);
 	pthread_mutex_unlock(&py_lock);
 }
 
@@ -506,7 +513,7 @@ static void *helper_main(void *arg)
 			 * passing through once capture stops. */
 			py_state = mw_py.is_initialized() ? MW_PY_FINALIZED :
 				   unreadable ? MW_PY_UNREADABLE : MW_PY_WAITING;
-			mw_python_frames = false;
+			frames_on(false);
 			if (py_state == MW_PY_FINALIZED)
 				installed = want;
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -530,7 +537,7 @@ static void *helper_main(void *arg)
 				installed = want;
 			}
 			py_state = unreadable ? MW_PY_UNREADABLE : installed ? MW_PY_ON : MW_PY_OFF;
-			mw_python_frames = installed && layout_checked;
+			frames_on(installed && layout_checked);
 			pthread_mutex_unlock(&py_lock);
 			mw_py.gil_release(g);
 		}
@@ -565,7 +572,7 @@ static void helper_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void mw_python_capture_start(void)
+static void python_capture_start(void)
 {
 	mw_tls.guard++;
 	pthread_mutex_lock(&py_lock);
@@ -574,8 +581,7 @@ void mw_python_capture_start(void)
 		want_installed = true;
 		/* samples read Python frames at once; only pymalloc's small
 		 * objects wait for the swap */
-		mw_frames_merge = mw_python_merge;
-		mw_python_frames = interpreter_alive() && layout_checked;
+		frames_on(interpreter_alive() && layout_checked);
 		if (!installed)
 			py_state = MW_PY_WAITING;
 		helper_start();
@@ -585,12 +591,12 @@ void mw_python_capture_start(void)
 	mw_tls.guard--;
 }
 
-void mw_python_capture_stop(void)
+static void python_capture_stop(void)
 {
 	mw_tls.guard++;
 	pthread_mutex_lock(&py_lock);
 	want_installed = false;
-	mw_python_frames = false;
+	frames_on(false);
 	if (supported && py_state == MW_PY_WAITING && !installed)
 		py_state = MW_PY_OFF;
 	pthread_cond_signal(&py_cond);
@@ -598,7 +604,7 @@ void mw_python_capture_stop(void)
 	mw_tls.guard--;
 }
 
-const char *mw_python_why(void)
+static const char *python_why(void)
 {
 	int st = __atomic_load_n(&py_state, __ATOMIC_RELAXED);
 	return st == MW_PY_UNREADABLE || st == MW_PY_UNSUPPORTED ? why_unread : "";
@@ -611,7 +617,7 @@ int mw_python_state(unsigned long *version)
 	return __atomic_load_n(&py_state, __ATOMIC_RELAXED);
 }
 
-const char *mw_python_state_name(int s)
+static const char *state_name(int s)
 {
 	switch (s) {
 	case MW_PY_UNSUPPORTED: return "unsupported";
@@ -626,19 +632,19 @@ const char *mw_python_state_name(int s)
 
 /* fork: the child must not inherit the frame table's lock half-held; it has
  * no helper thread (a later capture starts one). */
-void mw_python_atfork_prepare(void)
+static void python_atfork_prepare(void)
 {
 	mw_pyframes_atfork_prepare();
 }
 
-void mw_python_atfork_parent(void)
+static void python_atfork_parent(void)
 {
 	mw_pyframes_atfork_parent();
 }
 
 static bool fork_wanted;    /* the parent's want_installed at the fork */
 
-void mw_python_atfork_child(void)
+static void python_atfork_child(void)
 {
 	fork_wanted = want_installed;
 	mw_pyframes_atfork_child();
@@ -647,18 +653,18 @@ void mw_python_atfork_child(void)
 	pthread_cond_init(&py_cond, NULL);
 	helper_running = false;
 	want_installed = false;
-	mw_python_frames = false;
+	frames_on(false);
 	if (py_state == MW_PY_WAITING)
 		py_state = MW_PY_OFF;
 }
 
-/* A child that goes on capturing (see agent.h). The wrappers it inherited stay
+/* A child that goes on capturing (see runtime.h). The wrappers it inherited stay
  * in, and the layout its parent checked is its own. No helper is started here:
  * the interpreter reinitializes its GIL and deletes other threads' states
  * after the fork (PyOS_AfterFork_Child), which a helper waiting for the GIL
  * must not meet; a parent that had not swapped yet leaves its child
  * native-only for pymalloc's small objects until a capture start there. */
-void mw_python_fork_resume(void)
+static void python_fork_resume(void)
 {
 	if (!fork_wanted || !supported || py_state == MW_PY_FINALIZED)
 		return;
@@ -670,6 +676,45 @@ void mw_python_fork_resume(void)
 	if (!layout_checked && !unreadable && interpreter_alive() &&
 	    mw_py_check(why_unread, sizeof why_unread) > 0)
 		layout_checked = true;
-	mw_python_frames = layout_checked && interpreter_alive();
+	frames_on(layout_checked && interpreter_alive());
 	py_state = unreadable ? MW_PY_UNREADABLE : installed ? MW_PY_ON : MW_PY_OFF;
 }
+
+/* The snapshot moment: the interpreter's state and version in s's header,
+ * then the Python frames named. */
+static int python_snapshot(struct snapshot *s, uint64_t wait_ns)
+{
+	unsigned long v;
+	int py = mw_python_state(&v);
+	(void)wait_ns;
+	s->python = py == MW_PY_NONE ? SNAP_PYTHON_NONE : py == MW_PY_ON ? SNAP_PYTHON_SAMPLED :
+		    py == MW_PY_UNSUPPORTED || py == MW_PY_UNREADABLE ? SNAP_PYTHON_NATIVE :
+		    SNAP_PYTHON_PAUSED;
+	s->python_version = py == MW_PY_NONE ? 0 : (uint32_t)((v >> 16) & 0xffff);
+	return mw_python_snapshot(s);
+}
+
+/* The status line's words: python=, python-version= and python-why=. */
+static void python_status(char *fields, size_t flen, char *why, size_t wlen)
+{
+	unsigned long v;
+	int py = mw_python_state(&v);
+	snprintf(fields, flen, "python=%s python-version=%lu.%lu", state_name(py), (v >> 24) & 0xff,
+		 (v >> 16) & 0xff);
+	snprintf(why, wlen, "python-why=%s", python_why());
+}
+
+const struct mw_runtime mw_python_runtime = {
+	.name = "python",
+	.atfork_prepare = python_atfork_prepare,
+	.atfork_parent = python_atfork_parent,
+	.atfork_child = python_atfork_child,
+	.capture_resume = python_fork_resume,
+	.capture_start = python_capture_start,
+	.capture_stop = python_capture_stop,
+	.types = mw_python_types,
+	.snapshot = python_snapshot,
+	.referrers = mw_python_referrers,
+	.status = python_status,
+	.frames = mw_python_merge,
+};

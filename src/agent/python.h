@@ -12,6 +12,46 @@
 
 struct snapshot;
 
+/* python.c: the runtime (runtime.h) these files make, and its state. */
+extern const struct mw_runtime mw_python_runtime MW_HIDDEN;
+enum mw_python_state {
+	MW_PY_NONE,          /* not a CPython process */
+	MW_PY_UNSUPPORTED,   /* a CPython the agent cannot read: native-only */
+	MW_PY_OFF,           /* supported, wrappers not installed */
+	MW_PY_WAITING,       /* capture on, waiting for the GIL (or the start) to swap */
+	MW_PY_ON,            /* object allocator wrapped, Python frames recorded */
+	MW_PY_FINALIZED,     /* the interpreter finalized: native-only */
+	MW_PY_UNREADABLE,    /* a version the agent reads, but its structures are not as
+			      * expected (the check at start-up): native-only */
+};
+int mw_python_state(unsigned long *version) MW_HIDDEN;   /* enum mw_python_state; Py_Version */
+/* Whether samples read Python frames: CPython found and supported, and not
+ * finalizing (checked again at each sample). Set by python.c, with the
+ * runtime's frames hook (mw_runtime_frames). */
+extern bool mw_python_frames MW_HIDDEN;
+/* A Python frame in a recorded stack: never a user-space address. */
+#define MW_PYFRAME_TAG 0xFA00000000000000ull
+#define MW_PYFRAME_MASK 0xFF00000000000000ull
+/* pyframes.c: merge this thread's Python frames into a native stack (ips, n:
+ * innermost first) into out (at most max); returns the number of frames. The
+ * runtime's frames entry. */
+unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max) MW_HIDDEN;
+/* pyframes.c: the type of the object in every live sampled block, into the
+ * snapshot's types section (nothing when CPython is not read). 0 or -1. The
+ * runtime's types entry. */
+int mw_python_types(struct snapshot *s) MW_HIDDEN;
+/* pyframes.c: name the Python frames of s (frames outside every module
+ * carrying MW_PYFRAME_TAG): they become frames of a module "[python]" whose
+ * offsets are the frames' content hashes, named in s's symbol section. 0, or
+ * -1 (ENOMEM). */
+int mw_python_snapshot(struct snapshot *s) MW_HIDDEN;
+/* pyrefs.c: the referrer search into s (section 9), bounded by limit_ns
+ * (counted from now, the wait for the GIL included) and max_objects
+ * traversed. -1 only when out of memory; a search not made says why in s.
+ * The runtime's referrers entry. */
+int mw_python_referrers(struct snapshot *s, uint64_t limit_ns, uint64_t max_objects) MW_HIDDEN;
+void mw_pyrefs_atfork_child(void) MW_HIDDEN;
+
 typedef struct {
 	void *ctx;
 	void *(*malloc)(void *ctx, size_t size);

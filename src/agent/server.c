@@ -218,20 +218,16 @@ static int do_status(int fd)
 {
 	struct mw_heap_figures f;
 	int on = __atomic_load_n(&mw_hot.capturing, __ATOMIC_ACQUIRE) != 0;
-	unsigned long pyv;
-	int py = mw_python_state(&pyv);
-	const char *jsv, *jswhy;
-	int js = mw_js_state(&jsv, &jswhy);
+	char rt[768];
 	mw_heap_figures(&f);
-	/* two sentences close it: python-why up to a tab, js-why to the end */
+	/* the runtimes' fields, then their sentences, which close the line:
+	 * python-why up to a tab, js-why to the end */
+	mw_runtimes_status(rt, sizeof rt);
 	return reply(fd, "ok capturing=%d rate=%llu samples=%llu stacks=%llu live=%llu pid=%d hooks=%u "
-		     "holders=%u python=%s python-version=%lu.%lu js=%s js-version=%s js-workers=%u "
-		     "python-why=%s\tjs-why=%s",
+		     "holders=%u%s",
 		     on, (unsigned long long)mw_rate, (unsigned long long)f.samples,
 		     (unsigned long long)f.stacks, (unsigned long long)f.live_bytes, (int)getpid(),
-		     mw_hooks_installed() ? mw_hooks_slots() : 0, holders(), mw_python_state_name(py),
-		     (pyv >> 24) & 0xff, (pyv >> 16) & 0xff, mw_js_state_name(js), jsv, mw_js_workers(),
-		     mw_python_why(), jswhy);
+		     mw_hooks_installed() ? mw_hooks_slots() : 0, holders(), rt);
 }
 
 /* The high-water mark, from counters read without a lock: cheap enough for
@@ -259,7 +255,7 @@ static int do_snapshot(int fd, const char *args)
 		    args[used] || ms == 0 || ms > 600000 || objs == 0)
 			return reply(fd, "err bad snapshot request '%.100s'", args);
 	}
-	if (mw_collect(&buf, &len, MW_JS_WAIT_NS, ms * 1000000ull, objs) < 0)
+	if (mw_collect(&buf, &len, MW_RUNTIME_WAIT_NS, ms * 1000000ull, objs) < 0)
 		return reply(fd, "err cannot build the snapshot: out of memory");
 	r = reply(fd, "ok %zu", len);
 	if (r == 0)

@@ -1,7 +1,7 @@
 /* stacks.h: the interned call stacks (stacks.c) as heap.c sees them: the
  * stack records, found by id without a lock, and the calls that intern, count
- * and drop them. Private to heap.c and stacks.c; the rest of the agent reads
- * stacks through mw_heap_copy_stacks (agent.h). */
+ * and drop them. Private to heap.c, heap-copy.c and stacks.c; the rest of
+ * the agent reads stacks through mw_heap_copy_stacks (agent.h). */
 #ifndef MEMWATCH_AGENT_STACKS_H
 #define MEMWATCH_AGENT_STACKS_H
 

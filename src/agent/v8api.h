@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "agent.h"
+#include "js.h"
 #include "v8layout.h"
 
 struct v8_api {

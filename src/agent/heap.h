@@ -1,0 +1,81 @@
+/* heap.h: the table of live sampled blocks as heap.c (the sampler, which
+ * writes it) and heap-copy.c (the figures and copies read out of it) see it.
+ * Private to those two files. */
+#ifndef MEMWATCH_AGENT_HEAP_H
+#define MEMWATCH_AGENT_HEAP_H
+
+#include <stdint.h>
+
+#include "agent.h"
+
+/* One live sampled block, with the weights it was recorded with (worked out
+ * once, not again at its free). 24 bytes: with every allocation sampled the
+ * table holds a record for each live block of the program, and its size is
+ * most of what capture adds to the program's memory. The byte weight takes
+ * 48 bits (saturated: 256 TiB, more than an address space holds), which
+ * leaves 16 for the tick of its allocation (see now_tick). */
+struct live {
+	uintptr_t key;       /* 0: empty */
+	uint64_t bytes : 48;
+	uint64_t tick : 16;
+	uint32_t stack;
+	uint32_t blocks;     /* blocks_fx in units of BLOCKS_Q (see blocks_q) */
+};
+#define LIVE_BYTES_MAX ((UINT64_C(1) << 48) - 1)
+_Static_assert(sizeof(struct live) == 24, "the live record is 24 bytes");
+
+#define BLOCKS_Q_SHIFT 8             /* a block weight's units in the table (see blocks_q) */
+
+/* The live-sample table is split into shards by address, each with its own
+ * lock, table and counters, so that threads sampling at once seldom meet. The
+ * shard of an address is the top of its filter bucket index (its 64 MiB
+ * region, see mw_filter_index): a filter bucket (and its counter) belongs to
+ * exactly one shard, and the blocks of a thread's own malloc arena (a 64 MiB
+ * heap of glibc's) all fall in one shard, which stays in that thread's cache
+ * instead of passing between processors at every sample. */
+#define SHARD_BITS MW_REGION_BITS
+#define NSHARDS (1u << SHARD_BITS)
+/* What a shard's samples added to a stack's figures and did not yet pass on:
+ * when every allocation is sampled, all threads hit the figures of the same
+ * few stacks, and adding to them at once made their cache line the hot spot.
+ * A shard keeps the changes for a few stacks (direct-mapped by id) and adds
+ * them to the stack only when the entry is wanted for another one; readers
+ * of the figures take every shard lock and add the entries in. */
+#define DELTAS 16
+enum {
+	D_LIVE_BYTES, D_LIVE_BLOCKS_FX, D_LIVE_SAMPLES, D_ALLOC_BYTES, D_ALLOC_BLOCKS_FX,
+	D_TEMP_BYTES, D_TEMP_BLOCKS_FX, D_COUNT
+};
+struct delta {
+	uint32_t id1;        /* stack id + 1, 0 empty */
+	uint32_t pad;
+	uint64_t d[D_COUNT]; /* added, modulo 2^64 */
+};
+/* Frees whose record is still to be taken out (see free_later), at rates of
+ * FREE_LATER_RATE and finer, in a shard whose table has FAR_SLOTS slots or
+ * more (1.5 MiB, past what a processor's nearer caches hold): a smaller table
+ * stays in cache, and there the wait only cost (a tenth of the agent's time
+ * on bench/overhead.sh's churn at a rate of 1). The same bound decides the
+ * prefetch of a sample's slot. */
+#define FREED 8
+#define FREE_LATER_RATE 4096
+#define FAR_SLOTS ((size_t)1 << 16)
+struct shard {
+	mw_spin_t lock;
+	size_t cap, n;
+	struct live *live;
+	uint64_t samples;               /* samples recorded in this shard */
+	uint64_t dropped_live_bytes;    /* live bytes of blocks whose stack was refused */
+	int64_t peak_held;              /* live bytes not yet added to mw_peak.live */
+	unsigned freed_at, nfreed;      /* the oldest in freed[], and how many */
+	uintptr_t freed[FREED];
+	struct delta delta[DELTAS];
+} __attribute__((aligned(64)));
+extern struct shard shards[NSHARDS] MW_HIDDEN;
+
+/* heap.c: every lock, for a reset, a fork, a change of settings or a copy;
+ * and let go. */
+void heap_lock_all(void) MW_HIDDEN;
+void heap_unlock_all(void) MW_HIDDEN;
+
+#endif
