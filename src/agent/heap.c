@@ -242,10 +242,22 @@ static void filter_set(size_t i, uint64_t word)
 	__atomic_store_n(&mw_filter_bits[i >> 6], word, __ATOMIC_RELEASE);
 }
 
+/* At a rate of 1 nearly every block is sampled, so the filter can tell no
+ * free apart: it is kept full (every bit set, set_filter_full) and its
+ * counters are left alone. Their upkeep read a counter that was a cache miss
+ * at most samples and frees: a sixth of the agent's time on bench/workload's
+ * churn, on two threads. A block not sampled (allocated before the capture,
+ * or by the agent) takes the free's slow path and is not found. Changed under
+ * every lock. */
+static bool filter_full;
+
 static void filter_inc(uintptr_t p)
 {
 	size_t i = mw_filter_index((void *)p);
-	uint8_t v = filter_counts[i];
+	uint8_t v;
+	if (filter_full)
+		return;
+	v = filter_counts[i];
 	if (v == 255)
 		return;
 	filter_counts[i] = (uint8_t)(v + 1);
@@ -259,7 +271,10 @@ static void filter_inc(uintptr_t p)
 static void filter_dec(uintptr_t p)
 {
 	size_t i = mw_filter_index((void *)p);
-	uint8_t v = filter_counts[i];
+	uint8_t v;
+	if (filter_full)
+		return;
+	v = filter_counts[i];
 	if (v == 255 || v == 0)
 		return;
 	filter_counts[i] = (uint8_t)(v - 1);
@@ -806,6 +821,29 @@ static void reset_locked(void)
 		memset(mw_filter_bits, 0, sizeof mw_filter_bits);
 	if (madvise(filter_counts, sizeof filter_counts, MADV_DONTNEED) != 0)
 		memset(filter_counts, 0, sizeof filter_counts);
+	if (filter_full)
+		memset(mw_filter_bits, 0xff, sizeof mw_filter_bits);
+}
+
+/* The filter full (full) or counting the live records again. Under every
+ * lock. */
+static void set_filter_full(bool full)
+{
+	unsigned s;
+	size_t i;
+	if (full == filter_full)
+		return;
+	filter_full = full;
+	if (full) {
+		memset(mw_filter_bits, 0xff, sizeof mw_filter_bits);
+		return;
+	}
+	memset(mw_filter_bits, 0, sizeof mw_filter_bits);
+	memset(filter_counts, 0, sizeof filter_counts);
+	for (s = 0; s < NSHARDS; s++)
+		for (i = 0; i < shards[s].cap; i++)
+			if (shards[s].live[i].key)
+				filter_inc(shards[s].live[i].key);
 }
 
 /* Held while a snapshot reads the interned frames outside the heap lock (the
@@ -845,6 +883,7 @@ void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks)
 	heap_lock_all();
 	mw_rate = rate ? rate : 1;
 	mw_inv_rate = 1.0 / (double)mw_rate;
+	set_filter_full(mw_rate == 1);
 	mw_depth = depth ? (depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : depth) : MW_DEFAULT_DEPTH;
 	mw_max_stacks = max_stacks ? max_stacks : MW_DEFAULT_MAX_STACKS;
 	sc_new_gen();
