@@ -12,7 +12,8 @@
  *   hooks.c    GOT patching (patch.c), the hooks, the mmap family's table
  *   heap.c     the sampler, the live-sample table (heap.h), the shared state;
  *              heap-copy.c its figures and copies read out
- *   stacks.c   the interned stacks (stacks.h: the heap files' alone)
+ *   stacks.c   the interned stacks (stacks.h: the heap files' alone);
+ *              stack-cache.c a thread's stacks found again (stack-cache.h)
  * The language runtimes (runtime.h) are reached only through runtimes.c's
  * table, and name no file of the core but this header:
  *   python.c   CPython: its allocator domains wrapped; pyframes.c its frames
@@ -148,6 +149,8 @@ void mw_snapshot_end(void) MW_HIDDEN;
 void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks) MW_HIDDEN;
 /* unwind.c: the calling thread's stack for a sample (see there). */
 int mw_unwind(uintptr_t *ips, int cap) MW_HIDDEN;
+int mw_unwind_walk_sp(uintptr_t *ips, uintptr_t *sps, int cap, bool *clean) MW_HIDDEN;
+bool mw_unwind_has_slot(void) MW_HIDDEN;
 void mw_unwind_init(void) MW_HIDDEN;
 void mw_unwind_threads(unsigned n) MW_HIDDEN;               /* the unwind-threads option */
 void mw_unwind_atfork_child(void) MW_HIDDEN;

@@ -18,6 +18,7 @@
 #include "agent.h"
 #include "snapshot.h"
 #include "heap.h"
+#include "stack-cache.h"
 #include "stacks.h"
 
 __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
@@ -241,10 +242,22 @@ static void filter_set(size_t i, uint64_t word)
 	__atomic_store_n(&mw_filter_bits[i >> 6], word, __ATOMIC_RELEASE);
 }
 
+/* At a rate of 1 nearly every block is sampled, so the filter can tell no
+ * free apart: it is kept full (every bit set, set_filter_full) and its
+ * counters are left alone. Their upkeep read a counter that was a cache miss
+ * at most samples and frees: a sixth of the agent's time on bench/workload's
+ * churn, on two threads. A block not sampled (allocated before the capture,
+ * or by the agent) takes the free's slow path and is not found. Changed under
+ * every lock. */
+static bool filter_full;
+
 static void filter_inc(uintptr_t p)
 {
 	size_t i = mw_filter_index((void *)p);
-	uint8_t v = filter_counts[i];
+	uint8_t v;
+	if (filter_full)
+		return;
+	v = filter_counts[i];
 	if (v == 255)
 		return;
 	filter_counts[i] = (uint8_t)(v + 1);
@@ -258,7 +271,10 @@ static void filter_inc(uintptr_t p)
 static void filter_dec(uintptr_t p)
 {
 	size_t i = mw_filter_index((void *)p);
-	uint8_t v = filter_counts[i];
+	uint8_t v;
+	if (filter_full)
+		return;
+	v = filter_counts[i];
 	if (v == 255 || v == 0)
 		return;
 	filter_counts[i] = (uint8_t)(v - 1);
@@ -572,8 +588,12 @@ static void remove_live_locked(struct shard *sh, uintptr_t p, struct mw_taken *t
 /* ------------------------------------------------------------------------- */
 /* The slow paths. */
 
-/* Unwind the allocating thread and record the block. */
-static inline __attribute__((always_inline)) void record(void *p, size_t size, uint32_t kind)
+/* Unwind the allocating thread and record the block. ra and cfa are the
+ * return address and canonical frame address of the sampling function (the
+ * key of stack-cache.c's entries): a stack met before on this thread is found
+ * there, with its interned id, without unwinding. */
+static inline __attribute__((always_inline)) void record(void *p, size_t size, uint32_t kind,
+							   uintptr_t ra, uintptr_t cfa)
 {
 	unsigned depth = mw_depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : mw_depth, skip = 0, nf;
 	unsigned cap = depth + 16;
@@ -582,8 +602,10 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	uintptr_t ips[cap];
 	const uintptr_t *frames;
 	uint32_t flags = kind, id;
-	uint64_t h, wb, wn;
+	uint64_t h = 0, wb, wn;
 	struct shard *sh;
+	struct mw_sc_entry *sc;
+	bool full = false;
 	int n;
 
 	/* the block's slot in the live table, fetched while the stack is
@@ -591,42 +613,61 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	 * miss at nearly every sample (what is read here unlocked may be
 	 * stale; a prefetch of any address is harmless) */
 	sh = shard_of((uintptr_t)p);
-	mw_loader_enter();
 	{
 		struct live *live = __atomic_load_n(&sh->live, __ATOMIC_RELAXED);
 		size_t c = __atomic_load_n(&sh->cap, __ATOMIC_RELAXED);
 		if (live && c >= FAR_SLOTS)
 			__builtin_prefetch(&live[live_slot((uintptr_t)p, c)], 1);
 	}
-	n = mw_unwind(ips, (int)cap);
-	mw_loader_leave();
-	if (n < 0)
-		n = 0;
-	while (skip < (unsigned)n && mw_in_agent(ips[skip]))
-		skip++;
-	nf = (unsigned)n - skip;
-	frames = ips + skip;
+	if ((sc = mw_sc_find(ra, cfa))) {
+		frames = sc->ip + sc->skip;
+		nf = (unsigned)(sc->n - sc->skip);
+	} else {
+		mw_loader_enter();
+		n = mw_sc_unwind(ips, (int)cap, ra, cfa, &sc);
+		mw_loader_leave();
+		if (n < 0)
+			n = 0;
+		while (skip < (unsigned)n && mw_in_agent(ips[skip]))
+			skip++;
+		nf = (unsigned)n - skip;
+		frames = ips + skip;
+		full = (unsigned)n == cap;
+	}
 	/* a runtime's frames (CPython's) stand where its interpreter's were */
 	mw_merge_fn *merge = __atomic_load_n(&mw_frames_hook, __ATOMIC_RELAXED);
 	uintptr_t merged[merge ? cap : 1];
-	bool full = (unsigned)n == cap;
 	if (merge) {
 		nf = merge(frames, nf, merged, cap);
 		frames = merged;
 		full = full || nf == cap;
+		sc = NULL;     /* the stack is not the native one alone */
 	}
 	if (nf > depth || full) {
 		flags |= SNAP_STACK_TRUNCATED;
 		if (nf > depth)
 			nf = depth;
 	}
-	h = mw_hash_frames(frames, nf, flags);
 	mw_weights(size, &wb, &wn);
 	wn = blocks_q(wn);
+	/* (a reset or new settings change the ids: under a shard lock, which
+	 * they take too, the generation read is current) */
+	if (!sc || sc->gen != __atomic_load_n(&mw_sc_gen, __ATOMIC_RELAXED))
+		h = mw_hash_frames(frames, nf, flags);
 
 	lock_shard(sh);
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
-		id = mw_intern(frames, nf, flags, h);
+		if (sc && sc->gen == mw_sc_gen) {
+			id = sc->id;
+		} else {
+			if (!h)
+				h = mw_hash_frames(frames, nf, flags);
+			id = mw_intern(frames, nf, flags, h);
+			if (sc && id != STACK_DROPPED) {
+				sc->id = id;
+				sc->gen = mw_sc_gen;
+			}
+		}
 		uint64_t *d = live_insert(sh, (uintptr_t)p, wb, wn, id, now_tick());
 		if (id != STACK_DROPPED) {
 			if (!d)
@@ -670,7 +711,8 @@ void *mw_sampled_alloc(void *p, size_t size)
 		return p;
 	t->guard++;
 	if (at_sample_point(t, e, size) && p)
-		record(p, size, 0);
+		record(p, size, 0, (uintptr_t)__builtin_return_address(0),
+		       (uintptr_t)__builtin_dwarf_cfa());
 	t->guard--;
 	return p;
 }
@@ -684,7 +726,8 @@ bool mw_sampled_mmap(void *p, size_t len, uint32_t kind)
 
 	if (t->guard != 1 || !e || !at_sample_point(t, e, len))
 		return false;
-	record(p, len, kind);
+	record(p, len, kind, (uintptr_t)__builtin_return_address(0),
+	       (uintptr_t)__builtin_dwarf_cfa());
 	return true;
 }
 
@@ -744,6 +787,14 @@ void mw_put_record(const void *p, const struct mw_taken *tk)
 /* ------------------------------------------------------------------------- */
 /* Reset, fork, figures. */
 
+/* Stack ids change meaning (a reset, new settings): the ids that
+ * stack-cache.c's entries keep are stale. Under every lock. */
+static void sc_new_gen(void)
+{
+	uint32_t g = mw_sc_gen + 1;
+	__atomic_store_n(&mw_sc_gen, g ? g : 1, __ATOMIC_RELAXED);
+}
+
 /* Under every lock. */
 static void reset_locked(void)
 {
@@ -760,6 +811,7 @@ static void reset_locked(void)
 		memset(sh->delta, 0, sizeof sh->delta);
 	}
 	mw_stacks_reset_locked();
+	sc_new_gen();
 	__atomic_store_n(&mw_peak.live, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&mw_peak.bytes, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&mw_peak.next, PEAK_FIRST, __ATOMIC_RELAXED);
@@ -769,6 +821,29 @@ static void reset_locked(void)
 		memset(mw_filter_bits, 0, sizeof mw_filter_bits);
 	if (madvise(filter_counts, sizeof filter_counts, MADV_DONTNEED) != 0)
 		memset(filter_counts, 0, sizeof filter_counts);
+	if (filter_full)
+		memset(mw_filter_bits, 0xff, sizeof mw_filter_bits);
+}
+
+/* The filter full (full) or counting the live records again. Under every
+ * lock. */
+static void set_filter_full(bool full)
+{
+	unsigned s;
+	size_t i;
+	if (full == filter_full)
+		return;
+	filter_full = full;
+	if (full) {
+		memset(mw_filter_bits, 0xff, sizeof mw_filter_bits);
+		return;
+	}
+	memset(mw_filter_bits, 0, sizeof mw_filter_bits);
+	memset(filter_counts, 0, sizeof filter_counts);
+	for (s = 0; s < NSHARDS; s++)
+		for (i = 0; i < shards[s].cap; i++)
+			if (shards[s].live[i].key)
+				filter_inc(shards[s].live[i].key);
 }
 
 /* Held while a snapshot reads the interned frames outside the heap lock (the
@@ -803,12 +878,15 @@ void mw_heap_configure(uint64_t rate, unsigned depth, uint64_t max_stacks)
 {
 	mw_tls.guard++;
 	mw_unwind_init();
+	mw_sc_init();
 	mw_gaps_init();
 	heap_lock_all();
 	mw_rate = rate ? rate : 1;
 	mw_inv_rate = 1.0 / (double)mw_rate;
+	set_filter_full(mw_rate == 1);
 	mw_depth = depth ? (depth > MW_MAX_DEPTH ? MW_MAX_DEPTH : depth) : MW_DEFAULT_DEPTH;
 	mw_max_stacks = max_stacks ? max_stacks : MW_DEFAULT_MAX_STACKS;
+	sc_new_gen();
 	heap_unlock_all();
 	mw_tls.guard--;
 }

@@ -141,6 +141,51 @@ static __attribute__((noinline)) int walk_cursor(uintptr_t *ips, int cap)
 	return n;
 }
 
+/* The same walk, with each frame's stack pointer (sps[i]: the canonical frame
+ * address of frame i - 1, where the return address ips[i] was read from, at
+ * sps[i] - 8, for an ordinary frame). *clean: the walk ended at the outermost
+ * frame (not at cap, nor at an error) and crossed no signal frame. Used by
+ * stack-cache.c on a miss. */
+int mw_unwind_walk_sp(uintptr_t *ips, uintptr_t *sps, int cap, bool *clean)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	int n = 0, r = -1;
+	*clean = false;
+	walk_lock_take();
+	if (unw_getcontext(&uc) == 0 && unw_init_local(&c, &uc) == 0) {
+		for (;;) {
+			unw_word_t ip, sp;
+			if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip ||
+			    unw_get_reg(&c, UNW_REG_SP, &sp) < 0) {
+				r = -1;
+				break;
+			}
+			if (unw_is_signal_frame(&c) > 0) {
+				r = -1;
+				break;
+			}
+			ips[n] = (uintptr_t)ip;
+			sps[n] = (uintptr_t)sp;
+			if (++n == cap) {
+				r = 1;
+				break;
+			}
+			if ((r = unw_step(&c)) <= 0)
+				break;
+		}
+	}
+	walk_lock_release();
+	*clean = r == 0;
+	return n;
+}
+
+/* Does the calling thread hold a place in unw_backtrace's cache? */
+bool mw_unwind_has_slot(void)
+{
+	return mw_tls.unw == UNW_SLOT;
+}
+
 /* The stack of the calling thread into ips (at most cap return addresses,
  * innermost first, the agent's own frames among them). The count, or < 0. */
 int mw_unwind(uintptr_t *ips, int cap)
