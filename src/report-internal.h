@@ -225,9 +225,14 @@ struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t
  * expanded, into *d (*cap entries, grown as needed). Returns how many. */
 size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32_t *map,
 		     size_t nm, uint32_t n, struct dframe **d, size_t *cap);
-/* The number d is keyed by in a row by stack: equal for frames dframe_same
- * (rows.c) calls the same. */
-uint32_t frame_key_id(struct report *r, const struct dframe *d);
+/* What a row by stack (without --all-frames) is keyed by, found without
+ * expanding the stack: the numbers of the frames
+ * visible_frames (rows.c) gives, from the head head_of gives, into *ids (*cap
+ * entries, grown as needed), and the frames above the head as gap_of gives
+ * them into *via. Frames dframe_same (rows.c) calls the same have the same
+ * number. Returns how many. */
+size_t stack_key_ids(struct report *r, const struct snap_frame *sf, const uint32_t *map,
+		     size_t nm, uint32_t n, uint32_t **ids, size_t *cap, struct gap *via);
 /* Free what rows-frames.c kept in r. */
 void frames_release(struct report *r);
 /* The source frames a row shows, into *out (caller frees): see rows.c. */

@@ -350,18 +350,78 @@ static uint32_t fid_of(struct report *r, const struct dframe *d)
 	return e->id;
 }
 
-uint32_t frame_key_id(struct report *r, const struct dframe *d)
+/* The key number of source frame j of location loc (number index, facts x)
+ * of frame g. */
+static inline uint32_t loc_key_id(struct report *r, const struct sym_loc *loc, uint32_t index,
+				  uint32_t j, struct gframe g)
 {
-	struct fx *x;
+	struct fx *x = &loc_facts(r, loc, index, g.gmod)[j];
+	struct dframe d;
 
-	/* a frame as expand_frames made it is its location's source frame: its
-	 * number is kept there */
-	if (!d->loc || d->loc - 1 >= r->nfxbase || !r->fxbase[d->loc - 1])
-		return fid_of(r, d);
-	x = &r->fx[r->fxbase[d->loc - 1] - 1 + d->sub];
-	if (!x->fid)
-		x->fid = fid_of(r, d);
+	if (!x->fid) {
+		d = frame_dframe(r, loc, index, j, g);
+		x->fid = fid_of(r, &d);
+	}
 	return x->fid;
+}
+
+static inline void push_id(uint32_t **ids, size_t *cap, size_t *k, uint32_t id)
+{
+	if (*k == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*ids = xrealloc(*ids, *cap * sizeof **ids);
+	}
+	(*ids)[(*k)++] = id;
+}
+
+/* One pass over the frames: before the head is found, the frames visible
+ * were there no head (the first, and those not hidden) are gathered, and the
+ * frames so far are summed up as a gap; at the head, the gathered ones give
+ * way to it. */
+size_t stack_key_ids(struct report *r, const struct snap_frame *sf, const uint32_t *map,
+		     size_t nm, uint32_t n, uint32_t **ids, size_t *cap, struct gap *via)
+{
+	bool head = false, all_std = true, one_module = true;
+	uint32_t gmod0 = SYM_NO_MODULE;
+	size_t k = 0, above = 0;
+
+	memset(via, 0, sizeof *via);
+	for (uint32_t i = 0; i < n; i++) {
+		struct gframe g;
+		const struct sym_loc *loc;
+		const struct fx *x;
+		uint32_t index;
+
+		g.gmod = sf[i].module < nm ? map[sf[i].module] : SYM_NO_MODULE;
+		g.offset = sf[i].offset;
+		loc = frame_loc_at(r, g, &index);
+		x = loc_facts(r, loc, index, g.gmod);
+		for (uint32_t j = 0; j < loc->nframes; j++) {
+			uint8_t fl = x[j].fl;
+			if (head) {
+				if (!(fl & FX_HIDDEN))
+					push_id(ids, cap, &k, loc_key_id(r, loc, index, j, g));
+			} else if (fl & FX_USER) {
+				head = true;
+				k = 0;
+				push_id(ids, cap, &k, loc_key_id(r, loc, index, j, g));
+			} else {
+				if (above == 0)
+					gmod0 = g.gmod;
+				all_std = all_std && (fl & FN_STD);
+				one_module = one_module && g.gmod == gmod0 && gmod0 != SYM_NO_MODULE;
+				if (above == 0 || !(fl & FX_HIDDEN))
+					push_id(ids, cap, &k, loc_key_id(r, loc, index, j, g));
+				above++;
+			}
+		}
+	}
+	if (head && above) {
+		via->lo = via->hi = (uint32_t)above;
+		via->what = all_std ? GAP_STD : one_module ? GAP_MODULE : GAP_LIBRARY;
+		via->gmod = one_module ? gmod0 : SYM_NO_MODULE;
+	}
+	return k;
 }
 
 void frames_release(struct report *r)

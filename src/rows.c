@@ -285,20 +285,6 @@ static bool dframe_same(const struct dframe *a, const struct dframe *b)
 	return a->gmod == b->gmod && a->offset == b->offset && a->sub == b->sub && a->file == b->file;
 }
 
-/* A visible frame into the key of a row by stack, by what dframe_same compares. */
-static void key_dframe(struct report *r, const struct dframe *d)
-{
-	uint32_t id = frame_key_id(r, d);
-
-	/* key_add's work, with a length the compiler knows (once a frame) */
-	if (r->klen + sizeof id > r->kcap)
-		key_add(r, &id, sizeof id);
-	else {
-		memcpy(r->kbuf + r->klen, &id, sizeof id);
-		r->klen += sizeof id;
-	}
-}
-
 /* The hash of a key, a word at a time (keys by stack are long). */
 static uint64_t hash_key(const char *p, size_t n)
 {
@@ -741,13 +727,11 @@ void collect(struct report *r, int k)
 			c.hash = h ^ c.kind;
 			keyed = false;
 		} else if (r->o->by == REPORT_BY_STACK) {
-			size_t head;
-			nd = expand_frames(r, st->frames + top, in->map, nm, n - top, &r->vbuf, &r->vcap);
-			head = head_of(r, r->vbuf, nd);
-			nvis = visible_frames(r, r->vbuf, nd, head, &r->visbuf, &r->viscap);
-			for (j = 0; j < nvis; j++)
-				key_dframe(r, &r->vbuf[r->visbuf[j]]);
-			gap_of(r, r->vbuf, head, &via);
+			/* the key without expanding the stack; expanded only to
+			 * merge it into a row of other frames */
+			nvis = stack_key_ids(r, st->frames + top, in->map, nm, n - top, &r->visbuf,
+					     &r->viscap, &via);
+			key_add(r, r->visbuf, nvis * sizeof *r->visbuf);
 			visible = true;
 		} else {
 			struct dframe f = key_frame_of(r, st->frames + top, in->map, nm, n - top, &nskipped);
@@ -779,8 +763,12 @@ void collect(struct report *r, int k)
 		} else {
 			gap_merge(&w->via, &via);
 			w->truncated = w->truncated || (st->flags & SNAP_STACK_TRUNCATED);
-			if (visible && !same_frames(w, &c))
+			if (visible && !same_frames(w, &c)) {
+				nd = expand_frames(r, c.sf, c.map, nm, c.n, &r->vbuf, &r->vcap);
+				nvis = visible_frames(r, r->vbuf, nd, head_of(r, r->vbuf, nd), &r->visbuf,
+						      &r->viscap);
 				row_merge(r, w, r->vbuf, nd, r->visbuf, nvis);
+			}
 		}
 		w->f[k].live_bytes += st->live_bytes;
 		w->f[k].live_blocks += st->live_blocks;
