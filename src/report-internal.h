@@ -52,7 +52,8 @@ struct row_part {
 
 struct row {
 	uint64_t hash;
-	char *key;                    /* by function or line: what rows match on */
+	char *key;                    /* by function or line: what rows match on (by
+				       * stack, made again from its first stack) */
 	size_t keylen;
 	uint32_t seq;                 /* creation order: the last tie-break */
 	/* the frames of the first contributing stack, after trimming: pointers
@@ -112,6 +113,8 @@ struct report {
 	size_t vcap;
 	uint32_t *visbuf;             /* the indexes of its visible frames */
 	size_t viscap;
+	uint32_t *mbuf;               /* the key of a row by stack it may match */
+	size_t mcap;
 	struct hashmap fnclass;       /* what function names are (rows-frames.c) */
 	struct hashmap fids;          /* the frames rows by stack are keyed by */
 	struct fx *fx;                /* facts of the locations' source frames */
