@@ -115,6 +115,7 @@ struct report {
 	size_t viscap;
 	uint32_t *mbuf;               /* the key of a row by stack it may match */
 	size_t mcap;
+	bool same_frames;             /* the row found has the candidate's frames */
 	struct hashmap fnclass;       /* what function names are (rows-frames.c) */
 	struct hashmap fids;          /* the frames rows by stack are keyed by */
 	struct fx *fx;                /* facts of the locations' source frames */

@@ -88,7 +88,8 @@ static bool row_matches(struct report *r, const struct row *w, const struct cand
 		return false;
 	if (r->o->by != REPORT_BY_STACK || w->key)
 		return w->key && w->keylen == r->klen && memcmp(w->key, r->kbuf, r->klen) == 0;
-	if (same_frames(w, c))
+	r->same_frames = same_frames(w, c);
+	if (r->same_frames)
 		return true;
 	if (r->o->all_frames || c->n == 0)
 		return false;
@@ -770,7 +771,7 @@ void collect(struct report *r, int k)
 		} else {
 			gap_merge(&w->via, &via);
 			w->truncated = w->truncated || (st->flags & SNAP_STACK_TRUNCATED);
-			if (visible && !same_frames(w, &c)) {
+			if (visible && !r->same_frames) {
 				nd = expand_frames(r, c.sf, c.map, nm, c.n, &r->vbuf, &r->vcap);
 				nvis = visible_frames(r, r->vbuf, nd, head_of(r, r->vbuf, nd), &r->visbuf,
 						      &r->viscap);
