@@ -13,10 +13,13 @@
 #  - synthetic: mksnap -S, frames drawn at random from the code of libc (whose
 #    DWARF libc6-dbg provides), libstdc++, libz, libdw and mksnap itself, 8 per
 #    stack, so that symbolization looks up many distinct places.
-# Every command runs once to warm the caches (files, debug info), then once
-# measured (wall time and peak RSS from /usr/bin/time). heaptrack symbolizes
-# while it records (heaptrack_interpret), so its print step is the
-# counterpart of memwatch's report and its recording time is shown apart.
+# Every command runs once to warm the caches (files, debug info), then
+# measured REPS times (environment, default 1; the median wall time and peak
+# RSS from /usr/bin/time). heaptrack symbolizes while it records
+# (heaptrack_interpret), so its print step is the counterpart of memwatch's
+# report: it runs first, and each memwatch row ends with its time and peak
+# RSS as multiples of heaptrack_print's; heaptrack's recording time is shown
+# apart.
 set -u
 build=$(cd "${1:-.}" && pwd)
 shift 2>/dev/null
@@ -36,18 +39,40 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-bench-report.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
 
-# measure LABEL CMD...: warm run, then a measured one; prints a row and sets $secs
+reps=${REPS:-1}
+ht_secs=
+ht_kib=
+
+# median: the middle of the numbers on stdin
+median() {
+	sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# measure LABEL CMD...: warm run, then $reps measured ones; prints a row (with
+# the ratios to heaptrack_print once it was measured) and sets $secs, $kib
 measure() {
 	label=$1
 	shift
 	"$@" >/dev/null 2>&1
-	/usr/bin/time -f "%e %M" -o t.txt "$@" >/dev/null 2>err.txt || {
-		echo "bench/report.sh: $label failed: $(head -n 3 err.txt)" >&2
-		secs=nan
-		return
-	}
-	read -r secs kib < t.txt
-	printf "%8s  %-44s %8s s %9.1f MiB\n" "$n" "$label" "$secs" "$(echo "$kib / 1024" | bc -l)"
+	: > runs.txt
+	i=0
+	while [ $i -lt "$reps" ]; do
+		/usr/bin/time -f "%e %M" -o t.txt "$@" >/dev/null 2>err.txt || {
+			echo "bench/report.sh: $label failed: $(head -n 3 err.txt)" >&2
+			secs=nan
+			return
+		}
+		cat t.txt >> runs.txt
+		i=$((i + 1))
+	done
+	secs=$(cut -d' ' -f1 runs.txt | median)
+	kib=$(cut -d' ' -f2 runs.txt | median)
+	printf "%8s  %-44s %8s s %9.1f MiB" "$n" "$label" "$secs" "$(echo "$kib / 1024" | bc -l)"
+	if [ -n "$ht_secs" ] && [ "$ht_secs" != nan ]; then
+		printf "  %5.2fx %5.2fx" "$(echo "$secs / ($ht_secs + 0.001)" | bc -l)" \
+			"$(echo "$kib / $ht_kib" | bc -l)"
+	fi
+	printf "\n"
 }
 
 # snap_workload N OUT...: agent snapshots of one report_stacks N
@@ -72,7 +97,8 @@ snap_workload() {
 	wait "$wpid" 2>/dev/null
 }
 
-printf "%8s  %-44s %10s %13s\n" stacks command wall "peak RSS"
+printf "%8s  %-44s %10s %13s  %s\n" stacks command wall "peak RSS" \
+	"(x heaptrack_print: time, RSS)"
 for n in $sizes; do
 	rm -f a.snap b.snap t*.snap s1.snap s2.snap
 	snap_workload "$n" a.snap b.snap t3.snap t4.snap t5.snap t6.snap t7.snap t8.snap t9.snap t10.snap
@@ -80,8 +106,23 @@ for n in $sizes; do
 	printf "%8s  %-44s %8s\n" "$n" "(stacks in the agent snapshot)" "$(cat stacks.txt)"
 	"$mksnap" -S "$n" -r 1 s1.snap
 	"$mksnap" -S "$n" -r 2 s2.snap
+	ht_secs=
+	if [ "$have_heaptrack" = yes ]; then
+		rm -f ht.*
+		start=$(date +%s.%N)
+		heaptrack -o "$dir/ht" "$stacks" "$n" exit >/dev/null 2>&1
+		rec=$(echo "$(date +%s.%N) - $start" | bc -l)
+		ht=$(ls ht.* 2>/dev/null | head -n 1)
+		if [ -n "$ht" ]; then
+			measure "heaptrack_print (same workload)" heaptrack_print "$ht"
+			printf "%8s  %-44s %8.2f s\n" "$n" "heaptrack recording (symbolizes as it goes)" "$rec"
+			ht_secs=$secs
+			ht_kib=$kib
+		else
+			echo "bench/report.sh: heaptrack wrote no file at $n" >&2
+		fi
+	fi
 	measure "memwatch show (agent snapshot)" "$mw" show a.snap
-	t_show=$secs
 	measure "memwatch show -F folded (agent snapshot)" "$mw" show -F folded a.snap
 	measure "memwatch show -F pprof (agent snapshot)" "$mw" show -F pprof -o p.pb.gz a.snap
 	measure "memwatch diff (two agent snapshots)" "$mw" diff a.snap b.snap
@@ -93,6 +134,7 @@ for n in $sizes; do
 			"$(echo "$secs / ($t_diff + 0.001)" | bc -l)"
 	fi
 	measure "memwatch diff -F pprof (two agent snapshots)" "$mw" diff -F pprof -o p.pb.gz a.snap b.snap
+	measure "memwatch show -F svg (agent snapshot)" "$mw" show -F svg a.snap
 	measure "memwatch show (synthetic, libc frames)" "$mw" show s1.snap
 	measure "memwatch show -F pprof (synthetic)" "$mw" show -F pprof -o p.pb.gz s1.snap
 	measure "memwatch diff (synthetic)" "$mw" diff s1.snap s2.snap
@@ -100,21 +142,4 @@ for n in $sizes; do
 	measure "memwatch diff -F svg (two agent snapshots)" "$mw" diff -F svg a.snap b.snap
 	measure "memwatch show -F svg (synthetic)" "$mw" show -F svg s1.snap
 	measure "memwatch diff -F svg (synthetic)" "$mw" diff -F svg s1.snap s2.snap
-	if [ "$have_heaptrack" = yes ]; then
-		rm -f ht.*
-		start=$(date +%s.%N)
-		heaptrack -o "$dir/ht" "$stacks" "$n" exit >/dev/null 2>&1
-		rec=$(echo "$(date +%s.%N) - $start" | bc -l)
-		ht=$(ls ht.* 2>/dev/null | head -n 1)
-		if [ -n "$ht" ]; then
-			measure "heaptrack_print (same workload)" heaptrack_print "$ht"
-			printf "%8s  %-44s %8.2f s\n" "$n" "heaptrack recording (symbolizes as it goes)" "$rec"
-			if [ "$secs" != nan ] && [ "$t_show" != nan ]; then
-				printf "%8s  %-44s %8.2f\n" "$n" "ratio memwatch show / heaptrack_print" \
-					"$(echo "$t_show / ($secs + 0.001)" | bc -l)"
-			fi
-		else
-			echo "bench/report.sh: heaptrack wrote no file at $n" >&2
-		fi
-	fi
 done

@@ -229,6 +229,24 @@ static inline uint64_t get_varint(struct reader *r)
 	return get_varint_slow(r);
 }
 
+/* A number of up to 9 bytes at *p (which has 9 bytes to read), *p moved past
+ * it; false, *p unmoved, for a longer one. */
+static inline bool varint9(const unsigned char **p, uint64_t *v)
+{
+	const unsigned char *q = *p;
+	uint64_t x = 0;
+
+	for (int i = 0; i < 9; i++) {
+		x |= (uint64_t)(q[i] & 0x7f) << (7 * i);
+		if (!(q[i] & 0x80)) {
+			*p = q + i + 1;
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Read a varint that must fit in 32 bits. */
 static inline uint32_t get_varint32(struct reader *r, const char *field)
 {
@@ -464,6 +482,20 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 		st->nframes = (uint32_t)nf;
 		for (uint32_t f = 0; f < nf && !r->failed; f++) {
 			size_t at = r->pos;
+			if (r->end - r->pos >= 18) {
+				/* the common frame at once: two numbers of up to 9
+				 * bytes, a module of the table; anything else is
+				 * read again below, to be refused the same way */
+				const unsigned char *p = r->buf + r->pos;
+				uint64_t m, o;
+				if (varint9(&p, &m) && m <= UINT32_MAX &&
+				    snap_module_ref_ok((uint32_t)m - 1, s->nmodules) && varint9(&p, &o)) {
+					st->frames[f].module = (uint32_t)m - 1;
+					st->frames[f].offset = o;
+					r->pos = (size_t)(p - r->buf);
+					continue;
+				}
+			}
 			st->frames[f].module = get_module_ref(r);
 			check_module_ref(r, st->frames[f].module, s->nmodules, at, (long)f);
 			st->frames[f].offset = get_varint(r);

@@ -23,8 +23,9 @@ struct snap_module {
 };
 
 /* One frame: a return address (or the allocation call's own address for frame 0)
- * made module-relative: address = modules[module].bias + offset. */
-struct snap_frame {
+ * made module-relative: address = modules[module].bias + offset. Packed to 12
+ * bytes, not 16: a report of 100 000 stacks holds 4 million of them. */
+struct __attribute__((packed, aligned(4))) snap_frame {
 	uint32_t module;         /* index into modules, or SNAP_NO_MODULE */
 	uint64_t offset;
 };

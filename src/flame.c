@@ -66,6 +66,11 @@ static uint32_t intern(struct flame *fl, const char *s)
 	return s ? strtab_id(&fl->strs, s) : NONE;
 }
 
+uint32_t flame_label(struct flame *fl, const char *label)
+{
+	return intern(fl, label ? label : "<unknown>");
+}
+
 static uint32_t node_new(struct flame *fl, uint32_t parent, uint32_t label)
 {
 	struct node *n;
@@ -171,7 +176,7 @@ void flame_add(struct flame *fl, const struct flame_frame *frames, size_t n, uin
 	for (size_t i = 0; i < n; i++) {
 		const struct flame_frame *fr = &frames[i];
 		size_t old = fl->nnodes;
-		uint32_t k = child_get(fl, cur, intern(fl, fr->label ? fr->label : "<unknown>"));
+		uint32_t k = child_get(fl, cur, fr->has_id ? fr->label_id : flame_label(fl, fr->label));
 		struct node *nd = &fl->nodes[k];
 
 		/* the place of a new node; where one label stands for several

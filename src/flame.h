@@ -17,6 +17,9 @@ struct flame_frame {
 	uint32_t line;
 	const char *module;       /* module name or NULL */
 	bool inlined;
+	bool has_id;              /* label_id is flame_label's number of the label
+				   * (label itself is then not read) */
+	uint32_t label_id;
 };
 
 struct flame;
@@ -24,6 +27,9 @@ struct flame;
 /* A new graph. diff: a differential one (widths by the bytes that changed,
  * red for growth and blue for shrinkage), else widths by live bytes. */
 struct flame *flame_new(bool diff);
+/* The number of a frame's label in graph fl (a flame_frame's label_id): a
+ * caller that gives the same label often finds it once. */
+uint32_t flame_label(struct flame *fl, const char *label);
 /* Add one stack, outermost frame first, with its bytes and blocks before and
  * after (a graph of one snapshot passes zeros before). */
 void flame_add(struct flame *fl, const struct flame_frame *frames, size_t n, uint64_t before,

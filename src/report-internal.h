@@ -52,7 +52,8 @@ struct row_part {
 
 struct row {
 	uint64_t hash;
-	char *key;                    /* by function or line: what rows match on */
+	char *key;                    /* by function or line: what rows match on (by
+				       * stack, made again from its first stack) */
 	size_t keylen;
 	uint32_t seq;                 /* creation order: the last tie-break */
 	/* the frames of the first contributing stack, after trimming: pointers
@@ -112,6 +113,9 @@ struct report {
 	size_t vcap;
 	uint32_t *visbuf;             /* the indexes of its visible frames */
 	size_t viscap;
+	uint32_t *mbuf;               /* the key of a row by stack it may match */
+	size_t mcap;
+	bool same_frames;             /* the row found has the candidate's frames */
 	struct hashmap fnclass;       /* what function names are (rows-frames.c) */
 	struct hashmap fids;          /* the frames rows by stack are keyed by */
 	struct fx *fx;                /* facts of the locations' source frames */
@@ -235,9 +239,14 @@ struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t
  * expanded, into *d (*cap entries, grown as needed). Returns how many. */
 size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32_t *map,
 		     size_t nm, uint32_t n, struct dframe **d, size_t *cap);
-/* The number d is keyed by in a row by stack: equal for frames dframe_same
- * (rows.c) calls the same. */
-uint32_t frame_key_id(struct report *r, const struct dframe *d);
+/* What a row by stack (without --all-frames) is keyed by, found without
+ * expanding the stack: the numbers of the frames
+ * visible_frames (rows.c) gives, from the head head_of gives, into *ids (*cap
+ * entries, grown as needed), and the frames above the head as gap_of gives
+ * them into *via. Frames dframe_same (rows.c) calls the same have the same
+ * number. Returns how many. */
+size_t stack_key_ids(struct report *r, const struct snap_frame *sf, const uint32_t *map,
+		     size_t nm, uint32_t n, uint32_t **ids, size_t *cap, struct gap *via);
 /* Free what rows-frames.c kept in r. */
 void frames_release(struct report *r);
 /* The source frames a row shows, into *out (caller frees): see rows.c. */

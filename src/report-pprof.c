@@ -77,7 +77,17 @@ static int pprof_out(FILE *f, struct report *r)
 		const struct figures *a = &v[i]->f[0], *b = &v[i]->f[r->nin == 2 ? 1 : 0];
 		bool diff = r->nin == 2;
 		struct pprof_sample *q = &p[ns++];
-		q->parts = row_parts(r, v[i], r->o->depth_set ? r->o->depth : 0, &q->nparts);
+		if (r->o->by == REPORT_BY_STACK && !v[i]->segs && !r->o->depth_set) {
+			/* all the frames of the row's first stack, every source
+			 * frame of each: the frames themselves, nothing made (the
+			 * parts of 100 000 stacks of 40 frames are 94 MB) */
+			q->frames = v[i]->sf;
+			q->nframes = v[i]->nframes;
+			q->map = v[i]->map;
+			q->nmodules = v[i]->nmodules;
+		} else {
+			q->parts = row_parts(r, v[i], r->o->depth_set ? r->o->depth : 0, &q->nparts);
+		}
 		q->kind = snap_kind_name(v[i]->kind);
 		q->value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
 		q->value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
@@ -93,6 +103,10 @@ static int pprof_out(FILE *f, struct report *r)
 			int64_t sp = (int64_t)pt->bytes[diff ? 1 : 0] - (diff ? (int64_t)pt->bytes[0] : 0);
 			x->parts = q->parts;
 			x->nparts = q->nparts;
+			x->frames = q->frames;
+			x->nframes = q->nframes;
+			x->map = q->map;
+			x->nmodules = q->nmodules;
 			x->kind = q->kind;
 			x->type = pt->name;
 			x->value[PPROF_INUSE_OBJECTS] = ob;

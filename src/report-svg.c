@@ -1,13 +1,48 @@
 /* report-svg.c: --format svg, the rows as a flame graph (drawn by flame.c). */
 #include "config.h"
 #include "flame.h"
+#include "hashmap.h"
 #include "report-internal.h"
 #include "util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The number of the label of a place of a stack (a source frame of a
+ * location), once made. */
+struct known_label {
+	uint32_t loc, sub, id;
+};
+
+static bool known_eq(const void *entry, const void *key)
+{
+	const struct known_label *a = entry, *b = key;
+	return a->loc == b->loc && a->sub == b->sub;
+}
+
+static uint64_t known_hash(const struct dframe *d)
+{
+	return hash_mix64(((uint64_t)d->loc << 32) ^ d->sub);
+}
+
+/* The known label of frame d, or NULL. */
+static struct known_label *label_known(struct hashmap *known, const struct dframe *d, bool by_stack)
+{
+	struct known_label key = { d->loc, d->sub, 0 };
+	if (!by_stack || !d->loc || !known->n)
+		return NULL;
+	return hashmap_find(known, known_hash(d), known_eq, &key);
+}
+
+static void label_keep(struct hashmap *known, const struct dframe *d, uint32_t id)
+{
+	struct known_label key = { d->loc, d->sub, id };
+	bool added;
+	*(struct known_label *)hashmap_put(known, known_hash(d), known_eq, &key, &added) = key;
+}
 
 /* The rows as a flame graph (src/flame.c): a snapshot's live bytes, or a
  * diff's growth and shrinkage; frames labelled as in folded stacks. */
@@ -20,8 +55,14 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	size_t n[2] = { 0, 0 }, i, k, nd, ne, e, len;
 	struct flame_frame *fr = NULL;
 	struct dframe *d;
-	char *labels = NULL, *title, *sub, b[32];
+	char *labels = NULL, *next, *title, *sub, b[32];
 	FILE *m;
+	/* by stack, a frame's label follows from its place (its location and
+	 * which of its source frames): made and interned once a place */
+	bool by_stack = r->o->by == REPORT_BY_STACK;
+	struct hashmap known;
+	uint32_t *ids = NULL;         /* a row's frames' known labels (UINT32_MAX: none) */
+	size_t aids = 0;
 
 	if (diff) {
 		v[0] = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &n[0]);
@@ -30,10 +71,13 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 		v[0] = select_rows(r, pred_live, cmp_live, r->o->top, &n[0]);
 		v[1] = NULL;
 	}
+	hashmap_init(&known, sizeof(struct known_label));
 	/* the labels of a row, NUL-separated, made by the folded format's code */
 	m = open_memstream(&labels, &len);
 	if (!m)
 		abort();
+	/* written a character at a time, by this thread alone: no lock per call */
+	__fsetlocking(m, FSETLOCKING_BYCALLER);
 	for (int s = 0; s < 2; s++) {
 		for (i = 0; i < n[s]; i++) {
 			const struct row *w = v[s][i];
@@ -42,9 +86,17 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 			 * of a merged row differ, a box says frames are left out */
 			fseek(m, 0, SEEK_SET);
 			ne = 0;
+			if (nd > aids) {
+				aids = nd;
+				ids = xrealloc(ids, aids * sizeof *ids);
+			}
 			for (k = 0; k < nd; k++) {
-				folded_name(m, r, &d[k]);
-				fputc('\0', m);
+				const struct known_label *kl = label_known(&known, &d[k], by_stack);
+				ids[k] = kl ? kl->id : UINT32_MAX;
+				if (!kl) {
+					folded_name(m, r, &d[k]);
+					fputc('\0', m);
+				}
 				ne++;
 				if (d[k].after.lo && k + 1 < nd) {
 					left_out_name(m, r, &d[k].after);
@@ -54,11 +106,25 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 			}
 			fflush(m);
 			fr = xrealloc(fr, (ne ? ne : 1) * sizeof *fr);
+			next = labels;
 			for (k = 0, e = 0; k < nd; k++) {
 				bool gap = d[k].after.lo && k + 1 < nd;
 				for (int j = 0; j < 1 + gap; j++, e++) {
 					struct flame_frame *x = &fr[ne - 1 - e];
-					x->label = e ? x[1].label + strlen(x[1].label) + 1 : labels;
+					x->has_id = false;
+					if (!j && ids[k] != UINT32_MAX) {
+						x->has_id = true;
+						x->label_id = ids[k];
+						x->label = NULL;
+					} else {
+						x->label = next;
+						next += strlen(next) + 1;
+						if (!j && by_stack && d[k].loc) {
+							x->has_id = true;
+							x->label_id = flame_label(fl, x->label);
+							label_keep(&known, &d[k], x->label_id);
+						}
+					}
 					x->file = j ? NULL : d[k].file;
 					x->line = j ? 0 : d[k].line;
 					x->module = j || d[k].gmod == SYM_NO_MODULE
@@ -75,6 +141,8 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	}
 	fclose(m);
 	free(labels);
+	hashmap_release(&known);
+	free(ids);
 	if (sample != REPORT_SAMPLE_LIVE) {
 		uint64_t t0 = sample_bytes(&r->in[0].total, sample);
 		uint64_t t1 = diff ? sample_bytes(&r->in[1].total, sample) : t0;

@@ -197,6 +197,9 @@ struct rfront {
 	uint32_t gmod;
 	uint32_t index;               /* location number + 1; 0: empty */
 	struct sym_loc loc;
+	uint32_t fid;                 /* a location of one source frame: its key
+				       * number (0: not yet known) and facts */
+	uint8_t fl;
 };
 
 static const struct sym_loc *frame_loc_new(struct report *r, struct gframe g, uint32_t *index);
@@ -236,6 +239,7 @@ static const struct sym_loc *frame_loc_new(struct report *r, struct gframe g, ui
 	f->gmod = g.gmod;
 	f->index = *index + 1;
 	f->loc = *loc;
+	f->fid = 0;
 	return &f->loc;
 }
 
@@ -350,18 +354,107 @@ static uint32_t fid_of(struct report *r, const struct dframe *d)
 	return e->id;
 }
 
-uint32_t frame_key_id(struct report *r, const struct dframe *d)
+/* The key number of source frame j of location loc (number index, facts x)
+ * of frame g. */
+static inline uint32_t loc_key_id(struct report *r, const struct sym_loc *loc, uint32_t index,
+				  uint32_t j, struct gframe g)
 {
-	struct fx *x;
+	struct fx *x = &loc_facts(r, loc, index, g.gmod)[j];
+	struct dframe d;
 
-	/* a frame as expand_frames made it is its location's source frame: its
-	 * number is kept there */
-	if (!d->loc || d->loc - 1 >= r->nfxbase || !r->fxbase[d->loc - 1])
-		return fid_of(r, d);
-	x = &r->fx[r->fxbase[d->loc - 1] - 1 + d->sub];
-	if (!x->fid)
-		x->fid = fid_of(r, d);
+	if (!x->fid) {
+		d = frame_dframe(r, loc, index, j, g);
+		x->fid = fid_of(r, &d);
+	}
 	return x->fid;
+}
+
+static inline void push_id(uint32_t **ids, size_t *cap, size_t *k, uint32_t id)
+{
+	if (*k == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*ids = xrealloc(*ids, *cap * sizeof **ids);
+	}
+	(*ids)[(*k)++] = id;
+}
+
+/* Where stack_key_ids is in a stack. */
+struct keywalk {
+	bool head, all_std, one_module;
+	uint32_t gmod0;
+	size_t k, above;
+};
+
+/* The next source frame (facts fl, key number id, module gmod) of a stack. */
+static inline void key_step(struct keywalk *w, uint32_t **ids, size_t *cap, uint8_t fl,
+			    uint32_t id, uint32_t gmod)
+{
+	if (w->head) {
+		if (!(fl & FX_HIDDEN))
+			push_id(ids, cap, &w->k, id);
+	} else if (fl & FX_USER) {
+		w->head = true;
+		w->k = 0;
+		push_id(ids, cap, &w->k, id);
+	} else {
+		if (w->above == 0)
+			w->gmod0 = gmod;
+		w->all_std = w->all_std && (fl & FN_STD);
+		w->one_module = w->one_module && gmod == w->gmod0 && w->gmod0 != SYM_NO_MODULE;
+		if (w->above == 0 || !(fl & FX_HIDDEN))
+			push_id(ids, cap, &w->k, id);
+		w->above++;
+	}
+}
+
+/* One pass over the frames: before the head is found, the frames visible
+ * were there no head (the first, and those not hidden) are gathered, and the
+ * frames so far are summed up as a gap; at the head, the gathered ones give
+ * way to it. Most frames are of a location of one source frame seen before:
+ * its facts and number are in the front cache's entry, one probe. */
+size_t stack_key_ids(struct report *r, const struct snap_frame *sf, const uint32_t *map,
+		     size_t nm, uint32_t n, uint32_t **ids, size_t *cap, struct gap *via)
+{
+	struct keywalk w = { false, true, true, SYM_NO_MODULE, 0, 0 };
+
+	memset(via, 0, sizeof *via);
+	for (uint32_t i = 0; i < n; i++) {
+		struct gframe g;
+		const struct sym_loc *loc;
+		const struct fx *x;
+		struct rfront *f;
+		uint32_t index;
+
+		g.gmod = sf[i].module < nm ? map[sf[i].module] : SYM_NO_MODULE;
+		g.offset = sf[i].offset;
+		if (r->rfront) {
+			f = &r->rfront[(g.offset * UINT64_C(0x9e3779b97f4a7c15) ^ g.gmod) >>
+				       (64 - RFRONT_BITS)];
+			if (f->fid && f->index && f->offset == g.offset && f->gmod == g.gmod) {
+				key_step(&w, ids, cap, f->fl, f->fid, g.gmod);
+				continue;
+			}
+		}
+		loc = frame_loc_at(r, g, &index);
+		for (uint32_t j = 0; j < loc->nframes; j++) {
+			uint32_t id = loc_key_id(r, loc, index, j, g);
+			x = loc_facts(r, loc, index, g.gmod);
+			key_step(&w, ids, cap, x[j].fl, id, g.gmod);
+			if (loc->nframes == 1) {
+				/* frame_loc_at left the location in the front cache */
+				f = &r->rfront[(g.offset * UINT64_C(0x9e3779b97f4a7c15) ^ g.gmod) >>
+					       (64 - RFRONT_BITS)];
+				f->fl = x[j].fl;
+				f->fid = id;
+			}
+		}
+	}
+	if (w.head && w.above) {
+		via->lo = via->hi = (uint32_t)w.above;
+		via->what = w.all_std ? GAP_STD : w.one_module ? GAP_MODULE : GAP_LIBRARY;
+		via->gmod = w.one_module ? w.gmod0 : SYM_NO_MODULE;
+	}
+	return w.k;
 }
 
 void frames_release(struct report *r)

@@ -126,20 +126,54 @@ int cmp_growth_asc(const void *pa, const void *pb)
 	return cmp_growth(*(const struct row *const *)pa, *(const struct row *const *)pb, -1);
 }
 
-/* Rows passing pred, sorted by cmp, at most limit (0: all). Caller frees. */
+/* Move v[i] down the heap v[0..n) whose root is the row that sorts last by cmp. */
+static void sift_down(struct row **v, size_t n, size_t i, int (*cmp)(const void *, const void *))
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+		struct row *t;
+		if (c >= n)
+			return;
+		if (c + 1 < n && cmp(&v[c + 1], &v[c]) > 0)
+			c++;
+		if (cmp(&v[c], &v[i]) <= 0)
+			return;
+		t = v[c];
+		v[c] = v[i];
+		v[i] = t;
+		i = c;
+	}
+}
+
+/* Rows passing pred, sorted by cmp, at most limit (0: all). Caller frees.
+ * With a limit, the first limit rows are selected on the way (a heap of them
+ * whose root is the last) and only they are sorted: a table of the top 10 of
+ * 100 000 rows compares each row once or twice, not 17 times. cmp is a total
+ * order (the rows' creation order breaks ties), so the rows are those a full
+ * sort would give. */
 struct row **select_rows(struct report *r, bool (*pred)(const struct report *,
 							       const struct row *),
 				int (*cmp)(const void *, const void *), size_t limit, size_t *n)
 {
-	struct row **v = xmalloc((r->nrows ? r->nrows : 1) * sizeof *v);
+	size_t cap = limit && limit < r->nrows ? limit : r->nrows;
+	struct row **v = xmalloc((cap ? cap : 1) * sizeof *v);
 	size_t i, k = 0;
 
-	for (i = 0; i < r->nrows; i++)
-		if (pred(r, &r->rows[i]))
-			v[k++] = &r->rows[i];
+	for (i = 0; i < r->nrows; i++) {
+		struct row *w = &r->rows[i];
+		if (!pred(r, w))
+			continue;
+		if (k < cap) {
+			v[k++] = w;
+			if (k == cap && cap < r->nrows)
+				for (size_t j = k / 2; j-- > 0;)
+					sift_down(v, k, j, cmp);
+		} else if (cmp(&w, &v[0]) < 0) {
+			v[0] = w;
+			sift_down(v, k, 0, cmp);
+		}
+	}
 	qsort(v, k, sizeof *v, cmp);
-	if (limit && k > limit)
-		k = limit;
 	*n = k;
 	return v;
 }

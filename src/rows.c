@@ -73,28 +73,35 @@ struct cand {
 	uint8_t kind;
 };
 
-/* Is c the row w: the same key, or by stack the same frames? */
-static bool row_matches(const struct report *r, const struct row *w, const struct cand *c)
+static bool same_frames(const struct row *w, const struct cand *c);
+
+/* Is c the row w: the same key, or by stack the same frames? A row by stack
+ * keeps no key (4 bytes a frame, 16 MB for 100 000 stacks): the same frames
+ * as its first stack are its key, and other frames are keyed again to be
+ * compared. */
+static bool row_matches(struct report *r, const struct row *w, const struct cand *c)
 {
-	uint32_t i;
+	struct gap via;
+	size_t m;
 
 	if (w->hash != c->hash || w->kind != c->kind)
 		return false;
 	if (r->o->by != REPORT_BY_STACK || w->key)
 		return w->key && w->keylen == r->klen && memcmp(w->key, r->kbuf, r->klen) == 0;
-	if (w->nframes != c->n)
+	r->same_frames = same_frames(w, c);
+	if (r->same_frames)
+		return true;
+	if (r->o->all_frames || c->n == 0)
 		return false;
-	for (i = 0; i < c->n; i++) {
-		struct gframe a = row_frame(w, i), b = global_frame(c->sf, c->map, c->nmodules, i);
-		if (a.gmod != b.gmod || a.offset != b.offset)
-			return false;
-	}
-	return true;
+	m = stack_key_ids(r, w->sf, w->map, w->nmodules, w->nframes, &r->mbuf, &r->mcap, &via);
+	/* the key: those numbers, then the kind (compared above) */
+	return r->klen == m * sizeof *r->mbuf + sizeof c->kind &&
+	       memcmp(r->mbuf, r->kbuf, m * sizeof *r->mbuf) == 0;
 }
 
 /* What the index of rows is asked: is this candidate that row? */
 struct row_query {
-	const struct report *r;
+	struct report *r;
 	const struct cand *c;
 };
 
@@ -283,20 +290,6 @@ static bool dframe_same(const struct dframe *a, const struct dframe *b)
 	if (a->function && a->gmod == SYM_NO_MODULE)
 		return b->gmod == SYM_NO_MODULE && !b->file;
 	return a->gmod == b->gmod && a->offset == b->offset && a->sub == b->sub && a->file == b->file;
-}
-
-/* A visible frame into the key of a row by stack, by what dframe_same compares. */
-static void key_dframe(struct report *r, const struct dframe *d)
-{
-	uint32_t id = frame_key_id(r, d);
-
-	/* key_add's work, with a length the compiler knows (once a frame) */
-	if (r->klen + sizeof id > r->kcap)
-		key_add(r, &id, sizeof id);
-	else {
-		memcpy(r->kbuf + r->klen, &id, sizeof id);
-		r->klen += sizeof id;
-	}
 }
 
 /* The hash of a key, a word at a time (keys by stack are long). */
@@ -745,14 +738,13 @@ void collect(struct report *r, int k)
 			c.hash = h ^ c.kind;
 			keyed = false;
 		} else if (r->o->by == REPORT_BY_STACK) {
-			size_t head;
-			nd = expand_frames(r, st->frames + top, in->map, nm, n - top, &r->vbuf, &r->vcap);
-			head = head_of(r, r->vbuf, nd);
-			nvis = visible_frames(r, r->vbuf, nd, head, &r->visbuf, &r->viscap);
-			for (j = 0; j < nvis; j++)
-				key_dframe(r, &r->vbuf[r->visbuf[j]]);
-			gap_of(r, r->vbuf, head, &via);
+			/* the key without expanding the stack; expanded only to
+			 * merge it into a row of other frames */
+			nvis = stack_key_ids(r, st->frames + top, in->map, nm, n - top, &r->visbuf,
+					     &r->viscap, &via);
+			key_add(r, r->visbuf, nvis * sizeof *r->visbuf);
 			visible = true;
+			keyed = false;   /* see row_matches */
 		} else {
 			struct dframe f = key_frame_of(r, st->frames + top, in->map, nm, n - top, &nskipped);
 			gap_of(r, r->vbuf, nskipped, &via);
@@ -769,7 +761,7 @@ void collect(struct report *r, int k)
 				}
 			}
 		}
-		if (keyed) {
+		if (keyed || visible) {
 			key_add(r, &c.kind, sizeof c.kind);
 			c.hash = hash_key(r->kbuf, r->klen);
 		}
@@ -785,8 +777,12 @@ void collect(struct report *r, int k)
 		} else {
 			gap_merge(&w->via, &via);
 			w->truncated = w->truncated || (st->flags & SNAP_STACK_TRUNCATED);
-			if (visible && !same_frames(w, &c))
+			if (visible && !r->same_frames) {
+				nd = expand_frames(r, c.sf, c.map, nm, c.n, &r->vbuf, &r->vcap);
+				nvis = visible_frames(r, r->vbuf, nd, head_of(r, r->vbuf, nd), &r->visbuf,
+						      &r->viscap);
 				row_merge(r, w, r->vbuf, nd, r->visbuf, nvis);
+			}
 		}
 add:
 		w->f[k].live_bytes += st->live_bytes;
@@ -822,6 +818,7 @@ void rows_free(struct report *r)
 	free(r->rows);
 	free(r->vbuf);
 	free(r->visbuf);
+	free(r->mbuf);
 	frames_release(r);
 	free(r->modclass);
 	hashmap_release(&r->index);

@@ -630,7 +630,11 @@ static void parse_line(struct parser *ps, struct snapshot *s, char *line)
 			size_t n = st->nframes;
 			struct snap_frame *f = push((void **)&st->frames, &n, sizeof *f);
 			st->nframes = (uint32_t)n;
-			frame_ref(ps, word(ps), &f->module, &f->offset);
+			uint32_t module;
+			uint64_t offset;
+			frame_ref(ps, word(ps), &module, &offset);
+			f->module = module;   /* a snap_frame is packed */
+			f->offset = offset;
 		} else {
 			perr(ps, "an indented line belongs to a stack or a symbol");
 		}
