@@ -334,8 +334,9 @@ static int table_trend(FILE *f, struct trendrep *t)
 	fprintf(f, "%zu leak?, %zu plateau, %zu burst, %zu steady, %zu shrinking, %zu unsure %s\n",
 		counts[TREND_LEAK], counts[TREND_PLATEAU], counts[TREND_BURST], counts[TREND_STEADY],
 		counts[TREND_SHRINKING], counts[TREND_UNSURE], by_plural(r->o->by));
-	fprintf(f, "\n%s by %s over the run, largest growth first\n",
-		sample_words(r->o->sample), by_title(r->o->by));
+	/* (titled as diff's table is: what reads one reads the other) */
+	fprintf(f, "\ngrowth by %s over the run, largest first (the %s at every snapshot)\n",
+		by_title(r->o->by), sample_words(r->o->sample));
 	if (!nv) {
 		fprintf(f, "  (no %s)\n", r->o->verdict_set ? "row of that verdict" : "row");
 		free(v);
