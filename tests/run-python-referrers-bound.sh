@@ -20,8 +20,9 @@ big=$top_srcdir/tests/targets/py_refs_big.py
 slack_ms=700
 # what the search may overrun its limit by: the time between two of its
 # looks at the clock, and the agent's thread taken off the processor meanwhile
-# on a busy machine (66 ms seen with make check's tests run in parallel)
-pause_slack_ms=250
+# on a busy machine (66 ms seen with make check's tests run in parallel, 263 ms
+# with six tests at a time on two cores)
+pause_slack_ms=400
 
 # say NAME LINE: a line to the script's stdin
 say() {
@@ -64,8 +65,11 @@ for limit in 1000 100; do
 	echo "the script's thread stalled $stall ms at most"
 	[ "$stall" -le $((limit + slack_ms)) ] ||
 		fail "the script's thread stalled $stall ms, over the limit of $limit ms and $slack_ms ms"
-	case $limit in
-	1000) expect_grep "\\(1[0-9]{7} tracked\\)" "big.$limit.out" ;;
+	# every object the collector tracks, when the search got through them
+	# (a search cut short on a busy machine counts fewer)
+	case $limit.$status in
+	1000.done) expect_grep "\\(1[0-9]{7} tracked\\)" "big.$limit.out" ;;
+	*) expect_grep "\\([1-9][0-9]* tracked\\)" "big.$limit.out" ;;
 	esac
 	case $limit in
 	100) [ "$status" = time-limit ] || fail "with a limit of 100 ms the search ended '$status', not at its limit"
@@ -76,7 +80,7 @@ done
 
 # the watch: its final snapshot's search, in the run log
 run_mw 0 -p "$t" -d 2s -i 200ms -q --capture now --referrers -o big.log
-expect_grep "^# event [0-9.]+ $t referrers status=(done|time-limit) pause-ms=[0-9.]+ visited=[0-9]+ tracked=1[0-9]{7} passes=[0-9]+ chains=[0-9]+" big.log
+expect_grep "^# event [0-9.]+ $t referrers (status=done pause-ms=[0-9.]+ visited=[0-9]+ tracked=1[0-9]{7}|status=time-limit pause-ms=[0-9.]+ visited=[0-9]+ tracked=[1-9][0-9]*) passes=[0-9]+ chains=[0-9]+" big.log
 pause=$(sed -n 's/.* referrers status=[a-z-]* pause-ms=\([0-9]*\).*/\1/p' big.log)
 [ "${pause:-99999}" -le $((1000 + pause_slack_ms)) ] || fail "the watch's search held Python ${pause:-?} ms"
 
