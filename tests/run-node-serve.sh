@@ -6,7 +6,7 @@
 # snapshot is measured (perf_hooks) and stated. Idle, the snapshot has the
 # JavaScript objects or one line saying why not (V8's profiler starts at the
 # JavaScript thread's next safe point, and an idle event loop runs no
-# JavaScript); busy, it has them (at a 64 KiB rate: the records the server
+# JavaScript); busy, it has them (at a 16 KiB rate: the records the server
 # keeps of its requests, logRequest's).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/node-lib.sh"
@@ -53,7 +53,7 @@ delay "idle, attached and snapshot"
 c=$!
 started_pids="$started_pids $c"
 wait_until "[ -s client.out ] || [ \$(grep -c . /dev/null) -eq 0 ]" 1 >/dev/null 2>&1
-run_mw 0 snap -p "$s" -w 2s -r 64KiB -o busy.snap
+run_mw 0 snap -p "$s" -w 2s -r 16KiB -o busy.snap
 expect_no_grep 'not sampled' err
 wait "$c"
 expect_grep '^ok 3000$' client.out
