@@ -57,9 +57,11 @@ see() {
 	return 0
 }
 
-# top_row NAME ERE [SECS]: the first row under the column heads matches ERE.
+# top_row NAME ERE [SECS]: the first row under the column heads matches ERE
+# within SECS (times the limits' scale: the ASan build's view is slower).
 top_row() {
-	if ! wait_until "pane $1; grep -A1 -E '^ +GROWTH ' $1.pane | tail -n 1 | grep -Eq -- '$2'" "${3:-30}"; then
+	if ! wait_until "pane $1; grep -A1 -E '^ +GROWTH ' $1.pane | tail -n 1 | grep -Eq -- '$2'" \
+		"$(( ${3:-30} * ${MEMWATCH_TEST_LIMIT_SCALE:-1} ))"; then
 		sed 's/^/  screen: /' "$1.pane" >&2
 		return 1
 	fi
