@@ -87,6 +87,22 @@ trap 'if main_shell; then echo "$testname: ended by a signal" >&2; exit 1; else 
 cd "$tmp" || exit 99
 
 fails=0
+# memcg_v1 NAME: make a child memory cgroup (v1) of this test's own, named
+# NAME-PID: its directory in $cg, its path in the hierarchy (as
+# /proc/PID/cgroup names it) in $cgrel; removed at the test's end. Skipped when
+# there is no v1 memory controller or no right to make a cgroup in it.
+memcg_v1() {
+	local v1root own
+	v1root=$(awk '$9 == "cgroup" && $0 ~ /[ ,]memory(,|$)/ { print $5; exit }' /proc/self/mountinfo)
+	[ -n "$v1root" ] || skip "no memory controller of cgroup v1 is mounted"
+	own=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:\(.*\)$/\3/p' /proc/self/cgroup)
+	[ "$own" = / ] && own=
+	cgrel="$own/$1-$$"
+	cg="$v1root$cgrel"
+	mkdir "$cg" 2>/dev/null || skip "cannot make a memory cgroup in '$v1root$own' (root is needed)"
+	cleanup_extra="rmdir '$cg' 2>/dev/null"
+}
+
 # fail MESSAGE: record a failure and go on. The failure is written to a file
 # too, so that one recorded in a subshell ($(...), a pipeline) still counts.
 fail() {

@@ -11,13 +11,7 @@
 
 need_ptrace
 
-v1root=$(awk '$9 == "cgroup" && $0 ~ /[ ,]memory(,|$)/ { print $5; exit }' /proc/self/mountinfo)
-[ -n "$v1root" ] || skip "no memory controller of cgroup v1 is mounted"
-own=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:\(.*\)$/\3/p' /proc/self/cgroup)
-[ "$own" = / ] && own=
-cg="$v1root$own/memwatch-test-$$"
-mkdir "$cg" 2>/dev/null || skip "cannot make a memory cgroup in '$v1root$own' (root is needed)"
-cleanup_extra="rmdir '$cg' 2>/dev/null"
+memcg_v1 memwatch-test
 echo $((160 << 20)) > "$cg/memory.limit_in_bytes" || skip "cannot set a memory cgroup's limit"
 # no swap to escape to
 [ -w "$cg/memory.memsw.limit_in_bytes" ] && echo $((160 << 20)) > "$cg/memory.memsw.limit_in_bytes" 2>/dev/null
@@ -31,7 +25,7 @@ l=$!
 started_pids="$started_pids $l"
 wait_exec "$l" "$TARGETS/oom_leaker"
 wait_libc "$l"
-grep -q "^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:$own/memwatch-test-$$\$" "/proc/$l/cgroup" ||
+grep -q "^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:$cgrel\$" "/proc/$l/cgroup" ||
 	fail "the program is not in the test's cgroup: $(cat /proc/$l/cgroup)"
 
 "$MEMWATCH" -p "$l" -t +32MiB -i 250ms -d 40s -q -o oom.log --metrics oom.prom >out 2>err &

@@ -8,13 +8,7 @@
 # it) the test is skipped.
 . "$top_srcdir/tests/lib.sh"
 
-v1root=$(awk '$9 == "cgroup" && $0 ~ /[ ,]memory(,|$)/ { print $5; exit }' /proc/self/mountinfo)
-[ -n "$v1root" ] || skip "no memory controller of cgroup v1 is mounted"
-own=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:\(.*\)$/\3/p' /proc/self/cgroup)
-[ "$own" = / ] && own=
-cg="$v1root$own/memwatch-trend-$$"
-mkdir "$cg" 2>/dev/null || skip "cannot make a memory cgroup in '$v1root$own' (root is needed)"
-cleanup_extra="rmdir '$cg' 2>/dev/null"
+memcg_v1 memwatch-trend
 limit=$((2 << 30))
 echo "$limit" > "$cg/memory.limit_in_bytes" || skip "cannot set a memory cgroup's limit"
 
