@@ -8,11 +8,13 @@
 # the interpreter's free lists. A bounded client (127.0.0.1 only, at most
 # 60000 requests or 40 s) makes requests while memwatch -p MASTER --children
 # watches the tree at the default rate. In every worker's report the top row
-# is remember; no row with evidence (one whose samples are not marked ?)
-# names other code than the application's (without the free lists kept
-# empty, rows of Logger.debug, Response.process_headers or format_datetime
-# held several samples and MiB), and such rows hold 3 samples at most in all
-# (sampling noise, and the few objects gunicorn itself keeps).
+# is remember. In the diff of each worker's first and last snapshots (the
+# report's own table when it has two; with three or more the report is the
+# trend, which has no sample counts), no row with evidence (one whose
+# samples are not marked ?) names other code than the application's (without
+# the free lists kept empty, rows of Logger.debug, Response.process_headers or
+# format_datetime held several samples and MiB), and such rows hold 3 samples
+# at most in all (sampling noise, and the few objects gunicorn itself keeps).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
@@ -38,7 +40,31 @@ kill "$g"
 wait "$g"
 expect_no_grep 'Traceback|Segmentation|Fatal Python error' g.err
 
-# per worker: its section of the report, "PID ROWS": ROWS "RANK SAMPLES WHERE"
+# rows FILE: the rows of the report sections of FILE, "PID RANK WHERE" a line
+rows() {
+	awk '/^memwatch: pid [0-9]+:/ { pid = $3; sub(/:$/, "", pid) }
+	     /^ +[0-9]+ +[-+][0-9.]+ [KMG]?i?B / && pid != "" {
+		line = $0
+		sub(/.* (new|grown|shrunk|gone|same) +/, "", line)
+		printf "%s %d %s\n", pid, $1, line }' "$1"
+}
+rows g.report >top.txt
+sed 's/^/  /' top.txt
+workers=$(awk '{ print $1 }' top.txt | sort -u)
+[ "$(echo "$workers" | grep -c .)" -ge 1 ] || { fail "no worker's growth in the report"; sed 's/^/  | /' g.report >&2; }
+# diff W: the diff of worker W's first and last snapshots, after a line
+# "memwatch: pid W:", appended to diffs.txt
+: >diffs.txt
+for w in $workers; do
+	snaps=$(sed -n "s/^# event [0-9.]* $w snapshot path=\([^ ]*\) .*/\1/p" g.log)
+	set -- $snaps
+	[ $# -ge 2 ] || { fail "worker $w: fewer than 2 snapshots in g.log"; continue; }
+	first=$1
+	shift $(($# - 1))
+	run_mw 0 diff "$first" "$1"
+	{ echo "memwatch: pid $w:"; cat out; } >>diffs.txt
+done
+# per worker, the rows of its diff: "PID RANK BYTES SAMPLES WHERE"
 awk '/^memwatch: pid [0-9]+:/ { pid = $3; sub(/:$/, "", pid) }
      /^ +[0-9]+ +[-+][0-9.]+ [KMG]?i?B / && pid != "" {
 	m = 1
@@ -47,13 +73,13 @@ awk '/^memwatch: pid [0-9]+:/ { pid = $3; sub(/:$/, "", pid) }
 	if ($3 == "GiB") m = 1073741824
 	line = $0
 	sub(/.* (new|grown|shrunk|gone|same) +/, "", line)
-	printf "%s %d %.0f %s %s\n", pid, $1, $2 * m, $11, line }' g.report >rows.txt
+	printf "%s %d %.0f %s %s\n", pid, $1, $2 * m, $11, line }' diffs.txt >rows.txt
 sed 's/^/  /' rows.txt
-workers=$(awk '{ print $1 }' rows.txt | sort -u)
-[ "$(echo "$workers" | grep -c .)" -ge 1 ] || { fail "no worker's growth in the report"; sed 's/^/  | /' g.report >&2; }
 for w in $workers; do
+	awk -v w="$w" '$1 == w && $2 == 1' top.txt | grep -q ' remember  keepapp\.py:' ||
+		fail "worker $w: the report's top row is not remember"
 	awk -v w="$w" '$1 == w && $2 == 1' rows.txt | grep -q ' remember  keepapp\.py:' ||
-		fail "worker $w: the top row is not remember"
+		fail "worker $w: the diff's top row is not remember"
 	# the rest: no row with evidence, and a few samples at most in all
 	awk -v w="$w" '$1 == w && !/ keepapp\.py:/ { n = $4; sub(/\?$/, "", n); samples += n
 			if ($4 !~ /\?$/) bad = bad " " $5 }
