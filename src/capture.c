@@ -238,6 +238,15 @@ void capture_set_stopped(struct capture *c, bool stopped)
 	c->stopped = stopped;
 }
 
+/* Feed the sample to the trigger; true when it fires. While the program's
+ * start-up may still be going on, whether it is at work is read too. */
+static bool trigger_fires(struct capture *c, double t)
+{
+	if (trigger_awaits_start(&c->trig))
+		trigger_busy(&c->trig, proc_busy(c->pid));
+	return trigger_update(&c->trig, t, c->rss);
+}
+
 void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 {
 	c->call_t = t;
@@ -262,7 +271,7 @@ void capture_sample(struct capture *c, double t, const struct mem_sample *s)
 			capture_begin(c, t);
 			if (c->wanted && c->state == ST_CAPTURING && c->o.mode != CAPTURE_NOW)
 				take_snapshot(c, t, false, SNAP_WAIT_MS);
-		} else if (trigger_update(&c->trig, t, c->rss)) {
+		} else if (trigger_fires(c, t)) {
 			char rule[64], *erule;
 			trigger_describe(&c->o.trigger, rule, sizeof rule);
 			erule = runlog_encode(rule);

@@ -573,6 +573,28 @@ double proc_age_s(int pid)
 	return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (double)start / (double)hz;
 }
 
+bool proc_busy(int pid)
+{
+	char path[64], buf[512], *p;
+	struct dirent *e;
+	bool busy = false;
+	DIR *d;
+
+	snprintf(path, sizeof path, "/proc/%d/task", pid);
+	if (!(d = opendir(path)))
+		return false;
+	while (!busy && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", pid, e->d_name);
+		/* the state follows the last ')' of the command name */
+		if (read_small(path, buf, sizeof buf) > 0 && (p = strrchr(buf, ')')) && p[1] == ' ')
+			busy = p[2] == 'R' || p[2] == 'D';
+	}
+	closedir(d);
+	return busy;
+}
+
 bool proc_runs_own_program(int pid)
 {
 	char fn[64], buf[1024], *p, a[PATH_MAX], b[PATH_MAX];

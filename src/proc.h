@@ -86,6 +86,11 @@ const char *proc_run_name(enum proc_run r);
 /* How long ago pid started, in seconds (its start time in /proc/PID/stat
  * against the boot-time clock); -1 when it cannot be read. */
 double proc_age_s(int pid);
+/* Whether a thread of pid is running, waits for a processor or waits for
+ * the disk (state R or D in /proc/PID/task/TID/stat): it is at work, and
+ * not waiting for input, a timer or a child. A read of each thread's stat:
+ * for a process's first seconds, not for every sample. */
+bool proc_busy(int pid);
 /* Whether pid runs another program than its parent does (/proc/PID/exe): it
  * was started by exec, not only forked. False when either cannot be read. */
 bool proc_runs_own_program(int pid);

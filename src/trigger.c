@@ -125,6 +125,11 @@ void trigger_starting(struct trigger_state *st)
 	st->starting = true;
 }
 
+void trigger_busy(struct trigger_state *st, bool busy)
+{
+	st->busy = busy;
+}
+
 /* Whether the baseline can be taken at this sample (see trigger_starting). */
 static bool startup_over(struct trigger_state *st, double t, uint64_t rss)
 {
@@ -138,7 +143,7 @@ static bool startup_over(struct trigger_state *st, double t, uint64_t rss)
 		st->prev = rss;
 		return false;
 	}
-	over = rss < st->prev + st->prev / 16 || t - st->first_t >= TRIGGER_STARTUP_S;
+	over = (!st->busy && rss < st->prev + st->prev / 16) || t - st->first_t >= TRIGGER_STARTUP_S;
 	st->prev = rss;
 	return over;
 }

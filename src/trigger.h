@@ -48,6 +48,8 @@ struct trigger_state {
 	bool have_baseline;
 	uint64_t baseline;       /* bytes: RSS at the first sample (see trigger_starting) */
 	bool starting;           /* the baseline waits for the start-up to settle */
+	bool busy;               /*   a thread of it runs, waits to run or waits
+				  *   for the disk (trigger_busy) */
 	bool seen;               /*   a sample seen: */
 	double first_t;          /*   the first's time */
 	uint64_t prev;           /*   the latest's RSS */
@@ -58,9 +60,19 @@ struct trigger_state {
 void trigger_init(struct trigger_state *st, const struct trigger_rule *r);
 /* The process has just started (its loader, an interpreter importing its
  * modules): its baseline is the RSS at the first sample that grew by less than
- * a sixteenth over the one before, or at the first sample TRIGGER_STARTUP_S
- * after the first, rather than the RSS at its exec. */
+ * a sixteenth over the one before while none of its threads was busy, or at
+ * the first sample TRIGGER_STARTUP_S after the first, rather than the RSS at
+ * its exec. (On a loaded machine a start-up that waits for a processor or
+ * the disk stops growing for a while: that is not its end.) */
 void trigger_starting(struct trigger_state *st);
+/* Whether the start-up's end is still awaited: trigger_busy is wanted before
+ * each trigger_update. */
+static inline bool trigger_awaits_start(const struct trigger_state *st)
+{
+	return st->starting && !st->have_baseline;
+}
+/* At the next sample, a thread of the process is busy (proc_busy). */
+void trigger_busy(struct trigger_state *st, bool busy);
 /* Feed one sample (t seconds, RSS bytes). Returns true exactly once: when the
  * rule first holds. */
 bool trigger_update(struct trigger_state *st, double t, uint64_t rss);

@@ -44,7 +44,7 @@ pool() {
 	shift
 	log=$name.log
 	start_mw "$name" run --children -i 200ms -o "$log" -- "$@" "$py" "$POOL" "$name.go"
-	wait_until "workers_snapped '$log'; [ \$n -ge 2 ] || grep -q '^workers' '$name.out'" 90
+	wait_until "workers_snapped '$log'; [ \$n -ge 2 ] || grep -qs '^workers' '$name.out'" 90
 	: >"$name.go"
 	wait_mw "$name" "$mw_pid" 0
 	set -- $(sed -n 's/^workers //p' "$name.out")

@@ -150,9 +150,17 @@ static uint64_t fast(int i)
 	return (uint64_t)((1 + 10 * i) * MiB);
 }
 
-/* Samples dt apart from rss(i), of a process just started; as fire_index. */
-static int fire_index_starting(const char *rule, uint64_t (*rss)(int), int n, double dt,
-			       uint64_t *baseline)
+/* A start-up that stalls: 15 MiB at samples 1 and 2 (its loader waited for
+ * the disk, or for a processor), then as startup */
+static uint64_t stalled(int i)
+{
+	return i == 2 ? (uint64_t)(15 * MiB) : startup(i);
+}
+
+/* Samples dt apart from rss(i), of a process just started, busy (a thread
+ * at work) before sample busy_until; as fire_index. */
+static int fire_index_busy(const char *rule, uint64_t (*rss)(int), int n, double dt, int busy_until,
+			   uint64_t *baseline)
 {
 	struct trigger_rule r;
 	struct trigger_state st;
@@ -163,6 +171,8 @@ static int fire_index_starting(const char *rule, uint64_t (*rss)(int), int n, do
 	trigger_init(&st, &r);
 	trigger_starting(&st);
 	for (i = 0; i < n; i++) {
+		if (trigger_awaits_start(&st))
+			trigger_busy(&st, i < busy_until);
 		if (trigger_update(&st, i * dt, rss(i))) {
 			if (at >= 0)
 				fail_msg("rule %s fired twice (%d and %d)", rule, at, i);
@@ -171,6 +181,13 @@ static int fire_index_starting(const char *rule, uint64_t (*rss)(int), int n, do
 	}
 	*baseline = st.baseline;
 	return at;
+}
+
+/* As fire_index_busy, never busy. */
+static int fire_index_starting(const char *rule, uint64_t (*rss)(int), int n, double dt,
+			       uint64_t *baseline)
+{
+	return fire_index_busy(rule, rss, n, dt, 0, baseline);
 }
 
 static void test_starting(void **state)
@@ -187,6 +204,16 @@ static void test_starting(void **state)
 	assert_int_equal(fire_index_starting("+64MiB", fast, 100, 1, &base), 10);
 	assert_true(base == (uint64_t)(31 * MiB));
 	assert_int_equal(fire_index_starting("+20%", flat, 200, 1, &base), -1);
+	/* a stall while busy is not the end of the start-up: the baseline is
+	 * the settled 30 MiB of sample 4, not the 15 MiB of the stall */
+	assert_int_equal(fire_index_busy("+10MiB", stalled, 100, 0.2, 3, &base), 29);
+	assert_true(base == (uint64_t)(30 * MiB));
+	/* not busy, the stall was taken for the end: fired at sample 3 */
+	assert_int_equal(fire_index_starting("+10MiB", stalled, 100, 0.2, &base), 3);
+	/* busy for ever: the baseline is taken 3 s after the first sample (31
+	 * MiB at sample 15) */
+	assert_int_equal(fire_index_busy("+10MiB", stalled, 100, 0.2, 1000, &base), 30);
+	assert_true(base == (uint64_t)(31 * MiB));
 }
 
 static void test_relative(void **state)
