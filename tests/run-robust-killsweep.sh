@@ -28,24 +28,27 @@ tmpleft=0
 eintr=0
 trials=0
 
-# requests KIND THREADS [read]: how many requests an attach to a fresh target
-# makes, the most of three: the path depends on where the borrowed thread is
-# caught (a thread whose sleep ended before the stop takes the short one, 12
-# requests), which a loaded machine makes likelier.
+# requests KIND WANT TRIES THREADS [read]: how many requests an attach to a
+# fresh target makes, the most of TRIES, stopping at the first of WANT or
+# more: the path depends on where the borrowed thread is caught (a thread
+# whose sleep ended before the stop takes the short one, 12 requests), which
+# a loaded machine makes likelier (three short ones in a row were seen).
 requests() {
-	local try m
+	local kind=$1 want=$2 tries=$3 try=0 m
+	shift 3
 	n=0
-	for try in 1 2 3; do
-		start_robust count.out 1 '^tick ' steady "$2" ${3:-}
+	while [ "$try" -lt "$tries" ] && [ "$n" -lt "$want" ]; do
+		try=$((try + 1))
+		start_robust count.out 1 '^tick ' steady "$1" ${2:-}
 		MEMWATCH_INJECT_DEBUG=1 "$MEMWATCH" -p "$t" -i 100ms -d 200ms -q --capture now -o count.log \
 			>/dev/null 2>count.err
 		st=$?
-		[ "$st" -eq 0 ] || { fail "$1: a plain attach failed with status $st"; sed 's/^/  | /' count.err >&2; }
+		[ "$st" -eq 0 ] || { fail "$kind: a plain attach failed with status $st"; sed 's/^/  | /' count.err >&2; }
 		m=$(sed -n 's/^inject: \([0-9]*\) ptrace requests$/\1/p' count.err | tail -n 1)
 		kill -9 "$t"
 		wait "$t" 2>/dev/null
 		rm -f count.*
-		[ -n "$m" ] || { fail "$1: no count of requests: MEMWATCH_INJECT_DEBUG said nothing"; m=0; }
+		[ -n "$m" ] || { fail "$kind: no count of requests: MEMWATCH_INJECT_DEBUG said nothing"; m=0; }
 		[ "$m" -gt "$n" ] && n=$m
 	done
 }
@@ -93,11 +96,12 @@ kill_at() {
 	rm -f k.log k.*.snap
 }
 
-requests idle 0
+requests idle 20 10 0
 nidle=$n
-requests idle-read 0 read
+requests idle-read 8 10 0 read
 nread=$n
-requests busy 2
+# (the busy one: the most of three, however many)
+requests busy 100000 3 2
 nbusy=$n
 echo "an attach makes $nidle requests on the idle target, $nread on the one in read(), $nbusy on the busy one"
 [ "$nidle" -ge 20 ] || fail "too few requests counted on the idle target: $nidle"
