@@ -6,8 +6,10 @@
 # pairs for every request, the kinds of objects that gunicorn's own
 # temporaries of the same request (its logging, its Date header) leave on
 # the interpreter's free lists. A bounded client (127.0.0.1 only, at most
-# 60000 requests or 40 s) makes requests while memwatch -p MASTER --children
-# watches the tree at the default rate. In every worker's report the top row
+# 60000 requests or 150 s) makes requests while memwatch -p MASTER --children
+# watches the tree at the default rate, until both workers have grown by 16 MiB
+# past their trigger (however slow the machine), then is stopped by SIGTERM.
+# In every worker's report the top row
 # is remember. In the diff of each worker's first and last snapshots (the
 # report's own table when it has two; with three or more the report is the
 # trend, which has no sample counts), no row with evidence (one whose
@@ -28,11 +30,31 @@ started_pids="$started_pids $g"
 wait_until "grep -q 'Listening at: http://127.0.0.1:' g.err && [ \$(grep -c 'Booting worker' g.err) -ge 2 ]" 30 ||
 	{ sed 's/^/  | /' g.err >&2; finish; }
 port=$(sed -n 's|.*Listening at: http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' g.err)
-"$py" "$top_srcdir/tests/targets/gunicorn_client.py" "$port" 60000 40 "$PWD/stop" >c.out 2>c.err &
+"$py" "$top_srcdir/tests/targets/gunicorn_client.py" "$port" 60000 150 "$PWD/stop" >c.out 2>c.err &
 c=$!
 started_pids="$started_pids $c"
-run_mw 0 -p "$g" --children -i 200ms -d 12s -q --trigger +3MiB -o g.log
-cp out g.report
+
+# workers_grown: $n, how many of the master's workers grew by 16 MiB or more
+# since their trigger, by g.log's samples
+workers_grown() {
+	local w
+	n=0
+	for w in $(ps -o pid= --ppid "$g"); do
+		awk -v w="$w" -v need=$((16 << 20)) '
+			$1 == "#" && $2 == "event" && $4 == w && $5 == "trigger" {
+				for (i = 6; i <= NF; i++) if ($i ~ /^rss=/) trig = substr($i, 5) + 0 }
+			$1 ~ /^[0-9.]+$/ && $2 == w { last = $3 * 1024 }
+			END { exit !(trig > 0 && last - trig >= need) }' g.log 2>/dev/null && n=$((n + 1))
+	done
+}
+"$MEMWATCH" -p "$g" --children -i 200ms -d 150s -q --trigger +3MiB -o g.log >g.report 2>mw.err &
+m=$!
+started_pids="$started_pids $m"
+wait_until "workers_grown; [ \$n -ge 2 ]" 120
+kill -TERM "$m"
+wait "$m"
+st=$?
+[ "$st" -eq 143 ] || { fail "memwatch: exit status $st, expected 143 (SIGTERM)"; sed 's/^/  | /' mw.err >&2; }
 touch stop
 wait "$c" || { fail "the client exited with status $?"; sed 's/^/  | /' c.err >&2; }
 cat c.out
