@@ -461,10 +461,17 @@ static void decode_modules(struct reader *r, struct snapshot *s)
 	}
 }
 
-/* The stacks section: varint count, then per stack flags, frames and figures. */
+/* The stacks section: varint count, then per stack flags, frames and figures.
+ * Every stack's frames go into one block (s->frame_block): 100 000 stacks are
+ * one allocation, not 100 000, which is most of the decoder's time when they
+ * are freed. The block grows while it is filled, so the stacks hold indexes
+ * into it until the end. */
 static void decode_stacks(struct reader *r, struct snapshot *s)
 {
 	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
+	size_t nfr = 0, cap = 0;
+	struct snap_frame *fb = NULL;
+
 	s->stacks = alloc_records(r, n, sizeof *s->stacks);
 	if (!s->stacks)
 		return;
@@ -472,14 +479,31 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 	r->what = "stack";
 	for (size_t i = 0; i < n && !r->failed; i++) {
 		struct snap_stack *st = &s->stacks[i];
+		struct snap_frame *fr;
 		r->index = i;
 		st->flags = get_varint32(r, "flags");
 		uint32_t nframes = get_varint32(r, "frame count");
 		size_t nf = get_count(r, nframes, MIN_FRAME_LEN, "frames");
-		st->frames = alloc_records(r, nf, sizeof *st->frames);
 		if (r->failed)
-			return;
+			break;
+		if (nf > cap - nfr) {
+			/* at least a quarter of what the bytes left could hold at
+			 * 4 bytes a frame, so the block grows a few times at most */
+			size_t want = nfr + nf, guess = nfr + (r->end - r->pos) / 16;
+			cap = want > guess ? want : guess;
+			cap = cap > 2 * nfr ? cap : 2 * nfr;
+			fr = realloc(fb, cap * sizeof *fb);
+			if (!fr) {
+				r->failed = true;
+				set_cause(r->cause, "out of memory");
+				break;
+			}
+			fb = s->frame_block = fr;
+		}
+		fr = nf ? fb + nfr : NULL;
+		st->frames = (struct snap_frame *)(uintptr_t)nfr; /* an index until the end */
 		st->nframes = (uint32_t)nf;
+		nfr += nf;
 		for (uint32_t f = 0; f < nf && !r->failed; f++) {
 			size_t at = r->pos;
 			if (r->end - r->pos >= 18) {
@@ -490,21 +514,26 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 				uint64_t m, o;
 				if (varint9(&p, &m) && m <= UINT32_MAX &&
 				    snap_module_ref_ok((uint32_t)m - 1, s->nmodules) && varint9(&p, &o)) {
-					st->frames[f].module = (uint32_t)m - 1;
-					st->frames[f].offset = o;
+					fr[f].module = (uint32_t)m - 1;
+					fr[f].offset = o;
 					r->pos = (size_t)(p - r->buf);
 					continue;
 				}
 			}
-			st->frames[f].module = get_module_ref(r);
-			check_module_ref(r, st->frames[f].module, s->nmodules, at, (long)f);
-			st->frames[f].offset = get_varint(r);
+			fr[f].module = get_module_ref(r);
+			check_module_ref(r, fr[f].module, s->nmodules, at, (long)f);
+			fr[f].offset = get_varint(r);
 		}
 		st->live_bytes = get_varint(r);
 		st->live_blocks = get_varint(r);
 		st->live_samples = get_varint(r);
 		st->alloc_bytes = get_varint(r);
 		st->alloc_blocks = get_varint(r);
+	}
+	/* the indexes as pointers; a stack the decoder did not reach has none */
+	for (size_t i = 0; i < n; i++) {
+		struct snap_stack *st = &s->stacks[i];
+		st->frames = st->nframes ? fb + (uintptr_t)st->frames : NULL;
 	}
 }
 
@@ -728,7 +757,7 @@ static void decode_referrers(struct reader *r, struct snapshot *s)
  * byte N"), and anything else means it was damaged ("checksum mismatch"). 0 or
  * -1 with *cause. */
 static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s,
-			struct section_loc locs[SEC_KNOWN_MAX + 1], char **cause)
+			struct section_loc locs[SEC_KNOWN_MAX + 1], bool check_crc, char **cause)
 {
 	size_t body_end, pos;
 	uint32_t nsections;
@@ -755,7 +784,7 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 		return -1;
 	}
 	body_end = len - SNAP_TRAILER_LEN;
-	crc_ok = snap_crc(buf, body_end) == (uint32_t)load_le(buf + body_end, 4);
+	crc_ok = !check_crc || snap_crc(buf, body_end) == (uint32_t)load_le(buf + body_end, 4);
 	if (s->version == 0) {
 		set_cause(cause, crc_ok ? "format version 0 at byte 8 is not valid"
 					: "checksum mismatch (file corrupted)");
@@ -847,7 +876,7 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 		return NULL;
 	}
 	memset(locs, 0, sizeof locs);
-	if (decode_frame(buf, len, s, locs, cause) < 0) {
+	if (decode_frame(buf, len, s, locs, true, cause) < 0) {
 		snapshot_free(s);
 		return NULL;
 	}
@@ -886,6 +915,42 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 	if (!r.failed && locs[SEC_REFERRERS].seen) {
 		enter_section(&r, &locs[SEC_REFERRERS], SEC_REFERRERS);
 		decode_referrers(&r, s);
+	}
+	if (r.failed) {
+		snapshot_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause)
+{
+	struct section_loc locs[SEC_KNOWN_MAX + 1];
+	struct snapshot *s;
+	struct reader r = { .buf = buf, .cause = cause };
+
+	if (cause)
+		*cause = NULL;
+	s = calloc(1, sizeof *s);
+	if (!s) {
+		set_cause(cause, "out of memory");
+		return NULL;
+	}
+	memset(locs, 0, sizeof locs);
+	/* the checksum reads every byte: the whole decode checks it */
+	if (decode_frame(buf, len, s, locs, false, cause) < 0) {
+		snapshot_free(s);
+		return NULL;
+	}
+	enter_section(&r, &locs[SEC_PROCESS], SEC_PROCESS);
+	decode_process(&r, s);
+	if (!r.failed) {
+		enter_section(&r, &locs[SEC_MODULES], SEC_MODULES);
+		decode_modules(&r, s);
+	}
+	if (!r.failed && locs[SEC_SYMBOLS].seen) {
+		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
+		decode_symbols(&r, s);
 	}
 	if (r.failed) {
 		snapshot_free(s);

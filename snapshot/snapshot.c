@@ -409,8 +409,11 @@ void snapshot_free(struct snapshot *s)
 	for (size_t i = 0; s->modules && i < s->nmodules; i++)
 		free(s->modules[i].path);
 	free(s->modules);
-	for (size_t i = 0; s->stacks && i < s->nstacks; i++)
-		free(s->stacks[i].frames);
+	if (s->frame_block)
+		free(s->frame_block);
+	else
+		for (size_t i = 0; s->stacks && i < s->nstacks; i++)
+			free(s->stacks[i].frames);
 	free(s->stacks);
 	for (size_t i = 0; s->symbols && i < s->nsymbols; i++) {
 		struct snap_symbol *sym = &s->symbols[i];

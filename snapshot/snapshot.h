@@ -231,6 +231,8 @@ struct snapshot {
 	struct snap_module *modules;
 	size_t nstacks;
 	struct snap_stack *stacks;
+	struct snap_frame *frame_block; /* when set (the decoder's), every stack's
+					 * frames are in it: freed at once */
 	size_t nsymbols;             /* 0 unless symbols were embedded */
 	struct snap_symbol *symbols;
 	bool has_regions;            /* the mapping breakdown was read (it may be empty) */
@@ -263,8 +265,18 @@ int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len);
  * ("truncated at byte 123", "checksum mismatch", "version 9 is newer than ..."). */
 struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause);
 
+/* Decode only what a reader needs before the stacks of a set of snapshots:
+ * the process section, the modules and the embedded symbols (no stacks, no
+ * regions, types or referrers), without the checksum, which reads every byte:
+ * snapshot_decode of the same bytes checks it and the rest. As
+ * snapshot_decode otherwise. */
+struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause);
+
 /* Read and decode a file. NULL with *cause naming the file on failure. */
 struct snapshot *snapshot_read(const char *path, char **cause);
+/* The same with snapshot_decode_head: only the pages of the file it needs
+ * are read. */
+struct snapshot *snapshot_read_head(const char *path, char **cause);
 
 /* Write s (or already-encoded bytes) to path atomically: a temporary file beside
  * it, renamed into place. Without force an existing path is refused. 0 or -1 with
