@@ -461,16 +461,42 @@ static void decode_modules(struct reader *r, struct snapshot *s)
 	}
 }
 
-/* The stacks section: varint count, then per stack flags, frames and figures.
- * Every stack's frames go into one block (s->frame_block): 100 000 stacks are
- * one allocation, not 100 000, which is most of the decoder's time when they
- * are freed. The block grows while it is filled, so the stacks hold indexes
- * into it until the end. */
+/* The frames of a snapshot's stacks are kept in chunks of this many bytes
+ * or so (one stack's frames are never split): 100 000 stacks are a few
+ * allocations, not 100 000, and each is small enough for malloc to reuse
+ * the memory a snapshot freed before rather than map it anew. */
+#define FRAME_CHUNK_BYTES (4u << 20)
+
+/* Room for nf frames in s's current chunk, a new chunk when it has not; the
+ * frames there are the caller's to fill. NULL when out of memory. */
+static struct snap_frame *frames_room(struct snapshot *s, size_t nf, size_t upper)
+{
+	struct snap_frame_chunk *c = s->frame_block;
+	size_t cap;
+
+	if (c && nf <= c->cap - c->used) {
+		c->used += nf;
+		return c->f + c->used - nf;
+	}
+	/* no more than the bytes left could hold: a small snapshot's one chunk
+	 * is its size */
+	cap = FRAME_CHUNK_BYTES / sizeof(struct snap_frame);
+	cap = cap < upper ? cap : upper;
+	cap = cap > nf ? cap : nf;
+	c = malloc(sizeof *c + cap * sizeof(struct snap_frame));
+	if (!c)
+		return NULL;
+	c->next = s->frame_block;
+	c->cap = cap;
+	c->used = nf;
+	s->frame_block = c;
+	return c->f;
+}
+
+/* The stacks section: varint count, then per stack flags, frames and figures. */
 static void decode_stacks(struct reader *r, struct snapshot *s)
 {
 	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
-	size_t nfr = 0, cap = 0;
-	struct snap_frame *fb = NULL;
 
 	s->stacks = alloc_records(r, n, sizeof *s->stacks);
 	if (!s->stacks)
@@ -479,31 +505,23 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 	r->what = "stack";
 	for (size_t i = 0; i < n && !r->failed; i++) {
 		struct snap_stack *st = &s->stacks[i];
-		struct snap_frame *fr;
+		struct snap_frame *fr = NULL;
 		r->index = i;
 		st->flags = get_varint32(r, "flags");
 		uint32_t nframes = get_varint32(r, "frame count");
 		size_t nf = get_count(r, nframes, MIN_FRAME_LEN, "frames");
 		if (r->failed)
-			break;
-		if (nf > cap - nfr) {
-			/* at least a quarter of what the bytes left could hold at
-			 * 4 bytes a frame, so the block grows a few times at most */
-			size_t want = nfr + nf, guess = nfr + (r->end - r->pos) / 16;
-			cap = want > guess ? want : guess;
-			cap = cap > 2 * nfr ? cap : 2 * nfr;
-			fr = realloc(fb, cap * sizeof *fb);
+			return;
+		if (nf) {
+			fr = frames_room(s, nf, (r->end - r->pos) / MIN_FRAME_LEN);
 			if (!fr) {
 				r->failed = true;
 				set_cause(r->cause, "out of memory");
-				break;
+				return;
 			}
-			fb = s->frame_block = fr;
 		}
-		fr = nf ? fb + nfr : NULL;
-		st->frames = (struct snap_frame *)(uintptr_t)nfr; /* an index until the end */
+		st->frames = fr;
 		st->nframes = (uint32_t)nf;
-		nfr += nf;
 		for (uint32_t f = 0; f < nf && !r->failed; f++) {
 			size_t at = r->pos;
 			if (r->end - r->pos >= 18) {
@@ -529,11 +547,6 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 		st->live_samples = get_varint(r);
 		st->alloc_bytes = get_varint(r);
 		st->alloc_blocks = get_varint(r);
-	}
-	/* the indexes as pointers; a stack the decoder did not reach has none */
-	for (size_t i = 0; i < n; i++) {
-		struct snap_stack *st = &s->stacks[i];
-		st->frames = st->nframes ? fb + (uintptr_t)st->frames : NULL;
 	}
 }
 

@@ -30,6 +30,14 @@ struct __attribute__((packed, aligned(4))) snap_frame {
 	uint64_t offset;
 };
 
+/* Frames of many stacks in one allocation (the decoder's): cap of them, used
+ * so far; chunks are chained from the last made. */
+struct snap_frame_chunk {
+	struct snap_frame_chunk *next;
+	size_t cap, used;
+	struct snap_frame f[];
+};
+
 enum snap_stack_flags {
 	SNAP_STACK_TRUNCATED = 1 << 0,   /* deeper than the depth limit: frames cut */
 	SNAP_STACK_MMAP = 1 << 1,        /* the program's own mappings, not malloc blocks */
@@ -231,8 +239,8 @@ struct snapshot {
 	struct snap_module *modules;
 	size_t nstacks;
 	struct snap_stack *stacks;
-	struct snap_frame *frame_block; /* when set (the decoder's), every stack's
-					 * frames are in it: freed at once */
+	struct snap_frame_chunk *frame_block; /* when set (the decoder's), every
+					 * stack's frames are in these chunks */
 	size_t nsymbols;             /* 0 unless symbols were embedded */
 	struct snap_symbol *symbols;
 	bool has_regions;            /* the mapping breakdown was read (it may be empty) */
