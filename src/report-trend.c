@@ -167,13 +167,36 @@ static int trend_read_heads(struct trendrep *t, const char *const *paths, size_t
 	return 0;
 }
 
-/* Snapshot i of the run, whole, from the reader: NULL when it cannot be read
- * or is not the file its head was (said). */
-static struct snapshot *take_whole(struct trendrep *t, struct trend_reader *rd, size_t i)
+/* In the reading thread: the hashes of snapshot i's stacks, for rows-seen.c
+ * (whose table only the keying thread touches). */
+static void *prep_hashes(void *arg, size_t i, const struct snapshot *s)
+{
+	const struct trendrep *t = arg;
+	struct seen_pre *pre;
+
+	if (t->r.o->by == REPORT_BY_TYPE || !s->nstacks)
+		return NULL;
+	pre = xmalloc(s->nstacks * sizeof *pre);
+	rows_seen_hash_all(s, t->map[i], pre);
+	return pre;
+}
+
+/* Snapshot i of the run, whole, from the reader, with its stacks' hashes
+ * (*pre, caller frees): NULL when it cannot be read or is not the file its
+ * head was (said). */
+static struct snapshot *take_whole(struct trendrep *t, struct trend_reader *rd, size_t i,
+				   struct seen_pre **pre)
 {
 	char *cause = NULL;
-	struct snapshot *s = trend_reader_take(rd, i, &cause);
+	void *extra = NULL;
+	struct snapshot *s = trend_reader_take(rd, i, &extra, &cause);
 
+	*pre = extra;
+	if (s && *pre && s->nmodules != t->s[i]->nmodules) {
+		/* (made with the head's map: a file that changed) */
+		free(*pre);
+		*pre = NULL;
+	}
 	if (!s) {
 		mw_error("%s", cause);
 		free(cause);
@@ -230,11 +253,13 @@ static int build(struct trendrep *t)
 	/* the snapshots between come and go in blocks of MBs (a file, its
 	 * frames' chunks): kept in the heap and reused, not mapped and faulted
 	 * in anew for each (a fifth of their decoding's time) */
+	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	rd = trend_reader_start((const char *const *)t->paths, t->n, 2);
+	rd = trend_reader_start((const char *const *)t->paths, t->n, 2, prep_hashes, t);
 	for (i = 0; i < t->n; i++) {
-		struct snapshot *s = take_whole(t, rd, i);
+		struct seen_pre *pre;
+		struct snapshot *s = take_whole(t, rd, i, &pre);
 		size_t first = r->nrows;
 		int k = i ? 1 : 0;
 
@@ -244,9 +269,11 @@ static int build(struct trendrep *t)
 		}
 		if (k)
 			clear_after(t);
-		r->in[k] = (struct input){ .path = t->paths[i], .s = s, .map = t->map[i] };
+		r->in[k] = (struct input){ .path = t->paths[i], .s = s, .map = t->map[i], .pre = pre };
 		r->nin = k + 1;
 		collect(r, k);
+		r->in[k].pre = NULL;
+		free(pre);
 		record(t, k, i);
 		t->live[i] = (double)r->in[k].total.live_bytes;
 		if (i == 0 || i == t->n - 1)

@@ -686,18 +686,6 @@ void collect(struct report *r, int k)
 		if (r->o->kind != REPORT_KIND_ALL && c.kind + 1 != (int)r->o->kind)
 			continue;
 
-		/* only the frames that are trimmed, grouped by or printed are ever
-		 * symbolized: a table of the top rows of 100 000 stacks looks up the
-		 * tops of the stacks and the frames it shows, not every frame */
-		while (top < n) {
-			g = global_frame(st->frames, in->map, nm, top);
-			if (!trimmed_frame(r, &g))
-				break;
-			top++;
-		}
-		if (top == n)
-			top = 0;   /* nothing but allocator frames: keep them all */
-
 		if (c.kind == SNAP_KIND_JS)
 			in->js_bytes += st->live_bytes;
 		else if (c.kind == SNAP_KIND_MMAP && has_js && v8_heap_page(r, st, in->map, nm))
@@ -711,9 +699,24 @@ void collect(struct report *r, int k)
 		in->total.temp_bytes += st->temp_bytes;
 		in->total.temp_blocks += st->temp_blocks;
 		in->total.live_stacks += st->live_bytes > 0;
-		/* a stack of the same frames as one seen before: its row */
-		if (r->o->by != REPORT_BY_TYPE && (w = rows_seen_get(r, st, in->map, nm, &seen)))
+		/* a stack of the same frames as one seen before: its row (the
+		 * place of one a few stacks on asked for meanwhile) */
+		if (in->pre && i + 8 < in->s->nstacks)
+			rows_seen_prefetch(r, &in->pre[i + 8]);
+		if (r->o->by != REPORT_BY_TYPE &&
+		    (w = rows_seen_get(r, st, in->map, nm, in->pre ? &in->pre[i] : NULL, &seen)))
 			goto add;
+		/* only the frames that are trimmed, grouped by or printed are ever
+		 * symbolized: a table of the top rows of 100 000 stacks looks up the
+		 * tops of the stacks and the frames it shows, not every frame */
+		while (top < n) {
+			g = global_frame(st->frames, in->map, nm, top);
+			if (!trimmed_frame(r, &g))
+				break;
+			top++;
+		}
+		if (top == n)
+			top = 0;   /* nothing but allocator frames: keep them all */
 		if (!stack_focused(r, st->frames + top, in->map, nm, n - top))
 			continue;
 
@@ -771,7 +774,7 @@ void collect(struct report *r, int k)
 		c.n = n - top;
 		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED, &added);
 		if (r->o->by != REPORT_BY_TYPE)
-			rows_seen_put(r, seen, st, in->map, nm, w);
+			rows_seen_put(r, seen, st, in->map, nm, in->pre ? &in->pre[i] : NULL, w);
 		if (added) {
 			w->via = via;
 		} else {
