@@ -493,10 +493,14 @@ static struct snap_frame *frames_room(struct snapshot *s, size_t nf, size_t uppe
 	return c->f;
 }
 
-/* The stacks section: varint count, then per stack flags, frames and figures. */
-static void decode_stacks(struct reader *r, struct snapshot *s)
+/* The stacks section: varint count, then per stack flags, frames and figures.
+ * With each, a stack's frames are given to it in a buffer used again for the
+ * next stack, and not kept. */
+static void decode_stacks(struct reader *r, struct snapshot *s, snapshot_stack_fn *each, void *arg)
 {
 	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
+	struct snap_frame *scratch = NULL;
+	size_t scap = 0;
 
 	s->stacks = alloc_records(r, n, sizeof *s->stacks);
 	if (!s->stacks)
@@ -511,15 +515,26 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 		uint32_t nframes = get_varint32(r, "frame count");
 		size_t nf = get_count(r, nframes, MIN_FRAME_LEN, "frames");
 		if (r->failed)
-			return;
-		if (nf) {
+			break;
+		if (nf && each && nf > scap) {
+			fr = realloc(scratch, nf * sizeof *fr);
+			if (!fr) {
+				r->failed = true;
+				set_cause(r->cause, "out of memory");
+				break;
+			}
+			scratch = fr;
+			scap = nf;
+		} else if (nf && !each) {
 			fr = frames_room(s, nf, (r->end - r->pos) / MIN_FRAME_LEN);
 			if (!fr) {
 				r->failed = true;
 				set_cause(r->cause, "out of memory");
-				return;
+				break;
 			}
 		}
+		if (nf && each)
+			fr = scratch;
 		st->frames = fr;
 		st->nframes = (uint32_t)nf;
 		for (uint32_t f = 0; f < nf && !r->failed; f++) {
@@ -547,7 +562,12 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 		st->live_samples = get_varint(r);
 		st->alloc_bytes = get_varint(r);
 		st->alloc_blocks = get_varint(r);
+		if (each && !r->failed)
+			each(arg, i, st);
+		if (each)
+			st->frames = NULL;
 	}
+	free(scratch);
 }
 
 /* The temporary section: the window, then a varint count that is the stacks'
@@ -875,7 +895,8 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 	return 0;
 }
 
-struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
+static struct snapshot *decode_all(const unsigned char *buf, size_t len, snapshot_stack_fn *each,
+				   void *arg, char **cause)
 {
 	struct section_loc locs[SEC_KNOWN_MAX + 1];
 	struct snapshot *s;
@@ -907,7 +928,7 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 	}
 	if (!r.failed) {
 		enter_section(&r, &locs[SEC_STACKS], SEC_STACKS);
-		decode_stacks(&r, s);
+		decode_stacks(&r, s, each, arg);
 	}
 	if (!r.failed && locs[SEC_SYMBOLS].seen) {
 		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
@@ -934,6 +955,17 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 		return NULL;
 	}
 	return s;
+}
+
+struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
+{
+	return decode_all(buf, len, NULL, NULL, cause);
+}
+
+struct snapshot *snapshot_decode_each(const unsigned char *buf, size_t len, snapshot_stack_fn *each,
+				      void *arg, char **cause)
+{
+	return decode_all(buf, len, each, arg, cause);
 }
 
 struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause)

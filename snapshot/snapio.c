@@ -58,7 +58,8 @@ static int slurp(int fd, unsigned char **buf, size_t *len)
 	return 0;
 }
 
-struct snapshot *snapshot_read(const char *path, char **cause)
+/* Read and decode path, through each when it is set. */
+static struct snapshot *read_file(const char *path, snapshot_stack_fn *each, void *arg, char **cause)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
@@ -76,7 +77,8 @@ struct snapshot *snapshot_read(const char *path, char **cause)
 		*cause = xasprintf("cannot read '%s': %s", path, strerror(-err));
 		return NULL;
 	}
-	struct snapshot *s = snapshot_decode(buf, len, &why);
+	struct snapshot *s = each ? snapshot_decode_each(buf, len, each, arg, &why)
+				  : snapshot_decode(buf, len, &why);
 	free(buf);
 	if (!s) {
 		*cause = xasprintf("'%s': %s", path, why ? why : "out of memory");
@@ -84,6 +86,17 @@ struct snapshot *snapshot_read(const char *path, char **cause)
 		return NULL;
 	}
 	return s;
+}
+
+struct snapshot *snapshot_read(const char *path, char **cause)
+{
+	return read_file(path, NULL, NULL, cause);
+}
+
+struct snapshot *snapshot_read_each(const char *path, snapshot_stack_fn *each, void *arg,
+				    char **cause)
+{
+	return read_file(path, each, arg, cause);
 }
 
 struct snapshot *snapshot_read_head(const char *path, char **cause)

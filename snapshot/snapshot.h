@@ -273,6 +273,15 @@ int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len);
  * ("truncated at byte 123", "checksum mismatch", "version 9 is newer than ..."). */
 struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause);
 
+/* As snapshot_decode, but each stack's frames are given to each (with its
+ * index, its flags, counts and figures; the frames are good during the call
+ * only) and not kept: the stacks of the snapshot returned have no frames
+ * (frames NULL, nframes as read). For a reader that needs of most stacks
+ * only a hash of their frames. */
+typedef void snapshot_stack_fn(void *arg, size_t i, const struct snap_stack *st);
+struct snapshot *snapshot_decode_each(const unsigned char *buf, size_t len, snapshot_stack_fn *each,
+				      void *arg, char **cause);
+
 /* Decode only what a reader needs before the stacks of a set of snapshots:
  * the process section, the modules and the embedded symbols (no stacks, no
  * regions, types or referrers), without the checksum, which reads every byte:
@@ -285,6 +294,9 @@ struct snapshot *snapshot_read(const char *path, char **cause);
 /* The same with snapshot_decode_head: only the pages of the file it needs
  * are read. */
 struct snapshot *snapshot_read_head(const char *path, char **cause);
+/* The same with snapshot_decode_each. */
+struct snapshot *snapshot_read_each(const char *path, snapshot_stack_fn *each, void *arg,
+				    char **cause);
 
 /* Write s (or already-encoded bytes) to path atomically: a temporary file beside
  * it, renamed into place. Without force an existing path is refused. 0 or -1 with

@@ -215,6 +215,11 @@ size_t row_chain_texts(const struct row *w, size_t max, char ***out);
  * str 120 B, 1 dict 232 B" (caller frees). */
 char *row_forward_text(const struct snap_forward *fw);
 
+/* rows.c: a stack's figures into input in's totals; into row w's of input
+ * k (rate: its snapshot's sample rate). */
+void input_add_total(struct input *in, const struct snap_stack *st);
+void row_add_stack(struct row *w, int k, const struct snap_stack *st, uint64_t rate);
+
 /* rows-seen.c: the row a stack of the same frames (and kind, and truncation)
  * went to before, or NULL; *hash is set for rows_seen_put, which records
  * the row w of a stack. pre: the stack's hashes made already, or NULL. */
@@ -222,12 +227,18 @@ struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const u
 			  const struct seen_pre *pre, uint64_t *hash);
 void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st, const uint32_t *map,
 		   size_t nm, const struct seen_pre *pre, const struct row *w);
-/* The hashes of every stack of s (map: its modules' global indexes) into
- * out (s->nstacks of them): touches nothing shared, for another thread. */
-void rows_seen_hash_all(const struct snapshot *s, const uint32_t *map, struct seen_pre *out);
+/* The hashes of stack st (map: its snapshot's nm modules' global indexes)
+ * into out: touches nothing shared, for another thread. */
+void rows_seen_hash(const struct snap_stack *st, const uint32_t *map, size_t nm, struct seen_pre *out);
 /* Ask the memory where the stack of pre would be found for the cache, a few
  * stacks before it is looked up. */
 void rows_seen_prefetch(const struct report *r, const struct seen_pre *pre);
+/* Input k's stacks into the rows when every one of them (of the kind asked)
+ * went to a row before, by their hashes pre alone: their frames are not
+ * read (the snapshot may have none). false, with nothing added, when one is
+ * new, or the rows need more than the figures (by type, CPython's types and
+ * chains, node's JavaScript): then collect does it. */
+bool rows_seen_add_all(struct report *r, int k, const struct seen_pre *pre);
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };

@@ -167,36 +167,75 @@ static int trend_read_heads(struct trendrep *t, const char *const *paths, size_t
 	return 0;
 }
 
-/* In the reading thread: the hashes of snapshot i's stacks, for rows-seen.c
- * (whose table only the keying thread touches). */
-static void *prep_hashes(void *arg, size_t i, const struct snapshot *s)
-{
-	const struct trendrep *t = arg;
+/* What the reading threads make of a snapshot besides it: its stacks'
+ * hashes for rows-seen.c (whose table only the keying thread touches), and
+ * whether its stacks were read without their frames. */
+struct trend_extra {
+	bool light;
+	size_t n, cap;
 	struct seen_pre *pre;
+};
 
-	if (t->r.o->by == REPORT_BY_TYPE || !s->nstacks)
-		return NULL;
-	pre = xmalloc(s->nstacks * sizeof *pre);
-	rows_seen_hash_all(s, t->map[i], pre);
-	return pre;
+/* The map of a snapshot being read, and its extra being filled. */
+struct hash_fill {
+	const uint32_t *map;
+	size_t nmodules;
+	struct trend_extra *x;
+};
+
+static void hash_each(void *arg, size_t i, const struct snap_stack *st)
+{
+	struct hash_fill *f = arg;
+	struct trend_extra *x = f->x;
+
+	if (i >= x->cap) {
+		x->cap = x->cap ? x->cap * 2 : 4096;
+		x->pre = xrealloc(x->pre, x->cap * sizeof *x->pre);
+	}
+	rows_seen_hash(st, f->map, f->nmodules, &x->pre[i]);
+	x->n = i + 1;
 }
 
-/* Snapshot i of the run, whole, from the reader, with its stacks' hashes
- * (*pre, caller frees): NULL when it cannot be read or is not the file its
- * head was (said). */
-static struct snapshot *take_whole(struct trendrep *t, struct trend_reader *rd, size_t i,
-				   struct seen_pre **pre)
+static void extra_free(struct trend_extra *x)
 {
-	char *cause = NULL;
-	void *extra = NULL;
-	struct snapshot *s = trend_reader_take(rd, i, &extra, &cause);
+	if (x)
+		free(x->pre);
+	free(x);
+}
 
-	*pre = extra;
-	if (s && *pre && s->nmodules != t->s[i]->nmodules) {
-		/* (made with the head's map: a file that changed) */
-		free(*pre);
-		*pre = NULL;
+/* Snapshot i, read in a reading thread: the first and the last whole (their
+ * rows' frames and the report's head are theirs), those between without
+ * their frames, which are only hashed as they are decoded (build reads one
+ * again whole when it has a new stack); by type, whole and without hashes. */
+static struct snapshot *read_snap(void *arg, size_t i, const char *path, void **extra, char **cause)
+{
+	const struct trendrep *t = arg;
+	struct hash_fill f = { t->map[i], t->s[i]->nmodules, NULL };
+	struct snapshot *s;
+
+	if (t->r.o->by == REPORT_BY_TYPE)
+		return snapshot_read(path, cause);
+	f.x = xcalloc(1, sizeof *f.x);
+	if (i == 0 || i == t->n - 1) {
+		s = snapshot_read(path, cause);
+		for (size_t k = 0; s && k < s->nstacks; k++)
+			hash_each(&f, k, &s->stacks[k]);
+	} else {
+		s = snapshot_read_each(path, hash_each, &f, cause);
+		f.x->light = true;
 	}
+	if (!s || f.x->n != s->nstacks || !s->nstacks) {
+		extra_free(f.x);
+		return s;
+	}
+	*extra = f.x;
+	return s;
+}
+
+/* Check snapshot s (NULL: not read, cause said) against the head of i: NULL
+ * when it is not the file its head was (said). */
+static struct snapshot *check_whole(struct trendrep *t, size_t i, struct snapshot *s, char *cause)
+{
 	if (!s) {
 		mw_error("%s", cause);
 		free(cause);
@@ -256,24 +295,44 @@ static int build(struct trendrep *t)
 	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	rd = trend_reader_start((const char *const *)t->paths, t->n, 2, prep_hashes, t);
+	rd = trend_reader_start((const char *const *)t->paths, t->n, 2, read_snap, t);
 	for (i = 0; i < t->n; i++) {
-		struct seen_pre *pre;
-		struct snapshot *s = take_whole(t, rd, i, &pre);
+		struct trend_extra *x = NULL;
+		char *cause = NULL;
+		struct snapshot *s = trend_reader_take(rd, i, (void **)&x, &cause);
 		size_t first = r->nrows;
 		int k = i ? 1 : 0;
 
+		s = check_whole(t, i, s, cause);
 		if (!s) {
+			extra_free(x);
 			trend_reader_stop(rd);
 			return MW_EXIT_BADFILE;
 		}
 		if (k)
 			clear_after(t);
-		r->in[k] = (struct input){ .path = t->paths[i], .s = s, .map = t->map[i], .pre = pre };
+		r->in[k] = (struct input){ .path = t->paths[i], .s = s, .map = t->map[i],
+					   .pre = x ? x->pre : NULL };
 		r->nin = k + 1;
-		collect(r, k);
+		/* a snapshot between read without its frames: its stacks to
+		 * the rows they went to before, or when one is new, read again
+		 * whole and keyed */
+		if (x && x->light && !rows_seen_add_all(r, k, x->pre)) {
+			snapshot_free(s);
+			cause = NULL;
+			s = check_whole(t, i, snapshot_read(t->paths[i], &cause), cause);
+			if (!s) {
+				extra_free(x);
+				trend_reader_stop(rd);
+				return MW_EXIT_BADFILE;
+			}
+			r->in[k].s = s;
+			collect(r, k);
+		} else if (!x || !x->light) {
+			collect(r, k);
+		}
 		r->in[k].pre = NULL;
-		free(pre);
+		extra_free(x);
 		record(t, k, i);
 		t->live[i] = (double)r->in[k].total.live_bytes;
 		if (i == 0 || i == t->n - 1)

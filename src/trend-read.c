@@ -22,7 +22,7 @@ struct trend_reader {
 	size_t next;                  /* the next snapshot a thread is to read */
 	size_t taken;                 /* snapshots taken so far (in order) */
 	const char *const *paths;
-	trend_reader_prep *prep;
+	trend_reader_read *read;
 	void *arg;
 	struct snapshot **s;
 	void **extra;
@@ -30,13 +30,13 @@ struct trend_reader {
 	bool *ready;
 };
 
-/* Snapshot i read, and prepared. */
+/* Snapshot i read, as the caller asked. */
 static struct snapshot *read_one(struct trend_reader *tr, size_t i, void **extra, char **cause)
 {
-	struct snapshot *s = snapshot_read(tr->paths[i], cause);
-
-	*extra = s && tr->prep ? tr->prep(tr->arg, i, s) : NULL;
-	return s;
+	*extra = NULL;
+	if (tr->read)
+		return tr->read(tr->arg, i, tr->paths[i], extra, cause);
+	return snapshot_read(tr->paths[i], cause);
 }
 
 /* A reading thread: it takes the next snapshot to read, once fewer than
@@ -72,11 +72,11 @@ static void *read_ahead(void *arg)
 }
 
 struct trend_reader *trend_reader_start(const char *const *paths, size_t n, size_t ahead,
-					trend_reader_prep *prep, void *arg)
+					trend_reader_read *read, void *arg)
 {
 	struct trend_reader *tr = xcalloc(1, sizeof *tr);
 
-	tr->prep = prep;
+	tr->read = read;
 	tr->arg = arg;
 	tr->extra = xcalloc(n ? n : 1, sizeof *tr->extra);
 	tr->n = n;

@@ -9,17 +9,19 @@
 struct snapshot;
 struct trend_reader;
 
-/* What the reading thread makes of snapshot i once it is read (a malloc'd
- * block, or NULL), besides the snapshot: it must touch nothing shared. */
-typedef void *trend_reader_prep(void *arg, size_t i, const struct snapshot *s);
+/* How snapshot i (at path) is read, in a reading thread: the snapshot, and
+ * what else the caller wants made of it into *extra (malloc'd, or NULL);
+ * NULL with *cause when it cannot be read. It must touch nothing shared. */
+typedef struct snapshot *trend_reader_read(void *arg, size_t i, const char *path, void **extra,
+					   char **cause);
 
 /* Start reading the n snapshots at paths (kept by the caller until
- * trend_reader_stop), at most ahead of them decoded and not yet taken; prep
- * (may be NULL) is called with arg for each. */
+ * trend_reader_stop), at most ahead of them decoded and not yet taken, with
+ * read called with arg (NULL: snapshot_read). */
 struct trend_reader *trend_reader_start(const char *const *paths, size_t n, size_t ahead,
-					trend_reader_prep *prep, void *arg);
+					trend_reader_read *read, void *arg);
 
-/* Snapshot i, the one after the last taken (waited for), and what prep made
+/* Snapshot i, the one after the last taken (waited for), and what read made
  * of it into *extra: the caller owns both; NULL with *cause (caller frees)
  * when it could not be read. */
 struct snapshot *trend_reader_take(struct trend_reader *tr, size_t i, void **extra, char **cause);
