@@ -58,8 +58,7 @@ static int slurp(int fd, unsigned char **buf, size_t *len)
 	return 0;
 }
 
-/* Read and decode path, through each when it is set. */
-static struct snapshot *read_file(const char *path, snapshot_stack_fn *each, void *arg, char **cause)
+struct snapshot *snapshot_read(const char *path, char **cause)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
@@ -77,8 +76,7 @@ static struct snapshot *read_file(const char *path, snapshot_stack_fn *each, voi
 		*cause = xasprintf("cannot read '%s': %s", path, strerror(-err));
 		return NULL;
 	}
-	struct snapshot *s = each ? snapshot_decode_each(buf, len, each, arg, &why)
-				  : snapshot_decode(buf, len, &why);
+	struct snapshot *s = snapshot_decode(buf, len, &why);
 	free(buf);
 	if (!s) {
 		*cause = xasprintf("'%s': %s", path, why ? why : "out of memory");
@@ -88,15 +86,21 @@ static struct snapshot *read_file(const char *path, snapshot_stack_fn *each, voi
 	return s;
 }
 
-struct snapshot *snapshot_read(const char *path, char **cause)
+int snapshot_read_bytes(const char *path, unsigned char **buf, size_t *len, char **cause)
 {
-	return read_file(path, NULL, NULL, cause);
-}
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
 
-struct snapshot *snapshot_read_each(const char *path, snapshot_stack_fn *each, void *arg,
-				    char **cause)
-{
-	return read_file(path, each, arg, cause);
+	if (fd < 0) {
+		*cause = xasprintf("cannot read '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	err = slurp(fd, buf, len);
+	close(fd);
+	if (err < 0) {
+		*cause = xasprintf("cannot read '%s': %s", path, strerror(-err));
+		return -1;
+	}
+	return 0;
 }
 
 struct snapshot *snapshot_read_head(const char *path, char **cause)

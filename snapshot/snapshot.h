@@ -273,14 +273,24 @@ int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len);
  * ("truncated at byte 123", "checksum mismatch", "version 9 is newer than ..."). */
 struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause);
 
-/* As snapshot_decode, but each stack's frames are given to each (with its
- * index, its flags, counts and figures; the frames are good during the call
- * only) and not kept: the stacks of the snapshot returned have no frames
- * (frames NULL, nframes as read). For a reader that needs of most stacks
- * only a hash of their frames. */
-typedef void snapshot_stack_fn(void *arg, size_t i, const struct snap_stack *st);
-struct snapshot *snapshot_decode_each(const unsigned char *buf, size_t len, snapshot_stack_fn *each,
-				      void *arg, char **cause);
+/* A stack as its bytes are: its frames still encoded (a module reference and
+ * an offset, each a varint, per frame), its figures decoded. */
+struct snap_raw_stack {
+	uint32_t flags, nframes;
+	const unsigned char *frames;
+	size_t frames_len;
+	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
+};
+typedef void snapshot_raw_fn(void *arg, size_t i, const struct snap_raw_stack *st);
+
+/* Give each stack of the snapshot in buf to each as its bytes are, without
+ * decoding its frames: the checksum and the sections' framing are checked,
+ * and the stacks section's records, not what the frames say (a reader that
+ * uses them must know them the same as frames it decoded before). *more: the
+ * snapshot has sections a reader of stacks' figures alone leaves out (types,
+ * referrers). 0, or -1 with *cause (caller frees). */
+int snapshot_scan_stacks(const unsigned char *buf, size_t len, snapshot_raw_fn *each, void *arg,
+			 bool *more, char **cause);
 
 /* Decode only what a reader needs before the stacks of a set of snapshots:
  * the process section, the modules and the embedded symbols (no stacks, no
@@ -294,9 +304,10 @@ struct snapshot *snapshot_read(const char *path, char **cause);
 /* The same with snapshot_decode_head: only the pages of the file it needs
  * are read. */
 struct snapshot *snapshot_read_head(const char *path, char **cause);
-/* The same with snapshot_decode_each. */
-struct snapshot *snapshot_read_each(const char *path, snapshot_stack_fn *each, void *arg,
-				    char **cause);
+/* The whole file at path into *buf (caller frees), *len bytes: 0, or -1 with
+ * *cause naming it. */
+int snapshot_read_bytes(const char *path, unsigned char **buf, size_t *len, char **cause);
+
 
 /* Write s (or already-encoded bytes) to path atomically: a temporary file beside
  * it, renamed into place. Without force an existing path is refused. 0 or -1 with

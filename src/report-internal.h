@@ -233,12 +233,6 @@ void rows_seen_hash(const struct snap_stack *st, const uint32_t *map, size_t nm,
 /* Ask the memory where the stack of pre would be found for the cache, a few
  * stacks before it is looked up. */
 void rows_seen_prefetch(const struct report *r, const struct seen_pre *pre);
-/* Input k's stacks into the rows when every one of them (of the kind asked)
- * went to a row before, by their hashes pre alone: their frames are not
- * read (the snapshot may have none). false, with nothing added, when one is
- * new, or the rows need more than the figures (by type, CPython's types and
- * chains, node's JavaScript): then collect does it. */
-bool rows_seen_add_all(struct report *r, int k, const struct seen_pre *pre);
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };

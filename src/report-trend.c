@@ -8,6 +8,7 @@
 #include "report-internal.h"
 #include "runlog.h"
 #include "trend.h"
+#include "trend-raw.h"
 #include "trend-read.h"
 #include "util.h"
 
@@ -44,6 +45,7 @@ struct trendrep {
 	struct trend_limit lim;
 	double rss_slope;             /* bytes per minute: from the run log's samples, else
 				       * from the snapshots' own RSS */
+	struct trend_raw raw;         /* the rows of stacks by their encoded frames */
 };
 
 /* Room in the series for the rows r has now; new rows held nothing before. */
@@ -62,28 +64,29 @@ static void series_grow(struct trendrep *t)
 	t->cap = cap;
 }
 
-/* Row figures of input k into the series at snapshot i. */
-static void record(struct trendrep *t, int k, size_t i)
+/* Row figures of input k into the series at snapshot i; with clear, input
+ * 1's figures cleared after, for the next snapshot (one pass over the rows,
+ * not two). A trend is of the live heap alone (trend_write). */
+static void record(struct trendrep *t, int k, size_t i, bool clear)
 {
-	enum report_sample sample = t->r.o->sample;
-
 	series_grow(t);
 	for (size_t w = 0; w < t->r.nrows; w++) {
-		const struct figures *f = &t->r.rows[w].f[k];
-		t->val[w * t->n + i] = (double)sample_bytes(f, sample);
-		t->se[w * t->n + i] = sqrt(sample_var(f, sample));
-	}
-}
-
-/* Clear what input 1 gave the rows, for the next snapshot. */
-static void clear_after(struct trendrep *t)
-{
-	for (size_t w = 0; w < t->r.nrows; w++) {
 		struct row *row = &t->r.rows[w];
+		const struct figures *f = &row->f[k];
+		t->val[w * t->n + i] = (double)f->live_bytes;
+		t->se[w * t->n + i] = sqrt(f->live_var);
+		if (!clear)
+			continue;
 		memset(&row->f[1], 0, sizeof row->f[1]);
 		for (uint32_t p = 0; p < row->nparts; p++)
 			row->parts[p].bytes[1] = row->parts[p].blocks[1] = 0;
 	}
+}
+
+/* Clear what input 1 gave the totals, for the next snapshot (record clears
+ * the rows'). */
+static void clear_after(struct trendrep *t)
+{
 	memset(&t->r.in[1].total, 0, sizeof t->r.in[1].total);
 	t->r.in[1].js_bytes = t->r.in[1].v8_page_bytes = 0;
 }
@@ -112,6 +115,7 @@ static void trendrep_free(struct trendrep *t)
 	free(t->val);
 	free(t->se);
 	free(t->tr);
+	trend_raw_release(&t->raw);
 }
 
 /* The heads of the n snapshots at paths (process, modules, embedded
@@ -167,68 +171,89 @@ static int trend_read_heads(struct trendrep *t, const char *const *paths, size_t
 	return 0;
 }
 
-/* What the reading threads make of a snapshot besides it: its stacks'
- * hashes for rows-seen.c (whose table only the keying thread touches), and
- * whether its stacks were read without their frames. */
+/* What the reading threads make of a snapshot besides it: the first and the
+ * last, its stacks' hashes for rows-seen.c (whose table only the keying
+ * thread touches); one between, its stacks' records as scanned (raw): it was
+ * decoded no further than its head. */
 struct trend_extra {
-	bool light;
+	bool raw, more;
 	size_t n, cap;
 	struct seen_pre *pre;
+	struct raw_rec *rec;
 };
 
-/* The map of a snapshot being read, and its extra being filled. */
-struct hash_fill {
-	const uint32_t *map;
-	size_t nmodules;
-	struct trend_extra *x;
-};
-
-static void hash_each(void *arg, size_t i, const struct snap_stack *st)
+static void raw_each(void *arg, size_t i, const struct snap_raw_stack *st)
 {
-	struct hash_fill *f = arg;
-	struct trend_extra *x = f->x;
+	struct trend_extra *x = arg;
 
 	if (i >= x->cap) {
 		x->cap = x->cap ? x->cap * 2 : 4096;
-		x->pre = xrealloc(x->pre, x->cap * sizeof *x->pre);
+		x->rec = xrealloc(x->rec, x->cap * sizeof *x->rec);
 	}
-	rows_seen_hash(st, f->map, f->nmodules, &x->pre[i]);
+	trend_raw_hash(st, &x->rec[i]);
 	x->n = i + 1;
 }
 
 static void extra_free(struct trend_extra *x)
 {
-	if (x)
+	if (x) {
 		free(x->pre);
+		free(x->rec);
+	}
 	free(x);
 }
 
+/* The hashes of s's stacks (of snapshot i) for rows-seen.c, into x->pre. */
+static void hash_all(const struct trendrep *t, size_t i, const struct snapshot *s, struct trend_extra *x)
+{
+	x->pre = xrealloc(x->pre, (s->nstacks ? s->nstacks : 1) * sizeof *x->pre);
+	for (size_t k = 0; k < s->nstacks; k++)
+		rows_seen_hash(&s->stacks[k], t->map[i], t->s[i]->nmodules, &x->pre[k]);
+}
+
 /* Snapshot i, read in a reading thread: the first and the last whole (their
- * rows' frames and the report's head are theirs), those between without
- * their frames, which are only hashed as they are decoded (build reads one
- * again whole when it has a new stack); by type, whole and without hashes. */
+ * rows' frames and the report's head are theirs), with their stacks'
+ * hashes; those between scanned (trend-raw.c), only their head decoded (build
+ * reads one again whole when a stack of it is not known by its bytes); by
+ * type, each whole. */
 static struct snapshot *read_snap(void *arg, size_t i, const char *path, void **extra, char **cause)
 {
 	const struct trendrep *t = arg;
-	struct hash_fill f = { t->map[i], t->s[i]->nmodules, NULL };
+	struct trend_extra *x;
 	struct snapshot *s;
+	unsigned char *buf;
+	size_t len;
 
 	if (t->r.o->by == REPORT_BY_TYPE)
 		return snapshot_read(path, cause);
-	f.x = xcalloc(1, sizeof *f.x);
+	x = xcalloc(1, sizeof *x);
 	if (i == 0 || i == t->n - 1) {
 		s = snapshot_read(path, cause);
-		for (size_t k = 0; s && k < s->nstacks; k++)
-			hash_each(&f, k, &s->stacks[k]);
+		if (s) {
+			hash_all(t, i, s, x);
+			x->n = s->nstacks;
+		}
+	} else if (snapshot_read_bytes(path, &buf, &len, cause) < 0) {
+		s = NULL;
 	} else {
-		s = snapshot_read_each(path, hash_each, &f, cause);
-		f.x->light = true;
+		char *why = NULL;
+		x->raw = true;
+		s = snapshot_scan_stacks(buf, len, raw_each, x, &x->more, &why) == 0
+			    ? snapshot_decode_head(buf, len, &why) : NULL;
+		free(buf);
+		free(why);
+		if (!s) {
+			/* the whole reading says what is wrong */
+			extra_free(x);
+			return snapshot_read(path, cause);
+		}
+		return *extra = x, s;
 	}
-	if (!s || f.x->n != s->nstacks || !s->nstacks) {
-		extra_free(f.x);
+	if (!s || x->n != s->nstacks) {
+		extra_free(x);
 		return s;
 	}
-	*extra = f.x;
+	*extra = x;
 	return s;
 }
 
@@ -314,10 +339,12 @@ static int build(struct trendrep *t)
 		r->in[k] = (struct input){ .path = t->paths[i], .s = s, .map = t->map[i],
 					   .pre = x ? x->pre : NULL };
 		r->nin = k + 1;
-		/* a snapshot between read without its frames: its stacks to
-		 * the rows they went to before, or when one is new, read again
-		 * whole and keyed */
-		if (x && x->light && !rows_seen_add_all(r, k, x->pre)) {
+		/* a snapshot between as scanned: its stacks to the rows they
+		 * went to before, by their bytes; when one is not known so (new,
+		 * or the modules differ), read again whole, keyed, and its
+		 * stacks' bytes learnt */
+		if (x && x->raw && !trend_raw_add_all(&t->raw, r, k, t->map[i], t->s[i]->nmodules, x->rec,
+						      x->n, x->more)) {
 			snapshot_free(s);
 			cause = NULL;
 			s = check_whole(t, i, snapshot_read(t->paths[i], &cause), cause);
@@ -327,13 +354,19 @@ static int build(struct trendrep *t)
 				return MW_EXIT_BADFILE;
 			}
 			r->in[k].s = s;
+			if (x->n == s->nstacks) {
+				hash_all(t, i, s, x);
+				r->in[k].pre = x->pre;
+			}
 			collect(r, k);
-		} else if (!x || !x->light) {
+			if (r->in[k].pre)
+				trend_raw_learn(&t->raw, r, k, x->rec, s->nstacks, x->pre);
+		} else if (!x || !x->raw) {
 			collect(r, k);
 		}
 		r->in[k].pre = NULL;
 		extra_free(x);
-		record(t, k, i);
+		record(t, k, i, k == 1 && i + 1 < t->n);
 		t->live[i] = (double)r->in[k].total.live_bytes;
 		if (i == 0 || i == t->n - 1)
 			t->full[i] = s;

@@ -9,7 +9,6 @@
 #include "config.h"
 #include "report-internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* One stack seen: its second hash, its depth and flags, and its row. */
@@ -122,48 +121,4 @@ void rows_seen_prefetch(const struct report *r, const struct seen_pre *pre)
 
 	if (m->slots)
 		__builtin_prefetch(m->slots + (hashmap_stored_(pre->h1) & m->mask) * m->stride);
-}
-
-bool rows_seen_add_all(struct report *r, int k, const struct seen_pre *pre)
-{
-	struct input *in = &r->in[k];
-	const struct snapshot *s = in->s;
-	struct row **to;
-	size_t i;
-
-	if (r->o->by == REPORT_BY_TYPE || s->ntypes || s->ntyped || s->nchains || s->nforward ||
-	    !r->seen.esize)
-		return false;
-	for (i = 0; i < s->nstacks; i++)
-		if (snap_stack_kind(s->stacks[i].flags) == SNAP_KIND_JS)
-			return false;   /* (V8's pages are told by their frames) */
-	to = malloc((s->nstacks ? s->nstacks : 1) * sizeof *to);
-	if (!to)
-		return false;
-	/* every row found first: all or nothing */
-	for (i = 0; i < s->nstacks; i++) {
-		const struct snap_stack *st = &s->stacks[i];
-		struct seen_key q = { pre[i].h2, pre[i].n, pre[i].flags };
-		const struct seen *e;
-
-		to[i] = NULL;
-		if (r->o->kind != REPORT_KIND_ALL && (int)snap_stack_kind(st->flags) + 1 != (int)r->o->kind)
-			continue;
-		if (i + 8 < s->nstacks)
-			rows_seen_prefetch(r, &pre[i + 8]);
-		e = hashmap_find(&r->seen, pre[i].h1, seen_eq, &q);
-		if (!e) {
-			free(to);
-			return false;
-		}
-		to[i] = &r->rows[e->row];
-	}
-	for (i = 0; i < s->nstacks; i++) {
-		if (!to[i])
-			continue;
-		input_add_total(in, &s->stacks[i]);
-		row_add_stack(to[i], k, &s->stacks[i], s->sample_rate);
-	}
-	free(to);
-	return true;
 }
