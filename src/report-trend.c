@@ -227,7 +227,30 @@ static struct snapshot *read_snap(void *arg, size_t i, const char *path, void **
 	if (t->r.o->by == REPORT_BY_TYPE)
 		return snapshot_read(path, cause);
 	x = xcalloc(1, sizeof *x);
-	if (i == 0 || i == t->n - 1) {
+	if (i == 0 && t->n > 2) {
+		/* the first, whole and scanned: the rows of the stacks it
+		 * has are known by their bytes from the start */
+		char *why = NULL;
+		if (snapshot_read_bytes(path, &buf, &len, cause) < 0) {
+			extra_free(x);
+			return NULL;
+		}
+		s = snapshot_decode(buf, len, &why);
+		if (s && snapshot_scan_stacks(buf, len, raw_each, x, &x->more, &why) == 0 &&
+		    x->n == s->nstacks) {
+			hash_all(t, i, s, x);
+			x->raw = true;
+		} else {
+			extra_free(x);
+			x = NULL;
+		}
+		free(buf);
+		free(why);
+		if (!s)
+			return snapshot_read(path, cause);
+		*extra = x;
+		return s;
+	} else if (i == 0 || i == t->n - 1) {
 		s = snapshot_read(path, cause);
 		if (s) {
 			hash_all(t, i, s, x);
@@ -343,7 +366,11 @@ static int build(struct trendrep *t)
 		 * went to before, by their bytes; when one is not known so (new,
 		 * or the modules differ), read again whole, keyed, and its
 		 * stacks' bytes learnt */
-		if (x && x->raw && !trend_raw_add_all(&t->raw, r, k, t->map[i], t->s[i]->nmodules, x->rec,
+		if (i == 0) {
+			collect(r, k);
+			if (x && x->raw)
+				trend_raw_learn(&t->raw, r, k, x->rec, x->n, x->pre);
+		} else if (x && x->raw && !trend_raw_add_all(&t->raw, r, k, t->map[i], t->s[i]->nmodules, x->rec,
 						      x->n, x->more)) {
 			snapshot_free(s);
 			cause = NULL;

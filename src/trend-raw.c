@@ -104,7 +104,7 @@ bool trend_raw_add_all(struct trend_raw *tr, struct report *r, int k, const uint
 		to[i] = NULL;
 		if (r->o->kind != REPORT_KIND_ALL && (int)snap_stack_kind(rec[i].flags) + 1 != (int)r->o->kind)
 			continue;
-		if (i + 8 < n)
+		if (i + 8 < n && tr->index.slots)
 			__builtin_prefetch(tr->index.slots + (hashmap_stored_(rec[i + 8].h1) & tr->index.mask) *
 								    tr->index.stride);
 		e = hashmap_find(&tr->index, rec[i].h1, raw_eq, &rec[i]);
