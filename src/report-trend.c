@@ -203,6 +203,11 @@ static void extra_free(struct trend_extra *x)
 	free(x);
 }
 
+static void extra_drop(void *x)
+{
+	extra_free(x);
+}
+
 /* The hashes of s's stacks (of snapshot i) for rows-seen.c, into x->pre. */
 static void hash_all(const struct trendrep *t, size_t i, const struct snapshot *s, struct trend_extra *x)
 {
@@ -343,7 +348,7 @@ static int build(struct trendrep *t)
 	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	rd = trend_reader_start((const char *const *)t->paths, t->n, 2, read_snap, t);
+	rd = trend_reader_start((const char *const *)t->paths, t->n, 2, read_snap, t, extra_drop);
 	for (i = 0; i < t->n; i++) {
 		struct trend_extra *x = NULL;
 		char *cause = NULL;

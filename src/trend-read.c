@@ -24,6 +24,7 @@ struct trend_reader {
 	const char *const *paths;
 	trend_reader_read *read;
 	void *arg;
+	void (*drop)(void *extra);
 	struct snapshot **s;
 	void **extra;
 	char **cause;
@@ -72,11 +73,12 @@ static void *read_ahead(void *arg)
 }
 
 struct trend_reader *trend_reader_start(const char *const *paths, size_t n, size_t ahead,
-					trend_reader_read *read, void *arg)
+					trend_reader_read *read, void *arg, void (*drop)(void *extra))
 {
 	struct trend_reader *tr = xcalloc(1, sizeof *tr);
 
 	tr->read = read;
+	tr->drop = drop ? drop : free;
 	tr->arg = arg;
 	tr->extra = xcalloc(n ? n : 1, sizeof *tr->extra);
 	tr->n = n;
@@ -130,7 +132,8 @@ void trend_reader_stop(struct trend_reader *tr)
 		pthread_join(tr->th[k], NULL);
 	for (size_t i = 0; i < tr->n; i++) {
 		snapshot_free(tr->s[i]);
-		free(tr->extra[i]);
+		if (tr->extra[i])
+			tr->drop(tr->extra[i]);
 		free(tr->cause[i]);
 	}
 	pthread_cond_destroy(&tr->cond);

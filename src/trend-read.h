@@ -17,9 +17,10 @@ typedef struct snapshot *trend_reader_read(void *arg, size_t i, const char *path
 
 /* Start reading the n snapshots at paths (kept by the caller until
  * trend_reader_stop), at most ahead of them decoded and not yet taken, with
- * read called with arg (NULL: snapshot_read). */
+ * read called with arg (NULL: snapshot_read); drop frees an extra not taken
+ * (NULL: free). */
 struct trend_reader *trend_reader_start(const char *const *paths, size_t n, size_t ahead,
-					trend_reader_read *read, void *arg);
+					trend_reader_read *read, void *arg, void (*drop)(void *extra));
 
 /* Snapshot i, the one after the last taken (waited for), and what read made
  * of it into *extra: the caller owns both; NULL with *cause (caller frees)
