@@ -19,7 +19,9 @@
 # (heaptrack_interpret), so its print step is the counterpart of memwatch's
 # report: it runs first, and each memwatch row ends with its time and peak
 # RSS as multiples of heaptrack_print's; heaptrack's recording time is shown
-# apart.
+# apart. BASELINE (environment: another built tree, e.g. of the main branch)
+# adds its diff of two and trend of ten on the same snapshots, beside this
+# build's, to compare two builds in one run.
 set -u
 build=$(cd "${1:-.}" && pwd)
 shift 2>/dev/null
@@ -31,6 +33,11 @@ mksnap="$build/tests/tools/mksnap"
 for f in "$mw" "$agent" "$stacks" "$mksnap"; do
 	[ -e "$f" ] || { echo "bench/report.sh: $f is missing (make check in $build first)" >&2; exit 1; }
 done
+base_mw=
+if [ -n "${BASELINE:-}" ]; then
+	base_mw="$(cd "$BASELINE" && pwd)/memwatch"
+	[ -x "$base_mw" ] || { echo "bench/report.sh: $base_mw is missing (BASELINE must be a built tree)" >&2; exit 1; }
+fi
 [ -x /usr/bin/time ] || { echo "bench/report.sh: /usr/bin/time is needed" >&2; exit 1; }
 have_heaptrack=no
 command -v heaptrack >/dev/null 2>&1 && command -v heaptrack_print >/dev/null 2>&1 && have_heaptrack=yes
@@ -132,6 +139,16 @@ for n in $sizes; do
 	if [ "$secs" != nan ] && [ "$t_diff" != nan ]; then
 		printf "%8s  %-44s %8.2f\n" "$n" "ratio trend of ten / diff of two" \
 			"$(echo "$secs / ($t_diff + 0.001)" | bc -l)"
+	fi
+	if [ -n "${BASELINE:-}" ]; then
+		measure "baseline: memwatch diff (two agent snapshots)" "$base_mw" diff a.snap b.snap
+		t_diff=$secs
+		measure "baseline: memwatch diff (trend of ten)" "$base_mw" diff a.snap b.snap t3.snap \
+			t4.snap t5.snap t6.snap t7.snap t8.snap t9.snap t10.snap
+		if [ "$secs" != nan ] && [ "$t_diff" != nan ]; then
+			printf "%8s  %-44s %8.2f\n" "$n" "baseline: ratio trend of ten / diff of two" \
+				"$(echo "$secs / ($t_diff + 0.001)" | bc -l)"
+		fi
 	fi
 	measure "memwatch diff -F pprof (two agent snapshots)" "$mw" diff -F pprof -o p.pb.gz a.snap b.snap
 	measure "memwatch show -F svg (agent snapshot)" "$mw" show -F svg a.snap

@@ -12,6 +12,7 @@
 
 #include "snapshot.h"
 #include "snapshot-internal.h"
+#include "snapmsg.h"
 
 /* Smallest encoded size of one record of each list, used to refuse a count that
  * the bytes left could not possibly hold before anything is allocated for it. */
@@ -43,80 +44,6 @@ static const char *section_name(uint32_t type)
 	case SEC_REFERRERS: return "referrers";
 	default: return "unknown";
 	}
-}
-
-/* ------------------------------------------------------------------------- */
-/* Messages without stdio: a small formatter for the cause strings. */
-
-struct msgbuf {
-	char s[320];
-	size_t n;
-};
-
-/* Append a string, silently cut at the buffer's end. */
-static void msg_str(struct msgbuf *m, const char *s)
-{
-	while (*s && m->n + 1 < sizeof m->s)
-		m->s[m->n++] = *s++;
-	m->s[m->n] = '\0';
-}
-
-/* Append an unsigned number in decimal. */
-static void msg_u64(struct msgbuf *m, uint64_t v)
-{
-	char d[24];
-	int i = sizeof d - 1;
-	d[i] = '\0';
-	do {
-		d[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	msg_str(m, d + i);
-}
-
-/* Set *cause to a new string formatted from fmt, which knows %s, %u, %d, %zu and
- * %llu (enough for every message here). On memory exhaustion *cause stays NULL. */
-__attribute__((format(printf, 2, 3)))
-static void set_cause(char **cause, const char *fmt, ...)
-{
-	struct msgbuf m = { .n = 0 };
-	va_list ap;
-
-	if (!cause || *cause)
-		return; /* the first, most precise, message wins */
-	m.s[0] = '\0';
-	va_start(ap, fmt);
-	for (const char *p = fmt; *p; p++) {
-		char c[2] = { *p, '\0' };
-		if (*p != '%') {
-			msg_str(&m, c);
-			continue;
-		}
-		p++;
-		if (*p == 's') {
-			const char *s = va_arg(ap, const char *);
-			msg_str(&m, s ? s : "(null)");
-		} else if (*p == 'u') {
-			msg_u64(&m, va_arg(ap, unsigned int));
-		} else if (*p == 'd') {
-			int v = va_arg(ap, int);
-			if (v < 0)
-				msg_str(&m, "-");
-			msg_u64(&m, v < 0 ? -(uint64_t)v : (uint64_t)v);
-		} else if (p[0] == 'z' && p[1] == 'u') {
-			p++;
-			msg_u64(&m, va_arg(ap, size_t));
-		} else if (p[0] == 'l' && p[1] == 'l' && p[2] == 'u') {
-			p += 2;
-			msg_u64(&m, va_arg(ap, unsigned long long));
-		} else if (*p == '%') {
-			msg_str(&m, "%");
-		} else {
-			break; /* not a conversion this formatter knows: stop here */
-		}
-	}
-	va_end(ap);
-	*cause = strdup(m.s);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -461,10 +388,43 @@ static void decode_modules(struct reader *r, struct snapshot *s)
 	}
 }
 
+/* The frames of a snapshot's stacks are kept in chunks of this many bytes
+ * or so (one stack's frames are never split): 100 000 stacks are a few
+ * allocations, not 100 000, and each is small enough for malloc to reuse
+ * the memory a snapshot freed before rather than map it anew. */
+#define FRAME_CHUNK_BYTES (4u << 20)
+
+/* Room for nf frames in s's current chunk, a new chunk when it has not; the
+ * frames there are the caller's to fill. NULL when out of memory. */
+static struct snap_frame *frames_room(struct snapshot *s, size_t nf, size_t upper)
+{
+	struct snap_frame_chunk *c = s->frame_block;
+	size_t cap;
+
+	if (c && nf <= c->cap - c->used) {
+		c->used += nf;
+		return c->f + c->used - nf;
+	}
+	/* no more than the bytes left could hold: a small snapshot's one chunk
+	 * is its size */
+	cap = FRAME_CHUNK_BYTES / sizeof(struct snap_frame);
+	cap = cap < upper ? cap : upper;
+	cap = cap > nf ? cap : nf;
+	c = malloc(sizeof *c + cap * sizeof(struct snap_frame));
+	if (!c)
+		return NULL;
+	c->next = s->frame_block;
+	c->cap = cap;
+	c->used = nf;
+	s->frame_block = c;
+	return c->f;
+}
+
 /* The stacks section: varint count, then per stack flags, frames and figures. */
 static void decode_stacks(struct reader *r, struct snapshot *s)
 {
 	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
+
 	s->stacks = alloc_records(r, n, sizeof *s->stacks);
 	if (!s->stacks)
 		return;
@@ -472,13 +432,22 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 	r->what = "stack";
 	for (size_t i = 0; i < n && !r->failed; i++) {
 		struct snap_stack *st = &s->stacks[i];
+		struct snap_frame *fr = NULL;
 		r->index = i;
 		st->flags = get_varint32(r, "flags");
 		uint32_t nframes = get_varint32(r, "frame count");
 		size_t nf = get_count(r, nframes, MIN_FRAME_LEN, "frames");
-		st->frames = alloc_records(r, nf, sizeof *st->frames);
 		if (r->failed)
-			return;
+			break;
+		if (nf) {
+			fr = frames_room(s, nf, (r->end - r->pos) / MIN_FRAME_LEN);
+			if (!fr) {
+				r->failed = true;
+				set_cause(r->cause, "out of memory");
+				break;
+			}
+		}
+		st->frames = fr;
 		st->nframes = (uint32_t)nf;
 		for (uint32_t f = 0; f < nf && !r->failed; f++) {
 			size_t at = r->pos;
@@ -490,15 +459,15 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 				uint64_t m, o;
 				if (varint9(&p, &m) && m <= UINT32_MAX &&
 				    snap_module_ref_ok((uint32_t)m - 1, s->nmodules) && varint9(&p, &o)) {
-					st->frames[f].module = (uint32_t)m - 1;
-					st->frames[f].offset = o;
+					fr[f].module = (uint32_t)m - 1;
+					fr[f].offset = o;
 					r->pos = (size_t)(p - r->buf);
 					continue;
 				}
 			}
-			st->frames[f].module = get_module_ref(r);
-			check_module_ref(r, st->frames[f].module, s->nmodules, at, (long)f);
-			st->frames[f].offset = get_varint(r);
+			fr[f].module = get_module_ref(r);
+			check_module_ref(r, fr[f].module, s->nmodules, at, (long)f);
+			fr[f].offset = get_varint(r);
 		}
 		st->live_bytes = get_varint(r);
 		st->live_blocks = get_varint(r);
@@ -728,7 +697,7 @@ static void decode_referrers(struct reader *r, struct snapshot *s)
  * byte N"), and anything else means it was damaged ("checksum mismatch"). 0 or
  * -1 with *cause. */
 static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s,
-			struct section_loc locs[SEC_KNOWN_MAX + 1], char **cause)
+			struct section_loc locs[SEC_KNOWN_MAX + 1], bool check_crc, char **cause)
 {
 	size_t body_end, pos;
 	uint32_t nsections;
@@ -755,7 +724,7 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 		return -1;
 	}
 	body_end = len - SNAP_TRAILER_LEN;
-	crc_ok = snap_crc(buf, body_end) == (uint32_t)load_le(buf + body_end, 4);
+	crc_ok = !check_crc || snap_crc(buf, body_end) == (uint32_t)load_le(buf + body_end, 4);
 	if (s->version == 0) {
 		set_cause(cause, crc_ok ? "format version 0 at byte 8 is not valid"
 					: "checksum mismatch (file corrupted)");
@@ -847,7 +816,7 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 		return NULL;
 	}
 	memset(locs, 0, sizeof locs);
-	if (decode_frame(buf, len, s, locs, cause) < 0) {
+	if (decode_frame(buf, len, s, locs, true, cause) < 0) {
 		snapshot_free(s);
 		return NULL;
 	}
@@ -892,4 +861,113 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 		return NULL;
 	}
 	return s;
+}
+
+struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause)
+{
+	struct section_loc locs[SEC_KNOWN_MAX + 1];
+	struct snapshot *s;
+	struct reader r = { .buf = buf, .cause = cause };
+
+	if (cause)
+		*cause = NULL;
+	s = calloc(1, sizeof *s);
+	if (!s) {
+		set_cause(cause, "out of memory");
+		return NULL;
+	}
+	memset(locs, 0, sizeof locs);
+	/* the checksum reads every byte: the whole decode checks it */
+	if (decode_frame(buf, len, s, locs, false, cause) < 0) {
+		snapshot_free(s);
+		return NULL;
+	}
+	enter_section(&r, &locs[SEC_PROCESS], SEC_PROCESS);
+	decode_process(&r, s);
+	if (!r.failed) {
+		enter_section(&r, &locs[SEC_MODULES], SEC_MODULES);
+		decode_modules(&r, s);
+	}
+	if (!r.failed && locs[SEC_SYMBOLS].seen) {
+		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
+		decode_symbols(&r, s);
+	}
+	if (r.failed) {
+		snapshot_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Move past count varints, a word at a time: their last bytes are the bytes
+ * without the top bit. false (the cause set) when the section ends first. */
+static bool skip_varints(struct reader *r, uint64_t count)
+{
+	while (count && r->end - r->pos >= 8) {
+		uint64_t w, t;
+		unsigned c;
+		memcpy(&w, r->buf + r->pos, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		w = __builtin_bswap64(w);
+#endif
+		t = ~w & UINT64_C(0x8080808080808080);
+		/* the stop bits counted by a multiply (no popcount instruction
+		 * is assumed): each byte's 0 or 1 summed into the top byte */
+		c = (unsigned)(((t >> 7) * UINT64_C(0x0101010101010101)) >> 56);
+		if (c < count) {
+			count -= c;
+			r->pos += 8;
+			continue;
+		}
+		while (--count)
+			t &= t - 1;
+		r->pos += (size_t)(__builtin_ctzll(t) >> 3) + 1;
+		return true;
+	}
+	for (; count && r->pos < r->end; r->pos++)
+		if (!(r->buf[r->pos] & 0x80))
+			count--;
+	if (count) {
+		overrun(r);
+		return false;
+	}
+	return true;
+}
+
+int snapshot_scan_stacks(const unsigned char *buf, size_t len, snapshot_raw_fn *each, void *arg,
+			 bool *more, char **cause)
+{
+	struct section_loc locs[SEC_KNOWN_MAX + 1];
+	struct snapshot head;
+	struct reader r = { .buf = buf, .cause = cause };
+	size_t n;
+
+	if (cause)
+		*cause = NULL;
+	memset(&head, 0, sizeof head);
+	memset(locs, 0, sizeof locs);
+	if (decode_frame(buf, len, &head, locs, true, cause) < 0)
+		return -1;
+	*more = locs[SEC_TYPES].seen || locs[SEC_REFERRERS].seen;
+	enter_section(&r, &locs[SEC_STACKS], SEC_STACKS);
+	n = get_count(&r, get_varint(&r), MIN_STACK_LEN, "stacks");
+	r.what = "stack";
+	for (size_t i = 0; i < n && !r.failed; i++) {
+		struct snap_raw_stack st;
+		r.index = i;
+		st.flags = get_varint32(&r, "flags");
+		st.nframes = get_varint32(&r, "frame count");
+		st.frames = buf + r.pos;
+		if (r.failed || !skip_varints(&r, 2 * (uint64_t)st.nframes))
+			break;
+		st.frames_len = (size_t)(buf + r.pos - st.frames);
+		st.live_bytes = get_varint(&r);
+		st.live_blocks = get_varint(&r);
+		st.live_samples = get_varint(&r);
+		st.alloc_bytes = get_varint(&r);
+		st.alloc_blocks = get_varint(&r);
+		if (!r.failed)
+			each(arg, i, &st);
+	}
+	return r.failed ? -1 : 0;
 }

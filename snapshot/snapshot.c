@@ -409,8 +409,13 @@ void snapshot_free(struct snapshot *s)
 	for (size_t i = 0; s->modules && i < s->nmodules; i++)
 		free(s->modules[i].path);
 	free(s->modules);
-	for (size_t i = 0; s->stacks && i < s->nstacks; i++)
-		free(s->stacks[i].frames);
+	for (struct snap_frame_chunk *c = s->frame_block, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	if (!s->frame_block)
+		for (size_t i = 0; s->stacks && i < s->nstacks; i++)
+			free(s->stacks[i].frames);
 	free(s->stacks);
 	for (size_t i = 0; s->symbols && i < s->nsymbols; i++) {
 		struct snap_symbol *sym = &s->symbols[i];

@@ -30,6 +30,14 @@ struct __attribute__((packed, aligned(4))) snap_frame {
 	uint64_t offset;
 };
 
+/* Frames of many stacks in one allocation (the decoder's): cap of them, used
+ * so far; chunks are chained from the last made. */
+struct snap_frame_chunk {
+	struct snap_frame_chunk *next;
+	size_t cap, used;
+	struct snap_frame f[];
+};
+
 enum snap_stack_flags {
 	SNAP_STACK_TRUNCATED = 1 << 0,   /* deeper than the depth limit: frames cut */
 	SNAP_STACK_MMAP = 1 << 1,        /* the program's own mappings, not malloc blocks */
@@ -231,6 +239,8 @@ struct snapshot {
 	struct snap_module *modules;
 	size_t nstacks;
 	struct snap_stack *stacks;
+	struct snap_frame_chunk *frame_block; /* when set (the decoder's), every
+					 * stack's frames are in these chunks */
 	size_t nsymbols;             /* 0 unless symbols were embedded */
 	struct snap_symbol *symbols;
 	bool has_regions;            /* the mapping breakdown was read (it may be empty) */
@@ -263,8 +273,41 @@ int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len);
  * ("truncated at byte 123", "checksum mismatch", "version 9 is newer than ..."). */
 struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause);
 
+/* A stack as its bytes are: its frames still encoded (a module reference and
+ * an offset, each a varint, per frame), its figures decoded. */
+struct snap_raw_stack {
+	uint32_t flags, nframes;
+	const unsigned char *frames;
+	size_t frames_len;
+	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
+};
+typedef void snapshot_raw_fn(void *arg, size_t i, const struct snap_raw_stack *st);
+
+/* Give each stack of the snapshot in buf to each as its bytes are, without
+ * decoding its frames: the checksum and the sections' framing are checked,
+ * and the stacks section's records, not what the frames say (a reader that
+ * uses them must know them the same as frames it decoded before). *more: the
+ * snapshot has sections a reader of stacks' figures alone leaves out (types,
+ * referrers). 0, or -1 with *cause (caller frees). */
+int snapshot_scan_stacks(const unsigned char *buf, size_t len, snapshot_raw_fn *each, void *arg,
+			 bool *more, char **cause);
+
+/* Decode only what a reader needs before the stacks of a set of snapshots:
+ * the process section, the modules and the embedded symbols (no stacks, no
+ * regions, types or referrers), without the checksum, which reads every byte:
+ * snapshot_decode of the same bytes checks it and the rest. As
+ * snapshot_decode otherwise. */
+struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause);
+
 /* Read and decode a file. NULL with *cause naming the file on failure. */
 struct snapshot *snapshot_read(const char *path, char **cause);
+/* The same with snapshot_decode_head: only the pages of the file it needs
+ * are read. */
+struct snapshot *snapshot_read_head(const char *path, char **cause);
+/* The whole file at path into *buf (caller frees), *len bytes: 0, or -1 with
+ * *cause naming it. */
+int snapshot_read_bytes(const char *path, unsigned char **buf, size_t *len, char **cause);
+
 
 /* Write s (or already-encoded bytes) to path atomically: a temporary file beside
  * it, renamed into place. Without force an existing path is refused. 0 or -1 with

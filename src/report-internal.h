@@ -87,11 +87,20 @@ struct row {
 };
 
 
+/* A stack's two hashes for rows-seen.c, made before its rows are (a trend
+ * makes them in the thread that reads its snapshots). */
+struct seen_pre {
+	uint64_t h1, h2;
+	uint32_t n, flags;
+};
+
 /* One snapshot being reported. */
 struct input {
 	const char *path;
 	struct snapshot *s;
 	uint32_t *map;                /* module index -> global module index */
+	const struct seen_pre *pre;   /* by stack, its hashes made already (NULL:
+				       * made as the stacks are keyed) */
 	struct figures total;
 	/* node: the live bytes of its JavaScript objects (kind js) and of the
 	 * V8 heap pages that hold them (mappings made by V8's MemoryAllocator):
@@ -206,13 +215,24 @@ size_t row_chain_texts(const struct row *w, size_t max, char ***out);
  * str 120 B, 1 dict 232 B" (caller frees). */
 char *row_forward_text(const struct snap_forward *fw);
 
+/* rows.c: a stack's figures into input in's totals; into row w's of input
+ * k (rate: its snapshot's sample rate). */
+void input_add_total(struct input *in, const struct snap_stack *st);
+void row_add_stack(struct row *w, int k, const struct snap_stack *st, uint64_t rate);
+
 /* rows-seen.c: the row a stack of the same frames (and kind, and truncation)
  * went to before, or NULL; *hash is set for rows_seen_put, which records
- * the row w of a stack. */
+ * the row w of a stack. pre: the stack's hashes made already, or NULL. */
 struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const uint32_t *map, size_t nm,
-			  uint64_t *hash);
+			  const struct seen_pre *pre, uint64_t *hash);
 void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st, const uint32_t *map,
-		   size_t nm, const struct row *w);
+		   size_t nm, const struct seen_pre *pre, const struct row *w);
+/* The hashes of stack st (map: its snapshot's nm modules' global indexes)
+ * into out: touches nothing shared, for another thread. */
+void rows_seen_hash(const struct snap_stack *st, const uint32_t *map, size_t nm, struct seen_pre *out);
+/* Ask the memory where the stack of pre would be found for the cache, a few
+ * stacks before it is looked up. */
+void rows_seen_prefetch(const struct report *r, const struct seen_pre *pre);
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };

@@ -8,11 +8,13 @@
 #include "report-internal.h"
 #include "runlog.h"
 #include "trend.h"
+#include "trend-raw.h"
+#include "trend-read.h"
 #include "util.h"
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +30,11 @@ struct trend_limit {
 struct trendrep {
 	struct report r;
 	size_t n;
-	struct snapshot **s;
+	struct snapshot **s;          /* each snapshot's head (snapshot_read_head) */
+	struct snapshot **full;       /* decoded whole: the first, the last, and those
+				       * between whose rows point into them (else NULL) */
+	struct snap_frame **copies;   /* the frames of rows first seen in a snapshot
+				       * between that was freed */
 	uint32_t **map;
 	const char **paths;
 	double *t;                    /* seconds since the first snapshot */
@@ -39,6 +45,7 @@ struct trendrep {
 	struct trend_limit lim;
 	double rss_slope;             /* bytes per minute: from the run log's samples, else
 				       * from the snapshots' own RSS */
+	struct trend_raw raw;         /* the rows of stacks by their encoded frames */
 };
 
 /* Room in the series for the rows r has now; new rows held nothing before. */
@@ -57,28 +64,29 @@ static void series_grow(struct trendrep *t)
 	t->cap = cap;
 }
 
-/* Row figures of input k into the series at snapshot i. */
-static void record(struct trendrep *t, int k, size_t i)
+/* Row figures of input k into the series at snapshot i; with clear, input
+ * 1's figures cleared after, for the next snapshot (one pass over the rows,
+ * not two). A trend is of the live heap alone (trend_write). */
+static void record(struct trendrep *t, int k, size_t i, bool clear)
 {
-	enum report_sample sample = t->r.o->sample;
-
 	series_grow(t);
 	for (size_t w = 0; w < t->r.nrows; w++) {
-		const struct figures *f = &t->r.rows[w].f[k];
-		t->val[w * t->n + i] = (double)sample_bytes(f, sample);
-		t->se[w * t->n + i] = sqrt(sample_var(f, sample));
-	}
-}
-
-/* Clear what input 1 gave the rows, for the next snapshot. */
-static void clear_after(struct trendrep *t)
-{
-	for (size_t w = 0; w < t->r.nrows; w++) {
 		struct row *row = &t->r.rows[w];
+		const struct figures *f = &row->f[k];
+		t->val[w * t->n + i] = (double)f->live_bytes;
+		t->se[w * t->n + i] = sqrt(f->live_var);
+		if (!clear)
+			continue;
 		memset(&row->f[1], 0, sizeof row->f[1]);
 		for (uint32_t p = 0; p < row->nparts; p++)
 			row->parts[p].bytes[1] = row->parts[p].blocks[1] = 0;
 	}
+}
+
+/* Clear what input 1 gave the totals, for the next snapshot (record clears
+ * the rows'). */
+static void clear_after(struct trendrep *t)
+{
 	memset(&t->r.in[1].total, 0, sizeof t->r.in[1].total);
 	t->r.in[1].js_bytes = t->r.in[1].v8_page_bytes = 0;
 }
@@ -89,11 +97,17 @@ static void trendrep_free(struct trendrep *t)
 	rows_free(&t->r);
 	for (size_t i = 0; i < t->n; i++) {
 		snapshot_free(t->s[i]);
+		if (t->full)
+			snapshot_free(t->full[i]);
+		if (t->copies)
+			free(t->copies[i]);
 		free(t->map[i]);
 	}
 	if (t->r.z)
 		symbolizer_free(t->r.z);
 	free(t->s);
+	free(t->full);
+	free(t->copies);
 	free(t->map);
 	free(t->t);
 	free(t->live);
@@ -101,42 +115,16 @@ static void trendrep_free(struct trendrep *t)
 	free(t->val);
 	free(t->se);
 	free(t->tr);
+	trend_raw_release(&t->raw);
 }
 
-/* The snapshots being read, by two threads: each takes the next index. */
-struct reading {
-	pthread_mutex_t lock;
-	size_t next, n;
-	const char *const *paths;
-	struct snapshot **s;
-	char **cause;
-};
-
-static void *read_some(void *arg)
+/* The heads of the n snapshots at paths (process, modules, embedded
+ * symbols), of one process in time order, and their modules made known to
+ * the symbolizer before any stack is read. 0, or an exit status (said). */
+static int trend_read_heads(struct trendrep *t, const char *const *paths, size_t n)
 {
-	struct reading *rd = arg;
-
-	for (;;) {
-		size_t i;
-		pthread_mutex_lock(&rd->lock);
-		i = rd->next++;
-		pthread_mutex_unlock(&rd->lock);
-		if (i >= rd->n)
-			return NULL;
-		rd->s[i] = snapshot_read(rd->paths[i], &rd->cause[i]);
-	}
-}
-
-/* Read the n snapshots at paths, of one process in time order: decoding is
- * most of the time of a trend, so two threads read them. 0, or an exit
- * status (said). */
-static int trend_read_all(struct trendrep *t, const char *const *paths, size_t n)
-{
-	struct reading rd = { .n = n, .paths = paths };
-	pthread_t th;
-	bool threaded;
+	struct report *r = &t->r;
 	size_t i;
-	int st = 0;
 
 	t->n = n;
 	t->paths = (const char **)paths;
@@ -145,61 +133,279 @@ static int trend_read_all(struct trendrep *t, const char *const *paths, size_t n
 	t->t = xcalloc(n, sizeof *t->t);
 	t->live = xcalloc(n, sizeof *t->live);
 	t->rss = xcalloc(n, sizeof *t->rss);
-	rd.s = t->s;
-	rd.cause = xcalloc(n, sizeof *rd.cause);
-	pthread_mutex_init(&rd.lock, NULL);
-	threaded = pthread_create(&th, NULL, read_some, &rd) == 0;
-	read_some(&rd);
-	if (threaded)
-		pthread_join(th, NULL);
-	pthread_mutex_destroy(&rd.lock);
-	for (i = 0; i < n && !st; i++) {
+	r->z = symbolizer_new(r->o->dirs, r->o->ndirs);
+	for (i = 0; i < n; i++) {
+		char *cause = NULL;
+
+		t->s[i] = snapshot_read_head(paths[i], &cause);
 		if (!t->s[i]) {
-			mw_error("%s", rd.cause[i]);
-			st = MW_EXIT_BADFILE;
-		} else if (t->s[i]->pid != t->s[0]->pid) {
+			/* the whole file's reading says what is wrong in its
+			 * own words (a checksum mismatch before the rest) */
+			struct snapshot *whole;
+			free(cause);
+			cause = NULL;
+			whole = snapshot_read(paths[i], &cause);
+			if (!whole) {
+				mw_error("%s", cause);
+				free(cause);
+				return MW_EXIT_BADFILE;
+			}
+			t->s[i] = whole;
+		}
+		if (t->s[i]->pid != t->s[0]->pid) {
 			mw_error("diff: '%s' is of pid %" PRId32 " and '%s' of pid %" PRId32
 				 ": the snapshots of a trend are of one process",
 				 paths[0], t->s[0]->pid, paths[i], t->s[i]->pid);
-			st = MW_EXIT_BADFILE;
-		} else if (i && t->s[i]->time_ns < t->s[i - 1]->time_ns) {
+			return MW_EXIT_BADFILE;
+		}
+		if (i && t->s[i]->time_ns < t->s[i - 1]->time_ns) {
 			mw_error("diff: '%s' was taken %.1f s before '%s': give the snapshots in time order",
 				 paths[i], (double)(t->s[i - 1]->time_ns - t->s[i]->time_ns) / 1e9,
 				 paths[i - 1]);
-			st = MW_EXIT_USAGE;
-		} else {
-			t->t[i] = (double)(t->s[i]->time_ns - t->s[0]->time_ns) / 1e9;
-			t->rss[i] = t->s[i]->rss_bytes ? (double)t->s[i]->rss_bytes : NAN;
+			return MW_EXIT_USAGE;
 		}
+		t->t[i] = (double)(t->s[i]->time_ns - t->s[0]->time_ns) / 1e9;
+		t->rss[i] = t->s[i]->rss_bytes ? (double)t->s[i]->rss_bytes : NAN;
+		t->map[i] = symbolizer_add(r->z, t->s[i]);
 	}
-	for (i = 0; i < n; i++)
-		free(rd.cause[i]);
-	free(rd.cause);
-	return st;
+	return 0;
 }
 
-/* The rows of every snapshot, keyed across them all, and their trends. */
-static void build(struct trendrep *t)
+/* What the reading threads make of a snapshot besides it: the first and the
+ * last, its stacks' hashes for rows-seen.c (whose table only the keying
+ * thread touches); one between, its stacks' records as scanned (raw): it was
+ * decoded no further than its head. */
+struct trend_extra {
+	bool raw, more;
+	size_t n, cap;
+	struct seen_pre *pre;
+	struct raw_rec *rec;
+};
+
+static void raw_each(void *arg, size_t i, const struct snap_raw_stack *st)
+{
+	struct trend_extra *x = arg;
+
+	if (i >= x->cap) {
+		x->cap = x->cap ? x->cap * 2 : 4096;
+		x->rec = xrealloc(x->rec, x->cap * sizeof *x->rec);
+	}
+	trend_raw_hash(st, &x->rec[i]);
+	x->n = i + 1;
+}
+
+static void extra_free(struct trend_extra *x)
+{
+	if (x) {
+		free(x->pre);
+		free(x->rec);
+	}
+	free(x);
+}
+
+static void extra_drop(void *x)
+{
+	extra_free(x);
+}
+
+/* The hashes of s's stacks (of snapshot i) for rows-seen.c, into x->pre. */
+static void hash_all(const struct trendrep *t, size_t i, const struct snapshot *s, struct trend_extra *x)
+{
+	x->pre = xrealloc(x->pre, (s->nstacks ? s->nstacks : 1) * sizeof *x->pre);
+	for (size_t k = 0; k < s->nstacks; k++)
+		rows_seen_hash(&s->stacks[k], t->map[i], t->s[i]->nmodules, &x->pre[k]);
+}
+
+/* Snapshot i, read in a reading thread: the first and the last whole (their
+ * rows' frames and the report's head are theirs), with their stacks'
+ * hashes; those between scanned (trend-raw.c), only their head decoded (build
+ * reads one again whole when a stack of it is not known by its bytes); by
+ * type, each whole. */
+static struct snapshot *read_snap(void *arg, size_t i, const char *path, void **extra, char **cause)
+{
+	const struct trendrep *t = arg;
+	struct trend_extra *x;
+	struct snapshot *s;
+	unsigned char *buf;
+	size_t len;
+
+	if (t->r.o->by == REPORT_BY_TYPE)
+		return snapshot_read(path, cause);
+	x = xcalloc(1, sizeof *x);
+	if (i == 0 && t->n > 2) {
+		/* the first, whole and scanned: the rows of the stacks it
+		 * has are known by their bytes from the start */
+		char *why = NULL;
+		if (snapshot_read_bytes(path, &buf, &len, cause) < 0) {
+			extra_free(x);
+			return NULL;
+		}
+		s = snapshot_decode(buf, len, &why);
+		if (s && snapshot_scan_stacks(buf, len, raw_each, x, &x->more, &why) == 0 &&
+		    x->n == s->nstacks) {
+			hash_all(t, i, s, x);
+			x->raw = true;
+		} else {
+			extra_free(x);
+			x = NULL;
+		}
+		free(buf);
+		free(why);
+		if (!s)
+			return snapshot_read(path, cause);
+		*extra = x;
+		return s;
+	} else if (i == 0 || i == t->n - 1) {
+		s = snapshot_read(path, cause);
+		if (s) {
+			hash_all(t, i, s, x);
+			x->n = s->nstacks;
+		}
+	} else if (snapshot_read_bytes(path, &buf, &len, cause) < 0) {
+		s = NULL;
+	} else {
+		char *why = NULL;
+		x->raw = true;
+		s = snapshot_scan_stacks(buf, len, raw_each, x, &x->more, &why) == 0
+			    ? snapshot_decode_head(buf, len, &why) : NULL;
+		free(buf);
+		free(why);
+		if (!s) {
+			/* the whole reading says what is wrong */
+			extra_free(x);
+			return snapshot_read(path, cause);
+		}
+		return *extra = x, s;
+	}
+	if (!s || x->n != s->nstacks) {
+		extra_free(x);
+		return s;
+	}
+	*extra = x;
+	return s;
+}
+
+/* Check snapshot s (NULL: not read, cause said) against the head of i: NULL
+ * when it is not the file its head was (said). */
+static struct snapshot *check_whole(struct trendrep *t, size_t i, struct snapshot *s, char *cause)
+{
+	if (!s) {
+		mw_error("%s", cause);
+		free(cause);
+		return NULL;
+	}
+	if (s->pid != t->s[i]->pid || s->time_ns != t->s[i]->time_ns || s->nmodules != t->s[i]->nmodules) {
+		mw_error("diff: '%s' changed while it was being read", t->paths[i]);
+		snapshot_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Done with snapshot i, between the first and the last: free it unless rows
+ * point into more than its frames (by type, a type's name; CPython's types
+ * and chains), after copying the frames of the rows first seen in it (rows
+ * from first on). */
+static void release_between(struct trendrep *t, size_t i, struct snapshot *s, size_t first)
 {
 	struct report *r = &t->r;
+	size_t nf = 0, k;
+	struct snap_frame *c;
+
+	if (r->o->by == REPORT_BY_TYPE || s->ntypes || s->nchains || s->nforward) {
+		t->full[i] = s;
+		return;
+	}
+	for (k = first; k < r->nrows; k++)
+		nf += r->rows[k].nframes;
+	c = t->copies[i] = xmalloc((nf ? nf : 1) * sizeof *c);
+	for (k = first; k < r->nrows; k++) {
+		struct row *w = &r->rows[k];
+		if (w->nframes)
+			memcpy(c, w->sf, w->nframes * sizeof *c);
+		w->sf = c;
+		c += w->nframes;
+	}
+	snapshot_free(s);
+}
+
+/* The rows of every snapshot, keyed across them all, and their trends: the
+ * first snapshot is input 0, each later one input 1 in turn; the first and
+ * the last are kept whole (the report's head compares them), those between
+ * are freed once their figures are in the series. 0, or an exit status
+ * (said). */
+static int build(struct trendrep *t)
+{
+	struct report *r = &t->r;
+	struct trend_reader *rd;
 	size_t i;
 
-	r->z = symbolizer_new(r->o->dirs, r->o->ndirs);
-	for (i = 0; i < t->n; i++)
-		t->map[i] = symbolizer_add(r->z, t->s[i]);
-	r->in[0] = (struct input){ .path = t->paths[0], .s = t->s[0], .map = t->map[0] };
-	r->nin = 1;
-	collect(r, 0);
-	record(t, 0, 0);
-	t->live[0] = (double)r->in[0].total.live_bytes;
-	r->nin = 2;
-	for (i = 1; i < t->n; i++) {
-		clear_after(t);
-		r->in[1] = (struct input){ .path = t->paths[i], .s = t->s[i], .map = t->map[i] };
-		collect(r, 1);
-		record(t, 1, i);
-		t->live[i] = (double)r->in[1].total.live_bytes;
+	t->full = xcalloc(t->n, sizeof *t->full);
+	t->copies = xcalloc(t->n, sizeof *t->copies);
+	/* the snapshots between come and go in blocks of MBs (a file, its
+	 * frames' chunks): kept in the heap and reused, not mapped and faulted
+	 * in anew for each (a fifth of their decoding's time) */
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	rd = trend_reader_start((const char *const *)t->paths, t->n, 2, read_snap, t, extra_drop);
+	for (i = 0; i < t->n; i++) {
+		struct trend_extra *x = NULL;
+		char *cause = NULL;
+		struct snapshot *s = trend_reader_take(rd, i, (void **)&x, &cause);
+		size_t first = r->nrows;
+		int k = i ? 1 : 0;
+
+		s = check_whole(t, i, s, cause);
+		if (!s) {
+			extra_free(x);
+			trend_reader_stop(rd);
+			return MW_EXIT_BADFILE;
+		}
+		if (k)
+			clear_after(t);
+		r->in[k] = (struct input){ .path = t->paths[i], .s = s, .map = t->map[i],
+					   .pre = x ? x->pre : NULL };
+		r->nin = k + 1;
+		/* a snapshot between as scanned: its stacks to the rows they
+		 * went to before, by their bytes; when one is not known so (new,
+		 * or the modules differ), read again whole, keyed, and its
+		 * stacks' bytes learnt */
+		if (i == 0) {
+			collect(r, k);
+			if (x && x->raw)
+				trend_raw_learn(&t->raw, r, k, x->rec, x->n, x->pre);
+		} else if (x && x->raw && !trend_raw_add_all(&t->raw, r, k, t->map[i], t->s[i]->nmodules, x->rec,
+						      x->n, x->more)) {
+			snapshot_free(s);
+			cause = NULL;
+			s = check_whole(t, i, snapshot_read(t->paths[i], &cause), cause);
+			if (!s) {
+				extra_free(x);
+				trend_reader_stop(rd);
+				return MW_EXIT_BADFILE;
+			}
+			r->in[k].s = s;
+			if (x->n == s->nstacks) {
+				hash_all(t, i, s, x);
+				r->in[k].pre = x->pre;
+			}
+			collect(r, k);
+			if (r->in[k].pre)
+				trend_raw_learn(&t->raw, r, k, x->rec, s->nstacks, x->pre);
+		} else if (!x || !x->raw) {
+			collect(r, k);
+		}
+		r->in[k].pre = NULL;
+		extra_free(x);
+		record(t, k, i, k == 1 && i + 1 < t->n);
+		t->live[i] = (double)r->in[k].total.live_bytes;
+		if (i == 0 || i == t->n - 1)
+			t->full[i] = s;
+		else
+			release_between(t, i, s, first);
 	}
+	trend_reader_stop(rd);
 	t->tr = xcalloc(r->nrows ? r->nrows : 1, sizeof *t->tr);
 	for (i = 0; i < r->nrows; i++) {
 		row_finish(&r->rows[i], true, r->o->sample);
@@ -219,6 +425,7 @@ static void build(struct trendrep *t)
 		}
 		free(zero);
 	}
+	return 0;
 }
 
 /* Row w's place in the series. */
@@ -481,12 +688,13 @@ static int trend_write(const struct report_options *o, char *const *paths, size_
 	t.lim.rss_to_limit = -1;
 	if (lim)
 		t.lim = *lim;
-	st = trend_read_all(&t, (const char *const *)paths, n);
+	st = trend_read_heads(&t, (const char *const *)paths, n);
+	if (!st)
+		st = build(&t);
 	if (st) {
 		trendrep_free(&t);
 		return st;
 	}
-	build(&t);
 	/* a run log samples the RSS more often than the snapshots: its slope */
 	if (lim && !isnan(t.lim.rss_slope))
 		t.rss_slope = t.lim.rss_slope;

@@ -61,12 +61,19 @@ static uint64_t seen_hash(const struct snap_stack *st, const uint32_t *map, size
 }
 
 struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const uint32_t *map, size_t nm,
-			  uint64_t *hash)
+			  const struct seen_pre *pre, uint64_t *hash)
 {
 	struct seen_key q;
 	const struct seen *e;
 
-	*hash = seen_hash(st, map, nm, &q);
+	if (pre) {
+		*hash = pre->h1;
+		q.h2 = pre->h2;
+		q.n = pre->n;
+		q.flags = pre->flags;
+	} else {
+		*hash = seen_hash(st, map, nm, &q);
+	}
 	if (!r->seen.esize)
 		return NULL;
 	e = hashmap_find(&r->seen, *hash, seen_eq, &q);
@@ -74,7 +81,7 @@ struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const u
 }
 
 void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st, const uint32_t *map,
-		   size_t nm, const struct row *w)
+		   size_t nm, const struct seen_pre *pre, const struct row *w)
 {
 	struct seen_key q;
 	struct seen *e;
@@ -82,7 +89,13 @@ void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st,
 
 	if (!r->seen.esize)
 		hashmap_init(&r->seen, sizeof(struct seen));
-	seen_hash(st, map, nm, &q);
+	if (pre) {
+		q.h2 = pre->h2;
+		q.n = pre->n;
+		q.flags = pre->flags;
+	} else {
+		seen_hash(st, map, nm, &q);
+	}
 	e = hashmap_put(&r->seen, hash, seen_eq, &q, &added);
 	if (!added)
 		return;
@@ -90,4 +103,22 @@ void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st,
 	e->n = q.n;
 	e->flags = q.flags;
 	e->row = (uint32_t)(w - r->rows);
+}
+
+void rows_seen_hash(const struct snap_stack *st, const uint32_t *map, size_t nm, struct seen_pre *out)
+{
+	struct seen_key q;
+
+	out->h1 = seen_hash(st, map, nm, &q);
+	out->h2 = q.h2;
+	out->n = q.n;
+	out->flags = q.flags;
+}
+
+void rows_seen_prefetch(const struct report *r, const struct seen_pre *pre)
+{
+	const struct hashmap *m = &r->seen;
+
+	if (m->slots)
+		__builtin_prefetch(m->slots + (hashmap_stored_(pre->h1) & m->mask) * m->stride);
 }

@@ -654,6 +654,36 @@ static void collect_types(struct report *r, int k, size_t si, const struct snap_
 	}
 }
 
+void input_add_total(struct input *in, const struct snap_stack *st)
+{
+	in->total.live_bytes += st->live_bytes;
+	in->total.live_blocks += st->live_blocks;
+	in->total.live_samples += st->live_samples;
+	in->total.live_var += stack_variance(st, in->s->sample_rate);
+	in->total.alloc_bytes += st->alloc_bytes;
+	in->total.alloc_blocks += st->alloc_blocks;
+	in->total.temp_bytes += st->temp_bytes;
+	in->total.temp_blocks += st->temp_blocks;
+	in->total.live_stacks += st->live_bytes > 0;
+}
+
+void row_add_stack(struct row *w, int k, const struct snap_stack *st, uint64_t rate)
+{
+	w->f[k].live_bytes += st->live_bytes;
+	w->f[k].live_blocks += st->live_blocks;
+	w->f[k].live_samples += st->live_samples;
+	/* the variance of the row's estimate is the sum over its samples,
+	 * taken stack by stack (each with its own block size): the merged
+	 * estimate is a sum of independent ones */
+	w->f[k].live_var += stack_variance(st, rate);
+	w->f[k].alloc_bytes += st->alloc_bytes;
+	w->f[k].alloc_blocks += st->alloc_blocks;
+	w->f[k].temp_bytes += st->temp_bytes;
+	w->f[k].temp_blocks += st->temp_blocks;
+	w->f[k].alloc_var += volume_variance(st->alloc_bytes, st->alloc_blocks, rate);
+	w->f[k].temp_var += volume_variance(st->temp_bytes, st->temp_blocks, rate);
+}
+
 /* Add every stack of input k to the rows. By stack, a row is keyed by the
  * frames it shows (its head and the visible frames below it), so stacks that
  * differ only in the frames it leaves out (the interpreter's, the
@@ -686,6 +716,18 @@ void collect(struct report *r, int k)
 		if (r->o->kind != REPORT_KIND_ALL && c.kind + 1 != (int)r->o->kind)
 			continue;
 
+		if (c.kind == SNAP_KIND_JS)
+			in->js_bytes += st->live_bytes;
+		else if (c.kind == SNAP_KIND_MMAP && has_js && v8_heap_page(r, st, in->map, nm))
+			in->v8_page_bytes += st->live_bytes;
+		input_add_total(in, st);
+		/* a stack of the same frames as one seen before: its row (the
+		 * place of one a few stacks on asked for meanwhile) */
+		if (in->pre && i + 8 < in->s->nstacks)
+			rows_seen_prefetch(r, &in->pre[i + 8]);
+		if (r->o->by != REPORT_BY_TYPE &&
+		    (w = rows_seen_get(r, st, in->map, nm, in->pre ? &in->pre[i] : NULL, &seen)))
+			goto add;
 		/* only the frames that are trimmed, grouped by or printed are ever
 		 * symbolized: a table of the top rows of 100 000 stacks looks up the
 		 * tops of the stacks and the frames it shows, not every frame */
@@ -697,23 +739,6 @@ void collect(struct report *r, int k)
 		}
 		if (top == n)
 			top = 0;   /* nothing but allocator frames: keep them all */
-
-		if (c.kind == SNAP_KIND_JS)
-			in->js_bytes += st->live_bytes;
-		else if (c.kind == SNAP_KIND_MMAP && has_js && v8_heap_page(r, st, in->map, nm))
-			in->v8_page_bytes += st->live_bytes;
-		in->total.live_bytes += st->live_bytes;
-		in->total.live_blocks += st->live_blocks;
-		in->total.live_samples += st->live_samples;
-		in->total.live_var += stack_variance(st, in->s->sample_rate);
-		in->total.alloc_bytes += st->alloc_bytes;
-		in->total.alloc_blocks += st->alloc_blocks;
-		in->total.temp_bytes += st->temp_bytes;
-		in->total.temp_blocks += st->temp_blocks;
-		in->total.live_stacks += st->live_bytes > 0;
-		/* a stack of the same frames as one seen before: its row */
-		if (r->o->by != REPORT_BY_TYPE && (w = rows_seen_get(r, st, in->map, nm, &seen)))
-			goto add;
 		if (!stack_focused(r, st->frames + top, in->map, nm, n - top))
 			continue;
 
@@ -771,7 +796,7 @@ void collect(struct report *r, int k)
 		c.n = n - top;
 		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED, &added);
 		if (r->o->by != REPORT_BY_TYPE)
-			rows_seen_put(r, seen, st, in->map, nm, w);
+			rows_seen_put(r, seen, st, in->map, nm, in->pre ? &in->pre[i] : NULL, w);
 		if (added) {
 			w->via = via;
 		} else {
@@ -785,21 +810,7 @@ void collect(struct report *r, int k)
 			}
 		}
 add:
-		w->f[k].live_bytes += st->live_bytes;
-		w->f[k].live_blocks += st->live_blocks;
-		w->f[k].live_samples += st->live_samples;
-		/* the variance of the row's estimate is the sum over its samples,
-		 * taken stack by stack (each with its own block size): the merged
-		 * estimate is a sum of independent ones */
-		w->f[k].live_var += stack_variance(st, in->s->sample_rate);
-		w->f[k].alloc_bytes += st->alloc_bytes;
-		w->f[k].alloc_blocks += st->alloc_blocks;
-		w->f[k].temp_bytes += st->temp_bytes;
-		w->f[k].temp_blocks += st->temp_blocks;
-		w->f[k].alloc_var += volume_variance(st->alloc_bytes, st->alloc_blocks,
-						     in->s->sample_rate);
-		w->f[k].temp_var += volume_variance(st->temp_bytes, st->temp_blocks,
-						    in->s->sample_rate);
+		row_add_stack(w, k, st, in->s->sample_rate);
 		if (r->o->by == REPORT_BY_STACK) {
 			row_types(r, w, k, i, &tpos);
 			row_chains(r, w, k, i, UINT32_MAX);
