@@ -8,22 +8,24 @@
 # left out) is compared to the plain run's. PYTHONHASHSEED is fixed, so that
 # dicts probe alike in every run.
 #
-# Usage: bench/python-instructions.sh [-n ROUNDS] [-w objects|json] [BUILDDIR]
+# Usage: bench/python-instructions.sh [-n ROUNDS] [-w objects|json] [-p PYTHON] [BUILDDIR]
 #   BUILDDIR holds .libs/libmemwatch-agent.so (make builds it).
+#   -p PYTHON: the interpreter (default /usr/bin/python3).
 set -u
 
 rounds=3
 kind=objects
-while getopts n:w: opt; do
+py=/usr/bin/python3
+while getopts n:w:p: opt; do
 	case $opt in
 	n) rounds=$OPTARG ;;
 	w) kind=$OPTARG ;;
-	*) sed -n '2,12s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	p) py=$OPTARG ;;
+	*) sed -n '2,13s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 build=${1:-.}
-py=/usr/bin/python3
 agent=$build/.libs/libmemwatch-agent.so
 wl=$(dirname "$0")/py_workload.py
 [ -x "$py" ] || { echo "python-instructions.sh: $py is not installed" >&2; exit 1; }
