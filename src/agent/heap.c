@@ -435,6 +435,44 @@ static bool live_grow(struct shard *sh)
 	return true;
 }
 
+/* The code of a record's weights (struct live's w), taking a place in heavy[]
+ * for those that need one; false when there is none to be had. */
+static bool weights_code(struct shard *sh, uint64_t wb, uint64_t wn, uint32_t *w)
+{
+	uint32_t i;
+	if (wn == (uint64_t)FX && wb < LIVE_HEAVY) {
+		*w = (uint32_t)wb;
+		return true;
+	}
+	if (sh->heavy_free) {
+		i = sh->heavy_free - 1;
+		sh->heavy_free = sh->heavy[i].blocks;
+	} else {
+		if (sh->heavy_used == sh->heavy_cap) {
+			size_t cap = sh->heavy_cap;
+			if (cap >= LIVE_HEAVY / 2 ||
+			    !mw_grow((void **)&sh->heavy, sh->heavy_used, &cap, sizeof *sh->heavy))
+				return false;
+			sh->heavy_cap = (uint32_t)cap;
+		}
+		i = sh->heavy_used++;
+	}
+	sh->heavy[i].bytes = wb;
+	sh->heavy[i].blocks = (uint32_t)(wn >> BLOCKS_Q_SHIFT);
+	*w = LIVE_HEAVY | i;
+	return true;
+}
+
+/* The place in heavy[] of a record's weights is free again. */
+static void weights_release(struct shard *sh, uint32_t w)
+{
+	if (!(w & LIVE_HEAVY))
+		return;
+	w &= ~LIVE_HEAVY;
+	sh->heavy[w].blocks = sh->heavy_free;
+	sh->heavy_free = w + 1;
+}
+
 static struct live *live_find(struct shard *sh, uintptr_t p)
 {
 	size_t j;
@@ -475,29 +513,35 @@ static uint64_t *live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_
 {
 	struct live *e;
 	size_t j;
+	uint32_t w;
 	freed_settle(sh, p);
+	if (p > LIVE_KEY_MAX)
+		return NULL;
 	wn = blocks_q(wn);
-	if (wb > LIVE_BYTES_MAX)
-		wb = LIVE_BYTES_MAX;
 	/* at most 3/4 full: linear probing still finds a block in a few probes */
 	if ((sh->n + 1) * 4 > sh->cap * 3 && !live_grow(sh) && !sh->cap)
+		return NULL;
+	if (!weights_code(sh, wb, wn, &w))
 		return NULL;
 	/* one pass: the block's record, or the empty slot where it goes */
 	for (j = live_slot(p, sh->cap); (e = &sh->live[j])->key; j = (j + 1) & (sh->cap - 1))
 		if (e->key == p) {
-			account_live(sh, e->stack, e->bytes, (uint64_t)e->blocks << BLOCKS_Q_SHIFT, -1);
-			e->bytes = wb;
+			uint64_t ob, on;
+			live_weights(sh, e, &ob, &on);
+			account_live(sh, e->stack, ob, on, -1);
+			weights_release(sh, e->w);
+			e->w = w;
 			e->tick = tick;
-			e->blocks = (uint32_t)(wn >> BLOCKS_Q_SHIFT);
 			e->stack = id;
 			return account_live(sh, id, wb, wn, 1);
 		}
-	if ((sh->n + 1) * 4 > sh->cap * 3)
+	if ((sh->n + 1) * 4 > sh->cap * 3) {
+		weights_release(sh, w);
 		return NULL;      /* full, and it could not grow */
+	}
 	e->key = p;
-	e->bytes = wb;
+	e->w = w;
 	e->tick = tick;
-	e->blocks = (uint32_t)(wn >> BLOCKS_Q_SHIFT);
 	e->stack = id;
 	sh->n++;
 	filter_inc(p);
@@ -508,19 +552,20 @@ static uint64_t *live_insert(struct shard *sh, uintptr_t p, uint64_t wb, uint64_
 static void remove_now(struct shard *sh, uintptr_t p, struct mw_taken *t)
 {
 	struct live *e = live_find(sh, p);
-	uint64_t *d;
+	uint64_t *d, wb, wn;
 	if (!e)
 		return;
-	uint64_t wn = (uint64_t)e->blocks << BLOCKS_Q_SHIFT;
-	d = account_live(sh, e->stack, e->bytes, wn, -1);
+	live_weights(sh, e, &wb, &wn);
+	weights_release(sh, e->w);
+	d = account_live(sh, e->stack, wb, wn, -1);
 	if (t) {
-		t->bytes = e->bytes;
+		t->bytes = wb;
 		t->blocks_fx = wn;
 		t->stack = e->stack;
 		t->tick = (uint16_t)e->tick;
 	} else if (d && (uint16_t)(now_tick() - (uint16_t)e->tick) < TEMP_TICKS) {
 		/* freed for good, soon after its allocation: temporary */
-		d[D_TEMP_BYTES] += e->bytes;
+		d[D_TEMP_BYTES] += wb;
 		d[D_TEMP_BLOCKS_FX] += wn;
 	}
 	filter_dec(p);
@@ -604,8 +649,9 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	uint32_t flags = kind, id;
 	uint64_t h = 0, wb, wn;
 	struct shard *sh;
-	struct mw_sc_entry *sc;
-	bool full = false;
+	struct mw_sc_entry *sc, *msc = NULL;
+	uint64_t sig = 0;
+	bool full = false, memo = false;
 	int n;
 
 	/* the block's slot in the live table, fetched while the stack is
@@ -634,11 +680,24 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 		frames = ips + skip;
 		full = (unsigned)n == cap;
 	}
-	/* a runtime's frames (CPython's) stand where its interpreter's were */
+	/* a runtime's frames (CPython's) stand where its interpreter's were.
+	 * A native stack met again whose runtime frames have the signature of
+	 * its last merge merges to that merge's stack: its id is taken as it is
+	 * (at a rate of 1 on CPython the merge, its hash and its lookup were
+	 * half the agent's cost). */
 	mw_merge_fn *merge = __atomic_load_n(&mw_frames_hook, __ATOMIC_RELAXED);
 	uintptr_t merged[merge ? cap : 1];
 	if (merge) {
-		nf = merge(frames, nf, merged, cap);
+		msc = sc;
+		if (sc && sc->mgen == __atomic_load_n(&mw_sc_gen, __ATOMIC_RELAXED)) {
+			merge(frames, nf, NULL, 0, &sig);
+			memo = sig && (sig ^ kind) == sc->msig;
+		}
+	}
+again:
+	flags = kind;
+	if (merge && !memo) {
+		nf = merge(frames, nf, merged, cap, &sig);
 		frames = merged;
 		full = full || nf == cap;
 		sc = NULL;     /* the stack is not the native one alone */
@@ -652,12 +711,20 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	wn = blocks_q(wn);
 	/* (a reset or new settings change the ids: under a shard lock, which
 	 * they take too, the generation read is current) */
-	if (!sc || sc->gen != __atomic_load_n(&mw_sc_gen, __ATOMIC_RELAXED))
+	if (!memo && (!sc || sc->gen != __atomic_load_n(&mw_sc_gen, __ATOMIC_RELAXED)))
 		h = mw_hash_frames(frames, nf, flags);
 
 	lock_shard(sh);
+	if (memo && msc->mgen != mw_sc_gen) {
+		/* renumbered meanwhile: merged after all */
+		unlock_shard(sh);
+		memo = false;
+		goto again;
+	}
 	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
-		if (sc && sc->gen == mw_sc_gen) {
+		if (memo) {
+			id = msc->mid;
+		} else if (sc && sc->gen == mw_sc_gen) {
 			id = sc->id;
 		} else {
 			if (!h)
@@ -666,6 +733,11 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 			if (sc && id != STACK_DROPPED) {
 				sc->id = id;
 				sc->gen = mw_sc_gen;
+			}
+			if (msc && sig && id != STACK_DROPPED) {
+				msc->mid = id;
+				msc->msig = sig ^ kind;
+				msc->mgen = mw_sc_gen;
 			}
 		}
 		uint64_t *d = live_insert(sh, (uintptr_t)p, wb, wn, id, now_tick());
@@ -803,6 +875,9 @@ static void reset_locked(void)
 		struct shard *sh = &shards[i];
 		mw_unmap(sh->live, sh->cap * sizeof *sh->live);
 		__atomic_store_n(&sh->live, NULL, __ATOMIC_RELAXED);
+		mw_unmap(sh->heavy, (size_t)sh->heavy_cap * sizeof *sh->heavy);
+		sh->heavy = NULL;
+		sh->heavy_cap = sh->heavy_used = sh->heavy_free = 0;
 		__atomic_store_n(&sh->cap, 0, __ATOMIC_RELAXED);
 		sh->n = 0;
 		sh->samples = sh->dropped_live_bytes = 0;
