@@ -693,13 +693,11 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 			merge(frames, nf, NULL, 0, &sig);
 			memo = sig && (sig ^ kind) == sc->msig;
 		}
-	}
-again:
-	flags = kind;
-	if (merge && !memo) {
-		nf = merge(frames, nf, merged, cap, &sig);
-		frames = merged;
-		full = full || nf == cap;
+		if (!memo) {
+			nf = merge(frames, nf, merged, cap, &sig);
+			frames = merged;
+			full = full || nf == cap;
+		}
 		sc = NULL;     /* the stack is not the native one alone */
 	}
 	if (nf > depth || full) {
@@ -715,13 +713,10 @@ again:
 		h = mw_hash_frames(frames, nf, flags);
 
 	lock_shard(sh);
-	if (memo && msc->mgen != mw_sc_gen) {
-		/* renumbered meanwhile: merged after all */
-		unlock_shard(sh);
-		memo = false;
-		goto again;
-	}
-	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED)) {
+	/* (a memo renumbered meanwhile: a reset raced with this sample, which
+	 * goes unrecorded, as one a moment earlier would have been wiped) */
+	if (__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED) &&
+	    (!memo || msc->mgen == mw_sc_gen)) {
 		if (memo) {
 			id = msc->mid;
 		} else if (sc && sc->gen == mw_sc_gen) {
