@@ -460,18 +460,15 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max, uint64_t *sig)
 			continue;
 		instr = *(const char *const *)(f + pyf_lay.f_instr);
 		first = code + pyf_lay.co_adaptive;
+		sig_code(&g, code, (uintptr_t)instr ^ (uintptr_t)entry << 63);
 		/* a frame still being set up has run nothing yet: not shown, but
 		 * its entry mark still ends its C call's frames */
 		if (pyf_lay.co_firsttraceable &&
 		    instr < first + (ptrdiff_t)*(const int *)(code + pyf_lay.co_firsttraceable) * 2) {
-			if (entry && n) {
-				sig_add(&g, NULL, 2);
-				if (out)
-					out[n - 1].entry = true;
-			}
+			if (entry && n && out)
+				out[n - 1].entry = true;
 			continue;
 		}
-		sig_code(&g, code, (uintptr_t)instr ^ (uintptr_t)entry << 63);
 		if (out) {
 			out[n].id = frame_at(code, (int)(instr - first));
 			out[n].entry = entry;

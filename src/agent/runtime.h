@@ -20,8 +20,8 @@ struct snapshot;
  * the signature of the runtime's frames merged, a hash of every word that
  * decided them (0: none to give), such that the same native stack with the
  * same signature merges to the same stack; out NULL: only *sig, without
- * merging (cheaper, and the sampler, which keeps each native stack's last
- * merge, skips the merge when the signature is unchanged). */
+ * merging (cheaper: the sampler keeps each native stack's last two merges
+ * and skips the merge when the signature is one of theirs). */
 typedef unsigned mw_merge_fn(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max,
 			     uint64_t *sig);
 
