@@ -89,6 +89,45 @@ struct shard {
 } __attribute__((aligned(64)));
 extern struct shard shards[NSHARDS] MW_HIDDEN;
 
+/* The code of a record's weights (struct live's w), taking a place in heavy[]
+ * for those that need one; false when there is none to be had. Under the
+ * shard's lock. */
+static inline bool weights_code(struct shard *sh, uint64_t wb, uint64_t wn, uint32_t *w)
+{
+	uint32_t i;
+	if (wn == (uint64_t)FX && wb < LIVE_HEAVY) {
+		*w = (uint32_t)wb;
+		return true;
+	}
+	if (sh->heavy_free) {
+		i = sh->heavy_free - 1;
+		sh->heavy_free = sh->heavy[i].blocks;
+	} else {
+		if (sh->heavy_used == sh->heavy_cap) {
+			size_t cap = sh->heavy_cap;
+			if (cap >= LIVE_HEAVY / 2 ||
+			    !mw_grow((void **)&sh->heavy, sh->heavy_used, &cap, sizeof *sh->heavy))
+				return false;
+			sh->heavy_cap = (uint32_t)cap;
+		}
+		i = sh->heavy_used++;
+	}
+	sh->heavy[i].bytes = wb;
+	sh->heavy[i].blocks = (uint32_t)(wn >> BLOCKS_Q_SHIFT);
+	*w = LIVE_HEAVY | i;
+	return true;
+}
+
+/* The place in heavy[] of a record's weights is free again. */
+static inline void weights_release(struct shard *sh, uint32_t w)
+{
+	if (!(w & LIVE_HEAVY))
+		return;
+	w &= ~LIVE_HEAVY;
+	sh->heavy[w].blocks = sh->heavy_free;
+	sh->heavy_free = w + 1;
+}
+
 /* A record's weights: bytes, and blocks in units of 1/FX. Under its shard's
  * lock. */
 static inline void live_weights(const struct shard *sh, const struct live *e, uint64_t *wb,
