@@ -146,8 +146,7 @@ int mw_heap_copy_live(struct mw_live_copy **out, size_t *n, size_t max)
 					continue;
 				c[m].addr = l->key;
 				c[m].stack = l->stack;
-				c[m].bytes = l->bytes;
-				c[m].blocks_fx = (uint64_t)l->blocks << BLOCKS_Q_SHIFT;
+				live_weights(sh, l, &c[m].bytes, &c[m].blocks_fx);
 				m++;
 			}
 		}

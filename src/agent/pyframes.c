@@ -383,12 +383,40 @@ static uint32_t frame_at(const char *code, int off)
 	return id;
 }
 
-/* Read this thread's Python frames, newest first. */
-static unsigned read_frames(struct pyf_ref *out, unsigned max)
+/* The signature of a thread's frames (see read_frames): two chains of
+ * multiplies, side by side, over the words that decide its frames. */
+struct pyf_sig {
+	uint64_t a, b;
+};
+
+static inline void sig_add(struct pyf_sig *g, const char *code, uintptr_t at)
+{
+	g->a = (g->a ^ (uintptr_t)code) * 0x9E3779B97F4A7C15ull;
+	g->a ^= g->a >> 29;
+	g->b = (g->b ^ at) * 0xC2B2AE3D27D4EB4Full;
+	g->b ^= g->b >> 31;
+}
+
+/* A frame's code object and the name and file it names (a code object freed
+ * and another made at its address runs under other names, most often). */
+static inline void sig_code(struct pyf_sig *g, const char *code, uintptr_t at)
+{
+	uintptr_t name = *(const uintptr_t *)(code + pyf_lay.co_qualname);
+	uintptr_t file = *(const uintptr_t *)(code + pyf_lay.co_filename);
+	sig_add(g, code, at ^ (name << 1) ^ (file << 17) ^ (file >> 47));
+}
+
+/* Read this thread's Python frames, newest first; or (out NULL) only their
+ * signature: a hash of every word the frames read here were decided by (each
+ * frame's code object, its name and file, its instruction, its entry mark),
+ * into *sig, in both ways alike (never 0). */
+static unsigned read_frames(struct pyf_ref *out, unsigned max, uint64_t *sig)
 {
 	const char *ts, *f;
 	unsigned n = 0;
+	struct pyf_sig g = { 0x243F6A8885A308D3ull, 0x13198A2E03707344ull };
 
+	*sig = 1;
 	if (!mw_python_frames || mw_py.is_finalizing())
 		return 0;
 	ts = mw_py.this_tstate();
@@ -402,10 +430,14 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 			int lasti = *(const int *)(f + pyf_lay.f_instr);
 			if (!code || *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type)
 				continue;
-			out[n].id = frame_at(code, lasti < 0 ? -1 : lasti * pyf_lay.lasti_unit);
-			out[n].entry = true;
+			sig_code(&g, code, (uint32_t)lasti);
+			if (out) {
+				out[n].id = frame_at(code, lasti < 0 ? -1 : lasti * pyf_lay.lasti_unit);
+				out[n].entry = true;
+			}
 			n++;
 		}
+		*sig = mw_splitmix64(g.a ^ (g.b << 1) ^ n) | 1;
 		return n;
 	}
 	if (pyf_lay.cframe && f)
@@ -416,8 +448,11 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 		/* 3.12+: each C call of the eval loop starts its frames with one
 		 * of its own (on the C stack), which runs no code */
 		if (pyf_lay.f_owner && *(const unsigned char *)(f + pyf_lay.f_owner) >= pyf_lay.owner_entry) {
-			if (n)
-				out[n - 1].entry = true;
+			if (n) {
+				sig_add(&g, NULL, 2);
+				if (out)
+					out[n - 1].entry = true;
+			}
 			continue;
 		}
 		code = (const char *)(*(const uintptr_t *)(f + pyf_lay.f_code) & ~pyf_lay.code_tag);
@@ -425,18 +460,22 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max)
 			continue;
 		instr = *(const char *const *)(f + pyf_lay.f_instr);
 		first = code + pyf_lay.co_adaptive;
+		sig_code(&g, code, (uintptr_t)instr ^ (uintptr_t)entry << 63);
 		/* a frame still being set up has run nothing yet: not shown, but
 		 * its entry mark still ends its C call's frames */
 		if (pyf_lay.co_firsttraceable &&
 		    instr < first + (ptrdiff_t)*(const int *)(code + pyf_lay.co_firsttraceable) * 2) {
-			if (entry && n)
+			if (entry && n && out)
 				out[n - 1].entry = true;
 			continue;
 		}
-		out[n].id = frame_at(code, (int)(instr - first));
-		out[n].entry = entry;
+		if (out) {
+			out[n].id = frame_at(code, (int)(instr - first));
+			out[n].entry = entry;
+		}
 		n++;
 	}
+	*sig = mw_splitmix64(g.a ^ (g.b << 1) ^ n) | 1;
 	return n;
 }
 
@@ -634,10 +673,16 @@ int mw_py_check(char *why, size_t len)
 	return frames ? 1 : 0;
 }
 
-unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max)
+unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max, uint64_t *sig)
 {
 	struct pyf_ref pf[PY_MAX_FRAMES];
-	unsigned np = read_frames(pf, PY_MAX_FRAMES), pi = 0, k = 0, i;
+	unsigned np, pi = 0, k = 0, i;
+
+	if (!out) {
+		read_frames(NULL, PY_MAX_FRAMES, sig);
+		return 0;
+	}
+	np = read_frames(pf, PY_MAX_FRAMES, sig);
 
 	for (i = 0; i < n && k < max; i++) {
 		uintptr_t a = ips[i] - 1;

@@ -34,8 +34,9 @@ extern bool mw_python_frames MW_HIDDEN;
 #define MW_PYFRAME_MASK 0xFF00000000000000ull
 /* pyframes.c: merge this thread's Python frames into a native stack (ips, n:
  * innermost first) into out (at most max); returns the number of frames. The
- * runtime's frames entry. */
-unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max) MW_HIDDEN;
+ * runtime's frames entry (see mw_merge_fn, for sig). */
+unsigned mw_python_merge(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max,
+			 uint64_t *sig) MW_HIDDEN;
 /* pyframes.c: the type of the object in every live sampled block, into the
  * snapshot's types section (nothing when CPython is not read). 0 or -1. The
  * runtime's types entry. */

@@ -16,8 +16,14 @@ struct snapshot;
 /* A sample's stack (ips, n: innermost first) with the runtime's frames merged
  * in, into out (at most max): the number of frames. Called on the allocating
  * thread, inside a hook, with the loader lock not held: async-signal-safe
- * reads only, no lock another thread may hold across an allocation. */
-typedef unsigned mw_merge_fn(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max);
+ * reads only, no lock another thread may hold across an allocation. *sig:
+ * the signature of the runtime's frames merged, a hash of every word that
+ * decided them (0: none to give), such that the same native stack with the
+ * same signature merges to the same stack; out NULL: only *sig, without
+ * merging (cheaper: the sampler keeps each native stack's last two merges
+ * and skips the merge when the signature is one of theirs). */
+typedef unsigned mw_merge_fn(const uintptr_t *ips, unsigned n, uintptr_t *out, unsigned max,
+			     uint64_t *sig);
 
 /* The entry points, each optional (NULL: nothing to do at that moment). They
  * run with mw_tls.guard raised, on the thread named. */

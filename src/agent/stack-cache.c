@@ -25,7 +25,7 @@
  *
  * Cost: an entry is made by the cursor's walk (under unwind.c's walk lock,
  * slower than unw_backtrace); a thread whose samples seldom hit (most stacks
- * new) makes one in 64 of its misses only. Memory: a table of about 39 KiB per
+ * new) makes one in 64 of its misses only. Memory: a table of about 40 KiB per
  * thread that holds a place in unw_backtrace's cache (unwind.c), mapped at its
  * first miss, unmapped at its exit. */
 #include "config.h"
@@ -177,7 +177,7 @@ static struct mw_sc_entry *make_entry(struct sc_table *t, const uintptr_t *wips,
 	e->n = (uint16_t)m;
 	for (e->skip = 0; e->skip < m && mw_in_agent(e->ip[e->skip]); e->skip++)
 		;
-	e->gen = 0;
+	e->gen = e->mgen = 0;
 	e->cfa = cfa;
 	e->ra = ra;
 	return e;

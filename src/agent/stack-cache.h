@@ -17,6 +17,12 @@
 struct mw_sc_entry {
 	uintptr_t ra, cfa;          /* ra 0: empty */
 	uint32_t gen, id;           /* the interned stack id, while gen == mw_sc_gen */
+	/* with a runtime's frames merged in: the interned ids of the last two
+	 * merges (mid, while mgen == mw_sc_gen), the latest first, and the
+	 * signatures of the runtime's frames they merged (see mw_merge_fn),
+	 * with the sample's kind (0: none) */
+	uint32_t mgen, mid[2];
+	uint64_t msig[2];
 	uint16_t n, skip;           /* return addresses; the agent's own first ones */
 	uint32_t off[SC_SLOTS];
 	uintptr_t ip[SC_SLOTS];
