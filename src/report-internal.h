@@ -126,6 +126,8 @@ struct report {
 	uint8_t *modclass;            /* what modules are, by global index */
 	size_t nmodclass;
 	struct hashmap seen;          /* the row of each stack seen (rows-seen.c) */
+	bool seen_last;               /* the input collected is the last: its
+				       * stacks are looked up in seen, not added */
 };
 
 /* A source frame ready to print. */
@@ -207,12 +209,16 @@ size_t row_chain_texts(const struct row *w, size_t max, char ***out);
 char *row_forward_text(const struct snap_forward *fw);
 
 /* rows-seen.c: the row a stack of the same frames (and kind, and truncation)
- * went to before, or NULL; *hash is set for rows_seen_put, which records
- * the row w of a stack. */
+ * went to before, or NULL; *p is set to the stack's hashes for
+ * rows_seen_put, which records the row w of that stack (its frames are
+ * hashed once). */
+struct seen_probe {
+	uint64_t hash, h2;
+	uint32_t n, flags;
+};
 struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const uint32_t *map, size_t nm,
-			  uint64_t *hash);
-void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st, const uint32_t *map,
-		   size_t nm, const struct row *w);
+			  struct seen_probe *p);
+void rows_seen_put(struct report *r, const struct seen_probe *p, const struct row *w);
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };

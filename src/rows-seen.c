@@ -17,11 +17,6 @@ struct seen {
 	uint32_t n, flags, row, pad;
 };
 
-struct seen_key {
-	uint64_t h2;
-	uint32_t n, flags;
-};
-
 /* What of a stack's flags its row depends on: its kind, truncated or not. */
 static uint32_t row_flags(const struct snap_stack *st)
 {
@@ -31,7 +26,7 @@ static uint32_t row_flags(const struct snap_stack *st)
 static bool seen_eq(const void *entry, const void *key)
 {
 	const struct seen *e = entry;
-	const struct seen_key *q = key;
+	const struct seen_probe *q = key;
 
 	return e->h2 == q->h2 && e->n == q->n && e->flags == q->flags;
 }
@@ -39,7 +34,7 @@ static bool seen_eq(const void *entry, const void *key)
 /* The two hashes of st's frames (module indexes mapped by map, nm of them):
  * FNV-1a's steps, and a multiply-xorshift chain with another constant, run
  * side by side. */
-static uint64_t seen_hash(const struct snap_stack *st, const uint32_t *map, size_t nm, struct seen_key *q)
+static void seen_hash(const struct snap_stack *st, const uint32_t *map, size_t nm, struct seen_probe *q)
 {
 	uint64_t h1 = HASH_FNV_START, h2 = UINT64_C(0x9e3779b97f4a7c15);
 
@@ -57,37 +52,33 @@ static uint64_t seen_hash(const struct snap_stack *st, const uint32_t *map, size
 		h2 ^= h2 >> 29;
 	}
 	q->h2 = hash_mix64(h2);
-	return hash_mix64(h1);
+	q->hash = hash_mix64(h1);
 }
 
 struct row *rows_seen_get(struct report *r, const struct snap_stack *st, const uint32_t *map, size_t nm,
-			  uint64_t *hash)
+			  struct seen_probe *p)
 {
-	struct seen_key q;
 	const struct seen *e;
 
-	*hash = seen_hash(st, map, nm, &q);
+	seen_hash(st, map, nm, p);
 	if (!r->seen.esize)
 		return NULL;
-	e = hashmap_find(&r->seen, *hash, seen_eq, &q);
+	e = hashmap_find(&r->seen, p->hash, seen_eq, p);
 	return e ? &r->rows[e->row] : NULL;
 }
 
-void rows_seen_put(struct report *r, uint64_t hash, const struct snap_stack *st, const uint32_t *map,
-		   size_t nm, const struct row *w)
+void rows_seen_put(struct report *r, const struct seen_probe *p, const struct row *w)
 {
-	struct seen_key q;
 	struct seen *e;
 	bool added;
 
 	if (!r->seen.esize)
 		hashmap_init(&r->seen, sizeof(struct seen));
-	seen_hash(st, map, nm, &q);
-	e = hashmap_put(&r->seen, hash, seen_eq, &q, &added);
+	e = hashmap_put(&r->seen, p->hash, seen_eq, p, &added);
 	if (!added)
 		return;
-	e->h2 = q.h2;
-	e->n = q.n;
-	e->flags = q.flags;
+	e->h2 = p->h2;
+	e->n = p->n;
+	e->flags = p->flags;
 	e->row = (uint32_t)(w - r->rows);
 }

@@ -664,6 +664,10 @@ void collect(struct report *r, int k)
 	struct input *in = &r->in[k];
 	size_t i, nm = in->s->nmodules, tpos = 0;
 	bool has_js = false;
+	/* the stacks of the last input are looked up among those seen before
+	 * (if any were), and not recorded: no later input will look */
+	bool put_seen = r->o->by != REPORT_BY_TYPE && !r->seen_last;
+	bool use_seen = put_seen || (r->o->by != REPORT_BY_TYPE && r->seen.n);
 
 	for (i = 0; i < in->s->nstacks && !has_js; i++)
 		has_js = snap_stack_kind(in->s->stacks[i].flags) == SNAP_KIND_JS;
@@ -680,7 +684,7 @@ void collect(struct report *r, int k)
 		struct gap via = { 0 };
 		bool keyed = true, added, visible = false;
 		struct row *w;
-		uint64_t seen;
+		struct seen_probe seen;
 
 		c.kind = (uint8_t)snap_stack_kind(st->flags);
 		if (r->o->kind != REPORT_KIND_ALL && c.kind + 1 != (int)r->o->kind)
@@ -712,7 +716,7 @@ void collect(struct report *r, int k)
 		in->total.temp_blocks += st->temp_blocks;
 		in->total.live_stacks += st->live_bytes > 0;
 		/* a stack of the same frames as one seen before: its row */
-		if (r->o->by != REPORT_BY_TYPE && (w = rows_seen_get(r, st, in->map, nm, &seen)))
+		if (use_seen && (w = rows_seen_get(r, st, in->map, nm, &seen)))
 			goto add;
 		if (!stack_focused(r, st->frames + top, in->map, nm, n - top))
 			continue;
@@ -770,8 +774,8 @@ void collect(struct report *r, int k)
 		c.nmodules = nm;
 		c.n = n - top;
 		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED, &added);
-		if (r->o->by != REPORT_BY_TYPE)
-			rows_seen_put(r, seen, st, in->map, nm, w);
+		if (put_seen)
+			rows_seen_put(r, &seen, w);
 		if (added) {
 			w->via = via;
 		} else {
