@@ -471,9 +471,52 @@ static void decode_modules(struct reader *r, struct snapshot *s)
 	}
 }
 
+/* The stacks' frames are cut from blocks of FRAME_BLOCK frames (a stack of
+ * more has a block of its own), each after the pointer to the next: one
+ * allocation per block rather than per stack, none of it zeroed (every frame
+ * is written, or the snapshot refused). */
+#define FRAME_BLOCK 65536
+struct frame_cutter {
+	struct snap_frame *at;   /* the current block's next free frame */
+	size_t left;             /* frames left in it */
+};
+
+/* Frames for a stack of nf (> 0), NULL (the cause set) when out of memory. */
+static struct snap_frame *cut_frames(struct reader *r, struct snapshot *s, struct frame_cutter *c,
+				     size_t nf)
+{
+	const size_t head = sizeof(void *);
+	size_t n = nf > FRAME_BLOCK ? nf : FRAME_BLOCK;
+	struct snap_frame *f;
+	unsigned char *b;
+
+	if (nf <= c->left) {
+		f = c->at;
+		c->at += nf;
+		c->left -= nf;
+		return f;
+	}
+	b = malloc(head + n * sizeof *f);
+	if (!b) {
+		r->failed = true;
+		set_cause(r->cause, "out of memory");
+		return NULL;
+	}
+	memcpy(b, &s->frame_blocks, head);
+	s->frame_blocks = b;
+	f = (struct snap_frame *)(void *)(b + head);
+	if (n > nf) {   /* a new current block; a stack's own leaves it be */
+		c->at = f + nf;
+		c->left = n - nf;
+	}
+	return f;
+}
+
 /* The stacks section: varint count, then per stack flags, frames and figures. */
 static void decode_stacks(struct reader *r, struct snapshot *s)
 {
+	struct frame_cutter cut = { NULL, 0 };
+
 	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
 	s->stacks = alloc_records(r, n, sizeof *s->stacks);
 	if (!s->stacks)
@@ -486,7 +529,7 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 		st->flags = get_varint32(r, "flags");
 		uint32_t nframes = get_varint32(r, "frame count");
 		size_t nf = get_count(r, nframes, MIN_FRAME_LEN, "frames");
-		st->frames = alloc_records(r, nf, sizeof *st->frames);
+		st->frames = nf && !r->failed ? cut_frames(r, s, &cut, nf) : NULL;
 		if (r->failed)
 			return;
 		st->nframes = (uint32_t)nf;

@@ -409,8 +409,15 @@ void snapshot_free(struct snapshot *s)
 	for (size_t i = 0; s->modules && i < s->nmodules; i++)
 		free(s->modules[i].path);
 	free(s->modules);
-	for (size_t i = 0; s->stacks && i < s->nstacks; i++)
-		free(s->stacks[i].frames);
+	if (s->frame_blocks) {
+		for (void *b = s->frame_blocks, *next; b; b = next) {
+			memcpy(&next, b, sizeof next);
+			free(b);
+		}
+	} else {
+		for (size_t i = 0; s->stacks && i < s->nstacks; i++)
+			free(s->stacks[i].frames);
+	}
 	free(s->stacks);
 	for (size_t i = 0; s->symbols && i < s->nsymbols; i++) {
 		struct snap_symbol *sym = &s->symbols[i];

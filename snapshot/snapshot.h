@@ -248,6 +248,10 @@ struct snapshot {
 	struct snap_refchain *chains;
 	size_t nforward;
 	struct snap_forward *forward;
+	/* decoded: the stacks' frames are cut from these blocks, a list
+	 * (snapshot_free frees the blocks); NULL: each stack's frames are an
+	 * allocation of their own */
+	void *frame_blocks;
 };
 
 /* Encode s into a malloc'd buffer (*buf, *len; caller frees). One allocation of
