@@ -665,13 +665,19 @@ void collect(struct report *r, int k)
 	size_t i, nm = in->s->nmodules, tpos = 0;
 	bool has_js = false;
 	/* the stacks of the last input are looked up among those seen before
-	 * (if any were), and not recorded: no later input will look */
-	bool put_seen = r->o->by != REPORT_BY_TYPE && !r->seen_last;
-	bool use_seen = put_seen || (r->o->by != REPORT_BY_TYPE && r->seen.n);
+	 * (if any were), and not recorded: no later input will look; with
+	 * same_index, an input's stacks are first matched with those of the
+	 * previous one at their index, and only recorded by their index */
+	bool by_rows = r->o->by != REPORT_BY_TYPE;
+	bool record = by_rows && r->same_index && !r->seen_last;
+	bool put_seen = by_rows && !r->seen_last && !r->same_index;
+	bool have_prev = by_rows && r->same_index && r->same.row;
 
 	for (i = 0; i < in->s->nstacks && !has_js; i++)
 		has_js = snap_stack_kind(in->s->stacks[i].flags) == SNAP_KIND_JS;
 
+	if (by_rows && r->same_index)
+		rows_same_begin(r, k, record);
 	/* the typed samples by stack (the decoder keeps the agent's order) */
 	if (in->s->ntyped)
 		qsort(in->s->typed, in->s->ntyped, sizeof *in->s->typed, cmp_typed);
@@ -716,8 +722,17 @@ void collect(struct report *r, int k)
 		in->total.temp_blocks += st->temp_blocks;
 		in->total.live_stacks += st->live_bytes > 0;
 		/* a stack of the same frames as one seen before: its row */
-		if (use_seen && (w = rows_seen_get(r, st, in->map, nm, &seen)))
+		if (have_prev && (w = rows_same_get(r, i, st))) {
+			rows_same_put(r, i, w);
 			goto add;
+		}
+		if (have_prev)
+			rows_same_fill_seen(r);
+		if ((put_seen || (by_rows && r->seen.n)) && (w = rows_seen_get(r, st, in->map, nm, &seen))) {
+			if (record)
+				rows_same_put(r, i, w);
+			goto add;
+		}
 		if (!stack_focused(r, st->frames + top, in->map, nm, n - top))
 			continue;
 
@@ -776,6 +791,8 @@ void collect(struct report *r, int k)
 		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED, &added);
 		if (put_seen)
 			rows_seen_put(r, &seen, w);
+		if (record)
+			rows_same_put(r, i, w);
 		if (added) {
 			w->via = via;
 		} else {
@@ -809,10 +826,13 @@ add:
 			row_chains(r, w, k, i, UINT32_MAX);
 		}
 	}
+	if (by_rows && r->same_index)
+		rows_same_end(r, k);
 }
 
 void rows_free(struct report *r)
 {
+	rows_same_release(r);
 	for (size_t i = 0; i < r->nrows; i++) {
 		free(r->rows[i].key);
 		free(r->rows[i].segs);
