@@ -5,6 +5,7 @@
  * nothing exits or prints. */
 #include "config.h"
 
+#include <endian.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -156,22 +157,31 @@ static inline uint64_t get_varint(struct reader *r)
 	return get_varint_slow(r);
 }
 
-/* A number of up to 9 bytes at *p (which has 9 bytes to read), *p moved past
- * it; false, *p unmoved, for a longer one. */
-static inline bool varint9(const unsigned char **p, uint64_t *v)
+/* The common frame at once, from the 9 bytes at p: a module reference of
+ * one byte that names a module of the table (of n), then an offset of up to 8
+ * bytes (56 bits), read as one word whose 7-bit groups are packed together in
+ * three steps; *pos moved past it. false for anything else, read again byte by
+ * byte to be refused the same way. */
+static inline bool frame9(const unsigned char *p, size_t n, struct snap_frame *f, size_t *pos)
 {
-	const unsigned char *q = *p;
-	uint64_t x = 0;
+	uint32_t m = p[0];
+	uint64_t x, t;
 
-	for (int i = 0; i < 9; i++) {
-		x |= (uint64_t)(q[i] & 0x7f) << (7 * i);
-		if (!(q[i] & 0x80)) {
-			*p = q + i + 1;
-			*v = x;
-			return true;
-		}
-	}
-	return false;
+	if (m == 0 || m > 0x7f || m - 1 >= n)
+		return false;
+	memcpy(&x, p + 1, sizeof x);
+	x = le64toh(x);
+	t = ~x & UINT64_C(0x8080808080808080);
+	if (!t)
+		return false;
+	x &= t ^ (t - 1);    /* the bytes up to the last one of the number */
+	x = (x & UINT64_C(0x007f007f007f007f)) | (x & UINT64_C(0x7f007f007f007f00)) >> 1;
+	x = (x & UINT64_C(0x00003fff00003fff)) | (x & UINT64_C(0x3fff00003fff0000)) >> 2;
+	x = (x & UINT64_C(0x000000000fffffff)) | (x & UINT64_C(0x0fffffff00000000)) >> 4;
+	f->module = m - 1;
+	f->offset = x;
+	*pos += 2 + (size_t)(__builtin_ctzll(t) >> 3);
+	return true;
 }
 
 /* Read a varint that must fit in 32 bits. */
@@ -451,20 +461,8 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 		st->nframes = (uint32_t)nf;
 		for (uint32_t f = 0; f < nf && !r->failed; f++) {
 			size_t at = r->pos;
-			if (r->end - r->pos >= 18) {
-				/* the common frame at once: two numbers of up to 9
-				 * bytes, a module of the table; anything else is
-				 * read again below, to be refused the same way */
-				const unsigned char *p = r->buf + r->pos;
-				uint64_t m, o;
-				if (varint9(&p, &m) && m <= UINT32_MAX &&
-				    snap_module_ref_ok((uint32_t)m - 1, s->nmodules) && varint9(&p, &o)) {
-					fr[f].module = (uint32_t)m - 1;
-					fr[f].offset = o;
-					r->pos = (size_t)(p - r->buf);
-					continue;
-				}
-			}
+			if (r->end - r->pos >= 9 && frame9(r->buf + r->pos, s->nmodules, &fr[f], &r->pos))
+				continue;
 			fr[f].module = get_module_ref(r);
 			check_module_ref(r, fr[f].module, s->nmodules, at, (long)f);
 			fr[f].offset = get_varint(r);

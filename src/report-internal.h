@@ -135,6 +135,19 @@ struct report {
 	uint8_t *modclass;            /* what modules are, by global index */
 	size_t nmodclass;
 	struct hashmap seen;          /* the row of each stack seen (rows-seen.c) */
+	bool seen_last;               /* the input collected is the last: its
+				       * stacks are looked up in seen, not added */
+	bool same_index;              /* every input stays in memory until the
+				       * last is collected (rows-same.c) */
+	struct rows_same {            /* the previous input's stacks (rows-same.c) */
+		const struct snapshot *s;
+		const uint32_t *map;
+		size_t nm;
+		uint32_t *row;        /* the row of each of its stacks (or none) */
+		uint32_t *cur;        /* the same, of the input being collected */
+		bool ok;              /* the input being collected may match it */
+		bool filled;          /* seen holds its stacks */
+	} same;
 };
 
 /* A source frame ready to print. */
@@ -233,6 +246,18 @@ void rows_seen_hash(const struct snap_stack *st, const uint32_t *map, size_t nm,
 /* Ask the memory where the stack of pre would be found for the cache, a few
  * stacks before it is looked up. */
 void rows_seen_prefetch(const struct report *r, const struct seen_pre *pre);
+
+/* rows-same.c: with same_index, the row of the previous input's stack of
+ * index i when st is that very stack, or NULL. rows_same_begin before input
+ * k's stacks (record: keep their rows, rows_same_put, for the next input),
+ * rows_same_end after; rows_same_fill_seen puts the previous input's stacks
+ * into seen (once), for those of input k looked up there. */
+void rows_same_begin(struct report *r, int k, bool record);
+struct row *rows_same_get(struct report *r, size_t i, const struct snap_stack *st);
+void rows_same_put(struct report *r, size_t i, const struct row *w);
+void rows_same_fill_seen(struct report *r);
+void rows_same_end(struct report *r, int k);
+void rows_same_release(struct report *r);
 
 /* rows-frames.c: what rows need of each frame, kept per address. */
 enum { FN_HIDE = 1 << 0, FN_STD = 1 << 1, FN_ALLOC = 1 << 2, FN_KNOWN = 1 << 3 };

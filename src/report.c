@@ -454,8 +454,11 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 	r->z = symbolizer_new(o->dirs, o->ndirs);
 	for (i = 0; i < npaths; i++)
 		r->in[i].map = symbolizer_add(r->z, r->in[i].s);
-	for (i = 0; i < npaths; i++)
+	r->same_index = true;
+	for (i = 0; i < npaths; i++) {
+		r->seen_last = i == npaths - 1;
 		collect(r, i);
+	}
 	for (size_t k = 0; k < r->nrows; k++)
 		row_finish(&r->rows[k], npaths == 2, o->sample);
 	return MW_EXIT_OK;
@@ -728,6 +731,7 @@ void report_stack_series(char *const *paths, const int *pids, size_t npaths, con
 		r.nin = 1;
 		r.z = symbolizer_new(o.dirs, o.ndirs);
 		r.in[0].map = symbolizer_add(r.z, s);
+		r.seen_last = true;
 		collect(&r, 0);
 		for (k = 0; k < r.nrows; k++) {
 			struct row *w = &r.rows[k];

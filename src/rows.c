@@ -694,10 +694,20 @@ void collect(struct report *r, int k)
 	struct input *in = &r->in[k];
 	size_t i, nm = in->s->nmodules, tpos = 0;
 	bool has_js = false;
+	/* the stacks of the last input are looked up among those seen before
+	 * (if any were), and not recorded: no later input will look; with
+	 * same_index, an input's stacks are first matched with those of the
+	 * previous one at their index, and only recorded by their index */
+	bool by_rows = r->o->by != REPORT_BY_TYPE;
+	bool record = by_rows && r->same_index && !r->seen_last;
+	bool put_seen = by_rows && !r->seen_last && !r->same_index;
+	bool have_prev = by_rows && r->same_index && r->same.row;
 
 	for (i = 0; i < in->s->nstacks && !has_js; i++)
 		has_js = snap_stack_kind(in->s->stacks[i].flags) == SNAP_KIND_JS;
 
+	if (by_rows && r->same_index)
+		rows_same_begin(r, k, record);
 	/* the typed samples by stack (the decoder keeps the agent's order) */
 	if (in->s->ntyped)
 		qsort(in->s->typed, in->s->ntyped, sizeof *in->s->typed, cmp_typed);
@@ -721,13 +731,23 @@ void collect(struct report *r, int k)
 		else if (c.kind == SNAP_KIND_MMAP && has_js && v8_heap_page(r, st, in->map, nm))
 			in->v8_page_bytes += st->live_bytes;
 		input_add_total(in, st);
+		/* the previous input's stack at this index, if it is this one */
+		if (have_prev && (w = rows_same_get(r, i, st))) {
+			rows_same_put(r, i, w);
+			goto add;
+		}
+		if (have_prev)
+			rows_same_fill_seen(r);
 		/* a stack of the same frames as one seen before: its row (the
 		 * place of one a few stacks on asked for meanwhile) */
 		if (in->pre && i + 8 < in->s->nstacks)
 			rows_seen_prefetch(r, &in->pre[i + 8]);
-		if (r->o->by != REPORT_BY_TYPE &&
-		    (w = rows_seen_get(r, st, in->map, nm, in->pre ? &in->pre[i] : NULL, &seen)))
+		if ((put_seen || (by_rows && r->seen.n)) &&
+		    (w = rows_seen_get(r, st, in->map, nm, in->pre ? &in->pre[i] : NULL, &seen))) {
+			if (record)
+				rows_same_put(r, i, w);
 			goto add;
+		}
 		/* only the frames that are trimmed, grouped by or printed are ever
 		 * symbolized: a table of the top rows of 100 000 stacks looks up the
 		 * tops of the stacks and the frames it shows, not every frame */
@@ -795,8 +815,10 @@ void collect(struct report *r, int k)
 		c.nmodules = nm;
 		c.n = n - top;
 		w = row_get(r, &c, keyed, st->flags & SNAP_STACK_TRUNCATED, &added);
-		if (r->o->by != REPORT_BY_TYPE)
+		if (put_seen)
 			rows_seen_put(r, seen, st, in->map, nm, in->pre ? &in->pre[i] : NULL, w);
+		if (record)
+			rows_same_put(r, i, w);
 		if (added) {
 			w->via = via;
 		} else {
@@ -816,6 +838,8 @@ add:
 			row_chains(r, w, k, i, UINT32_MAX);
 		}
 	}
+	if (by_rows && r->same_index)
+		rows_same_end(r, k);
 }
 
 void rows_free(struct report *r)
@@ -834,5 +858,6 @@ void rows_free(struct report *r)
 	free(r->modclass);
 	hashmap_release(&r->index);
 	hashmap_release(&r->seen);
+	rows_same_release(r);
 	free(r->kbuf);
 }

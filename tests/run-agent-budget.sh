@@ -130,8 +130,8 @@ elif [ -x "$MKSNAP" ]; then
 	unset DEBUGINFOD_URLS
 	"$MEMWATCH" show s.snap >/dev/null 2>&1    # the symbol files read once
 	ir show.out "" "$MEMWATCH" show s.snap && show=$ir
-	# 96 146 when set, nearly all of it in symbolization (margin 15 %)
+	# 94 833 when set, nearly all of it in symbolization (margin 15 %)
 	within "memwatch show, instructions per stack" \
-		"$(awk -v a="${show:-}" 'BEGIN { if (a != "") printf "%.0f\n", a / 10000 }')" 110600
+		"$(awk -v a="${show:-}" 'BEGIN { if (a != "") printf "%.0f\n", a / 10000 }')" 109100
 fi
 finish
