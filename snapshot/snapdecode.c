@@ -800,7 +800,9 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 	return 0;
 }
 
-struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
+/* Decode buf: every section (whole), or the head that snapshot_decode_head
+ * says, without the checksum. */
+static struct snapshot *decode(const unsigned char *buf, size_t len, char **cause, bool whole)
 {
 	struct section_loc locs[SEC_KNOWN_MAX + 1];
 	struct snapshot *s;
@@ -814,7 +816,8 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 		return NULL;
 	}
 	memset(locs, 0, sizeof locs);
-	if (decode_frame(buf, len, s, locs, true, cause) < 0) {
+	/* (the checksum reads every byte: the head goes without) */
+	if (decode_frame(buf, len, s, locs, whole, cause) < 0) {
 		snapshot_free(s);
 		return NULL;
 	}
@@ -830,7 +833,7 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 		enter_section(&r, &locs[SEC_MODULES], SEC_MODULES);
 		decode_modules(&r, s);
 	}
-	if (!r.failed) {
+	if (!r.failed && whole) {
 		enter_section(&r, &locs[SEC_STACKS], SEC_STACKS);
 		decode_stacks(&r, s);
 	}
@@ -838,19 +841,19 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
 		decode_symbols(&r, s);
 	}
-	if (!r.failed && locs[SEC_REGIONS].seen) {
+	if (!r.failed && whole && locs[SEC_REGIONS].seen) {
 		enter_section(&r, &locs[SEC_REGIONS], SEC_REGIONS);
 		decode_regions(&r, s);
 	}
-	if (!r.failed && locs[SEC_TEMPORARY].seen) {
+	if (!r.failed && whole && locs[SEC_TEMPORARY].seen) {
 		enter_section(&r, &locs[SEC_TEMPORARY], SEC_TEMPORARY);
 		decode_temporary(&r, s);
 	}
-	if (!r.failed && locs[SEC_TYPES].seen) {
+	if (!r.failed && whole && locs[SEC_TYPES].seen) {
 		enter_section(&r, &locs[SEC_TYPES], SEC_TYPES);
 		decode_types(&r, s);
 	}
-	if (!r.failed && locs[SEC_REFERRERS].seen) {
+	if (!r.failed && whole && locs[SEC_REFERRERS].seen) {
 		enter_section(&r, &locs[SEC_REFERRERS], SEC_REFERRERS);
 		decode_referrers(&r, s);
 	}
@@ -861,40 +864,14 @@ struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **ca
 	return s;
 }
 
+struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
+{
+	return decode(buf, len, cause, true);
+}
+
 struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause)
 {
-	struct section_loc locs[SEC_KNOWN_MAX + 1];
-	struct snapshot *s;
-	struct reader r = { .buf = buf, .cause = cause };
-
-	if (cause)
-		*cause = NULL;
-	s = calloc(1, sizeof *s);
-	if (!s) {
-		set_cause(cause, "out of memory");
-		return NULL;
-	}
-	memset(locs, 0, sizeof locs);
-	/* the checksum reads every byte: the whole decode checks it */
-	if (decode_frame(buf, len, s, locs, false, cause) < 0) {
-		snapshot_free(s);
-		return NULL;
-	}
-	enter_section(&r, &locs[SEC_PROCESS], SEC_PROCESS);
-	decode_process(&r, s);
-	if (!r.failed) {
-		enter_section(&r, &locs[SEC_MODULES], SEC_MODULES);
-		decode_modules(&r, s);
-	}
-	if (!r.failed && locs[SEC_SYMBOLS].seen) {
-		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
-		decode_symbols(&r, s);
-	}
-	if (r.failed) {
-		snapshot_free(s);
-		return NULL;
-	}
-	return s;
+	return decode(buf, len, cause, false);
 }
 
 /* Move past count varints, a word at a time: their last bytes are the bytes

@@ -293,7 +293,7 @@ int snapshot_scan_stacks(const unsigned char *buf, size_t len, snapshot_raw_fn *
 			 bool *more, char **cause);
 
 /* Decode only what a reader needs before the stacks of a set of snapshots:
- * the process section, the modules and the embedded symbols (no stacks, no
+ * the process and malloc sections, the modules and the embedded symbols (no stacks, no
  * regions, types or referrers), without the checksum, which reads every byte:
  * snapshot_decode of the same bytes checks it and the rest. As
  * snapshot_decode otherwise. */
