@@ -13,7 +13,8 @@ start_agent_target a capture=idle "$T"
 pa=$target_pid
 wait_ready a 0
 # capture starts after early() allocated; this connection owns it until the end
-"$CTL" "$pa" start=1 sleep=20000 >ctl.out 2>&1 &
+# (it is killed there; its sleep is only a bound, longer than the slowest run)
+"$CTL" "$pa" start=1 sleep=300000 >ctl.out 2>&1 &
 ctl=$!
 started_pids="$started_pids $ctl"
 wait_until "[ -f ctl.out ] && grep -q '^start: ok' ctl.out" 20

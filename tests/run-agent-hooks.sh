@@ -22,7 +22,7 @@ wait_ready g "2 same=2"
 expect_grep '^status: capturing=1 hooks=[1-9]' c2
 # that connection owned the capture and hung up: hooks removed again
 wait_until "'$CTL' $p status >c3 2>&1 && grep -q 'hooks=0' c3" 10
-"$CTL" "$p" start=4096 sleep=20000 >c4 2>&1 &
+"$CTL" "$p" start=4096 sleep=300000 >c4 2>&1 &
 ctl=$!
 started_pids="$started_pids $ctl"
 wait_until "[ -f c4 ] && grep -q '^start: ok' c4" 10

@@ -44,17 +44,24 @@ expect_no_grep 'Segmentation|Abort|FATAL' run.stderr
 expect_no_grep 'not sampled: (no |out of|V8)' run.stderr
 [ "$(grep -c 'not sampled: the isolate' run.stderr)" -le 1 ] ||
 	fail "the torn-down isolate was said more than once: $(cat run.stderr)"
-# the last snapshot taken while it grew, once V8's profiler had started (on a
-# loaded machine the last ones may all come before its thread's first safe
-# point, and say so), has its JavaScript objects
-found=
+# the last snapshot taken while it grew, once V8's profiler had started, has
+# its JavaScript objects. On a loaded machine the snapshots taken while it
+# grew may all come before the agent found node's JavaScript thread or before
+# that thread's first safe point, and say so: then there is none to check
+# (the watches above check the rows under memwatch -p)
+found= early=0
 for snap in $(ls run.*.snap | grep -v -e -exit -e -final | sort -t. -k3 -n -r); do
 	run_mw 0 show --kind js "$snap"
-	grep -q 'not sampled in this snapshot: the JavaScript thread has not reached a safe point' out &&
+	if grep -Eq 'not sampled in this snapshot: the JavaScript thread (has not reached a safe point|is not found yet)' out; then
+		early=$((early + 1))
 		continue
+	fi
 	found=$snap
 	expect_grep 'retainObjects  .*js_grow\.js' out
 	break
 done
-[ -n "$found" ] || fail "no snapshot of memwatch run has node's JavaScript objects sampled"
+if [ -z "$found" ]; then
+	[ "$early" -gt 0 ] || fail "memwatch run took no snapshot while node grew"
+	echo "note: memwatch run's $early snapshots while node grew all came before V8's profiler started" >&2
+fi
 finish
