@@ -56,7 +56,9 @@ worker() {
 		   sed 's/^/  | /' "w$1.diff" | head -n 30 >&2 ;;
 		esac
 		expect_grep '^ +\(worker thread\)' "w$1.diff"
-		expect_explained "node $1: memwatch diff" "w$1.diff" 80
+		# (as run-node-worker: a worker's heap holds garbage while its
+		# collector lags on a loaded machine; 78 % was seen at a load of 16)
+		expect_explained "node $1: memwatch diff" "w$1.diff" 70
 	else
 		fail "node $1: no worker isolate sampled: $("$CTL" "$t" status 2>&1)"
 	fi

@@ -48,7 +48,11 @@ awk -v n="$nsnaps" '/"bytes": \[/ { b = $0; sub(/.*"bytes": \[/, "", b); sub(/\]
 		if (split(b, x, ", ") != n || split(s, y, ", ") != n) bad = 1; rows++ }
 	END { exit bad || rows < 4 }' all.json || fail "rows without $nsnaps points and their errors"
 expect_grep '"slope_bytes_per_min": [0-9]' all.json
-expect_grep '"grown_share": 1\.0000' all.json
+# the leak grew in (nearly) every interval: each one when the machine is idle,
+# all but one or two when the target misses a step between two snapshots
+awk '/"verdict": "leak\?"/ { s = $0; sub(/.*"grown_share": /, "", s); sub(/,.*/, "", s)
+		s += 0; exit !(s >= 0.75) }' all.json ||
+	fail "the leak's grown share is under 0.75: $(grep '"verdict": "leak?"' all.json)"
 # the leak grows by 4 MiB/s (1 MiB a step of 250 ms, slower when the machine
 # is loaded): its slope is of that order
 awk '/"verdict": "leak\?"/ { s = $0; sub(/.*"slope_bytes_per_min": /, "", s); sub(/,.*/, "", s)
