@@ -24,6 +24,8 @@ watch_mode() {
 	# the kind's own line: grown by tens of MiB
 	expect_grep "^  $kind +[0-9.]+ [KM]iB -> +[0-9.]+ MiB  \+[3-9][0-9](\.[0-9])? MiB$" out
 	kill -0 "$t" 2>/dev/null || fail "grow_maps $mode died"
+	kill "$t" 2>/dev/null
+	wait "$t" 2>/dev/null
 }
 
 watch_mode arena "anonymous mappings"
@@ -42,6 +44,8 @@ if wait_until "grep -q ready brk.out" 10; then
 	expect_no_grep "unexplained" out
 	expect_grep "^   1 +\+[0-9.]+ MiB .* brk_alloc  grow_maps\.c:[0-9]+ \[brk\]$" out
 	kill -0 "$t" 2>/dev/null || fail "grow_maps brk died"
+	kill "$t" 2>/dev/null
+	wait "$t" 2>/dev/null
 fi
 
 # the breakdown is in the snapshot itself: show prints it, snapdump reads it

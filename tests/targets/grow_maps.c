@@ -6,7 +6,8 @@
  *   file     a file of MIB MiB in $TMPDIR (or /tmp) mapped and read through
  *   brk      its own sbrk, 1 MiB at a time, touched (brk_alloc)
  * It grows by MIB MiB over the first half of SECONDS, prints "ready" first and
- * "grown" when done, then sleeps until SECONDS. */
+ * "grown" when done, then sleeps until killed (a watch of it on a loaded
+ * machine may take longer than SECONDS). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -124,7 +125,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("grown\n");
-	struct timespec ts = { (time_t)(seconds / 2), 0 };
-	nanosleep(&ts, NULL);
-	return 0;
+	for (;;)
+		pause();
 }
