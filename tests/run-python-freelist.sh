@@ -136,25 +136,7 @@ for c in $cpythons; do
 	done
 	# rows whose every type is said recycled (3.14 on: ints, taken from
 	# their list by the next int made, which may be kept) are not counted
-	said=$(awk '/^ +[0-9]+ +[-+][0-9.]+ [KMG]?i?B / {
-			m = 1
-			if ($3 == "KiB") m = 1024
-			if ($3 == "MiB") m = 1048576
-			if ($3 == "GiB") m = 1073741824
-			b = $2 * m
-		}
-		/^ +mostly / {
-			line = $0
-			sub(/^ +mostly /, "", line)
-			n = split(line, t, ", ")
-			all = 1
-			for (j = 1; j <= n; j++)
-				if (t[j] !~ / recycled$/)
-					all = 0
-			if (all)
-				s += b
-		}
-		END { printf "%.0f\n", s }' "$name.report")
+	said=$(awk '$4 { s += $2 } END { printf "%.0f\n", s }' rows.txt)
 	[ "$said" -eq 0 ] || echo "$label: $said bytes in rows whose types are all said recycled: not counted"
 	# 3.14 on, the kept ints (two in each kept object) may take the memory
 	# of ints made anywhere before, in rows not all shown here: the
