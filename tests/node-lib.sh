@@ -90,6 +90,13 @@ need_node() {
 	node_find "${node_under_test:-20}" || skip "$node_why"
 }
 
+# workers N: agentctl status says that N worker isolates of node $t are
+# sampled, within 60 s.
+workers() {
+	wait_until "\"$CTL\" $t status 2>/dev/null | grep -q ' js-workers=$1 '" 60 ||
+		fail "not $1 worker isolate(s) sampled: $("$CTL" "$t" status 2>&1)"
+}
+
 # start_js NAME MODE ARGS...: js_grow.js MODE as the fifo target NAME, until it
 # says "ready"; $t. Returns 1 after failing if it never does.
 start_js() {

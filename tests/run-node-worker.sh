@@ -14,12 +14,6 @@ need_ptrace
 need_node
 need_snapdump
 
-# workers N: agentctl status says N worker isolates are sampled, within 60 s
-workers() {
-	wait_until "\"$CTL\" $t status 2>/dev/null | grep -q ' js-workers=$1 '" 60 ||
-		fail "not $1 worker isolate(s) sampled: $("$CTL" "$t" status 2>&1)"
-}
-
 start_js wk worker || finish
 "$MEMWATCH" -p "$t" --capture now -i 200ms -q -o w.log >w.report 2>w.stderr &
 mw=$!

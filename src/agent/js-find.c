@@ -101,12 +101,13 @@ static int pick_signal(struct sigaction *old, bool *restore, bool *later)
 	return 0;
 }
 
-/* Is tid one of our js_slots' threads? With js_lock held. */
+/* Is tid one of our js_slots' threads, not to be asked again? With js_lock
+ * held. */
 static bool tid_known(pid_t tid)
 {
 	size_t i;
 	for (i = 0; i < JS_MAX_ISOLATES; i++)
-		if (js_slots[i].state != SLOT_FREE && js_slots[i].tid == tid)
+		if (js_slots[i].state != SLOT_FREE && js_slots[i].tid == tid && !js_slots[i].reask)
 			return true;
 	return false;
 }
@@ -178,16 +179,24 @@ static int ask_thread(pid_t tid)
 		for (i = 0; i < JS_MAX_ISOLATES; i++)
 			if (js_slots[i].state != SLOT_FREE && (js_slots[i].iso == iso || js_slots[i].tid == who))
 				break;
-		if (i == JS_MAX_ISOLATES)
+		if (i == JS_MAX_ISOLATES) {
 			for (i = 0; i < JS_MAX_ISOLATES && !s; i++)
 				if (js_slots[i].state == SLOT_FREE)
 					s = &js_slots[i];
+			if (s)
+				memset(s, 0, sizeof *s);
+		} else if (js_slots[i].state == SLOT_PENDING && js_slots[i].reask && js_slots[i].iso == iso) {
+			/* its start asked again (the earlier one, if V8 runs it
+			 * after all, starts it; this one then does nothing) */
+			s = &js_slots[i];
+			s->reask = false;
+		}
 		if (s) {
-			memset(s, 0, sizeof *s);
 			s->state = SLOT_PENDING;
 			s->iso = iso;
 			s->tid = who;
 			s->asked_ns = mw_now_ns();
+			s->asks++;
 			mw_v8.request_interrupt(iso, js_on_start, (void *)(uintptr_t)(s - js_slots));
 			if (is_main(s)) {
 				js_state = MW_JS_WAITING;
@@ -207,6 +216,10 @@ static int ask_thread(pid_t tid)
 static struct { pid_t tid; unsigned tries; uint64_t next_ns; } noiso[JS_MAX_NOISO];
 size_t js_nnoiso;           /* the helper's own */
 bool js_noiso_reset;        /* a capture starts: every thread may be asked again */
+/* The last thread that did not answer in time: asked last at the next look,
+ * so that one that never answers (stopped, or in a long uninterruptible
+ * wait) does not keep the threads after it from being asked. */
+static pid_t late_tid;
 
 /* Look for the isolates not known yet: the main thread's first, then any
  * other thread's that does not block the signal (our own threads block it).
@@ -271,6 +284,12 @@ bool js_scan(void)
 	ntids = k;
 	if (!ntids)
 		return true;
+	for (i = 0; i + 1 < ntids; i++)
+		if (tids[i] == late_tid) {
+			memmove(tids + i, tids + i + 1, (ntids - i - 1) * sizeof tids[0]);
+			tids[ntids - 1] = late_tid;
+			break;
+		}
 	if (!(js_signal = pick_signal(&old, &restore, &later))) {
 		pthread_mutex_lock(&js_lock);
 		js_set_why(later ? "the main thread blocks the signals that could find it"
@@ -297,6 +316,7 @@ bool js_scan(void)
 		if (r < 0 && !js_tid_alive(t))
 			continue;       /* it ended, and its signal with it */
 		if (r < 0) {
+			late_tid = t;
 			if (t == getpid()) {
 				pthread_mutex_lock(&js_lock);
 				js_set_why("the main thread did not answer");

@@ -26,7 +26,9 @@
  * not known yet that does not block the signal (a thread that runs no
  * isolate is asked at most three times: a worker's may be asked before it
  * enters its isolate, and one that lives less than a few seconds may be
- * missed, its heap ending with it). The first interrupt registers an
+ * missed, its heap ending with it). V8 forgets the interrupts asked of an
+ * isolate that node is still making: a start not run within a second is
+ * asked again, a few times. The first interrupt registers an
  * environment cleanup hook with node; the hook, run on the isolate's thread
  * before node disposes of it, stops the profiler and forgets the isolate,
  * under the lock every later request is made with. Once the profiler runs,
@@ -333,12 +335,27 @@ static void *helper(void *arg)
 			 * forgotten, and its isolate looked for again, through the
 			 * signal that shows it alive (a start that comes late
 			 * meanwhile finds its slot pending again, or ignores it) */
-			for (i = 0; i < JS_MAX_ISOLATES; i++)
-				if (js_slots[i].state == SLOT_PENDING && is_main(&js_slots[i]) &&
-				    now - js_slots[i].asked_ns > JS_RETRY_NS) {
-					js_slots[i].state = SLOT_FREE;
+			for (i = 0; i < JS_MAX_ISOLATES; i++) {
+				struct js_slot *s = &js_slots[i];
+				if (s->state != SLOT_PENDING)
+					continue;
+				if (is_main(s) && now - s->asked_ns > JS_RETRY_NS) {
+					s->state = SLOT_FREE;
 					next_scan = now;
+				} else if (!is_main(s) && !s->reask && s->asks < JS_WORKER_ASKS &&
+					   now - s->asked_ns > JS_SCAN_NS << (s->asks - 1)) {
+					/* A worker's is dropped the same way when
+					 * asked while node makes its isolate: V8
+					 * clears the interrupts asked of an isolate
+					 * when a thread takes its v8::Locker for the
+					 * first time, and node's worker thread takes
+					 * a second one after making it. It is asked
+					 * again, a few times (an idle worker's start
+					 * waits for its JavaScript, and each ask
+					 * queues one more interrupt in V8). */
+					s->reask = true;
 				}
+			}
 			if (now >= next_scan) {
 				pthread_mutex_unlock(&js_lock);
 				if (!js_scan()) {

@@ -59,6 +59,8 @@ int js_result_add(struct snapshot *s, struct js_result *r, int depth) MW_HIDDEN;
 #define JS_MAX_POLLS 600                   /*   this many times at most in a capture */
 #define JS_RETRY_NS (250 * 1000000ull)     /* a main thread's start asked again after this */
 #define JS_SCAN_NS (1000 * 1000000ull)     /* then for workers' isolates this often */
+#define JS_WORKER_ASKS 7                   /* a worker's start asked at most this many times, */
+					   /*   JS_SCAN_NS, then twice as long, ... apart */
 
 
 /* The isolates found: the main thread's and worker threads' (each runs its
@@ -70,7 +72,8 @@ int js_result_add(struct snapshot *s, struct js_result *r, int depth) MW_HIDDEN;
 enum slot_state {
 	SLOT_FREE,
 	SLOT_PENDING,   /* its start asked of V8, not run yet: never asked anything else,
-			 * since nothing would say that the isolate is gone */
+			 * since nothing would say that the isolate is gone (but its
+			 * start again, through the signal, see reask) */
 	SLOT_HOOKED,    /* the cleanup hook registered: alive until the hook runs */
 	SLOT_GONE,      /* torn down (or not in a node environment): never touched
 			 * again; freed once its thread is gone */
@@ -85,6 +88,8 @@ struct js_slot {
 	bool post_read;
 	uint64_t read_gen;           /* the generation of the read asked (0: none) */
 	uint64_t asked_ns;           /* pending: when its start was asked */
+	unsigned asks;               /* pending: how many times it was */
+	bool reask;                  /* pending (a worker's): its thread is to be asked again */
 	uint64_t done_gen;           /* the last one answered */
 	struct js_result *result;    /* its answer (NULL: out of memory) */
 };

@@ -14,6 +14,11 @@
 //                   in an array, ~20 MiB/s up to ~300 MiB, says "ready PID" (through the main
 //                   thread, which runs no JavaScript of its own meanwhile); a
 //                   line on stdin terminates it and starts another, "ready 2"
+//   workers         a worker thread (workerObjects() up to ~1 MiB) made while
+//                   the main thread is at nice 19, so that its start-up runs
+//                   at nice 19 (it goes back to nice 0 at its first
+//                   JavaScript), says "ready 1"; each line on stdin starts one
+//                   more ("ready N"), the end of stdin ends it with "ok"
 //   block           grows all along; a line on stdin has its JavaScript thread
 //                   wait in native code (execSync of a shell, which says
 //                   "blocking") until a file "unblock" appears in its
@@ -161,6 +166,26 @@ if (mode === "map") {
 		}
 		w.terminate().then(() => start("ready 2"));
 	});
+} else if (mode === "workers") {
+	const os = require("os");
+	const { Worker } = require("worker_threads");
+	const ws = [];
+	function start() {
+		os.setPriority(19);
+		const w = new Worker(__filename, { argv: ["small-child"] });
+		os.setPriority(0);
+		w.on("message", () => console.log("ready " + ws.length));
+		ws.push(w);
+	}
+	start();
+	onStdin(start);
+	process.stdin.on("end", () => { console.log("ok"); process.exit(0); });
+} else if (mode === "small-child") {
+	const { parentPort } = require("worker_threads");
+	require("os").setPriority(0);
+	const kept = [];
+	setInterval(() => { if (kept.length < 10000) workerObjects(kept); }, 100);
+	parentPort.postMessage("ready");
 } else if (mode === "worker-child") {
 	const { parentPort } = require("worker_threads");
 	const kept = [];
