@@ -133,7 +133,7 @@ static char *store_snapshot(struct capture *c, double t, const unsigned char *bu
 			free(c->perfmap_here);
 			c->perfmap_here = here;
 		}
-	} else if (!s->nsymbols && c->perfmap_here) {
+	} else if (c->perfmap_here) {
 		/* the process is gone, its map is not: the names as written for
 		 * the last snapshot (a method compiled since is not named) */
 		perfmap_embed_file(s, c->perfmap_here);

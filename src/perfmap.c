@@ -129,12 +129,10 @@ char *perfmap_path_here(pid_t pid)
 size_t perfmap_embed_file(struct snapshot *s, const char *path)
 {
 	struct perfmap_entry *v;
-	uint64_t *addrs = NULL;
-	size_t n, na = 0, cap = 0, named = 0;
+	uint64_t *addrs = NULL, *had = NULL;
+	size_t n, na = 0, cap = 0, named = 0, nhad = 0;
 	FILE *f;
 
-	if (s->nsymbols)
-		return 0;   /* symbols embedded already name what can be named */
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
@@ -158,10 +156,26 @@ size_t perfmap_embed_file(struct snapshot *s, const char *path)
 	}
 	if (na)
 		qsort(addrs, na, sizeof *addrs, cmp_u64);
+	/* addresses outside every module that the symbol section names already
+	 * (an earlier read of a map) keep their names; the section may hold
+	 * others, such as the names of a runtime's own frames */
+	for (size_t i = 0; i < s->nsymbols; i++)
+		if (s->symbols[i].module == SNAP_NO_MODULE)
+			nhad++;
+	if (nhad) {
+		had = xcalloc(nhad, sizeof *had);
+		nhad = 0;
+		for (size_t i = 0; i < s->nsymbols; i++)
+			if (s->symbols[i].module == SNAP_NO_MODULE)
+				had[nhad++] = s->symbols[i].offset;
+		qsort(had, nhad, sizeof *had, cmp_u64);
+	}
 	for (size_t i = 0; i < na; i++) {
 		const struct perfmap_entry *e;
 		struct snap_symbol *y;
 		if (i && addrs[i] == addrs[i - 1])
+			continue;
+		if (nhad && bsearch(&addrs[i], had, nhad, sizeof *had, cmp_u64))
 			continue;
 		/* a return address: the call is the byte before it */
 		e = perfmap_find(v, n, addrs[i] - 1);
@@ -177,6 +191,7 @@ size_t perfmap_embed_file(struct snapshot *s, const char *path)
 		named++;
 	}
 	free(addrs);
+	free(had);
 	perfmap_free(v, n);
 	return named;
 }

@@ -29,8 +29,9 @@ const struct perfmap_entry *perfmap_find(const struct perfmap_entry *v, size_t n
 
 /* Name the frames of s that lie outside every module and inside a function of
  * pid's perf map (seen through /proc/PID/root, under the pid the process has
- * in its own namespace), as entries of s's symbol section. Returns how many
- * addresses were named; 0 when there is no map. */
+ * in its own namespace), as entries of s's symbol section, beside what the
+ * section holds (a runtime's own frames; an address it names already keeps
+ * its name). Returns how many addresses were named; 0 when there is no map. */
 size_t perfmap_embed(struct snapshot *s, pid_t pid);
 /* The same from the map at path. */
 size_t perfmap_embed_file(struct snapshot *s, const char *path);

@@ -8,7 +8,8 @@
 # the snapshots of two runs of the script diff row by row. Growth through
 # Buffers is malloc's (their backing stores), under node's native frames: with
 # --perf-basic-prof its stack names the JavaScript caller, growBuffers, from
-# node's perf map. A program posing
+# node's perf map, beside the names of V8's profile (objects are kept too, so
+# that the snapshot has both). A program posing
 # as a node whose V8 the agent does not read (9.4) is captured native-only,
 # with one line. On node 20 by default; run-node18-js.sh runs it on Debian's
 # node 18 (but for the posing program, which has nothing to do with it).

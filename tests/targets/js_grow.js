@@ -2,7 +2,8 @@
 // "ready ..." when it is set up; a line on stdin ends it with "ok ..." and
 // exit status 0 (but for the modes that end by themselves).
 //   map SECONDS     retainObjects() keeps small objects in a Map, ~20 MiB/s
-//   buffer          growBuffers() keeps 300 Buffers of 1 MiB, then "ready 1"
+//   buffer          growBuffers() keeps 300 Buffers of 1 MiB (and retainObjects()
+//                   some 10 MiB of objects beside them), then "ready 1"
 //   serve           an HTTP server on a loopback port ("ready PORT"); GET /delay
 //                   answers the event loop's largest delay (ms) since the last
 //                   GET /delay; logRequest() keeps a record of every other one
@@ -69,6 +70,10 @@ if (mode === "map") {
 		}
 		const t = setInterval(() => {
 			growBuffers(list);
+			// (JavaScript objects too, some 10 MiB: V8's profile has
+			// live samples in every snapshot, beside the perf map's names)
+			if (list.length % 10 === 0)
+				retainObjects();
 			if (list.length === 300) {
 				clearInterval(t);
 				console.log("ready 1");

@@ -13,6 +13,7 @@
 #include "maps.h"
 #include "perfmap.h"
 #include "snapshot.h"
+#include "util.h"
 
 /* One mapping of smaps text with its figures in kB. */
 #define MAP(range, perms, inode, path, size, rss, anon, swap)                                 \
@@ -224,6 +225,51 @@ static void test_perfmap(void **state)
 	perfmap_free(v, n);
 }
 
+/* A snapshot whose symbol section holds a runtime's own names (a module [js])
+ * gets the perf map's names of its frames outside every module beside them;
+ * an address named already keeps its name. */
+static void test_perfmap_embed_beside(void **state)
+{
+	static const char text[] = "7f0000001000 40 Function:^growBuffers a.js:37\n"
+				   "7f0000002000 40 Function:^alloc buffer:404\n";
+	char path[] = "/tmp/memwatch-test-perfmap.XXXXXX";
+	struct snapshot *s = xcalloc(1, sizeof *s);
+	int fd = mkstemp(path);
+	(void)state;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+	close(fd);
+	s->nmodules = 1;
+	s->modules = xcalloc(1, sizeof *s->modules);
+	s->modules[0].path = strdup("[js]");
+	s->nstacks = 1;
+	s->stacks = xcalloc(1, sizeof *s->stacks);
+	s->stacks[0].nframes = 3;
+	s->stacks[0].frames = xcalloc(1, 3 * sizeof *s->stacks[0].frames);
+	s->stacks[0].frames[0] = (struct snap_frame){ SNAP_NO_MODULE, 0x7f0000001010 };
+	s->stacks[0].frames[1] = (struct snap_frame){ SNAP_NO_MODULE, 0x7f0000002010 };
+	s->stacks[0].frames[2] = (struct snap_frame){ 0, 7 };
+	/* the runtime's frame, and the second address named already */
+	s->nsymbols = 2;
+	s->symbols = xcalloc(1, 2 * sizeof *s->symbols);
+	s->symbols[0] = (struct snap_symbol){ 0, 7, 1, xcalloc(1, sizeof(struct snap_symframe)) };
+	s->symbols[0].frames[0].function = strdup("retainObjects");
+	s->symbols[1] = (struct snap_symbol){ SNAP_NO_MODULE, 0x7f0000002010, 1,
+					      xcalloc(1, sizeof(struct snap_symframe)) };
+	s->symbols[1].frames[0].function = strdup("named before");
+
+	assert_int_equal(perfmap_embed_file(s, path), 1);
+	unlink(path);
+	assert_int_equal(s->nsymbols, 3);
+	assert_int_equal(s->symbols[2].module, SNAP_NO_MODULE);
+	assert_true(s->symbols[2].offset == 0x7f0000001010);
+	assert_string_equal(s->symbols[2].frames[0].function, "Function:^growBuffers a.js:37");
+	assert_string_equal(s->symbols[0].frames[0].function, "retainObjects");
+	assert_string_equal(s->symbols[1].frames[0].function, "named before");
+	snapshot_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_self),
 		cmocka_unit_test(test_perfmap),
+		cmocka_unit_test(test_perfmap_embed_beside),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
