@@ -70,6 +70,7 @@ pthread_mutex_t js_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t js_cond = PTHREAD_COND_INITIALIZER;
 int js_state = MW_JS_NONE;      /* enum mw_js_state: the main thread's isolate */
 static bool probed;
+static bool outside_env;        /* the main thread's start ran outside a node environment */
 static char js_version[48];
 static char js_why[160];                /* the last reason the main thread's JS was not read */
 bool js_want;                      /* capture is on */
@@ -184,8 +185,11 @@ void js_on_start(void *iso, void *data)
 			 * looks (JS_MAX_POLLS). */
 			s->state = SLOT_FREE;
 			if (is_main(s)) {
-				js_state = MW_JS_OFF;
-				js_set_why("the JavaScript thread ran outside a node environment");
+				/* (looked for again: still starting, as far as a
+				 * snapshot meanwhile can tell) */
+				js_state = MW_JS_WAITING;
+				js_set_why("the JavaScript thread is not in a node environment yet");
+				outside_env = true;
 			}
 			goto out;
 		}
@@ -369,7 +373,8 @@ static void *helper(void *arg)
 				if (!main_known() && ++polls >= JS_MAX_POLLS) {
 					/* an embedder that runs JavaScript on another thread */
 					find_failed = true;
-					js_set_why("no V8 isolate on the main thread");
+					js_set_why(outside_env ? "the JavaScript thread ran outside a node environment"
+							       : "no V8 isolate on the main thread");
 					if (js_state == MW_JS_WAITING)
 						js_state = MW_JS_OFF;
 					continue;
@@ -434,6 +439,7 @@ static void js_capture_start(void)
 	}
 	js_want = true;
 	find_failed = false;
+	outside_env = false;
 	polls = 0;
 	js_noiso_reset = true;
 	interval = mw_rate > 1 ? mw_rate : 1;
