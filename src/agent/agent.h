@@ -65,6 +65,7 @@ struct mw_tls {
 	uint16_t guard;    /* > 0 while the agent itself runs on this thread */
 	uint8_t locked;    /* this thread holds (or is taking) the heap lock */
 	uint8_t unw;       /* enum mw_unw_slot: may it use libunwind's frame cache */
+	void *sc;          /* stack-cache.c's table of this thread (its key's value) */
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) MW_HIDDEN;
 

@@ -30,6 +30,40 @@
 
 struct pyf_layout pyf_lay;
 
+/* The frame walk's offsets of 3.11 and 3.12, fixed for each: the walk is
+ * compiled once for each of them with these as constants (read_frames), so
+ * that at every sample no offset is loaded nor a feature of another version
+ * tested per frame. */
+static const struct pyf_layout walk311 = {
+	.cframe = true,
+	.ts_frame = PY_TSTATE_CFRAME,
+	.cf_current = PY_CFRAME_CURRENT,
+	.f_previous = PY_FRAME_PREVIOUS,
+	.f_code = PY_FRAME_CODE,
+	.f_instr = PY_FRAME_PREV_INSTR,
+	.f_entry = PY_FRAME_IS_ENTRY,
+	.co_filename = PY_CODE_FILENAME,
+	.co_qualname = PY_CODE_QUALNAME,
+	.co_adaptive = PY_CODE_ADAPTIVE,
+	.co_firsttraceable = PY_CODE_FIRSTTRACEABLE,
+};
+static const struct pyf_layout walk312 = {
+	.cframe = true,
+	.ts_frame = PY312_TSTATE_CFRAME,
+	.cf_current = PY312_CFRAME_CURRENT,
+	.f_previous = PY312_FRAME_PREVIOUS,
+	.f_code = PY312_FRAME_CODE,
+	.f_instr = PY312_FRAME_PREV_INSTR,
+	.f_owner = PY312_FRAME_OWNER,
+	.owner_entry = PY312_OWNED_BY_CSTACK,
+	.owner_max = PY312_OWNED_BY_CSTACK,
+	.co_filename = PY312_CODE_FILENAME,
+	.co_qualname = PY312_CODE_QUALNAME,
+	.co_adaptive = PY312_CODE_ADAPTIVE,
+	.co_firsttraceable = PY312_CODE_FIRSTTRACEABLE,
+};
+static unsigned walk_fixed;   /* 0x030b, 0x030c: pyf_lay is walk311's, walk312's */
+
 /* The str layout of 3.8 to 3.11 (with wstr), and 3.12's (without). */
 static void str_layout(bool wstr)
 {
@@ -54,6 +88,7 @@ bool mw_py_layout(const char *runtime)
 	unsigned minor = (unsigned)(mw_py.version >> 16);
 
 	memset(&pyf_lay, 0, sizeof pyf_lay);
+	walk_fixed = 0;
 	if (minor >= 0x0308 && minor <= 0x030a) {
 		pyf_lay.frameobj = true;
 		pyf_lay.ts_frame = PY38_TSTATE_FRAME;
@@ -71,35 +106,16 @@ bool mw_py_layout(const char *runtime)
 		return true;
 	}
 	if (minor == 0x030b) {
-		pyf_lay.cframe = true;
-		pyf_lay.ts_frame = PY_TSTATE_CFRAME;
-		pyf_lay.cf_current = PY_CFRAME_CURRENT;
-		pyf_lay.f_previous = PY_FRAME_PREVIOUS;
-		pyf_lay.f_code = PY_FRAME_CODE;
-		pyf_lay.f_instr = PY_FRAME_PREV_INSTR;
-		pyf_lay.f_entry = PY_FRAME_IS_ENTRY;
-		pyf_lay.co_filename = PY_CODE_FILENAME;
-		pyf_lay.co_qualname = PY_CODE_QUALNAME;
-		pyf_lay.co_adaptive = PY_CODE_ADAPTIVE;
-		pyf_lay.co_firsttraceable = PY_CODE_FIRSTTRACEABLE;
+		pyf_lay = walk311;
+		walk_fixed = 0x030b;
 		pyf_lay.lines = LINES_ADDR2LINE;
 		str_layout(true);
 		dict_layout(true);
 		return true;
 	}
 	if (minor == 0x030c) {
-		pyf_lay.cframe = true;
-		pyf_lay.ts_frame = PY312_TSTATE_CFRAME;
-		pyf_lay.cf_current = PY312_CFRAME_CURRENT;
-		pyf_lay.f_previous = PY312_FRAME_PREVIOUS;
-		pyf_lay.f_code = PY312_FRAME_CODE;
-		pyf_lay.f_instr = PY312_FRAME_PREV_INSTR;
-		pyf_lay.f_owner = PY312_FRAME_OWNER;
-		pyf_lay.owner_entry = pyf_lay.owner_max = PY312_OWNED_BY_CSTACK;
-		pyf_lay.co_filename = PY312_CODE_FILENAME;
-		pyf_lay.co_qualname = PY312_CODE_QUALNAME;
-		pyf_lay.co_adaptive = PY312_CODE_ADAPTIVE;
-		pyf_lay.co_firsttraceable = PY312_CODE_FIRSTTRACEABLE;
+		pyf_lay = walk312;
+		walk_fixed = 0x030c;
 		pyf_lay.lines = LINES_ADDR2LINE;
 		str_layout(false);
 		dict_layout(true);
@@ -399,11 +415,60 @@ static inline void sig_add(struct pyf_sig *g, const char *code, uintptr_t at)
 
 /* A frame's code object and the name and file it names (a code object freed
  * and another made at its address runs under other names, most often). */
-static inline void sig_code(struct pyf_sig *g, const char *code, uintptr_t at)
+static inline __attribute__((always_inline)) void sig_code(struct pyf_sig *g, const struct pyf_layout *L,
+								const char *code, uintptr_t at)
 {
-	uintptr_t name = *(const uintptr_t *)(code + pyf_lay.co_qualname);
-	uintptr_t file = *(const uintptr_t *)(code + pyf_lay.co_filename);
+	uintptr_t name = *(const uintptr_t *)(code + L->co_qualname);
+	uintptr_t file = *(const uintptr_t *)(code + L->co_filename);
 	sig_add(g, code, at ^ (name << 1) ^ (file << 17) ^ (file >> 47));
+}
+
+/* 3.11 on: the chain of _PyInterpreterFrame from the thread state's frame f,
+ * laid out as L says (a constant where the version's layout is fixed); the
+ * frames into out (or, out NULL, only their signature into g). */
+static inline __attribute__((always_inline)) unsigned walk_frames(const struct pyf_layout *L, const char *f,
+								   struct pyf_ref *out, unsigned max,
+								   struct pyf_sig *g)
+{
+	const void *code_type = mw_py.code_type;
+	unsigned n = 0;
+
+	if (L->cframe && f)
+		f = *(const char *const *)(f + L->cf_current);
+	for (; f && n < max; f = *(const char *const *)(f + L->f_previous)) {
+		const char *code, *instr, *first;
+		bool entry = L->f_entry && *(const bool *)(f + L->f_entry);
+		/* 3.12+: each C call of the eval loop starts its frames with one
+		 * of its own (on the C stack), which runs no code */
+		if (L->f_owner && *(const unsigned char *)(f + L->f_owner) >= L->owner_entry) {
+			if (n) {
+				sig_add(g, NULL, 2);
+				if (out)
+					out[n - 1].entry = true;
+			}
+			continue;
+		}
+		code = (const char *)(*(const uintptr_t *)(f + L->f_code) & ~L->code_tag);
+		if (!code || (code_type && *(const void *const *)(code + PY_OB_TYPE) != code_type))
+			continue;
+		instr = *(const char *const *)(f + L->f_instr);
+		first = code + L->co_adaptive;
+		sig_code(g, L, code, (uintptr_t)instr ^ (uintptr_t)entry << 63);
+		/* a frame still being set up has run nothing yet: not shown, but
+		 * its entry mark still ends its C call's frames */
+		if (L->co_firsttraceable &&
+		    instr < first + (ptrdiff_t)*(const int *)(code + L->co_firsttraceable) * 2) {
+			if (entry && n && out)
+				out[n - 1].entry = true;
+			continue;
+		}
+		if (out) {
+			out[n].id = frame_at(code, (int)(instr - first));
+			out[n].entry = entry;
+		}
+		n++;
+	}
+	return n;
 }
 
 /* Read this thread's Python frames, newest first; or (out NULL) only their
@@ -430,7 +495,7 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max, uint64_t *sig)
 			int lasti = *(const int *)(f + pyf_lay.f_instr);
 			if (!code || *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type)
 				continue;
-			sig_code(&g, code, (uint32_t)lasti);
+			sig_code(&g, &pyf_lay, code, (uint32_t)lasti);
 			if (out) {
 				out[n].id = frame_at(code, lasti < 0 ? -1 : lasti * pyf_lay.lasti_unit);
 				out[n].entry = true;
@@ -440,41 +505,12 @@ static unsigned read_frames(struct pyf_ref *out, unsigned max, uint64_t *sig)
 		*sig = mw_splitmix64(g.a ^ (g.b << 1) ^ n) | 1;
 		return n;
 	}
-	if (pyf_lay.cframe && f)
-		f = *(const char *const *)(f + pyf_lay.cf_current);
-	for (; f && n < max; f = *(const char *const *)(f + pyf_lay.f_previous)) {
-		const char *code, *instr, *first;
-		bool entry = pyf_lay.f_entry && *(const bool *)(f + pyf_lay.f_entry);
-		/* 3.12+: each C call of the eval loop starts its frames with one
-		 * of its own (on the C stack), which runs no code */
-		if (pyf_lay.f_owner && *(const unsigned char *)(f + pyf_lay.f_owner) >= pyf_lay.owner_entry) {
-			if (n) {
-				sig_add(&g, NULL, 2);
-				if (out)
-					out[n - 1].entry = true;
-			}
-			continue;
-		}
-		code = (const char *)(*(const uintptr_t *)(f + pyf_lay.f_code) & ~pyf_lay.code_tag);
-		if (!code || (mw_py.code_type && *(const void *const *)(code + PY_OB_TYPE) != mw_py.code_type))
-			continue;
-		instr = *(const char *const *)(f + pyf_lay.f_instr);
-		first = code + pyf_lay.co_adaptive;
-		sig_code(&g, code, (uintptr_t)instr ^ (uintptr_t)entry << 63);
-		/* a frame still being set up has run nothing yet: not shown, but
-		 * its entry mark still ends its C call's frames */
-		if (pyf_lay.co_firsttraceable &&
-		    instr < first + (ptrdiff_t)*(const int *)(code + pyf_lay.co_firsttraceable) * 2) {
-			if (entry && n && out)
-				out[n - 1].entry = true;
-			continue;
-		}
-		if (out) {
-			out[n].id = frame_at(code, (int)(instr - first));
-			out[n].entry = entry;
-		}
-		n++;
-	}
+	if (walk_fixed == 0x030b)
+		n = walk_frames(&walk311, f, out, max, &g);
+	else if (walk_fixed == 0x030c)
+		n = walk_frames(&walk312, f, out, max, &g);
+	else
+		n = walk_frames(&pyf_lay, f, out, max, &g);
 	*sig = mw_splitmix64(g.a ^ (g.b << 1) ^ n) | 1;
 	return n;
 }

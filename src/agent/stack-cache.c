@@ -57,8 +57,11 @@ static bool sc_key_ok;
 
 static void sc_free(void *t)
 {
-	/* (the key's value is already NULL: a sample from a later destructor
-	 * of this thread finds no table) */
+	/* (the key's value is already NULL, and the thread's own pointer goes
+	 * too: a sample from a later destructor of this thread finds no table;
+	 * destructors run on the exiting thread) */
+	if (mw_tls.sc == t)
+		mw_tls.sc = NULL;
 	mw_unmap(t, sizeof(struct sc_table));
 }
 
@@ -83,16 +86,27 @@ struct mw_sc_entry *mw_sc_find(uintptr_t ra, uintptr_t cfa)
 	const char *at = (const char *)(cfa - 8);
 	unsigned k, w;
 
-	if (!sc_key_ok || !(t = pthread_getspecific(sc_key)))
+	/* (the key's value, kept in the thread's own block too: read there
+	 * without a call) */
+	if (!(t = mw_tls.sc))
 		return NULL;
 	e = t->e[set_of(ra, cfa)];
 	for (w = 0; w < SC_WAYS; w++, e++) {
+		unsigned n = e->n;
+		uintptr_t d = 0;
 		if (e->ra != ra || e->cfa != cfa)
 			continue;
-		for (k = 1; k < e->n; k++)
-			if (*(const volatile uintptr_t *)(at + e->off[k]) != e->ip[k])
+		/* four places at a time, their differences or'ed, one branch
+		 * (every place lies on the thread's stack, read past a
+		 * difference or not) */
+#define SC_AT(k) (*(const volatile uintptr_t *)(at + e->off[k]) ^ e->ip[k])
+		for (k = 1; k + 4 <= n; k += 4)
+			if ((d = SC_AT(k) | SC_AT(k + 1) | SC_AT(k + 2) | SC_AT(k + 3)))
 				break;
-		if (k == e->n) {
+		for (; !d && k < n; k++)
+			d = SC_AT(k);
+#undef SC_AT
+		if (!d) {
 			t->hits++;
 			return e;
 		}
@@ -123,8 +137,10 @@ static struct sc_table *table(void)
 	struct sc_table *t;
 	if (!sc_key_ok)
 		return NULL;
-	if ((t = pthread_getspecific(sc_key)))
+	if ((t = pthread_getspecific(sc_key))) {
+		mw_tls.sc = t;
 		return t;
+	}
 	if (!mw_unwind_has_slot())
 		return NULL;
 	if (!(t = mw_map(sizeof *t)))
@@ -134,6 +150,7 @@ static struct sc_table *table(void)
 		mw_unmap(t, sizeof *t);
 		return NULL;
 	}
+	mw_tls.sc = t;
 	return t;
 }
 
