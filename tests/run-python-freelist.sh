@@ -19,6 +19,8 @@
 # On Debian's 3.11, a snapshot with the referrer search: each keeper's row,
 # its type and its referrer chain describe the same objects, and by type no
 # object is said to come from scratch_*.
+# Some 150 s alone, up to 180 s beside a whole suite on a 2-core machine.
+# limit: 600
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace

@@ -16,6 +16,8 @@
 # on and ends well. A snapshot without --referrers has no search. A watch with
 # --referrers logs the pause of its final snapshot's search, and its HTML
 # page lists the chains.
+# Some 90 s alone, up to 200 s beside a whole suite on a 2-core machine.
+# limit: 600
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/py-lib.sh"
 need_ptrace
