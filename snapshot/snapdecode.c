@@ -430,8 +430,17 @@ static struct snap_frame *frames_room(struct snapshot *s, size_t nf, size_t uppe
 	return c->f;
 }
 
-/* The stacks section: varint count, then per stack flags, frames and figures. */
-static void decode_stacks(struct reader *r, struct snapshot *s)
+/* Give back the room frames_room made last for nf frames. */
+static void frames_unroom(struct snapshot *s, size_t nf)
+{
+	s->frame_block->used -= nf;
+}
+
+/* The stacks section: varint count, then per stack flags, frames and figures.
+ * With like (another snapshot of the same process, kept longer than s), a
+ * stack whose frames are byte for byte those of like's stack of its index
+ * shares them rather than holding a copy. */
+static void decode_stacks(struct reader *r, struct snapshot *s, const struct snapshot *like)
 {
 	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
 
@@ -466,6 +475,12 @@ static void decode_stacks(struct reader *r, struct snapshot *s)
 			fr[f].module = get_module_ref(r);
 			check_module_ref(r, fr[f].module, s->nmodules, at, (long)f);
 			fr[f].offset = get_varint(r);
+		}
+		if (like && nf && i < like->nstacks && like->stacks[i].nframes == nf && !r->failed &&
+		    memcmp(like->stacks[i].frames, fr, nf * sizeof *fr) == 0) {
+			frames_unroom(s, nf);
+			st->frames = like->stacks[i].frames;
+			s->frames_borrowed = true;
 		}
 		st->live_bytes = get_varint(r);
 		st->live_blocks = get_varint(r);
@@ -802,7 +817,8 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 
 /* Decode buf: every section (whole), or the head that snapshot_decode_head
  * says, without the checksum. */
-static struct snapshot *decode(const unsigned char *buf, size_t len, char **cause, bool whole)
+static struct snapshot *decode(const unsigned char *buf, size_t len, char **cause, bool whole,
+			       const struct snapshot *like)
 {
 	struct section_loc locs[SEC_KNOWN_MAX + 1];
 	struct snapshot *s;
@@ -835,7 +851,7 @@ static struct snapshot *decode(const unsigned char *buf, size_t len, char **caus
 	}
 	if (!r.failed && whole) {
 		enter_section(&r, &locs[SEC_STACKS], SEC_STACKS);
-		decode_stacks(&r, s);
+		decode_stacks(&r, s, like);
 	}
 	if (!r.failed && locs[SEC_SYMBOLS].seen) {
 		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
@@ -866,12 +882,18 @@ static struct snapshot *decode(const unsigned char *buf, size_t len, char **caus
 
 struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
 {
-	return decode(buf, len, cause, true);
+	return decode(buf, len, cause, true, NULL);
+}
+
+struct snapshot *snapshot_decode_like(const unsigned char *buf, size_t len,
+				      const struct snapshot *like, char **cause)
+{
+	return decode(buf, len, cause, true, like);
 }
 
 struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause)
 {
-	return decode(buf, len, cause, false);
+	return decode(buf, len, cause, false, NULL);
 }
 
 /* Move past count varints, a word at a time: their last bytes are the bytes

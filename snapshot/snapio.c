@@ -60,6 +60,11 @@ static int slurp(int fd, unsigned char **buf, size_t *len)
 
 struct snapshot *snapshot_read(const char *path, char **cause)
 {
+	return snapshot_read_like(path, NULL, cause);
+}
+
+struct snapshot *snapshot_read_like(const char *path, const struct snapshot *like, char **cause)
+{
 	unsigned char *buf = NULL;
 	size_t len = 0;
 	char *why = NULL;
@@ -76,7 +81,7 @@ struct snapshot *snapshot_read(const char *path, char **cause)
 		*cause = xasprintf("cannot read '%s': %s", path, strerror(-err));
 		return NULL;
 	}
-	struct snapshot *s = snapshot_decode(buf, len, &why);
+	struct snapshot *s = snapshot_decode_like(buf, len, like, &why);
 	free(buf);
 	if (!s) {
 		*cause = xasprintf("'%s': %s", path, why ? why : "out of memory");

@@ -413,7 +413,7 @@ void snapshot_free(struct snapshot *s)
 		next = c->next;
 		free(c);
 	}
-	if (!s->frame_block)
+	if (!s->frame_block && !s->frames_borrowed)
 		for (size_t i = 0; s->stacks && i < s->nstacks; i++)
 			free(s->stacks[i].frames);
 	free(s->stacks);

@@ -241,6 +241,8 @@ struct snapshot {
 	struct snap_stack *stacks;
 	struct snap_frame_chunk *frame_block; /* when set (the decoder's), every
 					 * stack's frames are in these chunks */
+	bool frames_borrowed;        /* some stacks' frames are another snapshot's
+				      * (snapshot_decode_like): not freed with s */
 	size_t nsymbols;             /* 0 unless symbols were embedded */
 	struct snap_symbol *symbols;
 	bool has_regions;            /* the mapping breakdown was read (it may be empty) */
@@ -273,6 +275,13 @@ int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len);
  * ("truncated at byte 123", "checksum mismatch", "version 9 is newer than ..."). */
 struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause);
 
+/* The same, with the frames of each stack that are byte for byte those of
+ * like's stack of its index shared with like rather than copied: like must
+ * outlive the snapshot returned (diff's two snapshots of one process list
+ * most stacks alike, in the same order). */
+struct snapshot *snapshot_decode_like(const unsigned char *buf, size_t len,
+				      const struct snapshot *like, char **cause);
+
 /* A stack as its bytes are: its frames still encoded (a module reference and
  * an offset, each a varint, per frame), its figures decoded. */
 struct snap_raw_stack {
@@ -301,6 +310,8 @@ struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char
 
 /* Read and decode a file. NULL with *cause naming the file on failure. */
 struct snapshot *snapshot_read(const char *path, char **cause);
+/* The same with snapshot_decode_like (like may be NULL). */
+struct snapshot *snapshot_read_like(const char *path, const struct snapshot *like, char **cause);
 /* The same with snapshot_decode_head: only the pages of the file it needs
  * are read. */
 struct snapshot *snapshot_read_head(const char *path, char **cause);

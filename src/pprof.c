@@ -273,40 +273,78 @@ static void builder_free(struct builder *b)
 	free(b->mapping_gmod);
 }
 
-/* Compress buf into a gzip member and write it to f. 0 or -1 with *cause. */
-static int write_gzip(FILE *f, const uint8_t *buf, size_t len, char **cause)
-{
+/* The profile gzipped into f as it is packed, part by part: the samples of
+ * 100 000 stacks are never all in memory at once, packed or not. zlib's
+ * output does not depend on how its input is cut, so the bytes are those of
+ * the whole profile packed at once. */
+struct gzout {
+	FILE *f;
 	z_stream zs;
-	uint8_t *out;
-	uLong cap;
-	int rc;
+	bool failed;
+	char **cause;
+	uint8_t out[64 * 1024];
+};
 
-	memset(&zs, 0, sizeof zs);
+static int gz_begin(struct gzout *g, FILE *f, char **cause)
+{
+	memset(&g->zs, 0, sizeof g->zs);
+	g->f = f;
+	g->failed = false;
+	g->cause = cause;
 	/* the fastest level, as Go's runtime/pprof writes its profiles: a report
 	 * of 100 000 stacks must not wait on the compressor */
-	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		*cause = xasprintf("deflateInit2: %s", zs.msg ? zs.msg : "failed");
+	if (deflateInit2(&g->zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		*cause = xasprintf("deflateInit2: %s", g->zs.msg ? g->zs.msg : "failed");
 		return -1;
 	}
-	cap = deflateBound(&zs, (uLong)len);
-	out = xmalloc(cap);
-	zs.next_in = (Bytef *)(uintptr_t)buf;
-	zs.avail_in = (uInt)len;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	rc = deflate(&zs, Z_FINISH);
-	if (rc != Z_STREAM_END) {
-		*cause = xasprintf("deflate: %s", zs.msg ? zs.msg : "failed");
-		deflateEnd(&zs);
-		free(out);
-		return -1;
-	}
-	rc = fwrite(out, 1, zs.total_out, f) == zs.total_out ? 0 : -1;
-	if (rc < 0)
-		*cause = xasprintf("cannot write the profile: %s", strerror(errno));
-	deflateEnd(&zs);
-	free(out);
-	return rc;
+	return 0;
+}
+
+/* Compress len bytes of buf (flush: Z_NO_FLUSH, or Z_FINISH at the end) and
+ * write what comes out. */
+static void gz_put(struct gzout *g, const uint8_t *buf, size_t len, int flush)
+{
+	int rc;
+
+	if (g->failed)
+		return;
+	g->zs.next_in = (Bytef *)(uintptr_t)buf;
+	g->zs.avail_in = (uInt)len;
+	do {
+		size_t n;
+		g->zs.next_out = g->out;
+		g->zs.avail_out = sizeof g->out;
+		rc = deflate(&g->zs, flush);
+		if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+			*g->cause = xasprintf("deflate: %s", g->zs.msg ? g->zs.msg : "failed");
+			g->failed = true;
+			return;
+		}
+		n = sizeof g->out - g->zs.avail_out;
+		if (n && fwrite(g->out, 1, n, g->f) != n) {
+			*g->cause = xasprintf("cannot write the profile: %s", strerror(errno));
+			g->failed = true;
+			return;
+		}
+	} while (g->zs.avail_in || (flush == Z_FINISH && rc != Z_STREAM_END));
+}
+
+static int gz_end(struct gzout *g)
+{
+	gz_put(g, NULL, 0, Z_FINISH);
+	deflateEnd(&g->zs);
+	return g->failed ? -1 : 0;
+}
+
+/* A message of the profile's fields packed, into g. */
+static void gz_profile(struct gzout *g, const Profile *prof)
+{
+	size_t len = perftools__profiles__profile__get_packed_size(prof);
+	uint8_t *buf = xmalloc(len ? len : 1);
+
+	perftools__profiles__profile__pack(prof, buf);
+	gz_put(g, buf, len, Z_NO_FLUSH);
+	free(buf);
 }
 
 /* The comments of the profile: what it is of, and how to read its values. */
@@ -343,10 +381,6 @@ static size_t comments(struct builder *b, const struct pprof_source *src, int64_
  * protobuf-c wants. */
 struct messages {
 	ValueType vt[PPROF_NVALUES], *vtp[PPROF_NVALUES], period_type;
-	Sample *samples, **samplep;
-	Label *labels, **labelp;
-	uint64_t *ids;
-	int64_t *values;
 	Location *locs, **locp;
 	Line *lines, **linep;
 	Function *funcs, **funcp;
@@ -356,12 +390,6 @@ struct messages {
 
 static void messages_free(struct messages *m)
 {
-	free(m->ids);
-	free(m->values);
-	free(m->samples);
-	free(m->samplep);
-	free(m->labels);
-	free(m->labelp);
 	free(m->lines);
 	free(m->linep);
 	free(m->locs);
@@ -403,60 +431,80 @@ static void builder_init(struct builder *b, struct symbolizer *z, const struct p
 	}
 }
 
-/* The samples, and the locations and functions they name. */
+/* The samples, and the locations and functions they name, each sample
+ * packed into g as the profile's field 2 once its locations are known. */
 static void put_samples(struct builder *b, const struct pprof_sample *v, size_t n,
-			struct messages *m)
+			struct gzout *g)
 {
-	size_t i, j, nids = 0;
+	uint64_t *ids = NULL;
+	uint8_t *buf = NULL;
+	size_t i, j, aids = 0, abuf = 0;
 
-	for (i = 0; i < n; i++)
-		nids += v[i].parts ? v[i].nparts : v[i].nframes;
-	m->ids = array(nids, sizeof *m->ids);
-	m->values = array(n, PPROF_NVALUES * sizeof *m->values);
-	m->samples = array(n, sizeof *m->samples);
-	m->labels = array(2 * n, sizeof *m->labels);
-	m->labelp = array(2 * n, sizeof *m->labelp);
-	m->samplep = array(n, sizeof *m->samplep);
-	nids = 0;
-	for (i = 0; i < n; i++) {
-		Sample *s = &m->samples[i];
-		perftools__profiles__sample__init(s);
-		s->location_id = m->ids + nids;
+	for (i = 0; i < n && !g->failed; i++) {
+		Sample s;
+		Label labels[2], *labelp[2];
+		int64_t values[PPROF_NVALUES];
+		size_t nids = v[i].parts ? v[i].nparts : v[i].nframes, len, hl;
+		uint8_t head[1 + 10];
+
+		perftools__profiles__sample__init(&s);
+		if (nids > aids) {
+			aids = nids * 2;
+			ids = xrealloc(ids, aids * sizeof *ids);
+		}
 		for (j = 0; v[i].parts && j < v[i].nparts; j++) {
 			const struct pprof_part *pt = &v[i].parts[j];
-			m->ids[nids++] = loc_id(b, pt->gmod, pt->offset, pt->first, pt->n);
+			ids[j] = loc_id(b, pt->gmod, pt->offset, pt->first, pt->n);
 		}
 		for (j = 0; !v[i].parts && j < v[i].nframes; j++) {
 			const struct snap_frame *fr = &v[i].frames[j];
-			uint32_t g = fr->module < v[i].nmodules ? v[i].map[fr->module] : SYM_NO_MODULE;
-			m->ids[nids++] = loc_id(b, g, fr->offset, 0, 0);
+			uint32_t gm = fr->module < v[i].nmodules ? v[i].map[fr->module] : SYM_NO_MODULE;
+			ids[j] = loc_id(b, gm, fr->offset, 0, 0);
 		}
-		s->n_location_id = v[i].parts ? v[i].nparts : v[i].nframes;
-		memcpy(m->values + i * PPROF_NVALUES, v[i].value, sizeof v[i].value);
-		s->value = m->values + i * PPROF_NVALUES;
-		s->n_value = PPROF_NVALUES;
-		s->label = &m->labelp[2 * i];
-		s->n_label = 0;
+		s.location_id = ids;
+		s.n_location_id = nids;
+		memcpy(values, v[i].value, sizeof values);
+		s.value = values;
+		s.n_value = PPROF_NVALUES;
+		s.label = labelp;
+		s.n_label = 0;
 		if (v[i].kind) {
 			/* what memory it is, as Go's profiles label theirs */
-			Label *l = &m->labels[2 * i + s->n_label];
+			Label *l = &labels[s.n_label];
 			perftools__profiles__label__init(l);
 			l->key = str_index(b, "kind");
 			l->str = str_index(b, v[i].kind);
-			m->labelp[2 * i + s->n_label++] = l;
+			labelp[s.n_label++] = l;
 		}
 		if (v[i].type) {
 			/* what objects it holds */
-			Label *l = &m->labels[2 * i + s->n_label];
+			Label *l = &labels[s.n_label];
 			perftools__profiles__label__init(l);
 			l->key = str_index(b, "type");
 			l->str = str_index(b, v[i].type);
-			m->labelp[2 * i + s->n_label++] = l;
+			labelp[s.n_label++] = l;
 		}
-		if (!s->n_label)
-			s->label = NULL;
-		m->samplep[i] = s;
+		if (!s.n_label)
+			s.label = NULL;
+		/* field 2, length-delimited: its tag, its length, the message */
+		len = perftools__profiles__sample__get_packed_size(&s);
+		head[0] = 2 << 3 | 2;
+		hl = 1;
+		for (size_t x = len; ; x >>= 7) {
+			head[hl++] = (uint8_t)((x & 0x7f) | (x >= 0x80 ? 0x80 : 0));
+			if (x < 0x80)
+				break;
+		}
+		if (len + hl > abuf) {
+			abuf = (len + hl) * 2;
+			buf = xrealloc(buf, abuf);
+		}
+		memcpy(buf, head, hl);
+		perftools__profiles__sample__pack(&s, buf + hl);
+		gz_put(g, buf, hl + len, Z_NO_FLUSH);
 	}
+	free(ids);
+	free(buf);
 }
 
 /* The locations, and their lines. */
@@ -558,20 +606,30 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 {
 	struct builder b;
 	struct messages m = { 0 };
+	Profile types = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-	uint8_t *buf;
-	size_t len;
+	struct gzout *g = xmalloc(sizeof *g);
 	int rc;
 
 	builder_init(&b, z, src, &m);
+	if (gz_begin(g, f, cause) < 0) {
+		free(g);
+		builder_free(&b);
+		return -1;
+	}
+	/* the fields in their numbers' order, as the whole would be packed:
+	 * sample_type (1), the samples (2), then the rest */
+	types.n_sample_type = PPROF_NVALUES;
+	types.sample_type = m.vtp;
+	gz_profile(g, &types);
 	/* in this order: the string table's order is that of first use */
-	put_samples(&b, v, n, &m);
+	put_samples(&b, v, n, g);
 	put_locations(&b, &m);
 	put_mappings(&b, &m);
 	put_functions(&b, &m);
 	put_header(&b, src, &m, &prof);
-	prof.n_sample = n;
-	prof.sample = m.samplep;
+	prof.n_sample_type = 0;
+	prof.sample_type = NULL;
 	prof.n_location = b.nlocs;
 	prof.location = m.locp;
 	prof.n_function = b.nfuncs;
@@ -580,12 +638,10 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 	prof.mapping = m.mapp;
 	prof.n_string_table = b.strs.n;
 	prof.string_table = b.strs.s;
-
-	len = perftools__profiles__profile__get_packed_size(&prof);
-	buf = xmalloc(len ? len : 1);
-	perftools__profiles__profile__pack(&prof, buf);
-	rc = write_gzip(f, buf, len, cause);
-	free(buf);
+	if (!g->failed)
+		gz_profile(g, &prof);
+	rc = gz_end(g);
+	free(g);
 	messages_free(&m);
 	builder_free(&b);
 	return rc;

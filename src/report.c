@@ -435,7 +435,9 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 
 	for (i = 0; i < npaths; i++) {
 		r->in[i].path = paths[i];
-		r->in[i].s = snapshot_read(paths[i], &cause);
+		/* the second shares the first's frames where its stacks are the
+		 * first's, at their index (both are kept to the end) */
+		r->in[i].s = snapshot_read_like(paths[i], i ? r->in[i - 1].s : NULL, &cause);
 		if (!r->in[i].s) {
 			mw_error("%s", cause);
 			free(cause);

@@ -42,7 +42,8 @@ struct row *rows_same_get(struct report *r, size_t i, const struct snap_stack *s
 		return NULL;
 	q = &p->s->stacks[i];
 	if (q->flags != st->flags || q->nframes != st->nframes ||
-	    (st->nframes && memcmp(q->frames, st->frames, st->nframes * sizeof *st->frames) != 0))
+	    (st->nframes && q->frames != st->frames &&
+	     memcmp(q->frames, st->frames, st->nframes * sizeof *st->frames) != 0))
 		return NULL;
 	return &r->rows[p->row[i]];
 }

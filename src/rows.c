@@ -694,6 +694,14 @@ void collect(struct report *r, int k)
 	struct input *in = &r->in[k];
 	size_t i, nm = in->s->nmodules, tpos = 0;
 	bool has_js = false;
+
+	/* by stack, rows are at most the stacks: room for them at once, not
+	 * doubled up to them, which leaves each smaller copy behind in the heap
+	 * (23 MB of them for 100 000 rows) */
+	if (r->o->by == REPORT_BY_STACK && r->arows < in->s->nstacks) {
+		r->arows = in->s->nstacks;
+		r->rows = xrealloc(r->rows, r->arows * sizeof *r->rows);
+	}
 	/* the stacks of the last input are looked up among those seen before
 	 * (if any were), and not recorded: no later input will look; with
 	 * same_index, an input's stacks are first matched with those of the
