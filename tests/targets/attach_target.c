@@ -52,10 +52,12 @@ static void on_usr2(int sig)
  * callback from libc, in a signal handler) or in a call it accepts. */
 static int place_pipe[2];
 static const char *place;
+static atomic_int at_place;     /* the placed thread is in its callback or handler */
 
 static void block_on_place_pipe(void)
 {
 	char c;
+	at_place = 1;
 	while (read(place_pipe[0], &c, 1) < 0 && errno == EINTR)
 		;
 }
@@ -422,9 +424,16 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nworkers; i++)
 		pthread_create(&th[nth++], NULL, worker, (void *)(uintptr_t)(i + 1));
 	if (ready) {
-		/* give the blocking threads time to block */
+		/* give the blocking threads time to block; the placed one that
+		 * blocks in a callback or handler is waited for there (at most
+		 * 20 s: a loaded machine may not run it within the 50 ms) */
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
+		for (int i = 0; place && (!strcmp(place, "dl_iterate_phdr") || !strcmp(place, "qsort") ||
+					  !strcmp(place, "handler")) && !at_place && i < 2000; i++) {
+			ts.tv_nsec = 10 * 1000 * 1000;
+			nanosleep(&ts, NULL);
+		}
 		FILE *f = fopen(ready, "w");
 		if (f) {
 			fprintf(f, "%d\n", getpid());
