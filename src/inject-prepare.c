@@ -392,9 +392,13 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 		return inject_fail(INJECT_EUNSUPPORTED, cause, hint, NULL,
 			    "no signal return code (__restore_rt) found in the process's libc (%s)",
 			    ij->cl.libc.path);
-	if (!read_code(ij, ij->code))
+	if (!read_code(ij, ij->code)) {
+		/* (it may end at any point of an attach: said as anywhere else) */
+		if (errno == ESRCH)
+			return inject_fail(INJECT_ENOPROC, cause, hint, NULL, "the process exited");
 		return inject_fail(INJECT_EINTERNAL, cause, hint, NULL,
 			    "cannot read the process's C library: %s", strerror(errno));
+	}
 	return 0;
 }
 
