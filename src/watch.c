@@ -430,9 +430,11 @@ static int watch_begin(struct watch *w, struct watch_opts *o, const char *comman
 	 * stopped and the log completed. A closed pipe on "-o -" is a write error
 	 * that ends the watch, not a death by SIGPIPE that would leave the capture
 	 * running. */
+	/* (the count before the handlers: a signal that comes as they are
+	 * installed counts as one to act on, not as one acted on already) */
+	w->sig_base = sigs_handled = stop_signal_count();
 	signals_install(SIGS_HUP | SIGS_NOPIPE | (w->run_mode ? SIGS_FORWARD | SIGS_CHLD : 0),
 			&w->sigs);
-	w->sig_base = sigs_handled = stop_signal_count();
 	w->sl.on = !o->quiet && !o->face && isatty(STDERR_FILENO);
 	w->sl.plain = !getenv("TERM") || strcmp(getenv("TERM"), "dumb") == 0;
 
