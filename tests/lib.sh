@@ -15,16 +15,23 @@ MEMWATCH_TEST_ID="$testname.$$"
 export MEMWATCH_TEST_ID
 
 # left_running: the processes, but this shell, that still carry the test's id,
-# one "PID COMMAND" a line in $tmp/.left. (The glob is expanded here, before
-# grep is started, so grep itself is never among them.)
+# and this shell's children that are not zombies, one "PID COMMAND" a line in
+# $tmp/.left. (A child forked for `cmd &` that has not yet exec'd cmd has the
+# environment this shell was started with, without the id, so the id alone
+# misses it.) The globs are expanded here, before grep and awk are started, so
+# neither is ever among them: no pipeline, whose parts would be.
 left_running() {
 	local f p
 	: > "$tmp/.left"
 	grep -lzxF "MEMWATCH_TEST_ID=$MEMWATCH_TEST_ID" /proc/[0-9]*/environ > "$tmp/.leftf" 2>/dev/null
+	awk -v me=$$ 'FNR == 1 { st = "" } /^State:/ { st = $2 }
+		/^PPid:/ && $2 == me && st != "Z" && st != "X" { print FILENAME }' \
+		/proc/[0-9]*/status >> "$tmp/.leftf" 2>/dev/null
 	while read -r f; do
 		p=${f#/proc/}
-		p=${p%/environ}
+		p=${p%/*}
 		[ "$p" = "$$" ] && continue
+		grep -q "^$p " "$tmp/.left" && continue
 		echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)" >> "$tmp/.left"
 	done < "$tmp/.leftf"
 	[ -s "$tmp/.left" ]

@@ -50,8 +50,17 @@ s62=62.$$
 case_status left-under 1 'sh -c "sleep '"$s62"'; true" & started_pids="$started_pids $!"' \
 	'wait_until "pgrep -x -f \"sleep '"$s62"'\" >/dev/null" 10'
 case_status ended 0 'sleep 63 & started_pids="$started_pids $!"'
+# one forked for `cmd &` that has not exec'd yet has the environment the test's
+# shell started with, without its id: here it never execs, blocked opening a
+# fifo nobody writes
+mkfifo never.fifo
+case_status left-unexeced 1 '( read -r x < "'"$tmp"'/never.fifo"; exec sleep 64 ) &' \
+	'echo $! > "'"$tmp"'/unexeced.pid"'
 p=$(cat left.pid)
 wait_until "! kill -0 $p 2>/dev/null" 10
 pgrep -x -f "sleep $s62" > /dev/null && fail "the process left under a shell was not ended"
+p2=$(cat unexeced.pid)
+wait_until "! kill -0 $p2 2>/dev/null" 10
+expect_grep "^FAIL: the test left pid $p2 running: sh case-left-unexeced.sh" case-left-unexeced.out
 expect_grep "^FAIL: the test left pid $p running: sleep 61\$" case-left.out
 finish
