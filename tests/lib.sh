@@ -18,21 +18,22 @@ export MEMWATCH_TEST_ID
 # and this shell's children that are not zombies, one "PID COMMAND" a line in
 # $tmp/.left. (A child forked for `cmd &` that has not yet exec'd cmd has the
 # environment this shell was started with, without the id, so the id alone
-# misses it.) The globs are expanded here, before grep and awk are started, so
-# neither is ever among them: no pipeline, whose parts would be.
+# misses it.) The globs are expanded here, before each grep is started, so
+# no grep is ever among them: no pipeline, whose parts would be. (grep goes
+# on past a process that ended meanwhile; mawk would stop there.)
 left_running() {
-	local f p
+	local f p cmd
 	: > "$tmp/.left"
 	grep -lzxF "MEMWATCH_TEST_ID=$MEMWATCH_TEST_ID" /proc/[0-9]*/environ > "$tmp/.leftf" 2>/dev/null
-	awk -v me=$$ 'FNR == 1 { st = "" } /^State:/ { st = $2 }
-		/^PPid:/ && $2 == me && st != "Z" && st != "X" { print FILENAME }' \
-		/proc/[0-9]*/status >> "$tmp/.leftf" 2>/dev/null
+	grep -lx "PPid:[[:space:]]*$$" /proc/[0-9]*/status >> "$tmp/.leftf" 2>/dev/null
 	while read -r f; do
 		p=${f#/proc/}
 		p=${p%/*}
 		[ "$p" = "$$" ] && continue
 		grep -q "^$p " "$tmp/.left" && continue
-		echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)" >> "$tmp/.left"
+		cmd=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)
+		# (a zombie, not yet waited for, has none)
+		[ -n "$cmd" ] && echo "$p $cmd" >> "$tmp/.left"
 	done < "$tmp/.leftf"
 	[ -s "$tmp/.left" ]
 }
