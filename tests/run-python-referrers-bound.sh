@@ -25,6 +25,44 @@ slack_ms=700
 # side, a load of 14)
 pause_slack_ms=600
 
+# probe_start / probe_end: a thread that only computes runs beside the search
+# (probe.py, in this test's scheduling group); probe_end sets $share to the
+# percentage of the time it was on a processor. Far below 100, the machine
+# did not run runnable threads (whole suites side by side have starved one
+# to 1-2 % of the wall clock for a second): then no bound in wall time can be
+# judged, and the test says so instead. A search that blocked, not starved,
+# leaves the probe its processor, and still fails.
+cat > probe.py <<'PY'
+import os
+import time
+w0 = time.monotonic()
+c0 = time.process_time()
+open("probe.go", "w").close()
+while not os.path.exists("probe.stop"):
+    t = time.monotonic() + 0.01
+    while time.monotonic() < t:
+        pass
+w = time.monotonic() - w0
+print(int(100 * (time.process_time() - c0) / w) if w > 0 else 100)
+PY
+probe_start() {
+	rm -f probe.go probe.stop probe.out
+	"$py" probe.py > probe.out &
+	probe_pid=$!
+	started_pids="$started_pids $probe_pid"
+	wait_until "[ -e probe.go ]" 30
+}
+probe_end() {
+	: > probe.stop
+	wait "$probe_pid"
+	share=$(cat probe.out 2>/dev/null)
+	share=${share:-0}
+	echo "a thread beside the search was on a processor $share % of the time"
+	[ "$share" -ge 30 ] && return 0
+	echo "the machine was too busy to judge a bound in wall time: not judged"
+	return 1
+}
+
 # say NAME LINE: a line to the script's stdin
 say() {
 	timeout 10 sh -c 'echo "$2" > "$1"' sh "$1.in" "$2" ||
@@ -50,13 +88,16 @@ for limit in 1000 100; do
 	n=$(grep -c '^reset' big.out)
 	say big reset
 	wait_until "[ \$(grep -c '^reset' big.out) -gt $n ]" 20
+	probe_start
 	run_mw 0 snap -p "$t" -w 0 --referrers --referrers-limit "${limit}ms" -o "big.$limit.snap"
 	cp out "big.$limit.out"
+	judged=true
+	probe_end || judged=false
 	expect_grep "^pid $t: referrers: Python held .*, [0-9]+ objects traversed in [0-9]+ pass(es)? \\([0-9]+ tracked\\)" "big.$limit.out"
 	run_mw 0 show -F json "big.$limit.snap"
 	pause_of
 	echo "limit ${limit} ms: $status, Python held $pause_ms ms"
-	[ "$pause_ms" -le $((limit + pause_slack_ms)) ] || fail "the search held Python $pause_ms ms, over its limit of $limit ms"
+	$judged && { [ "$pause_ms" -le $((limit + pause_slack_ms)) ] || fail "the search held Python $pause_ms ms, over its limit of $limit ms"; }
 	visited=$(sed -n 's/.*"referrers": {.*"visited": \([0-9]*\),.*/\1/p' out | head -n 1)
 	[ "$pause_ms" -gt 0 ] && echo "pause per million objects traversed: $((pause_ms * 1000000 / ${visited:-1})) ms"
 	n=$(grep -c '^stall' big.out)
@@ -64,8 +105,8 @@ for limit in 1000 100; do
 	wait_until "[ \$(grep -c '^stall' big.out) -gt $n ]" 20
 	stall=$(awk '$1 == "stall" { s = $2 } END { print s + 0 }' big.out)
 	echo "the script's thread stalled $stall ms at most"
-	[ "$stall" -le $((limit + slack_ms)) ] ||
-		fail "the script's thread stalled $stall ms, over the limit of $limit ms and $slack_ms ms"
+	$judged && { [ "$stall" -le $((limit + slack_ms)) ] ||
+		fail "the script's thread stalled $stall ms, over the limit of $limit ms and $slack_ms ms"; }
 	# every object the collector tracks, when the search got through them
 	# (a search cut short on a busy machine counts fewer)
 	case $limit.$status in
@@ -80,10 +121,13 @@ for limit in 1000 100; do
 done
 
 # the watch: its final snapshot's search, in the run log
+probe_start
 run_mw 0 -p "$t" -d 2s -i 200ms -q --capture now --referrers -o big.log
+judged=true
+probe_end || judged=false
 expect_grep "^# event [0-9.]+ $t referrers (status=done pause-ms=[0-9.]+ visited=[0-9]+ tracked=1[0-9]{7}|status=time-limit pause-ms=[0-9.]+ visited=[0-9]+ tracked=[1-9][0-9]*) passes=[0-9]+ chains=[0-9]+" big.log
 pause=$(sed -n 's/.* referrers status=[a-z-]* pause-ms=\([0-9]*\).*/\1/p' big.log)
-[ "${pause:-99999}" -le $((1000 + pause_slack_ms)) ] || fail "the watch's search held Python ${pause:-?} ms"
+$judged && { [ "${pause:-99999}" -le $((1000 + pause_slack_ms)) ] || fail "the watch's search held Python ${pause:-?} ms"; }
 
 kill "$ctl" 2>/dev/null
 wait "$ctl" 2>/dev/null
