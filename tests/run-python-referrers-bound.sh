@@ -56,7 +56,9 @@ probe_end() {
 	: > probe.stop
 	wait "$probe_pid"
 	share=$(cat probe.out 2>/dev/null)
-	share=${share:-0}
+	case $share in
+	'' | *[!0-9]*) fail "the probe beside the search printed '$share', not a percentage"; share=0 ;;
+	esac
 	echo "a thread beside the search was on a processor $share % of the time"
 	[ "$share" -ge 30 ] && return 0
 	echo "the machine was too busy to judge a bound in wall time: not judged"
