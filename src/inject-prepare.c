@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -474,14 +475,36 @@ static int find_agent(struct injector *ij, const char *agent_path, char **cause,
 	return 0;
 }
 
+/* Tests (MEMWATCH_TEST_END_TARGET): the process is killed, and gone, between
+ * reading its maps and reading its C library's code, as a process that exits
+ * on its own may be. */
+static void test_end_target(int pid)
+{
+	if (!getenv("MEMWATCH_TEST_END_TARGET"))
+		return;
+	kill(pid, SIGKILL);
+	for (int i = 0; i < 2000 && process_exists(pid); i++)
+		usleep(1000);
+}
+
 /* Everything that can be learnt without stopping a thread: process state,
  * permissions, where dlopen is, the agent's start symbol. */
 int inject_prepare(struct injector *ij, const char *agent_path, char **cause, char **hint)
 {
 	int r;
 
-	if ((r = check_process(ij, cause, hint)) < 0 || (r = read_target(ij, cause, hint)) < 0 ||
-	    (r = find_dlopen(ij, cause, hint)) < 0)
+	if ((r = check_process(ij, cause, hint)) < 0)
 		return r;
-	return find_agent(ij, agent_path, cause, hint);
+	if ((r = read_target(ij, cause, hint)) == 0) {
+		test_end_target(ij->pid);
+		if ((r = find_dlopen(ij, cause, hint)) == 0)
+			r = find_agent(ij, agent_path, cause, hint);
+	}
+	/* The process may end at any moment of this, and whatever was being
+	 * read then (its maps, its libc's code) is missing: that is said as the
+	 * exit it is, not as what could not be found. */
+	if (r < 0 && r != -INJECT_EBUSY && r != -INJECT_ENOPROC &&
+	    (proc_start_time(ij->pid) != ij->start_time || !process_exists(ij->pid)))
+		return inject_fail(INJECT_ENOPROC, cause, hint, NULL, "the process exited");
+	return r;
 }

@@ -2,7 +2,8 @@
 # run-attach-faults.sh: what attach reports when the code it runs in the target
 # misbehaves: a signal raised during the call reaches the program's handler and
 # the interrupted read() resumes; a process that exits during the call is "no
-# such process" (4); one that crashes is reported, not hidden (5); a seccomp
+# such process" (4), and so is one that ends before a thread is stopped; one
+# that crashes is reported, not hidden (5); a seccomp
 # filter that traps the loader's open() makes dlopen fail, not the process.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/attach-lib.sh"
@@ -30,6 +31,15 @@ run_inject 4 "$t2" "$PROBE" "exit"
 expect_err_line "pid $t2: cannot attach: the process exited during injection"
 wait_target "$t2" 20
 [ "$target_status" -eq 0 ] || fail "the target's own _exit(0) became status $target_status"
+
+# a process that ends while its C library's code is being read (before any
+# thread is stopped): it exited, whatever was left unread
+start_attach_target ready6 --seconds 5 --busy --workers 3 >t6.out 2>&1
+t6=$target_pid
+MEMWATCH_TEST_END_TARGET=1 run_inject 4 "$t6" "$PROBE" "marker=$tmp/marker6"
+expect_err_line "pid $t6: cannot attach: the process exited\$"
+wait_target "$t6" 20
+[ "$target_status" -eq 137 ] || fail "killed target: status $target_status, expected 137"
 
 start_attach_target ready3 --seconds 5 >t3.out 2>&1
 t3=$target_pid
