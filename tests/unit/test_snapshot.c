@@ -73,7 +73,9 @@ static struct snapshot *rich_snapshot(size_t nstacks)
 		st->frames = st->nframes ? xcalloc(st->nframes, sizeof *st->frames) : NULL;
 		for (uint32_t f = 0; f < st->nframes; f++) {
 			st->frames[f].module = (f + i) % 4 == 3 ? SNAP_NO_MODULE : (uint32_t)((f + i) % 4);
-			st->frames[f].offset = (f % 17 == 0) ? UINT64_MAX - f : 0x1000 + f * 0x123 + i;
+			/* offsets of every length, from 1 to 10 bytes written */
+			st->frames[f].offset = (f % 17 == 0) ? UINT64_MAX - f
+					       : (UINT64_C(0x0123456789abcdef) * (f + 1) + i) >> (f % 64);
 		}
 		st->live_bytes = i * 1000003;
 		st->live_blocks = i;
@@ -335,6 +337,26 @@ static void test_round_trip(void **state)
 	free(buf);
 	free(buf2);
 	snapshot_free(d);
+	snapshot_free(s);
+}
+
+/* Frames read with pext (where the processor has it) and with shifts are
+ * the same. */
+static void test_round_trip_no_pext(void **state)
+{
+	(void)state;
+	struct snapshot *s = rich_snapshot(500);
+	size_t len;
+	unsigned char *buf = encode(s, &len);
+	struct snapshot *d1 = expect_ok(buf, len);
+	setenv("MEMWATCH_TEST_NO_PEXT", "1", 1);
+	struct snapshot *d2 = expect_ok(buf, len);
+	unsetenv("MEMWATCH_TEST_NO_PEXT");
+	assert_snapshots_equal(s, d1);
+	assert_snapshots_equal(s, d2);
+	free(buf);
+	snapshot_free(d1);
+	snapshot_free(d2);
 	snapshot_free(s);
 }
 
@@ -1020,6 +1042,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_round_trip_no_pext),
 		cmocka_unit_test(test_round_trip_empty),
 		cmocka_unit_test(test_temporary),
 		cmocka_unit_test(test_compact),
