@@ -25,7 +25,6 @@ struct gframe {
 struct figures {
 	uint64_t live_bytes, live_blocks, live_samples, alloc_bytes, alloc_blocks;
 	uint64_t temp_bytes, temp_blocks;  /* allocated, and freed soon after */
-	uint64_t live_stacks;         /* totals only: stacks holding live bytes */
 	double live_var;              /* variance of the live_bytes estimate */
 	double alloc_var, temp_var;   /* likewise (bounds: see rows-rank.c) */
 };
@@ -54,35 +53,35 @@ struct row {
 	uint64_t hash;
 	char *key;                    /* by function or line: what rows match on (by
 				       * stack, made again from its first stack) */
-	size_t keylen;
+	uint32_t keylen;
 	uint32_t seq;                 /* creation order: the last tie-break */
 	/* the frames of the first contributing stack, after trimming: pointers
 	 * into its snapshot (not copies: 100 000 stacks of 40 frames are big) */
 	const struct snap_frame *sf;
 	const uint32_t *map;          /* its snapshot's module map */
-	size_t nmodules;
+	uint32_t nmodules;
 	uint32_t nframes;
-	bool truncated;
-	uint8_t kind;                 /* enum snap_kind of its stacks */
 	struct gap via;               /* frames passed over above the head */
 	/* by stack: where the stacks merged into the row differ from the first
 	 * (NULL while they are all alike; see rows.c) */
 	struct seg *segs;
 	uint32_t nsegs;
+	uint32_t nparts;              /* of parts */
+	uint32_t nchains;             /* of chains */
+	bool truncated;
+	uint8_t kind;                 /* enum snap_kind of its stacks */
+	bool weak;                    /* within two standard errors of 0: as likely
+				       * sampling noise as growth */
 	struct figures f[2];          /* [0] before (or the only snapshot), [1] after */
 	uint64_t val[2];              /* the bytes --sample ranks by, in f[0] and f[1] */
 	int64_t growth;               /* diff: val[1] - val[0] */
 	double sd;                    /* standard error of what the row shows: its live
 				       * bytes (show) or its growth (diff) */
-	bool weak;                    /* within two standard errors of 0: as likely
-				       * sampling noise as growth */
 	const char *type;             /* by type: the type's name */
 	struct row_part *parts;       /* see struct row_part */
-	uint32_t nparts;
 	/* CPython: what keeps the row's objects alive, and what one of them
 	 * holds (by type), from the last snapshot's referrer search */
 	const struct snap_refchain **chains;
-	uint32_t nchains;
 	const struct snap_forward *forward;
 };
 
@@ -102,6 +101,7 @@ struct input {
 	const struct seen_pre *pre;   /* by stack, its hashes made already (NULL:
 				       * made as the stacks are keyed) */
 	struct figures total;
+	uint64_t live_stacks;         /* stacks holding live bytes */
 	/* node: the live bytes of its JavaScript objects (kind js) and of the
 	 * V8 heap pages that hold them (mappings made by V8's MemoryAllocator):
 	 * the same memory, counted once in the share explained */

@@ -267,7 +267,7 @@ static void print_snapshot_header(FILE *f, const struct input *in, const char *l
 		fmt_seconds(b3, sizeof b3, cap));
 	fprintf(f, "  sampling %s\n", fmt_rate(b2, sizeof b2, s->sample_rate));
 	fprintf(f, "  samples  %" PRIu64 " live in %" PRIu64 " stacks", in->total.live_samples,
-		in->total.live_stacks);
+		in->live_stacks);
 	if (s->dropped_stacks)
 		fprintf(f, "; %" PRIu64 " stacks dropped (%s)", s->dropped_stacks,
 			fmt_bytes(b1, sizeof b1, (double)s->dropped_bytes));
@@ -523,7 +523,7 @@ static int table_show(FILE *f, struct report *r)
 		print_snapshot_line(f, in, "snapshot");
 		fprintf(f, "memory   live heap %s (%" PRIu64 " samples in %" PRIu64 " stacks)",
 			fmt_bytes(b, sizeof b, (double)in->total.live_bytes), in->total.live_samples,
-			in->total.live_stacks);
+			in->live_stacks);
 		if (in->s->mallinfo.present)
 			fprintf(f, ", allocator in use %s",
 				fmt_bytes(b, sizeof b, (double)in->s->mallinfo.in_use));

@@ -664,7 +664,7 @@ void input_add_total(struct input *in, const struct snap_stack *st)
 	in->total.alloc_blocks += st->alloc_blocks;
 	in->total.temp_bytes += st->temp_bytes;
 	in->total.temp_blocks += st->temp_blocks;
-	in->total.live_stacks += st->live_bytes > 0;
+	in->live_stacks += st->live_bytes > 0;
 }
 
 void row_add_stack(struct row *w, int k, const struct snap_stack *st, uint64_t rate)
