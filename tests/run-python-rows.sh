@@ -19,7 +19,7 @@ script=$top_srcdir/tests/targets/py_rows.py
 L=$(grep -n 'LINE:hoard' "$script" | cut -d: -f1)
 
 watch_script hoard "$py" 12
-[ "$alive" = yes ] || fail "hoard: python died while or after being watched"
+[ "$alive" = yes ] || fail "hoard: python was left stopped or traced"
 r=hoard.report
 expect_grep "^ +1 +\+[0-9.]+ [KMG]iB .*   Hoard\.hoard_tuples  py_rows\.py:$L  \(via [^)]*frames in python3\.11\)$" $r
 # no second row with the same visible stack, told apart by hidden frames

@@ -16,14 +16,14 @@ need_py311
 # error alone (sqrt(R/M)) is 7 % of 100 MiB, too close to the 90 % bar; at
 # 64 KiB it is 2.5 %.
 watch_script objects "$py" objects -r 64KiB
-[ "$alive" = yes ] || fail "objects: python died while or after being watched"
+[ "$alive" = yes ] || fail "objects: python was left stopped or traced"
 expect_top_row objects objects.report grow_small_objects "$small_line"
 expect_explained objects objects.report 90
 
 # 2. bytes objects, malloc'd by the interpreter for the Python caller; the last
 # snapshot in folded form: Python frames (outermost first) then native ones
 watch_script bytes "$py" bytes
-[ "$alive" = yes ] || fail "bytes: python died while or after being watched"
+[ "$alive" = yes ] || fail "bytes: python was left stopped or traced"
 expect_top_row bytes bytes.report grow_bytes "$bytes_line"
 last=$(ls bytes.*-final.snap 2>/dev/null | head -n 1)
 if [ -z "$last" ]; then
