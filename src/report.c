@@ -456,6 +456,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 	r->z = symbolizer_new(o->dirs, o->ndirs);
 	for (i = 0; i < npaths; i++)
 		r->in[i].map = symbolizer_add(r->z, r->in[i].s);
+	frames_resolve_all(r);
 	r->same_index = true;
 	for (i = 0; i < npaths; i++) {
 		r->seen_last = i == npaths - 1;

@@ -463,6 +463,21 @@ const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uin
 	return &z->locs[sl->loc - 1];
 }
 
+void symbolizer_drop_debug(struct symbolizer *z)
+{
+	if (!z->dwfl)
+		return;
+	dwfl_end(z->dwfl);
+	z->dwfl = NULL;
+	z->reported = false;
+	/* reported again at their next lookup, at the same place: the symbols
+	 * and functions read from them (by address there) stay good */
+	for (size_t i = 0; i < z->nmods; i++) {
+		z->mods[i].reported = false;
+		z->mods[i].dwmod = NULL;
+	}
+}
+
 uint32_t symbolizer_loc_index(const struct symbolizer *z, const struct sym_loc *loc)
 {
 	return (uint32_t)(loc - z->locs);

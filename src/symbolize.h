@@ -54,6 +54,11 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s);
  * looked up once. */
 const struct sym_loc *symbolizer_lookup(struct symbolizer *z, uint32_t gmod, uint64_t offset);
 
+/* End the Dwfl session and free the debug information it read, keeping
+ * every location resolved so far: for a caller that has looked up all it
+ * will. A later lookup of a new frame starts a session again. */
+void symbolizer_drop_debug(struct symbolizer *z);
+
 /* The number of a location symbolizer_lookup gave (0 up, one per distinct
  * (module, offset), stable for the symbolizer's life), and how many there
  * are so far: for callers that keep facts of their own per location. */
