@@ -474,13 +474,22 @@ static void frames_unroom(struct snapshot *s, size_t nf)
  * With like (another snapshot of the same process, kept longer than s), a
  * stack whose frames are byte for byte those of like's stack of its index
  * shares them rather than holding a copy. */
-static void decode_stacks(struct reader *r, struct snapshot *s, const struct snapshot *like)
+static void decode_stacks(struct reader *r, struct snapshot *s, const struct snapshot *like,
+			  bool keep)
 {
 	size_t n = get_count(r, get_varint(r), MIN_STACK_LEN, "stacks");
+	/* like's frames are good here when its module numbers are */
+	bool raw_like = like && like->raw && like->nmodules <= s->nmodules;
 
 	s->stacks = alloc_records(r, n, sizeof *s->stacks);
 	if (!s->stacks)
 		return;
+	if (keep) {
+		s->raw_at = alloc_records(r, n, sizeof *s->raw_at);
+		s->raw_len = alloc_records(r, n, sizeof *s->raw_len);
+		if (!s->raw_at || !s->raw_len)
+			return;
+	}
 	s->nstacks = n;
 	r->what = "stack";
 	bool pext = pext_fast();
@@ -493,29 +502,42 @@ static void decode_stacks(struct reader *r, struct snapshot *s, const struct sna
 		size_t nf = get_count(r, nframes, MIN_FRAME_LEN, "frames");
 		if (r->failed)
 			break;
-		if (nf) {
+		size_t frames_at = r->pos;
+		st->nframes = (uint32_t)nf;
+		if (raw_like && nf && i < like->nstacks && like->stacks[i].nframes == nf &&
+		    like->raw_len[i] <= r->end - r->pos &&
+		    memcmp(r->buf + r->pos, like->raw + like->raw_at[i], like->raw_len[i]) == 0) {
+			/* the same bytes read as the same frames: like's */
+			st->frames = like->stacks[i].frames;
+			s->frames_borrowed = true;
+			r->pos += like->raw_len[i];
+		} else if (nf) {
 			fr = frames_room(s, nf, (r->end - r->pos) / MIN_FRAME_LEN);
 			if (!fr) {
 				r->failed = true;
 				set_cause(r->cause, "out of memory");
 				break;
 			}
+			st->frames = fr;
+			for (uint32_t f = 0; f < nf && !r->failed; f++) {
+				size_t at = r->pos;
+				if (r->end - r->pos >= 9 &&
+				    frame9(r->buf + r->pos, s->nmodules, &fr[f], &r->pos, pext))
+					continue;
+				fr[f].module = get_module_ref(r);
+				check_module_ref(r, fr[f].module, s->nmodules, at, (long)f);
+				fr[f].offset = get_varint(r);
+			}
+			if (like && i < like->nstacks && like->stacks[i].nframes == nf && !r->failed &&
+			    memcmp(like->stacks[i].frames, fr, nf * sizeof *fr) == 0) {
+				frames_unroom(s, nf);
+				st->frames = like->stacks[i].frames;
+				s->frames_borrowed = true;
+			}
 		}
-		st->frames = fr;
-		st->nframes = (uint32_t)nf;
-		for (uint32_t f = 0; f < nf && !r->failed; f++) {
-			size_t at = r->pos;
-			if (r->end - r->pos >= 9 && frame9(r->buf + r->pos, s->nmodules, &fr[f], &r->pos, pext))
-				continue;
-			fr[f].module = get_module_ref(r);
-			check_module_ref(r, fr[f].module, s->nmodules, at, (long)f);
-			fr[f].offset = get_varint(r);
-		}
-		if (like && nf && i < like->nstacks && like->stacks[i].nframes == nf && !r->failed &&
-		    memcmp(like->stacks[i].frames, fr, nf * sizeof *fr) == 0) {
-			frames_unroom(s, nf);
-			st->frames = like->stacks[i].frames;
-			s->frames_borrowed = true;
+		if (keep) {
+			s->raw_at[i] = frames_at;
+			s->raw_len[i] = r->pos - frames_at;
 		}
 		st->live_bytes = get_varint(r);
 		st->live_blocks = get_varint(r);
@@ -853,7 +875,7 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 /* Decode buf: every section (whole), or the head that snapshot_decode_head
  * says, without the checksum. */
 static struct snapshot *decode(const unsigned char *buf, size_t len, char **cause, bool whole,
-			       const struct snapshot *like)
+			       const struct snapshot *like, bool keep)
 {
 	struct section_loc locs[SEC_KNOWN_MAX + 1];
 	struct snapshot *s;
@@ -886,7 +908,7 @@ static struct snapshot *decode(const unsigned char *buf, size_t len, char **caus
 	}
 	if (!r.failed && whole) {
 		enter_section(&r, &locs[SEC_STACKS], SEC_STACKS);
-		decode_stacks(&r, s, like);
+		decode_stacks(&r, s, like, keep);
 	}
 	if (!r.failed && locs[SEC_SYMBOLS].seen) {
 		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
@@ -917,18 +939,24 @@ static struct snapshot *decode(const unsigned char *buf, size_t len, char **caus
 
 struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
 {
-	return decode(buf, len, cause, true, NULL);
+	return decode(buf, len, cause, true, NULL, false);
 }
 
 struct snapshot *snapshot_decode_like(const unsigned char *buf, size_t len,
 				      const struct snapshot *like, char **cause)
 {
-	return decode(buf, len, cause, true, like);
+	return decode(buf, len, cause, true, like, false);
+}
+
+struct snapshot *snapshot_decode_raw(const unsigned char *buf, size_t len,
+				     const struct snapshot *like, bool keep, char **cause)
+{
+	return decode(buf, len, cause, true, like, keep);
 }
 
 struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause)
 {
-	return decode(buf, len, cause, false, NULL);
+	return decode(buf, len, cause, false, NULL, false);
 }
 
 /* Move past count varints, a word at a time: their last bytes are the bytes

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "snapshot.h"
+#include "snapshot-internal.h"
 #include "util.h"
 
 /* Read all of fd into a new buffer (*buf, *len; caller frees). Grows the buffer
@@ -63,7 +64,8 @@ struct snapshot *snapshot_read(const char *path, char **cause)
 	return snapshot_read_like(path, NULL, cause);
 }
 
-struct snapshot *snapshot_read_like(const char *path, const struct snapshot *like, char **cause)
+static struct snapshot *read_like(const char *path, const struct snapshot *like, bool keep,
+				  char **cause)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
@@ -81,14 +83,27 @@ struct snapshot *snapshot_read_like(const char *path, const struct snapshot *lik
 		*cause = xasprintf("cannot read '%s': %s", path, strerror(-err));
 		return NULL;
 	}
-	struct snapshot *s = snapshot_decode_like(buf, len, like, &why);
-	free(buf);
+	struct snapshot *s = snapshot_decode_raw(buf, len, like, keep, &why);
+	if (s && keep)
+		s->raw = buf;
+	else
+		free(buf);
 	if (!s) {
 		*cause = xasprintf("'%s': %s", path, why ? why : "out of memory");
 		free(why);
 		return NULL;
 	}
 	return s;
+}
+
+struct snapshot *snapshot_read_like(const char *path, const struct snapshot *like, char **cause)
+{
+	return read_like(path, like, false, cause);
+}
+
+struct snapshot *snapshot_read_keep(const char *path, const struct snapshot *like, char **cause)
+{
+	return read_like(path, like, true, cause);
 }
 
 int snapshot_read_bytes(const char *path, unsigned char **buf, size_t *len, char **cause)

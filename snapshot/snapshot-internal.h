@@ -43,6 +43,13 @@ static inline bool snap_module_ref_ok(uint32_t module, size_t n)
 	return module == SNAP_NO_MODULE || module < n;
 }
 
+/* snapshot_decode_like; with keep, where each stack's encoded frames are in
+ * buf is recorded (raw_at, raw_len) for the caller, which keeps buf as the
+ * snapshot's raw (snapio.c). Frames encoded as those of like's stack of
+ * their index, in like's raw, are shared without being decoded. */
+struct snapshot *snapshot_decode_raw(const unsigned char *buf, size_t len,
+				     const struct snapshot *like, bool keep, char **cause);
+
 /* CRC-32 of len bytes (the trailer of a file), defined in snapshot.c. */
 uint32_t snap_crc(const unsigned char *p, size_t len);
 

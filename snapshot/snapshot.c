@@ -398,10 +398,20 @@ int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len)
 }
 
 
+void snapshot_drop_raw(struct snapshot *s)
+{
+	free(s->raw);
+	free(s->raw_at);
+	free(s->raw_len);
+	s->raw = NULL;
+	s->raw_at = s->raw_len = NULL;
+}
+
 void snapshot_free(struct snapshot *s)
 {
 	if (!s)
 		return;
+	snapshot_drop_raw(s);
 	free(s->exe);
 	free(s->cmdline);
 	free(s->js_version);

@@ -243,6 +243,12 @@ struct snapshot {
 					 * stack's frames are in these chunks */
 	bool frames_borrowed;        /* some stacks' frames are another snapshot's
 				      * (snapshot_decode_like): not freed with s */
+	/* snapshot_read_keep: the file's bytes, and where each stack's frames
+	 * are in them as encoded (NULL otherwise, and after snapshot_drop_raw),
+	 * so that a snapshot read like this one finds the frames it shares
+	 * without decoding them */
+	unsigned char *raw;
+	size_t *raw_at, *raw_len;
 	size_t nsymbols;             /* 0 unless symbols were embedded */
 	struct snap_symbol *symbols;
 	bool has_regions;            /* the mapping breakdown was read (it may be empty) */
@@ -312,6 +318,12 @@ struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char
 struct snapshot *snapshot_read(const char *path, char **cause);
 /* The same with snapshot_decode_like (like may be NULL). */
 struct snapshot *snapshot_read_like(const char *path, const struct snapshot *like, char **cause);
+/* snapshot_read_like, keeping the file's bytes in the snapshot returned for
+ * one read like it next: a stack whose encoded frames are those of this
+ * one's stack of its index then shares them undecoded. Let them go with
+ * snapshot_drop_raw (snapshot_free does too). */
+struct snapshot *snapshot_read_keep(const char *path, const struct snapshot *like, char **cause);
+void snapshot_drop_raw(struct snapshot *s);
 /* The same with snapshot_decode_head: only the pages of the file it needs
  * are read. */
 struct snapshot *snapshot_read_head(const char *path, char **cause);

@@ -436,8 +436,11 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 	for (i = 0; i < npaths; i++) {
 		r->in[i].path = paths[i];
 		/* the second shares the first's frames where its stacks are the
-		 * first's, at their index (both are kept to the end) */
-		r->in[i].s = snapshot_read_like(paths[i], i ? r->in[i - 1].s : NULL, &cause);
+		 * first's, at their index (both are kept to the end), found by
+		 * the first's bytes, kept until then */
+		r->in[i].s = i == 0 && npaths == 2
+				     ? snapshot_read_keep(paths[i], NULL, &cause)
+				     : snapshot_read_like(paths[i], i ? r->in[i - 1].s : NULL, &cause);
 		if (!r->in[i].s) {
 			mw_error("%s", cause);
 			free(cause);
@@ -447,6 +450,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 		}
 	}
 	r->nin = npaths;
+	snapshot_drop_raw(r->in[0].s);
 	if (npaths == 2)
 		check_same_program(r);
 	if (o->embed && embed_copy(o, r->in[0].s) < 0) {

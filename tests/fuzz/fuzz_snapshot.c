@@ -3,13 +3,16 @@
  * trailer made right, so mutations reach the section parsers behind the checksum.
  * Whatever decodes must re-encode, decode again and re-encode to the same bytes;
  * whatever is refused must say why; every stack's flags name one of the kinds
- * the reports know. Any breach aborts (a finding). */
+ * the reports know; decoded beside itself with its bytes kept, every stack
+ * shares the first's frames and the snapshot is the same. Any breach aborts
+ * (a finding). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "snapshot.h"
+#include "snapshot-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,6 +46,26 @@ static void check(const unsigned char *buf, size_t len)
 		abort();
 	if (snapshot_encode(t, &e2, &l2) != 0 || l1 != l2 || memcmp(e1, e2, l1) != 0)
 		abort(); /* decode and encode are each other's inverse */
+	/* read again beside itself, by its bytes kept (as a diff reads its
+	 * second snapshot): every stack's frames shared, the same snapshot */
+	struct snapshot *k = snapshot_decode_raw(buf, len, NULL, true, &cause);
+	if (!k)
+		abort();
+	k->raw = malloc(len ? len : 1);
+	if (!k->raw)
+		abort();
+	memcpy(k->raw, buf, len);
+	struct snapshot *l = snapshot_decode_like(buf, len, k, &cause);
+	unsigned char *e3 = NULL;
+	size_t l3;
+	if (!l || snapshot_encode(l, &e3, &l3) != 0 || l3 != l1 || memcmp(e1, e3, l1) != 0)
+		abort();
+	for (size_t i = 0; i < l->nstacks; i++)
+		if (l->stacks[i].nframes && l->stacks[i].frames != k->stacks[i].frames)
+			abort();
+	free(e3);
+	snapshot_free(l);
+	snapshot_free(k);
 	free(e1);
 	free(e2);
 	snapshot_free(t);

@@ -5,6 +5,7 @@
  * and what is decoded is the same as without the other. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "snapshot.h"
+#include "snapshot-internal.h"
 #include "util.h"
 
 /* A snapshot of one module and the given stacks: stack i has n[i] frames,
@@ -56,9 +58,10 @@ static unsigned char *encode(const struct snapshot *s, size_t *len)
 	return buf;
 }
 
-static void test_shared_where_alike(void **state)
+/* With raw, the first is decoded keeping its bytes (snapshot_read_keep),
+ * and the second finds the frames it shares by them, undecoded. */
+static void shared_where_alike(bool raw)
 {
-	(void)state;
 	/* a: 4 stacks; b: stack 0 alike, 1 other offsets, 2 another count,
 	 * 3 alike, 4 past a's stacks (but a's stack 0's frames), 5 none */
 	static const uint32_t na[] = { 5, 3, 4, 2 };
@@ -70,8 +73,16 @@ static void test_shared_where_alike(void **state)
 	size_t alen, blen;
 	unsigned char *abuf = encode(a, &alen), *bbuf = encode(b, &blen);
 	char *cause = NULL;
-	struct snapshot *da = snapshot_decode(abuf, alen, &cause);
+	struct snapshot *da = raw ? snapshot_decode_raw(abuf, alen, NULL, true, &cause)
+				  : snapshot_decode(abuf, alen, &cause);
 	assert_non_null(da);
+	if (raw) {
+		/* each frame a byte of module and two of offset (0x100-0x403) */
+		for (size_t i = 0; i < da->nstacks; i++)
+			assert_int_equal(da->raw_len[i], 3 * na[i]);
+		da->raw = xmalloc(alen);
+		memcpy(da->raw, abuf, alen);
+	}
 	struct snapshot *plain = snapshot_decode(bbuf, blen, &cause);
 	assert_non_null(plain);
 	struct snapshot *db = snapshot_decode_like(bbuf, blen, da, &cause);
@@ -109,6 +120,18 @@ static void test_shared_where_alike(void **state)
 	free(bbuf);
 }
 
+static void test_shared_where_alike(void **state)
+{
+	(void)state;
+	shared_where_alike(false);
+}
+
+static void test_shared_where_alike_raw(void **state)
+{
+	(void)state;
+	shared_where_alike(true);
+}
+
 /* Without the other (NULL) or with nothing alike, nothing is borrowed. */
 static void test_nothing_alike(void **state)
 {
@@ -140,6 +163,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shared_where_alike),
+		cmocka_unit_test(test_shared_where_alike_raw),
 		cmocka_unit_test(test_nothing_alike),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
