@@ -10,6 +10,8 @@
 #    bench/report_stacks (one allocation per distinct stack, ~2 log2(N) frames
 #    of its own plus libc's), ten times: the first two are diffed, and the
 #    ten are one trend (diff of ten snapshots), beside the two-snapshot diff;
+#    two more are taken with -E (symbols resolved and embedded as they are
+#    taken, as heaptrack resolves them while it records), shown and diffed;
 #  - synthetic: mksnap -S, frames drawn at random from the code of libc (whose
 #    DWARF libc6-dbg provides), libstdc++, libz, libdw and mksnap itself, 8 per
 #    stack, so that symbolization looks up many distinct places.
@@ -98,6 +100,10 @@ snap_workload() {
 	for o in "$@"; do
 		"$mw" snap -p "$wpid" -o "$o" -f >/dev/null
 	done
+	# two more with their symbols resolved and embedded as they are taken,
+	# as heaptrack resolves them while it records
+	"$mw" snap -E -p "$wpid" -o ae.snap -f >/dev/null
+	"$mw" snap -E -p "$wpid" -o be.snap -f >/dev/null
 	# the agent's own count, to see that the snapshot holds what was asked
 	sed -n 's/.* in \([0-9]*\) stacks.*/\1/p' snap.out > stacks.txt
 	kill "$wpid" 2>/dev/null
@@ -107,7 +113,7 @@ snap_workload() {
 printf "%8s  %-44s %10s %13s  %s\n" stacks command wall "peak RSS" \
 	"(x heaptrack_print: time, RSS)"
 for n in $sizes; do
-	rm -f a.snap b.snap t*.snap s1.snap s2.snap
+	rm -f a.snap b.snap ae.snap be.snap t*.snap s1.snap s2.snap
 	snap_workload "$n" a.snap b.snap t3.snap t4.snap t5.snap t6.snap t7.snap t8.snap t9.snap t10.snap
 	[ -s a.snap ] || { echo "bench/report.sh: no snapshot of the workload at $n" >&2; continue; }
 	printf "%8s  %-44s %8s\n" "$n" "(stacks in the agent snapshot)" "$(cat stacks.txt)"
@@ -130,10 +136,12 @@ for n in $sizes; do
 		fi
 	fi
 	measure "memwatch show (agent snapshot)" "$mw" show a.snap
+	measure "memwatch show (agent snapshot, symbols embedded)" "$mw" show ae.snap
 	measure "memwatch show -F folded (agent snapshot)" "$mw" show -F folded a.snap
 	measure "memwatch show -F pprof (agent snapshot)" "$mw" show -F pprof -o p.pb.gz a.snap
 	measure "memwatch diff (two agent snapshots)" "$mw" diff a.snap b.snap
 	t_diff=$secs
+	measure "memwatch diff (two agent snapshots, symbols embedded)" "$mw" diff ae.snap be.snap
 	measure "memwatch diff (trend of ten agent snapshots)" "$mw" diff a.snap b.snap t3.snap t4.snap \
 		t5.snap t6.snap t7.snap t8.snap t9.snap t10.snap
 	if [ "$secs" != nan ] && [ "$t_diff" != nan ]; then
