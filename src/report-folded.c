@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <inttypes.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,9 @@ void folded_name(FILE *f, struct report *r, const struct dframe *d)
 {
 	const char *p;
 	size_t n;
-	if (d->function) {
+	if (d->function && !strchr(d->function, ';')) {
+		fputs(d->function, f);
+	} else if (d->function) {
 		/* ';' separates frames: none may be inside a name */
 		for (p = d->function; *p; p += n) {
 			n = strcspn(p, ";");
@@ -81,12 +84,16 @@ static int folded_write(FILE *f, struct report *r)
 {
 	struct row **v;
 	size_t n;
+	/* written by this thread alone, a name at a time: no lock per call
+	 * (a third of the time of 100 000 stacks) */
+	int locking = __fsetlocking(f, FSETLOCKING_BYCALLER);
 
 	if (r->nin == 2)
 		v = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &n);
 	else
 		v = select_rows(r, pred_live, cmp_live, r->o->top, &n);
 	folded(f, r, v, n, r->nin == 2);
+	__fsetlocking(f, locking);
 	free(v);
 	return 0;
 }
