@@ -160,6 +160,8 @@ struct dframe {
 	uint32_t loc;                 /* the symbolizer's location number + 1 (0: none) */
 	uint64_t offset;
 	uint32_t sub;                 /* its index among the frames of its address */
+	uint32_t place;               /* a dense number of its place (its location and
+				       * sub) + 1, below r->nfx + 1; 0: none */
 	struct gap after;             /* frames left out between it and the next one given */
 };
 
@@ -299,6 +301,7 @@ void frames_release(struct report *r);
  * module's debug sections decompressed whole (10 MB for libc's), which would
  * otherwise sit beside the rows at a report's peak. */
 void frames_resolve_all(struct report *r);
+
 /* The source frames a row shows, into *out (caller frees): see rows.c. */
 size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
 		  struct dframe **out, size_t *total, size_t *head, char *via, size_t vialen);

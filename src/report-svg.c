@@ -1,7 +1,6 @@
 /* report-svg.c: --format svg, the rows as a flame graph (drawn by flame.c). */
 #include "config.h"
 #include "flame.h"
-#include "hashmap.h"
 #include "report-internal.h"
 #include "util.h"
 
@@ -11,37 +10,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The number of the label of a place of a stack (a source frame of a
- * location), once made. */
-struct known_label {
-	uint32_t loc, sub, id;
+/* By stack, a frame's label follows from its place (its location and which
+ * of its source frames, numbered densely: dframe.place): the label's id + 1
+ * there, 0 until made. */
+struct known {
+	uint32_t *id;
+	size_t n;
 };
 
-static bool known_eq(const void *entry, const void *key)
+static inline uint32_t *label_slot(struct known *k, const struct dframe *d)
 {
-	const struct known_label *a = entry, *b = key;
-	return a->loc == b->loc && a->sub == b->sub;
-}
-
-static uint64_t known_hash(const struct dframe *d)
-{
-	return hash_mix64(((uint64_t)d->loc << 32) ^ d->sub);
-}
-
-/* The known label of frame d, or NULL. */
-static struct known_label *label_known(struct hashmap *known, const struct dframe *d, bool by_stack)
-{
-	struct known_label key = { d->loc, d->sub, 0 };
-	if (!by_stack || !d->loc || !known->n)
+	size_t i = d->place;
+	if (!i)
 		return NULL;
-	return hashmap_find(known, known_hash(d), known_eq, &key);
-}
-
-static void label_keep(struct hashmap *known, const struct dframe *d, uint32_t id)
-{
-	struct known_label key = { d->loc, d->sub, id };
-	bool added;
-	*(struct known_label *)hashmap_put(known, known_hash(d), known_eq, &key, &added) = key;
+	if (i >= k->n) {
+		size_t n = i + 1 > 2 * k->n ? i + 1 : 2 * k->n;
+		k->id = xrealloc(k->id, n * sizeof *k->id);
+		memset(k->id + k->n, 0, (n - k->n) * sizeof *k->id);
+		k->n = n;
+	}
+	return &k->id[i];
 }
 
 /* The rows as a flame graph (src/flame.c): a snapshot's live bytes, or a
@@ -57,10 +45,10 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	struct dframe *d;
 	char *labels = NULL, *next, *title, *sub, b[32];
 	FILE *m;
-	/* by stack, a frame's label follows from its place (its location and
-	 * which of its source frames): made and interned once a place */
+	/* by stack, a frame's label follows from its place: made and
+	 * interned once a place */
 	bool by_stack = r->o->by == REPORT_BY_STACK;
-	struct hashmap known;
+	struct known known = { NULL, 0 };
 	uint32_t *ids = NULL;         /* a row's frames' known labels (UINT32_MAX: none) */
 	size_t aids = 0;
 
@@ -71,7 +59,6 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 		v[0] = select_rows(r, pred_live, cmp_live, r->o->top, &n[0]);
 		v[1] = NULL;
 	}
-	hashmap_init(&known, sizeof(struct known_label));
 	/* the labels of a row, NUL-separated, made by the folded format's code */
 	m = open_memstream(&labels, &len);
 	if (!m)
@@ -91,9 +78,9 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 				ids = xrealloc(ids, aids * sizeof *ids);
 			}
 			for (k = 0; k < nd; k++) {
-				const struct known_label *kl = label_known(&known, &d[k], by_stack);
-				ids[k] = kl ? kl->id : UINT32_MAX;
-				if (!kl) {
+				uint32_t *kl = by_stack ? label_slot(&known, &d[k]) : NULL;
+				ids[k] = kl && *kl ? *kl - 1 : UINT32_MAX;
+				if (ids[k] == UINT32_MAX) {
 					folded_name(m, r, &d[k]);
 					fputc('\0', m);
 				}
@@ -119,10 +106,11 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 					} else {
 						x->label = next;
 						next += strlen(next) + 1;
-						if (!j && by_stack && d[k].loc) {
+						uint32_t *slot;
+						if (!j && by_stack && (slot = label_slot(&known, &d[k]))) {
 							x->has_id = true;
 							x->label_id = flame_label(fl, x->label);
-							label_keep(&known, &d[k], x->label_id);
+							*slot = x->label_id + 1;
 						}
 					}
 					x->file = j ? NULL : d[k].file;
@@ -141,7 +129,7 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	}
 	fclose(m);
 	free(labels);
-	hashmap_release(&known);
+	free(known.id);
 	free(ids);
 	if (sample != REPORT_SAMPLE_LIVE) {
 		uint64_t t0 = sample_bytes(&r->in[0].total, sample);

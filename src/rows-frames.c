@@ -288,7 +288,9 @@ struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t
 	d.offset = g.offset;
 	d.sub = j;
 	d.loc = index + 1;
-	d.fl = loc_facts(r, loc, index, g.gmod)[j].fl;
+	const struct fx *x = loc_facts(r, loc, index, g.gmod);
+	d.fl = x[j].fl;
+	d.place = (uint32_t)(x - r->fx) + j + 1;
 	return d;
 }
 
@@ -332,6 +334,7 @@ size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32
 			o->sub = j;
 			o->loc = index + 1;
 			o->fl = x[j].fl;
+			o->place = (uint32_t)(x - r->fx) + j + 1;
 		}
 	}
 	return k;
