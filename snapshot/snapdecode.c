@@ -13,6 +13,7 @@
 
 #include "snapshot.h"
 #include "snapshot-internal.h"
+#include "snapframe.h"
 #include "snapmsg.h"
 
 /* Smallest encoded size of one record of each list, used to refuse a count that
@@ -155,67 +156,6 @@ static inline uint64_t get_varint(struct reader *r)
 		}
 	}
 	return get_varint_slow(r);
-}
-
-/* The common frame at once, from the 9 bytes at p: a module reference of
- * one byte that names a module of the table (of n), then an offset of up to 8
- * bytes (56 bits), read as one word whose 7-bit groups are packed together in
- * three steps; *pos moved past it. false for anything else, read again byte by
- * byte to be refused the same way. */
-static inline bool frame9(const unsigned char *p, size_t n, struct snap_frame *f, size_t *pos,
-			  bool pext)
-{
-	uint32_t m = p[0];
-	uint64_t x, t;
-
-	if (m == 0 || m > 0x7f || m - 1 >= n)
-		return false;
-	memcpy(&x, p + 1, sizeof x);
-	x = le64toh(x);
-	t = ~x & UINT64_C(0x8080808080808080);
-	if (!t)
-		return false;
-	x &= t ^ (t - 1);    /* the bytes up to the last one of the number */
-#if defined(__x86_64__) && defined(__GNUC__)
-	if (pext) {
-		/* BMI2's pext gathers the 7-bit groups in one instruction (the
-		 * assembler knows it whatever the compiler targets; it runs only
-		 * where the processor said it has it) */
-		__asm__("pextq %2, %1, %0" : "=r"(x) : "r"(x), "r"(UINT64_C(0x7f7f7f7f7f7f7f7f)));
-		goto packed;
-	}
-#else
-	(void)pext;
-#endif
-	x = (x & UINT64_C(0x007f007f007f007f)) | (x & UINT64_C(0x7f007f007f007f00)) >> 1;
-	x = (x & UINT64_C(0x00003fff00003fff)) | (x & UINT64_C(0x3fff00003fff0000)) >> 2;
-	x = (x & UINT64_C(0x000000000fffffff)) | (x & UINT64_C(0x0fffffff00000000)) >> 4;
-#if defined(__x86_64__) && defined(__GNUC__)
-packed:
-#endif
-	f->module = m - 1;
-	f->offset = x;
-	*pos += 2 + (size_t)(__builtin_ctzll(t) >> 3);
-	return true;
-}
-
-/* Whether frame9 may use pext: the processor has BMI2 and runs it as one
- * fast instruction (Intel's do; AMD's before Zen 3 run it as microcode, tens
- * to hundreds of cycles, slower than the shifts). */
-static bool pext_fast(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-	static int known = -1;
-	if (getenv("MEMWATCH_TEST_NO_PEXT"))
-		return false;
-	if (known < 0) {
-		__builtin_cpu_init();
-		known = __builtin_cpu_supports("bmi2") && __builtin_cpu_is("intel");
-	}
-	return known;
-#else
-	return false;
-#endif
 }
 
 /* Read a varint that must fit in 32 bits. */
