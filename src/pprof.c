@@ -277,6 +277,9 @@ static void builder_free(struct builder *b)
  * 100 000 stacks are never all in memory at once, packed or not. zlib's
  * output does not depend on how its input is cut, so the bytes are those of
  * the whole profile packed at once. */
+/* The samples are given to zlib this many bytes at a time. */
+#define GZ_BATCH (64 * 1024)
+
 struct gzout {
 	FILE *f;
 	z_stream zs;
@@ -431,23 +434,110 @@ static void builder_init(struct builder *b, struct symbolizer *z, const struct p
 	}
 }
 
+/* Protobuf's base-128 varints, for the samples packed by hand below. */
+static size_t varint_size(uint64_t v)
+{
+	return v < 0x80 ? 1 : (size_t)(64 - __builtin_clzll(v) + 6) / 7;
+}
+
+static uint8_t *varint_put(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* A field's tag: its number and wire type (0 varint, 2 length-delimited). */
+#define TAG(field, wire) ((uint8_t)((field) << 3 | (wire)))
+
+/* The size of a Label {key, str} packed (proto3: zero fields left out). */
+static size_t label_size(int64_t key, int64_t str)
+{
+	return (key ? 1 + varint_size((uint64_t)key) : 0) + (str ? 1 + varint_size((uint64_t)str) : 0);
+}
+
+static uint8_t *label_put(uint8_t *p, int64_t key, int64_t str)
+{
+	*p++ = TAG(3, 2);   /* Sample.label */
+	p = varint_put(p, label_size(key, str));
+	if (key) {
+		*p++ = TAG(1, 0);
+		p = varint_put(p, (uint64_t)key);
+	}
+	if (str) {
+		*p++ = TAG(2, 0);
+		p = varint_put(p, (uint64_t)str);
+	}
+	return p;
+}
+
+/* The bytes a Sample message is packed into at most, with n location ids:
+ * the profile's tag and length, the three fields' tags and lengths, ten
+ * bytes a varint, two labels. */
+#define SAMPLE_MAX(n) (3 * 11 + ((n) + PPROF_NVALUES) * 10 + 2 * (1 + 10 + 2 * 11))
+
+/* Pack one sample as the profile's field 2 into p, as libprotobuf-c packs a
+ * Sample (fields in their numbers' order, packed repeated scalars as one
+ * length-delimited field, an empty one left out): the samples are most of a
+ * profile, and its reflective packer costs more than the rest of the
+ * writing. Returns the end. */
+static uint8_t *sample_put(uint8_t *p, const uint64_t *ids, size_t nids, const int64_t *value,
+			   int64_t kind_key, int64_t kind, int64_t type_key, int64_t type)
+{
+	size_t ids_len = 0, values_len = 0, len = 0, i;
+
+	for (i = 0; i < nids; i++)
+		ids_len += varint_size(ids[i]);
+	for (i = 0; i < PPROF_NVALUES; i++)
+		values_len += varint_size((uint64_t)value[i]);
+	if (nids)
+		len += 1 + varint_size(ids_len) + ids_len;
+	len += 1 + varint_size(values_len) + values_len;
+	if (kind_key) {
+		size_t l = label_size(kind_key, kind);
+		len += 1 + varint_size(l) + l;
+	}
+	if (type_key) {
+		size_t l = label_size(type_key, type);
+		len += 1 + varint_size(l) + l;
+	}
+	*p++ = TAG(2, 2);   /* Profile.sample */
+	p = varint_put(p, len);
+	if (nids) {
+		*p++ = TAG(1, 2);   /* Sample.location_id */
+		p = varint_put(p, ids_len);
+		for (i = 0; i < nids; i++)
+			p = varint_put(p, ids[i]);
+	}
+	*p++ = TAG(2, 2);   /* Sample.value */
+	p = varint_put(p, values_len);
+	for (i = 0; i < PPROF_NVALUES; i++)
+		p = varint_put(p, (uint64_t)value[i]);
+	if (kind_key)
+		p = label_put(p, kind_key, kind);
+	if (type_key)
+		p = label_put(p, type_key, type);
+	return p;
+}
+
 /* The samples, and the locations and functions they name, each sample
- * packed into g as the profile's field 2 once its locations are known. */
+ * packed into g as the profile's field 2 once its locations are known,
+ * many at a time. */
 static void put_samples(struct builder *b, const struct pprof_sample *v, size_t n,
 			struct gzout *g)
 {
 	uint64_t *ids = NULL;
-	uint8_t *buf = NULL;
+	uint8_t *buf = NULL, *p;
 	size_t i, j, aids = 0, abuf = 0;
 
+	p = buf;
 	for (i = 0; i < n && !g->failed; i++) {
-		Sample s;
-		Label labels[2], *labelp[2];
-		int64_t values[PPROF_NVALUES];
-		size_t nids = v[i].parts ? v[i].nparts : v[i].nframes, len, hl;
-		uint8_t head[1 + 10];
+		size_t nids = v[i].parts ? v[i].nparts : v[i].nframes, need = SAMPLE_MAX(nids);
+		int64_t kind_key = 0, kind = 0, type_key = 0, type = 0;
 
-		perftools__profiles__sample__init(&s);
 		if (nids > aids) {
 			aids = nids * 2;
 			ids = xrealloc(ids, aids * sizeof *ids);
@@ -461,48 +551,32 @@ static void put_samples(struct builder *b, const struct pprof_sample *v, size_t 
 			uint32_t gm = fr->module < v[i].nmodules ? v[i].map[fr->module] : SYM_NO_MODULE;
 			ids[j] = loc_id(b, gm, fr->offset, 0, 0);
 		}
-		s.location_id = ids;
-		s.n_location_id = nids;
-		memcpy(values, v[i].value, sizeof values);
-		s.value = values;
-		s.n_value = PPROF_NVALUES;
-		s.label = labelp;
-		s.n_label = 0;
 		if (v[i].kind) {
 			/* what memory it is, as Go's profiles label theirs */
-			Label *l = &labels[s.n_label];
-			perftools__profiles__label__init(l);
-			l->key = str_index(b, "kind");
-			l->str = str_index(b, v[i].kind);
-			labelp[s.n_label++] = l;
+			kind_key = str_index(b, "kind");
+			kind = str_index(b, v[i].kind);
 		}
 		if (v[i].type) {
 			/* what objects it holds */
-			Label *l = &labels[s.n_label];
-			perftools__profiles__label__init(l);
-			l->key = str_index(b, "type");
-			l->str = str_index(b, v[i].type);
-			labelp[s.n_label++] = l;
+			type_key = str_index(b, "type");
+			type = str_index(b, v[i].type);
 		}
-		if (!s.n_label)
-			s.label = NULL;
-		/* field 2, length-delimited: its tag, its length, the message */
-		len = perftools__profiles__sample__get_packed_size(&s);
-		head[0] = 2 << 3 | 2;
-		hl = 1;
-		for (size_t x = len; ; x >>= 7) {
-			head[hl++] = (uint8_t)((x & 0x7f) | (x >= 0x80 ? 0x80 : 0));
-			if (x < 0x80)
-				break;
+		if ((size_t)(p - buf) + need > abuf) {
+			size_t used = (size_t)(p - buf);
+			if (used >= GZ_BATCH) {
+				gz_put(g, buf, used, Z_NO_FLUSH);
+				used = 0;
+			}
+			if (used + need > abuf) {
+				abuf = used + need > GZ_BATCH * 2 ? (used + need) * 2 : GZ_BATCH * 2;
+				buf = xrealloc(buf, abuf);
+			}
+			p = buf + used;
 		}
-		if (len + hl > abuf) {
-			abuf = (len + hl) * 2;
-			buf = xrealloc(buf, abuf);
-		}
-		memcpy(buf, head, hl);
-		perftools__profiles__sample__pack(&s, buf + hl);
-		gz_put(g, buf, hl + len, Z_NO_FLUSH);
+		p = sample_put(p, ids, nids, v[i].value, kind_key, kind, type_key, type);
 	}
+	if (p != buf)
+		gz_put(g, buf, (size_t)(p - buf), Z_NO_FLUSH);
 	free(ids);
 	free(buf);
 }
