@@ -487,48 +487,75 @@ static uint8_t *label_put(uint8_t *p, int64_t key, int64_t str)
  * bytes a varint, two labels. */
 #define SAMPLE_MAX(n) (3 * 11 + ((n) + PPROF_NVALUES) * 10 + 2 * (1 + 10 + 2 * 11))
 
-/* Pack one sample as the profile's field 2 into p, as libprotobuf-c packs a
- * Sample (fields in their numbers' order, packed repeated scalars as one
- * length-delimited field, an empty one left out): the samples are most of a
- * profile, and its reflective packer costs more than the rest of the
- * writing. Returns the end. */
-static uint8_t *sample_put(uint8_t *p, const uint64_t *ids, size_t nids, const int64_t *value,
-			   int64_t kind_key, int64_t kind, int64_t type_key, int64_t type)
-{
-	size_t ids_len = 0, values_len = 0, len = 0, i;
+/* Room before a sample's location ids for what precedes them: the
+ * profile's tag and the sample's length, location_id's tag and length. */
+#define SAMPLE_HEAD (2 * 11)
 
-	for (i = 0; i < nids; i++)
-		ids_len += varint_size(ids[i]);
-	for (i = 0; i < PPROF_NVALUES; i++)
-		values_len += varint_size((uint64_t)value[i]);
-	if (nids)
-		len += 1 + varint_size(ids_len) + ids_len;
-	len += 1 + varint_size(values_len) + values_len;
-	if (kind_key) {
-		size_t l = label_size(kind_key, kind);
-		len += 1 + varint_size(l) + l;
+/* The location ids of sample v, packed as varints from p. Returns the end. */
+static uint8_t *ids_put(struct builder *b, const struct pprof_sample *v, uint8_t *p)
+{
+	uint32_t j;
+
+	if (v->parts) {
+		for (j = 0; j < v->nparts; j++) {
+			const struct pprof_part *pt = &v->parts[j];
+			p = varint_put(p, loc_id(b, pt->gmod, pt->offset, pt->first, pt->n));
+		}
+	} else {
+		const struct snap_frame *fr = v->frames;
+		const uint32_t *map = v->map;
+		size_t nmodules = v->nmodules;
+		for (j = 0; j < v->nframes; j++) {
+			uint32_t gm = fr[j].module < nmodules ? map[fr[j].module] : SYM_NO_MODULE;
+			p = varint_put(p, loc_id(b, gm, fr[j].offset, 0, 0));
+		}
 	}
-	if (type_key) {
-		size_t l = label_size(type_key, type);
-		len += 1 + varint_size(l) + l;
-	}
-	*p++ = TAG(2, 2);   /* Profile.sample */
-	p = varint_put(p, len);
-	if (nids) {
-		*p++ = TAG(1, 2);   /* Sample.location_id */
-		p = varint_put(p, ids_len);
-		for (i = 0; i < nids; i++)
-			p = varint_put(p, ids[i]);
-	}
-	*p++ = TAG(2, 2);   /* Sample.value */
-	p = varint_put(p, values_len);
-	for (i = 0; i < PPROF_NVALUES; i++)
-		p = varint_put(p, (uint64_t)value[i]);
-	if (kind_key)
-		p = label_put(p, kind_key, kind);
-	if (type_key)
-		p = label_put(p, type_key, type);
 	return p;
+}
+
+/* Pack sample v as the profile's field 2 from p (SAMPLE_MAX bytes), as
+ * libprotobuf-c packs a Sample (fields in their numbers' order, packed
+ * repeated scalars as one length-delimited field, an empty one left out,
+ * proto3 zero fields left out): the samples are most of a profile, and
+ * its reflective packer cost more than the rest of the writing. The
+ * location ids are packed as they are found, after room for the head,
+ * and moved back to it once their length is known. Returns the end. */
+static uint8_t *sample_put(struct builder *b, const struct pprof_sample *v, uint8_t *p)
+{
+	uint8_t *ids = p + SAMPLE_HEAD, *q, head[SAMPLE_HEAD], *h = head;
+	size_t ids_len, values_len = 0, len, i;
+
+	q = ids_put(b, v, ids);
+	ids_len = (size_t)(q - ids);
+	for (i = 0; i < PPROF_NVALUES; i++)
+		values_len += varint_size((uint64_t)v->value[i]);
+	*q++ = TAG(2, 2);   /* Sample.value */
+	q = varint_put(q, values_len);
+	for (i = 0; i < PPROF_NVALUES; i++)
+		q = varint_put(q, (uint64_t)v->value[i]);
+	/* the keys first: the string table's order is that of first use */
+	if (v->kind) {
+		/* what memory it is, as Go's profiles label theirs */
+		int64_t key = str_index(b, "kind");
+		q = label_put(q, key, str_index(b, v->kind));
+	}
+	if (v->type) {
+		/* what objects it holds */
+		int64_t key = str_index(b, "type");
+		q = label_put(q, key, str_index(b, v->type));
+	}
+	len = (size_t)(q - ids);
+	if (ids_len)
+		len += 1 + varint_size(ids_len);
+	*h++ = TAG(2, 2);   /* Profile.sample */
+	h = varint_put(h, len);
+	if (ids_len) {
+		*h++ = TAG(1, 2);   /* Sample.location_id */
+		h = varint_put(h, ids_len);
+	}
+	memcpy(p, head, (size_t)(h - head));
+	memmove(p + (h - head), ids, (size_t)(q - ids));
+	return p + (h - head) + (q - ids);
 }
 
 /* The samples, and the locations and functions they name, each sample
@@ -537,40 +564,13 @@ static uint8_t *sample_put(uint8_t *p, const uint64_t *ids, size_t nids, const i
 static void put_samples(struct builder *b, const struct pprof_sample *v, size_t n,
 			struct gzout *g)
 {
-	uint64_t *ids = NULL;
-	uint8_t *buf = NULL, *p;
-	size_t i, j, aids = 0, abuf = 0;
+	uint8_t *buf = NULL, *p = NULL;
+	size_t i, abuf = 0;
 
-	p = buf;
 	for (i = 0; i < n && !g->failed; i++) {
-		size_t nids = v[i].parts ? v[i].nparts : v[i].nframes, need = SAMPLE_MAX(nids);
-		int64_t kind_key = 0, kind = 0, type_key = 0, type = 0;
+		size_t need = SAMPLE_MAX(v[i].parts ? v[i].nparts : v[i].nframes), used = (size_t)(p - buf);
 
-		if (nids > aids) {
-			aids = nids * 2;
-			ids = xrealloc(ids, aids * sizeof *ids);
-		}
-		for (j = 0; v[i].parts && j < v[i].nparts; j++) {
-			const struct pprof_part *pt = &v[i].parts[j];
-			ids[j] = loc_id(b, pt->gmod, pt->offset, pt->first, pt->n);
-		}
-		for (j = 0; !v[i].parts && j < v[i].nframes; j++) {
-			const struct snap_frame *fr = &v[i].frames[j];
-			uint32_t gm = fr->module < v[i].nmodules ? v[i].map[fr->module] : SYM_NO_MODULE;
-			ids[j] = loc_id(b, gm, fr->offset, 0, 0);
-		}
-		if (v[i].kind) {
-			/* what memory it is, as Go's profiles label theirs */
-			kind_key = str_index(b, "kind");
-			kind = str_index(b, v[i].kind);
-		}
-		if (v[i].type) {
-			/* what objects it holds */
-			type_key = str_index(b, "type");
-			type = str_index(b, v[i].type);
-		}
-		if ((size_t)(p - buf) + need > abuf) {
-			size_t used = (size_t)(p - buf);
+		if (used + need > abuf) {
 			if (used >= GZ_BATCH) {
 				gz_put(g, buf, used, Z_NO_FLUSH);
 				used = 0;
@@ -581,11 +581,10 @@ static void put_samples(struct builder *b, const struct pprof_sample *v, size_t 
 			}
 			p = buf + used;
 		}
-		p = sample_put(p, ids, nids, v[i].value, kind_key, kind, type_key, type);
+		p = sample_put(b, &v[i], p);
 	}
 	if (p != buf)
 		gz_put(g, buf, (size_t)(p - buf), Z_NO_FLUSH);
-	free(ids);
 	free(buf);
 }
 
