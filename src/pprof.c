@@ -61,6 +61,13 @@ struct locfront {
 	uint32_t id;                  /* 0: empty */
 };
 
+/* A sample label's strings: its key's index, and the last value's. */
+struct labelcache {
+	int64_t key;                  /* 0: not yet in the table */
+	const char *s;
+	int64_t value;
+};
+
 struct builder {
 	struct symbolizer *z;
 
@@ -82,6 +89,8 @@ struct builder {
 	size_t nmods;
 	uint32_t *mapping_gmod;       /* mapping id - 1 -> global module */
 	size_t nmappings;
+
+	struct labelcache kind, type; /* the labels' strings */
 };
 
 /* What the index of functions is asked: is this entry key? */
@@ -482,6 +491,19 @@ static uint8_t *label_put(uint8_t *p, int64_t key, int64_t str)
 	return p;
 }
 
+/* A label's key and value in the string table, into l: the value is s
+ * (most samples have the same one, often the same string: a profile of
+ * 100 000 stacks would look their strings up 200 000 times). */
+static void label_strings(struct builder *b, struct labelcache *l, const char *key, const char *s)
+{
+	if (!l->key)
+		l->key = str_index(b, key);   /* first: the table's order is that of first use */
+	if (s != l->s) {
+		l->s = s;
+		l->value = str_index(b, s);
+	}
+}
+
 /* The bytes a Sample message is packed into at most, with n location ids:
  * the profile's tag and length, the three fields' tags and lengths, ten
  * bytes a varint, two labels. */
@@ -533,16 +555,15 @@ static uint8_t *sample_put(struct builder *b, const struct pprof_sample *v, uint
 	q = varint_put(q, values_len);
 	for (i = 0; i < PPROF_NVALUES; i++)
 		q = varint_put(q, (uint64_t)v->value[i]);
-	/* the keys first: the string table's order is that of first use */
 	if (v->kind) {
 		/* what memory it is, as Go's profiles label theirs */
-		int64_t key = str_index(b, "kind");
-		q = label_put(q, key, str_index(b, v->kind));
+		label_strings(b, &b->kind, "kind", v->kind);
+		q = label_put(q, b->kind.key, b->kind.value);
 	}
 	if (v->type) {
 		/* what objects it holds */
-		int64_t key = str_index(b, "type");
-		q = label_put(q, key, str_index(b, v->type));
+		label_strings(b, &b->type, "type", v->type);
+		q = label_put(q, b->type.key, b->type.value);
 	}
 	len = (size_t)(q - ids);
 	if (ids_len)
