@@ -61,6 +61,13 @@ struct locfront {
 	uint32_t id;                  /* 0: empty */
 };
 
+/* A sample label's strings: its key's index, and the last value's. */
+struct labelcache {
+	int64_t key;                  /* 0: not yet in the table */
+	const char *s;
+	int64_t value;
+};
+
 struct builder {
 	struct symbolizer *z;
 
@@ -82,6 +89,8 @@ struct builder {
 	size_t nmods;
 	uint32_t *mapping_gmod;       /* mapping id - 1 -> global module */
 	size_t nmappings;
+
+	struct labelcache kind, type; /* the labels' strings */
 };
 
 /* What the index of functions is asked: is this entry key? */
@@ -177,23 +186,30 @@ static bool loc_eq(const void *entry, const void *key)
 static uint64_t loc_id_new(struct builder *b, uint32_t gmod, uint64_t offset, uint32_t first,
 			   uint32_t n);
 
-static uint64_t loc_id(struct builder *b, uint32_t gmod, uint64_t offset, uint32_t first,
-		       uint32_t n)
+/* loc_id when the front table misses: the answer, kept in f. */
+static __attribute__((noinline)) uint64_t loc_id_fill(struct builder *b, struct locfront *f,
+						       uint32_t gmod, uint64_t offset,
+						       uint32_t first, uint32_t n)
 {
-	struct locfront *f;
-
-	if (!b->front)
-		b->front = xcalloc((size_t)1 << LOCFRONT_BITS, sizeof *b->front);
-	f = &b->front[((offset ^ ((uint64_t)first << 48) ^ ((uint64_t)n << 56)) *
-			       UINT64_C(0x9e3779b97f4a7c15) ^ gmod) >> (64 - LOCFRONT_BITS)];
-	if (f->id && f->offset == offset && f->gmod == gmod && f->first == first && f->n == n)
-		return f->id;
 	f->id = (uint32_t)loc_id_new(b, gmod, offset, first, n);
 	f->offset = offset;
 	f->gmod = gmod;
 	f->first = first;
 	f->n = n;
 	return f->id;
+}
+
+/* Inline: a profile of 100 000 stacks asks this millions of times, and
+ * almost always the front table answers. */
+static inline uint64_t loc_id(struct builder *b, uint32_t gmod, uint64_t offset, uint32_t first,
+			      uint32_t n)
+{
+	struct locfront *f = &b->front[((offset ^ ((uint64_t)first << 48) ^ ((uint64_t)n << 56)) *
+					UINT64_C(0x9e3779b97f4a7c15) ^ gmod) >> (64 - LOCFRONT_BITS)];
+
+	if (f->id && f->offset == offset && f->gmod == gmod && f->first == first && f->n == n)
+		return f->id;
+	return loc_id_fill(b, f, gmod, offset, first, n);
 }
 
 /* loc_id of what the front table does not hold. */
@@ -277,6 +293,9 @@ static void builder_free(struct builder *b)
  * 100 000 stacks are never all in memory at once, packed or not. zlib's
  * output does not depend on how its input is cut, so the bytes are those of
  * the whole profile packed at once. */
+/* The samples are given to zlib this many bytes at a time. */
+#define GZ_BATCH (64 * 1024)
+
 struct gzout {
 	FILE *f;
 	z_stream zs;
@@ -421,6 +440,7 @@ static void builder_init(struct builder *b, struct symbolizer *z, const struct p
 	strtab_init(&b->strs);
 	hashmap_init(&b->funcindex, sizeof(uint32_t));
 	hashmap_init(&b->locindex, sizeof(struct lockey));
+	b->front = xcalloc((size_t)1 << LOCFRONT_BITS, sizeof *b->front);
 	strtab_id(&b->strs, "");   /* string_table[0] is always "" */
 	modules_place(b, src);
 	for (size_t i = 0; i < PPROF_NVALUES; i++) {
@@ -431,79 +451,161 @@ static void builder_init(struct builder *b, struct symbolizer *z, const struct p
 	}
 }
 
+/* Protobuf's base-128 varints, for the samples packed by hand below. */
+static size_t varint_size(uint64_t v)
+{
+	return v < 0x80 ? 1 : (size_t)(64 - __builtin_clzll(v) + 6) / 7;
+}
+
+static uint8_t *varint_put(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* A field's tag: its number and wire type (0 varint, 2 length-delimited). */
+#define TAG(field, wire) ((uint8_t)((field) << 3 | (wire)))
+
+/* The size of a Label {key, str} packed (proto3: zero fields left out). */
+static size_t label_size(int64_t key, int64_t str)
+{
+	return (key ? 1 + varint_size((uint64_t)key) : 0) + (str ? 1 + varint_size((uint64_t)str) : 0);
+}
+
+static uint8_t *label_put(uint8_t *p, int64_t key, int64_t str)
+{
+	*p++ = TAG(3, 2);   /* Sample.label */
+	p = varint_put(p, label_size(key, str));
+	if (key) {
+		*p++ = TAG(1, 0);
+		p = varint_put(p, (uint64_t)key);
+	}
+	if (str) {
+		*p++ = TAG(2, 0);
+		p = varint_put(p, (uint64_t)str);
+	}
+	return p;
+}
+
+/* A label's key and value in the string table, into l: the value is s
+ * (most samples have the same one, often the same string: a profile of
+ * 100 000 stacks would look their strings up 200 000 times). */
+static void label_strings(struct builder *b, struct labelcache *l, const char *key, const char *s)
+{
+	if (!l->key)
+		l->key = str_index(b, key);   /* first: the table's order is that of first use */
+	if (s != l->s) {
+		l->s = s;
+		l->value = str_index(b, s);
+	}
+}
+
+/* The bytes a Sample message is packed into at most, with n location ids:
+ * the profile's tag and length, the three fields' tags and lengths, ten
+ * bytes a varint, two labels. */
+#define SAMPLE_MAX(n) (3 * 11 + ((n) + PPROF_NVALUES) * 10 + 2 * (1 + 10 + 2 * 11))
+
+/* Room before a sample's location ids for what precedes them: the
+ * profile's tag and the sample's length, location_id's tag and length. */
+#define SAMPLE_HEAD (2 * 11)
+
+/* The location ids of sample v, packed as varints from p. Returns the end. */
+static uint8_t *ids_put(struct builder *b, const struct pprof_sample *v, uint8_t *p)
+{
+	uint32_t j;
+
+	if (v->parts) {
+		for (j = 0; j < v->nparts; j++) {
+			const struct pprof_part *pt = &v->parts[j];
+			p = varint_put(p, loc_id(b, pt->gmod, pt->offset, pt->first, pt->n));
+		}
+	} else {
+		const struct snap_frame *fr = v->frames;
+		const uint32_t *map = v->map;
+		size_t nmodules = v->nmodules;
+		for (j = 0; j < v->nframes; j++) {
+			uint32_t gm = fr[j].module < nmodules ? map[fr[j].module] : SYM_NO_MODULE;
+			p = varint_put(p, loc_id(b, gm, fr[j].offset, 0, 0));
+		}
+	}
+	return p;
+}
+
+/* Pack sample v as the profile's field 2 from p (SAMPLE_MAX bytes), as
+ * libprotobuf-c packs a Sample (fields in their numbers' order, packed
+ * repeated scalars as one length-delimited field, an empty one left out,
+ * proto3 zero fields left out): the samples are most of a profile, and
+ * its reflective packer cost more than the rest of the writing. The
+ * location ids are packed as they are found, after room for the head,
+ * and moved back to it once their length is known. Returns the end. */
+static uint8_t *sample_put(struct builder *b, const struct pprof_sample *v, uint8_t *p)
+{
+	uint8_t *ids = p + SAMPLE_HEAD, *q, head[SAMPLE_HEAD], *h = head;
+	size_t ids_len, values_len = 0, len, i;
+
+	q = ids_put(b, v, ids);
+	ids_len = (size_t)(q - ids);
+	for (i = 0; i < PPROF_NVALUES; i++)
+		values_len += varint_size((uint64_t)v->value[i]);
+	*q++ = TAG(2, 2);   /* Sample.value */
+	q = varint_put(q, values_len);
+	for (i = 0; i < PPROF_NVALUES; i++)
+		q = varint_put(q, (uint64_t)v->value[i]);
+	if (v->kind) {
+		/* what memory it is, as Go's profiles label theirs */
+		label_strings(b, &b->kind, "kind", v->kind);
+		q = label_put(q, b->kind.key, b->kind.value);
+	}
+	if (v->type) {
+		/* what objects it holds */
+		label_strings(b, &b->type, "type", v->type);
+		q = label_put(q, b->type.key, b->type.value);
+	}
+	len = (size_t)(q - ids);
+	if (ids_len)
+		len += 1 + varint_size(ids_len);
+	*h++ = TAG(2, 2);   /* Profile.sample */
+	h = varint_put(h, len);
+	if (ids_len) {
+		*h++ = TAG(1, 2);   /* Sample.location_id */
+		h = varint_put(h, ids_len);
+	}
+	memcpy(p, head, (size_t)(h - head));
+	memmove(p + (h - head), ids, (size_t)(q - ids));
+	return p + (h - head) + (q - ids);
+}
+
 /* The samples, and the locations and functions they name, each sample
- * packed into g as the profile's field 2 once its locations are known. */
+ * packed into g as the profile's field 2 once its locations are known,
+ * many at a time. */
 static void put_samples(struct builder *b, const struct pprof_sample *v, size_t n,
 			struct gzout *g)
 {
-	uint64_t *ids = NULL;
-	uint8_t *buf = NULL;
-	size_t i, j, aids = 0, abuf = 0;
+	uint8_t *buf = NULL, *p = NULL;
+	size_t i, abuf = 0;
 
 	for (i = 0; i < n && !g->failed; i++) {
-		Sample s;
-		Label labels[2], *labelp[2];
-		int64_t values[PPROF_NVALUES];
-		size_t nids = v[i].parts ? v[i].nparts : v[i].nframes, len, hl;
-		uint8_t head[1 + 10];
+		size_t need = SAMPLE_MAX(v[i].parts ? v[i].nparts : v[i].nframes), used = (size_t)(p - buf);
 
-		perftools__profiles__sample__init(&s);
-		if (nids > aids) {
-			aids = nids * 2;
-			ids = xrealloc(ids, aids * sizeof *ids);
+		if (used + need > abuf) {
+			if (used >= GZ_BATCH) {
+				gz_put(g, buf, used, Z_NO_FLUSH);
+				used = 0;
+			}
+			if (used + need > abuf) {
+				abuf = used + need > GZ_BATCH * 2 ? (used + need) * 2 : GZ_BATCH * 2;
+				buf = xrealloc(buf, abuf);
+			}
+			p = buf + used;
 		}
-		for (j = 0; v[i].parts && j < v[i].nparts; j++) {
-			const struct pprof_part *pt = &v[i].parts[j];
-			ids[j] = loc_id(b, pt->gmod, pt->offset, pt->first, pt->n);
-		}
-		for (j = 0; !v[i].parts && j < v[i].nframes; j++) {
-			const struct snap_frame *fr = &v[i].frames[j];
-			uint32_t gm = fr->module < v[i].nmodules ? v[i].map[fr->module] : SYM_NO_MODULE;
-			ids[j] = loc_id(b, gm, fr->offset, 0, 0);
-		}
-		s.location_id = ids;
-		s.n_location_id = nids;
-		memcpy(values, v[i].value, sizeof values);
-		s.value = values;
-		s.n_value = PPROF_NVALUES;
-		s.label = labelp;
-		s.n_label = 0;
-		if (v[i].kind) {
-			/* what memory it is, as Go's profiles label theirs */
-			Label *l = &labels[s.n_label];
-			perftools__profiles__label__init(l);
-			l->key = str_index(b, "kind");
-			l->str = str_index(b, v[i].kind);
-			labelp[s.n_label++] = l;
-		}
-		if (v[i].type) {
-			/* what objects it holds */
-			Label *l = &labels[s.n_label];
-			perftools__profiles__label__init(l);
-			l->key = str_index(b, "type");
-			l->str = str_index(b, v[i].type);
-			labelp[s.n_label++] = l;
-		}
-		if (!s.n_label)
-			s.label = NULL;
-		/* field 2, length-delimited: its tag, its length, the message */
-		len = perftools__profiles__sample__get_packed_size(&s);
-		head[0] = 2 << 3 | 2;
-		hl = 1;
-		for (size_t x = len; ; x >>= 7) {
-			head[hl++] = (uint8_t)((x & 0x7f) | (x >= 0x80 ? 0x80 : 0));
-			if (x < 0x80)
-				break;
-		}
-		if (len + hl > abuf) {
-			abuf = (len + hl) * 2;
-			buf = xrealloc(buf, abuf);
-		}
-		memcpy(buf, head, hl);
-		perftools__profiles__sample__pack(&s, buf + hl);
-		gz_put(g, buf, hl + len, Z_NO_FLUSH);
+		p = sample_put(b, &v[i], p);
 	}
-	free(ids);
+	if (p != buf)
+		gz_put(g, buf, (size_t)(p - buf), Z_NO_FLUSH);
 	free(buf);
 }
 
