@@ -582,14 +582,14 @@ static uint8_t *sample_put(struct builder *b, const struct pprof_sample *v, uint
 /* The samples, and the locations and functions they name, each sample
  * packed into g as the profile's field 2 once its locations are known,
  * many at a time. */
-static void put_samples(struct builder *b, const struct pprof_sample *v, size_t n,
-			struct gzout *g)
+static void put_samples(struct builder *b, pprof_next_fn *next, void *arg, struct gzout *g)
 {
 	uint8_t *buf = NULL, *p = NULL;
-	size_t i, abuf = 0;
+	size_t abuf = 0;
+	struct pprof_sample v;
 
-	for (i = 0; i < n && !g->failed; i++) {
-		size_t need = SAMPLE_MAX(v[i].parts ? v[i].nparts : v[i].nframes), used = (size_t)(p - buf);
+	while (!g->failed && (memset(&v, 0, sizeof v), next(arg, &v))) {
+		size_t need = SAMPLE_MAX(v.parts ? v.nparts : v.nframes), used = (size_t)(p - buf);
 
 		if (used + need > abuf) {
 			if (used >= GZ_BATCH) {
@@ -602,7 +602,7 @@ static void put_samples(struct builder *b, const struct pprof_sample *v, size_t 
 			}
 			p = buf + used;
 		}
-		p = sample_put(b, &v[i], p);
+		p = sample_put(b, &v, p);
 	}
 	if (p != buf)
 		gz_put(g, buf, (size_t)(p - buf), Z_NO_FLUSH);
@@ -703,8 +703,30 @@ static void put_header(struct builder *b, const struct pprof_source *src, struct
 	prof->comment = m->comment;
 }
 
+/* pprof_write's samples, one after another from an array. */
+struct sample_array {
+	const struct pprof_sample *v;
+	size_t n, i;
+};
+
+static bool array_next(void *arg, struct pprof_sample *out)
+{
+	struct sample_array *a = arg;
+	if (a->i == a->n)
+		return false;
+	*out = a->v[a->i++];
+	return true;
+}
+
 int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 		const struct pprof_sample *v, size_t n, char **cause)
+{
+	struct sample_array a = { v, n, 0 };
+	return pprof_write_each(f, z, src, array_next, &a, cause);
+}
+
+int pprof_write_each(FILE *f, struct symbolizer *z, const struct pprof_source *src,
+		     pprof_next_fn *next, void *arg, char **cause)
 {
 	struct builder b;
 	struct messages m = { 0 };
@@ -725,7 +747,7 @@ int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 	types.sample_type = m.vtp;
 	gz_profile(g, &types);
 	/* in this order: the string table's order is that of first use */
-	put_samples(&b, v, n, g);
+	put_samples(&b, next, arg, g);
 	put_locations(&b, &m);
 	put_mappings(&b, &m);
 	put_functions(&b, &m);

@@ -69,4 +69,12 @@ struct pprof_source {
 int pprof_write(FILE *f, struct symbolizer *z, const struct pprof_source *src,
 		const struct pprof_sample *v, size_t n, char **cause);
 
+/* The same with the samples made one at a time, as they are written: next
+ * fills *out with the next sample and returns true, or returns false after
+ * the last. What *out points to need only last until the next call (a
+ * report of 100 000 stacks need not hold 100 000 samples at once). */
+typedef bool pprof_next_fn(void *arg, struct pprof_sample *out);
+int pprof_write_each(FILE *f, struct symbolizer *z, const struct pprof_source *src,
+		     pprof_next_fn *next, void *arg, char **cause);
+
 #endif

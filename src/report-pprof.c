@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* --------------------------------------------------------------------------- */
 /* pprof output (the encoder is pprof.c): every row with something to show, by
@@ -57,79 +58,101 @@ static struct pprof_part *row_parts(struct report *r, const struct row *w, size_
 	return p;
 }
 
+/* The samples of the rows v, made one at a time as pprof.c writes them. */
+struct samples {
+	struct report *r;
+	struct row **v;
+	size_t n, i;                  /* rows, and the next one */
+	uint32_t t;                   /* the row's next part by type, once its first
+				       * sample is out */
+	struct pprof_sample q;        /* the row's first sample */
+	bool have;                    /* q is row i - 1's, its parts not all out */
+};
+
+static bool next_sample(void *arg, struct pprof_sample *out)
+{
+	struct samples *m = arg;
+	struct report *r = m->r;
+	bool diff = r->nin == 2;
+	struct pprof_sample *q = &m->q;
+
+	if (m->have && m->t < m->v[m->i - 1]->nparts) {
+		/* CPython: the in-use figures split by the type of the objects,
+		 * one sample labelled "type" each; what no type covers (and the
+		 * allocations, not known by type) stays on the first, which went
+		 * out with these taken from it */
+		const struct row_part *pt = &m->v[m->i - 1]->parts[m->t++];
+		*out = *q;
+		out->type = pt->name;
+		memset(out->value, 0, sizeof out->value);
+		out->value[PPROF_INUSE_OBJECTS] =
+			(int64_t)pt->blocks[diff ? 1 : 0] - (diff ? (int64_t)pt->blocks[0] : 0);
+		out->value[PPROF_INUSE_SPACE] =
+			(int64_t)pt->bytes[diff ? 1 : 0] - (diff ? (int64_t)pt->bytes[0] : 0);
+		return true;
+	}
+	if (m->have)
+		free((void *)q->parts);
+	m->have = false;
+	if (m->i == m->n)
+		return false;
+
+	const struct row *w = m->v[m->i++];
+	const struct figures *a = &w->f[0], *b = &w->f[diff ? 1 : 0];
+	memset(q, 0, sizeof *q);
+	if (r->o->by == REPORT_BY_STACK && !w->segs && !r->o->depth_set) {
+		/* all the frames of the row's first stack, every source frame of
+		 * each: the frames themselves, nothing made (the parts of 100 000
+		 * stacks of 40 frames are 94 MB) */
+		q->frames = w->sf;
+		q->nframes = w->nframes;
+		q->map = w->map;
+		q->nmodules = w->nmodules;
+	} else {
+		q->parts = row_parts(r, w, r->o->depth_set ? r->o->depth : 0, &q->nparts);
+	}
+	q->kind = snap_kind_name(w->kind);
+	q->value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
+	q->value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
+	q->value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
+	q->value[PPROF_INUSE_SPACE] = (int64_t)b->live_bytes - (diff ? (int64_t)a->live_bytes : 0);
+	for (uint32_t t = 0; t < w->nparts; t++) {
+		const struct row_part *pt = &w->parts[t];
+		q->value[PPROF_INUSE_OBJECTS] -=
+			(int64_t)pt->blocks[diff ? 1 : 0] - (diff ? (int64_t)pt->blocks[0] : 0);
+		q->value[PPROF_INUSE_SPACE] -=
+			(int64_t)pt->bytes[diff ? 1 : 0] - (diff ? (int64_t)pt->bytes[0] : 0);
+	}
+	m->t = 0;
+	m->have = true;
+	*out = *q;
+	return true;
+}
+
 /* Write the report as a pprof profile. 0, or -1 (said). */
 static int pprof_out(FILE *f, struct report *r)
 {
 	/* --sample alloc: what go tool pprof shows without -sample_index (pprof
 	 * has no type for temporary bytes: temp leaves the default alone) */
 	struct pprof_source src = { .nin = r->nin, .alloc_default = r->o->sample == REPORT_SAMPLE_ALLOC };
-	struct pprof_sample *p;
-	struct row **v;
-	size_t n, i, ns;
+	struct samples m = { .r = r };
 	char *cause = NULL;
 	int rc, k;
 
-	v = select_rows(r, pred_pprof, r->nin == 2 ? cmp_change : cmp_live, r->o->top, &n);
-	for (i = 0, ns = 0; i < n; i++)
-		ns += 1 + v[i]->nparts;
-	p = xcalloc(ns ? ns : 1, sizeof *p);
-	for (i = 0, ns = 0; i < n; i++) {
-		const struct figures *a = &v[i]->f[0], *b = &v[i]->f[r->nin == 2 ? 1 : 0];
-		bool diff = r->nin == 2;
-		struct pprof_sample *q = &p[ns++];
-		if (r->o->by == REPORT_BY_STACK && !v[i]->segs && !r->o->depth_set) {
-			/* all the frames of the row's first stack, every source
-			 * frame of each: the frames themselves, nothing made (the
-			 * parts of 100 000 stacks of 40 frames are 94 MB) */
-			q->frames = v[i]->sf;
-			q->nframes = v[i]->nframes;
-			q->map = v[i]->map;
-			q->nmodules = v[i]->nmodules;
-		} else {
-			q->parts = row_parts(r, v[i], r->o->depth_set ? r->o->depth : 0, &q->nparts);
-		}
-		q->kind = snap_kind_name(v[i]->kind);
-		q->value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
-		q->value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
-		q->value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
-		q->value[PPROF_INUSE_SPACE] = (int64_t)b->live_bytes - (diff ? (int64_t)a->live_bytes : 0);
-		/* CPython: the in-use figures split by the type of the objects,
-		 * one sample labelled "type" each; what no type covers (and
-		 * the allocations, not known by type) stays on the first */
-		for (uint32_t t = 0; t < v[i]->nparts; t++) {
-			const struct row_part *pt = &v[i]->parts[t];
-			struct pprof_sample *x = &p[ns++];
-			int64_t ob = (int64_t)pt->blocks[diff ? 1 : 0] - (diff ? (int64_t)pt->blocks[0] : 0);
-			int64_t sp = (int64_t)pt->bytes[diff ? 1 : 0] - (diff ? (int64_t)pt->bytes[0] : 0);
-			x->parts = q->parts;
-			x->nparts = q->nparts;
-			x->frames = q->frames;
-			x->nframes = q->nframes;
-			x->map = q->map;
-			x->nmodules = q->nmodules;
-			x->kind = q->kind;
-			x->type = pt->name;
-			x->value[PPROF_INUSE_OBJECTS] = ob;
-			x->value[PPROF_INUSE_SPACE] = sp;
-			q->value[PPROF_INUSE_OBJECTS] -= ob;
-			q->value[PPROF_INUSE_SPACE] -= sp;
-		}
-	}
+	m.v = select_rows(r, pred_pprof, r->nin == 2 ? cmp_change : cmp_live, r->o->top, &m.n);
 	for (k = 0; k < r->nin; k++) {
 		src.path[k] = r->in[k].path;
 		src.s[k] = r->in[k].s;
 		src.map[k] = r->in[k].map;
 	}
-	rc = pprof_write(f, r->z, &src, p, ns, &cause);
+	rc = pprof_write_each(f, r->z, &src, next_sample, &m, &cause);
 	if (rc < 0) {
 		mw_error("%s", cause);
 		free(cause);
 	}
-	for (i = 0; i < ns; i++)
-		if (!p[i].type)
-			free((void *)p[i].parts);
-	free(p);
-	free(v);
+	if (m.have)
+		free((void *)m.q.parts);
+	free(m.v);
 	return rc;
 }
 
