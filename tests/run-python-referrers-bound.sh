@@ -5,7 +5,9 @@
 # - snap --referrers (default limit, 1 s) finishes: Python is held no longer
 #   than the limit, the thread's longest stall is no longer than the limit and
 #   a slack, and the pause per million objects is said; with a limit of
-#   100 ms the search stops at it (status time-limit) and says so;
+#   100 ms the search stops at it (status time-limit) and says so; on a
+#   machine too busy to run it (a probe thread beside it), a search let go
+#   by the agent 2 s past its limit (not-searched) is said and not judged;
 # - a watch with --referrers writes the pause into the run log;
 # - the GIL held by the program (a C call of 3 s): snap --referrers-limit
 #   300ms gives up the search (the snapshot says why) within its bound, and
@@ -95,6 +97,12 @@ for limit in 1000 100; do
 	cp out "big.$limit.out"
 	judged=true
 	probe_end || judged=false
+	# a search thread starved past its limit and the 2 s margin after it
+	# is let go by the agent, which says so: right, and not judged
+	if ! $judged && grep -q "referrers not searched: the search did not end in time" "big.$limit.out"; then
+		echo "limit ${limit} ms: the search, starved, did not end within its margin: not judged"
+		continue
+	fi
 	expect_grep "^pid $t: referrers: Python held .*, [0-9]+ objects traversed in [0-9]+ pass(es)? \\([0-9]+ tracked\\)" "big.$limit.out"
 	run_mw 0 show -F json "big.$limit.snap"
 	pause_of
@@ -127,9 +135,14 @@ probe_start
 run_mw 0 -p "$t" -d 2s -i 200ms -q --capture now --referrers -o big.log
 judged=true
 probe_end || judged=false
-expect_grep "^# event [0-9.]+ $t referrers (status=done pause-ms=[0-9.]+ visited=[0-9]+ tracked=1[0-9]{7}|status=time-limit pause-ms=[0-9.]+ visited=[0-9]+ tracked=[1-9][0-9]*) passes=[0-9]+ chains=[0-9]+" big.log
-pause=$(sed -n 's/.* referrers status=[a-z-]* pause-ms=\([0-9]*\).*/\1/p' big.log)
-$judged && { [ "${pause:-99999}" -le $((1000 + pause_slack_ms)) ] || fail "the watch's search held Python ${pause:-?} ms"; }
+if ! $judged && grep -Eq "^# event [0-9.]+ $t referrers status=not-searched " big.log; then
+	echo "the watch's search, starved, did not end within its margin: not judged"
+else
+	expect_grep "^# event [0-9.]+ $t referrers (status=done pause-ms=[0-9.]+ visited=[0-9]+ tracked=1[0-9]{7}|status=time-limit pause-ms=[0-9.]+ visited=[0-9]+ tracked=[1-9][0-9]*) passes=[0-9]+ chains=[0-9]+" big.log
+	pause=$(sed -n 's/.* referrers status=[a-z-]* pause-ms=\([0-9]*\).*/\1/p' big.log)
+	$judged && { [ "${pause:-99999}" -le $((1000 + pause_slack_ms)) ] ||
+		fail "the watch's search held Python ${pause:-?} ms"; }
+fi
 
 kill "$ctl" 2>/dev/null
 wait "$ctl" 2>/dev/null
