@@ -69,6 +69,12 @@ struct samples {
 	bool have;                    /* q is row i - 1's, its parts not all out */
 };
 
+/* A value of a sample: after's, less before's in a diff. */
+static int64_t change(uint64_t before, uint64_t after, bool diff)
+{
+	return (int64_t)after - (diff ? (int64_t)before : 0);
+}
+
 static bool next_sample(void *arg, struct pprof_sample *out)
 {
 	struct samples *m = arg;
@@ -85,10 +91,8 @@ static bool next_sample(void *arg, struct pprof_sample *out)
 		*out = *q;
 		out->type = pt->name;
 		memset(out->value, 0, sizeof out->value);
-		out->value[PPROF_INUSE_OBJECTS] =
-			(int64_t)pt->blocks[diff ? 1 : 0] - (diff ? (int64_t)pt->blocks[0] : 0);
-		out->value[PPROF_INUSE_SPACE] =
-			(int64_t)pt->bytes[diff ? 1 : 0] - (diff ? (int64_t)pt->bytes[0] : 0);
+		out->value[PPROF_INUSE_OBJECTS] = change(pt->blocks[0], pt->blocks[diff ? 1 : 0], diff);
+		out->value[PPROF_INUSE_SPACE] = change(pt->bytes[0], pt->bytes[diff ? 1 : 0], diff);
 		return true;
 	}
 	if (m->have)
@@ -112,16 +116,14 @@ static bool next_sample(void *arg, struct pprof_sample *out)
 		q->parts = row_parts(r, w, r->o->depth_set ? r->o->depth : 0, &q->nparts);
 	}
 	q->kind = snap_kind_name(w->kind);
-	q->value[PPROF_ALLOC_OBJECTS] = (int64_t)b->alloc_blocks - (diff ? (int64_t)a->alloc_blocks : 0);
-	q->value[PPROF_ALLOC_SPACE] = (int64_t)b->alloc_bytes - (diff ? (int64_t)a->alloc_bytes : 0);
-	q->value[PPROF_INUSE_OBJECTS] = (int64_t)b->live_blocks - (diff ? (int64_t)a->live_blocks : 0);
-	q->value[PPROF_INUSE_SPACE] = (int64_t)b->live_bytes - (diff ? (int64_t)a->live_bytes : 0);
+	q->value[PPROF_ALLOC_OBJECTS] = change(a->alloc_blocks, b->alloc_blocks, diff);
+	q->value[PPROF_ALLOC_SPACE] = change(a->alloc_bytes, b->alloc_bytes, diff);
+	q->value[PPROF_INUSE_OBJECTS] = change(a->live_blocks, b->live_blocks, diff);
+	q->value[PPROF_INUSE_SPACE] = change(a->live_bytes, b->live_bytes, diff);
 	for (uint32_t t = 0; t < w->nparts; t++) {
 		const struct row_part *pt = &w->parts[t];
-		q->value[PPROF_INUSE_OBJECTS] -=
-			(int64_t)pt->blocks[diff ? 1 : 0] - (diff ? (int64_t)pt->blocks[0] : 0);
-		q->value[PPROF_INUSE_SPACE] -=
-			(int64_t)pt->bytes[diff ? 1 : 0] - (diff ? (int64_t)pt->bytes[0] : 0);
+		q->value[PPROF_INUSE_OBJECTS] -= change(pt->blocks[0], pt->blocks[diff ? 1 : 0], diff);
+		q->value[PPROF_INUSE_SPACE] -= change(pt->bytes[0], pt->bytes[diff ? 1 : 0], diff);
 	}
 	m->t = 0;
 	m->have = true;
