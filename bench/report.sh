@@ -15,7 +15,9 @@
 #  - synthetic: mksnap -S, frames drawn at random from the code of libc (whose
 #    DWARF libc6-dbg provides), libstdc++, libz, libdw and mksnap itself, 8 per
 #    stack, so that symbolization looks up many distinct places.
-# Every command runs once to warm the caches (files, debug info), then
+# Every command runs once to warm the caches (files, debug info: the warm run
+# of the first writes the decompressed copies of the debug files into a cache
+# of the bench's own, see debugcache.c; show and diff also run without it), then
 # measured REPS times (environment, default 1; the median wall time and peak
 # RSS from /usr/bin/time). heaptrack symbolizes while it records
 # (heaptrack_interpret), so its print step is the counterpart of memwatch's
@@ -47,6 +49,7 @@ unset DEBUGINFOD_URLS
 dir=$(mktemp -d "${TMPDIR:-/tmp}/memwatch-bench-report.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
+export MEMWATCH_DEBUG_CACHE="$dir/debug-cache"
 
 reps=${REPS:-1}
 ht_secs=
@@ -136,11 +139,15 @@ for n in $sizes; do
 		fi
 	fi
 	measure "memwatch show (agent snapshot)" "$mw" show a.snap
+	measure "memwatch show (agent snapshot, no debug cache)" \
+		env MEMWATCH_DEBUG_CACHE= "$mw" show a.snap
 	measure "memwatch show (agent snapshot, symbols embedded)" "$mw" show ae.snap
 	measure "memwatch show -F folded (agent snapshot)" "$mw" show -F folded a.snap
 	measure "memwatch show -F pprof (agent snapshot)" "$mw" show -F pprof -o p.pb.gz a.snap
 	measure "memwatch diff (two agent snapshots)" "$mw" diff a.snap b.snap
 	t_diff=$secs
+	measure "memwatch diff (two agent snapshots, no debug cache)" \
+		env MEMWATCH_DEBUG_CACHE= "$mw" diff a.snap b.snap
 	measure "memwatch diff (two agent snapshots, symbols embedded)" "$mw" diff ae.snap be.snap
 	measure "memwatch diff (trend of ten agent snapshots)" "$mw" diff a.snap b.snap t3.snap t4.snap \
 		t5.snap t6.snap t7.snap t8.snap t9.snap t10.snap

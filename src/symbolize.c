@@ -13,6 +13,7 @@
 #include "config.h"
 #include "symbolize.h"
 #include "symbolize-internal.h"
+#include "debugcache.h"
 #include "hashmap.h"
 #include "util.h"
 
@@ -117,6 +118,9 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (len <= 1 || len > 64)
 		return -1;
+	fd = debugcache_open(bits, (size_t)len, file_name);
+	if (fd >= 0)
+		return fd;
 	sym_hex(hex, bits, (size_t)len);
 	for (i = 0; i < z->ndirs; i++) {
 		char *p = xasprintf("%s/.build-id/%.2s/%s.debug", z->dirs[i], hex, hex + 2);
@@ -124,11 +128,37 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 		if (fd >= 0) {
 			free(*file_name);
 			*file_name = p;
+			debugcache_add(fd, bits, (size_t)len);
 			return fd;
 		}
 		free(p);
 	}
 	return -1;
+}
+
+/* The module's separate debug file: its decompressed copy (debugcache.c) when
+ * there is one, else found as libdwfl finds it, and copied for the next
+ * reports when it keeps its DWARF compressed. The copy is handed over before
+ * the standard search, which may keep the Elf of what it found for the module
+ * whatever descriptor is returned. A dwz file (asked for by its .gnu_debugaltlink
+ * name, with no CRC) has a build-id of its own: it is left to the search. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  GElf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	bool alt = debuglink_file && debuglink_crc == 0;
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int fd, len;
+
+	len = alt ? 0 : dwfl_module_build_id(mod, &bits, &vaddr);
+	if (len > 0 && (fd = debugcache_open(bits, (size_t)len, debuginfo_file_name)) >= 0)
+		return fd;
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+					  debuglink_file, debuglink_crc, debuginfo_file_name);
+	if (len > 0)
+		debugcache_add(fd, bits, (size_t)len);
+	return fd;
 }
 
 /* debuginfod's progress, on a terminal only: one line rewritten in place. */
@@ -169,7 +199,7 @@ struct symbolizer *symbolizer_new(const char *const *debug_dirs, size_t ndirs)
 		p += sprintf(p, ":%s", z->dirs[i]);
 
 	z->callbacks.find_elf = find_elf;
-	z->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	z->callbacks.find_debuginfo = find_debuginfo;
 	z->callbacks.section_address = dwfl_offline_section_address;
 	z->callbacks.debuginfo_path = &z->debuginfo_path;
 	elf_version(EV_CURRENT);
