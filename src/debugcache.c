@@ -11,8 +11,10 @@
  * named by the build-id, which fixes its contents, made under a temporary
  * name and renamed, and checked to carry that build-id before use. Copies
  * unused for CACHE_DAYS are removed when a new one is written (a use renews
- * the copy's time), as debuginfod's client ages out its downloads. A file
- * that names a dwz file is not copied: the name may be relative to it.
+ * the copy's time), as debuginfod's client ages out its downloads; and the
+ * least recently used while the copies hold more than CACHE_MAX together. A
+ * file whose copy would take more than a quarter of that is not copied (libdw
+ * inflates it in memory, as without the cache), nor one that names a dwz file.
  *
  * Where: $MEMWATCH_DEBUG_CACHE, else $XDG_CACHE_HOME/memwatch/debug, else
  * ~/.cache/memwatch/debug. MEMWATCH_DEBUG_CACHE set empty keeps none. */
@@ -35,6 +37,7 @@
 #include <unistd.h>
 
 #define CACHE_DAYS 14
+#define CACHE_MAX ((uint64_t)1 << 30)
 
 /* The cache directory (caller frees), or NULL for none. */
 static char *cache_dir(void)
@@ -91,30 +94,40 @@ static bool carries(int fd, const uint8_t *id, size_t len)
 	return ok;
 }
 
-/* Does the ELF file on fd have a compressed section, and no dwz file (whose
- * name may be relative to the file's own place, not the copy's)? */
-static bool worth_a_copy(int fd)
+/* The size of the ELF file on fd with its compressed sections stored plain;
+ * 0 when it has none, or names a dwz file (whose name may be relative to the
+ * file's own place, not the copy's). */
+static uint64_t plain_size(int fd)
 {
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	Elf_Scn *scn = NULL;
 	bool any = false, alt = false;
+	uint64_t size = 0;
 	const char *name;
+	struct stat st;
 	size_t names;
 	GElf_Shdr sh;
+	GElf_Chdr ch;
 
 	if (!elf)
-		return false;
-	if (elf_getshdrstrndx(elf, &names) != 0)
+		return 0;
+	if (elf_getshdrstrndx(elf, &names) != 0 || fstat(fd, &st) != 0)
 		alt = true;
+	else
+		size = (uint64_t)st.st_size;
 	while (!alt && (scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			continue;
-		any |= (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS;
+		if ((sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS &&
+		    gelf_getchdr(scn, &ch)) {
+			any = true;
+			size += ch.ch_size > sh.sh_size ? ch.ch_size - sh.sh_size : 0;
+		}
 		name = elf_strptr(elf, names, sh.sh_name);
 		alt = name && strcmp(name, ".gnu_debugaltlink") == 0;
 	}
 	elf_end(elf);
-	return any && !alt;
+	return any && !alt ? size : 0;
 }
 
 static bool copy_file(int from, int to)
@@ -151,28 +164,71 @@ static bool decompress(int fd)
 	return ok;
 }
 
+struct entry {
+	char *name;
+	time_t used;
+	uint64_t size;
+};
+
+static int by_use(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	return x->used < y->used ? -1 : x->used > y->used;
+}
+
 /* Remove the copies unused for CACHE_DAYS, and temporary files a killed
- * report left behind a day ago. */
-static void prune(const char *dir)
+ * report left behind a day ago; then, while the copies left hold more than
+ * max bytes, the least recently used but keep. */
+static void prune(const char *dir, uint64_t max, const char *keep)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	struct stat st;
 	time_t now = time(NULL);
+	struct entry *e = NULL;
+	size_t n = 0, cap = 0, i;
+	uint64_t total = 0;
 
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		bool copy = n > 6 && strcmp(de->d_name + n - 6, ".debug") == 0 &&
+		size_t len = strlen(de->d_name);
+		bool copy = len > 6 && strcmp(de->d_name + len - 6, ".debug") == 0 &&
 			    de->d_name[0] != '.';
 		bool tmp = strncmp(de->d_name, ".tmp-", 5) == 0;
 		if ((!copy && !tmp) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		if (now - st.st_mtime > (copy ? CACHE_DAYS * 86400 : 86400))
+		if (now - st.st_mtime > (copy ? CACHE_DAYS * 86400 : 86400)) {
 			unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
+		if (!copy)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			e = xrealloc(e, cap * sizeof *e);
+		}
+		e[n++] = (struct entry){ xstrdup(de->d_name), st.st_mtime, (uint64_t)st.st_size };
+		total += (uint64_t)st.st_size;
 	}
+	if (n)
+		qsort(e, n, sizeof *e, by_use);
+	for (i = 0; i < n; i++) {
+		if (total > max && strcmp(e[i].name, keep) != 0 &&
+		    unlinkat(dirfd(d), e[i].name, 0) == 0)
+			total -= e[i].size;
+		free(e[i].name);
+	}
+	free(e);
 	closedir(d);
+}
+
+/* The most the copies may hold together (a copy is made only when it takes
+ * at most a quarter of it). */
+static uint64_t cache_max(void)
+{
+	const char *t = getenv("MEMWATCH_TEST_DEBUG_CACHE_MAX");
+	return t && *t ? strtoull(t, NULL, 10) : CACHE_MAX;
 }
 
 /* Write the decompressed copy of the file on fd as path. */
@@ -190,7 +246,7 @@ static bool make_copy(int fd, const char *dir, const char *path, const uint8_t *
 		unlink(tmp);
 	free(tmp);
 	if (ok)
-		prune(dir);
+		prune(dir, cache_max(), strrchr(path, '/') + 1);
 	return ok;
 }
 
@@ -227,9 +283,10 @@ int debugcache_open(const uint8_t *id, size_t len, char **name)
 
 void debugcache_add(int fd, const uint8_t *id, size_t len)
 {
+	uint64_t size = fd >= 0 ? plain_size(fd) : 0;
 	char *dir = NULL, *path;
 
-	if (fd < 0 || !worth_a_copy(fd) || !carries(fd, id, len))
+	if (!size || size > cache_max() / 4 || !carries(fd, id, len))
 		return;
 	path = copy_path(id, len, &dir);
 	if (path && make_dirs(dir))

@@ -2,10 +2,11 @@
 # run-report-debug-cache.sh: a target whose debug file keeps its DWARF
 # compressed, as Debian's debug packages do. The first report writes a
 # decompressed copy named by the build-id into the cache; the next ones read
-# it instead (and renew its time), with the same report. A copy of another build-id is
-# replaced, copies unused for 14 days and stale temporary files go when a new
-# copy is written, and a cache that cannot be written, or is turned off,
-# changes nothing but speed.
+# it instead (and renew its time), with the same report. A copy of another
+# build-id is replaced; copies unused for 14 days, stale temporary files and,
+# past the cache's bound, the least recently used copies go when a new copy is
+# written; and a cache that cannot be written, or is turned off, changes
+# nothing but speed.
 . "$top_srcdir/tests/lib.sh"
 
 MKSNAP="$top_builddir/tests/tools/mksnap"
@@ -92,6 +93,32 @@ show_to aged
 [ -e "cache/debug/$old.debug" ] && fail "a copy unused for 15 days was not removed"
 [ -e cache/debug/.tmp-AbCdEf ] && fail "a temporary file of 2 days ago was not removed"
 [ -e "cache/debug/$bid.recent.debug" ] || fail "a copy used 13 days ago was removed"
+
+# bounded in size: past the most the copies may hold together (set small
+# here), the least recently used go; a file whose copy would take more than a
+# quarter of it is not copied (libc's, with libc6-dbg, is not, at this bound)
+size=$(stat -c %s "$copy")
+cp "$copy" one.debug
+rm -f cache/debug/*.debug
+i=1
+for days in 5 4 3 2; do
+	cp one.debug "cache/debug/$i$old.debug"
+	touch -d "$days days ago" "cache/debug/$i$old.debug"
+	i=$((i + 1))
+done
+export MEMWATCH_TEST_DEBUG_CACHE_MAX=$((size * 9 / 2))
+show_to bounded
+[ -f "$copy" ] || fail "the copy was not made within the bound"
+[ -e "cache/debug/1$old.debug" ] && fail "the least recently used copy was not removed past the bound"
+for i in 2 3 4; do
+	[ -e "cache/debug/$i$old.debug" ] || fail "copy $i was removed, though the bound was met without it"
+done
+rm -f "$copy"
+export MEMWATCH_TEST_DEBUG_CACHE_MAX=$((size * 3))
+show_to toobig
+[ -e "$copy" ] && fail "a copy of over a quarter of the bound was made"
+cmp -s plain.out toobig.out || fail "a file too big to copy changed the report"
+unset MEMWATCH_TEST_DEBUG_CACHE_MAX
 
 # a cache that cannot be made: the same report, nothing said
 : > notadir
