@@ -57,7 +57,7 @@ struct names {
 	FILE *m;                      /* the names, one after another */
 	char *buf;
 	size_t len;
-	uint64_t *at;                 /* by place: offset << 16 | length + 1; 0: not yet */
+	uint64_t *at;                 /* by place: offset << 24 | length + 1; 0: not yet */
 	size_t n;
 };
 
@@ -82,13 +82,16 @@ static void put_name(FILE *f, struct report *r, struct names *c, const struct df
 		folded_name(c->m, r, d);
 		if (fflush(c->m) != 0)
 			abort();
-		if (c->len - off >= 0xffff) {   /* a name of 64 KiB: not kept */
+		if (c->len - off >= 0xffffff) {
+			/* a name of 16 MiB: written from there, then let go */
 			fwrite(c->buf + off, 1, c->len - off, f);
+			if (fseek(c->m, (long)off, SEEK_SET) != 0 || fflush(c->m) != 0)
+				abort();
 			return;
 		}
-		a = c->at[i] = (uint64_t)off << 16 | (c->len - off + 1);
+		a = c->at[i] = (uint64_t)off << 24 | (c->len - off + 1);
 	}
-	fwrite(c->buf + (a >> 16), 1, (a & 0xffff) - 1, f);
+	fwrite(c->buf + (a >> 24), 1, (a & 0xffffff) - 1, f);
 }
 
 /* The rows v as folded stacks, outermost frame first. */
