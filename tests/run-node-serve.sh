@@ -60,7 +60,12 @@ wait "$c"
 expect_grep '^ok 6000$' client.out
 delay "busy, snapshot under load"
 run_mw 0 show --kind js busy.snap
-expect_grep '  logRequest  .*js_grow\.js:[0-9]+' out
+# the records logRequest keeps; once TurboFan has inlined it into the request
+# handler, V8's sampling heap profiler names the handler's optimized frame
+# alone (it does not expand inlined functions): seen on node 18 under a
+# loaded machine's 6000 requests
+L_handler=$(grep -n 'http.createServer((req, res) =>' "$JS_HOST" | cut -d: -f1)
+expect_grep "  (logRequest  .*js_grow\.js:[0-9]+|\(anonymous\)  js_grow\.js:$L_handler \[js\])\$" out
 
 # no port but the server's: no inspector
 listening "$s"
