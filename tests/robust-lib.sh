@@ -113,6 +113,23 @@ start_robust() {
 }
 # start_churn OUT LINES ARGS...: start_robust for churn ARGS, until LINES
 # throughput lines.
+# exec_now PID PROGRAM: return as soon as the background child PID runs
+# PROGRAM (checked without wait_until's 50 ms naps, so that a delay counted
+# from here is the delay after the exec); fails after 5000 looks (some
+# seconds).
+exec_now() {
+	local i=0
+	while [ "$(readlink "/proc/$1/exe" 2>/dev/null)" != "$2" ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 5000 ]; then
+			fail "pid $1 did not start $2"
+			return 1
+		fi
+		ended "$1" && return 0
+		sleep 0.001
+	done
+}
+
 start_churn() {
 	local out=$1 lines=$2
 	shift 2
