@@ -348,7 +348,8 @@ static enum try_result try_thread(struct injector *ij, struct cand *c, unsigned 
  * were doing (the last reason seen for each, also for those the deadline cut
  * off in the last round). */
 static int fail_no_safepoint(struct cand *cands, int ncand, struct cand **seen, size_t *nseen,
-			     unsigned attempts, unsigned deadline_ms, char **cause, char **hint)
+			     unsigned attempts, unsigned deadline_ms, double prepared_ms,
+			     char **cause, char **hint)
 {
 	remember_reasons(seen, nseen, cands, ncand);
 	for (int i = 0; i < ncand; i++)
@@ -379,14 +380,20 @@ static int fail_no_safepoint(struct cand *cands, int ncand, struct cand **seen, 
 		deep += strncmp(cands[i].why, DEEP_STACK_WHY, strlen(DEEP_STACK_WHY)) == 0;
 	}
 	more -= shown;
+	/* a starved machine: the deadline passed before a thread was tried */
+	char *late = attempts == 0 && prepared_ms >= deadline_ms
+			     ? xasprintf("; the attach took %.0f ms to prepare, before any thread "
+					 "was tried", prepared_ms)
+			     : xstrdup("");
 	int r = inject_fail(INJECT_ENOSAFEPOINT, cause, hint,
 		     deep && deep == more + shown ?
 		     "attach again when it has returned from the depth, raise its stack limit (ulimit -s) "
 		     "before it starts, or start the program with memwatch run to preload the agent" :
 		     "retry later, or start the program with memwatch run to preload the agent",
-		     "no thread at a safe point within %u ms (%u attempts): %s%s", deadline_ms,
+		     "no thread at a safe point within %u ms (%u attempts): %s%s%s", deadline_ms,
 		     attempts, what[0] ? what : "no thread could be examined",
-		     more > 0 ? "; ..." : "");
+		     more > 0 ? "; ..." : "", late);
+	free(late);
 	free(what);
 	return r;
 }
@@ -420,6 +427,7 @@ int inject_agent(int pid, const char *agent_path, const char *options, unsigned 
 	size_t nseen = 0;
 	int ret, ncand = 0;
 	unsigned eperm_retries = 0, execs = 0;
+	double prepared_ms = 0;
 	bool debug = getenv("MEMWATCH_INJECT_DEBUG") != NULL;
 
 	memset(res, 0, sizeof *res);
@@ -459,6 +467,7 @@ restart:
 		goto out;
 	}
 	unw_set_caching_policy(ij.cl.as, UNW_CACHE_GLOBAL);
+	prepared_ms = ms_since(t0);
 
 	for (unsigned round = 0;; round++) {
 		remember_reasons(&seen, &nseen, cands, ncand);
@@ -494,7 +503,8 @@ restart:
 		nap_us((unsigned)rand_between(1000, 5000));
 	}
 
-	ret = fail_no_safepoint(cands, ncand, &seen, &nseen, res->attempts, deadline_ms, cause, hint);
+	ret = fail_no_safepoint(cands, ncand, &seen, &nseen, res->attempts, deadline_ms, prepared_ms,
+				cause, hint);
 	goto out;
 execed:
 	/* bounded: a process that executes programs faster than we can look at

@@ -41,6 +41,14 @@ expect_err_line "pid $t6: cannot attach: the process exited\$"
 wait_target "$t6" 20
 [ "$target_status" -eq 137 ] || fail "killed target: status $target_status, expected 137"
 
+# a deadline that passes while the attach is prepared (a starved machine):
+# said so, rather than a list of threads none of which was tried
+start_attach_target ready7 --seconds 3 --busy --workers 2 >t7.out 2>&1
+t7=$target_pid
+run_inject 5 --deadline 1 "$t7" "$PROBE" "marker=$tmp/marker7"
+expect_err_line "pid $t7: cannot attach: no thread at a safe point within 1 ms \(0 attempts\): .*; the attach took [0-9]+ ms to prepare, before any thread was tried\$"
+expect_target_ok "$t7" 40 t7.out
+
 start_attach_target ready3 --seconds 5 >t3.out 2>&1
 t3=$target_pid
 run_inject 5 "$t3" "$PROBE" "crash"
