@@ -111,8 +111,7 @@ start_robust() {
 	started_pids="$started_pids $t"
 	wait_until "[ \$(grep -c '$pattern' '$out') -ge $lines ]" 20
 }
-# start_churn OUT LINES ARGS...: start_robust for churn ARGS, until LINES
-# throughput lines.
+
 # exec_now PID PROGRAM: return as soon as the background child PID runs
 # PROGRAM (checked without wait_until's 50 ms naps, so that a delay counted
 # from here is the delay after the exec); fails after 5000 looks (some
@@ -130,6 +129,8 @@ exec_now() {
 	done
 }
 
+# start_churn OUT LINES ARGS...: start_robust for churn ARGS, until LINES
+# throughput lines.
 start_churn() {
 	local out=$1 lines=$2
 	shift 2

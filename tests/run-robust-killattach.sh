@@ -26,7 +26,8 @@ for sig_ms in TERM:002 KILL:003 TERM:006 KILL:008 TERM:010 KILL:012 TERM:015 KIL
 	started_pids="$started_pids $mw"
 	# counted from memwatch's exec: a signal that reaches the shell forked
 	# for it before then is caught by the test's trap there, which the exec
-	# forgets, and memwatch never gets it (seen: a watch that ran on)
+	# forgets, and memwatch never gets it (the likely cause of a watch seen
+	# running on)
 	exec_now "$mw" "$mwexe"
 	sleep "0.$ms"
 	kill -"$sig" "$mw"
