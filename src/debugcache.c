@@ -24,7 +24,6 @@
 #include "util.h"
 
 #include <dirent.h>
-#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -73,24 +72,6 @@ static bool make_dirs(const char *dir)
 			break;
 	}
 	free(p);
-	return ok;
-}
-
-/* The build-id of the ELF file on fd is id, and it has sections? */
-static bool carries(int fd, const uint8_t *id, size_t len)
-{
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	const void *bits;
-	size_t shnum = 0;
-	ssize_t n;
-	bool ok;
-
-	if (!elf)
-		return false;
-	n = dwelf_elf_gnu_build_id(elf, &bits);
-	ok = n > 0 && (size_t)n == len && memcmp(bits, id, len) == 0 &&
-	     elf_getshdrnum(elf, &shnum) == 0 && shnum > 1;
-	elf_end(elf);
 	return ok;
 }
 
@@ -238,7 +219,7 @@ static bool make_copy(int fd, const char *dir, const char *path, const uint8_t *
 	int t = mkostemp(tmp, O_CLOEXEC);
 	bool ok = t >= 0;
 
-	ok = ok && copy_file(fd, t) && decompress(t) && carries(t, id, len) &&
+	ok = ok && copy_file(fd, t) && decompress(t) && sym_file_matches(t, id, len) &&
 	     rename(tmp, path) == 0;
 	if (t >= 0)
 		close(t);
@@ -266,7 +247,7 @@ int debugcache_open(const uint8_t *id, size_t len, char **name)
 	char *dir = NULL, *path = copy_path(id, len, &dir);
 	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 
-	if (fd >= 0 && !carries(fd, id, len)) {
+	if (fd >= 0 && !sym_file_matches(fd, id, len)) {
 		close(fd);
 		fd = -1;
 	}
@@ -286,7 +267,7 @@ void debugcache_add(int fd, const uint8_t *id, size_t len)
 	uint64_t size = fd >= 0 ? plain_size(fd) : 0;
 	char *dir = NULL, *path;
 
-	if (!size || size > cache_max() / 4 || !carries(fd, id, len))
+	if (!size || size > cache_max() / 4 || !sym_file_matches(fd, id, len))
 		return;
 	path = copy_path(id, len, &dir);
 	if (path && make_dirs(dir))

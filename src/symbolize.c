@@ -359,8 +359,7 @@ uint32_t *symbolizer_add(struct symbolizer *z, const struct snapshot *s)
 	return map;
 }
 
-/* The build-id of the ELF file open on fd equals want? */
-static bool file_matches(int fd, const uint8_t *want, size_t len)
+bool sym_file_matches(int fd, const uint8_t *want, size_t len)
 {
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	const void *bits;
@@ -429,7 +428,7 @@ static void report_module(struct symbolizer *z, struct gmod *g, size_t i)
 			fd = -1;
 		}
 	}
-	if (fd >= 0 && (g->build_id_len == 0 || file_matches(fd, g->build_id, g->build_id_len))) {
+	if (fd >= 0 && (g->build_id_len == 0 || sym_file_matches(fd, g->build_id, g->build_id_len))) {
 		m = dwfl_report_elf(z->dwfl, g->path, g->path, fd, g->place, true);
 		if (!m)
 			close(fd);

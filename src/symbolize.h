@@ -97,6 +97,9 @@ void symbolizer_warn_missing(const struct symbolizer *z);
 long symbolize_embed(struct snapshot *s, const bool *only, const char *const *debug_dirs,
 		     size_t ndirs, char **cause);
 
+/* The build-id of the ELF file open on fd equals want? */
+bool sym_file_matches(int fd, const uint8_t *want, size_t len);
+
 /* The hex form of a build-id, into buf (2 * len + 1 bytes). */
 char *sym_hex(char *buf, const uint8_t *bits, size_t len);
 
