@@ -49,34 +49,25 @@ void left_out_name(FILE *f, struct report *r, const struct gap *g)
 	fprintf(f, "[%s]", b);
 }
 
-/* By stack, a frame's name follows from its place (dframe.place, as the
- * flame graph's labels do): each is written once into a buffer, then copied
- * from there for every frame at that place (3.7 million of them for 100 000
+/* By stack, each place's name is written once into a buffer, then copied from
+ * there for every frame at that place (3.7 million of them for 100 000
  * stacks, a few thousand places). */
 struct names {
 	FILE *m;                      /* the names, one after another */
 	char *buf;
 	size_t len;
-	uint64_t *at;                 /* by place: offset << 24 | length + 1; 0: not yet */
-	size_t n;
+	struct by_place at;           /* offset << 24 | length + 1 */
 };
 
 static void put_name(FILE *f, struct report *r, struct names *c, const struct dframe *d)
 {
-	size_t i = d->place;
-	uint64_t a;
+	uint64_t *slot = c->m ? place_slot(&c->at, d) : NULL, a;
 
-	if (!c->m || !i) {
+	if (!slot) {
 		folded_name(f, r, d);
 		return;
 	}
-	if (i >= c->n) {
-		size_t n = i + 1 > 2 * c->n ? i + 1 : 2 * c->n;
-		c->at = xrealloc(c->at, n * sizeof *c->at);
-		memset(c->at + c->n, 0, (n - c->n) * sizeof *c->at);
-		c->n = n;
-	}
-	a = c->at[i];
+	a = *slot;
 	if (!a) {
 		size_t off = c->len;
 		folded_name(c->m, r, d);
@@ -89,7 +80,7 @@ static void put_name(FILE *f, struct report *r, struct names *c, const struct df
 				abort();
 			return;
 		}
-		a = c->at[i] = (uint64_t)off << 24 | (c->len - off + 1);
+		a = *slot = (uint64_t)off << 24 | (c->len - off + 1);
 	}
 	fwrite(c->buf + (a >> 24), 1, (a & 0xffffff) - 1, f);
 }
@@ -97,7 +88,7 @@ static void put_name(FILE *f, struct report *r, struct names *c, const struct df
 /* The rows v as folded stacks, outermost frame first. */
 static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool diff)
 {
-	struct names c = { NULL, NULL, 0, NULL, 0 };
+	struct names c = { NULL, NULL, 0, { NULL, 0 } };
 	size_t i, k, nd;
 	struct dframe *d;
 	char num[24], *p;
@@ -141,7 +132,7 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 	if (c.m)
 		fclose(c.m);
 	free(c.buf);
-	free(c.at);
+	free(c.at.v);
 }
 
 /* The grown rows of a diff, or the live rows of a snapshot, as folded stacks. */

@@ -10,10 +10,12 @@
 #include "report.h"
 #include "snapshot.h"
 #include "symbolize.h"
+#include "util.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* A frame in global terms: the symbolizer's module index and the offset. */
 struct gframe {
@@ -164,6 +166,29 @@ struct dframe {
 				       * sub) + 1, below r->nfx + 1; 0: none */
 	struct gap after;             /* frames left out between it and the next one given */
 };
+
+/* A value for each place of a frame (dframe.place), 0 until set: by stack, a
+ * frame's name follows from its place, so the flame graph keeps its labels
+ * there and folded stacks their names. */
+struct by_place {
+	uint64_t *v;
+	size_t n;
+};
+
+/* The slot of d's place, grown (zeroed) as needed; NULL when d has none. */
+static inline uint64_t *place_slot(struct by_place *k, const struct dframe *d)
+{
+	size_t i = d->place;
+	if (!i)
+		return NULL;
+	if (i >= k->n) {
+		size_t n = i + 1 > 2 * k->n ? i + 1 : 2 * k->n;
+		k->v = xrealloc(k->v, n * sizeof *k->v);
+		memset(k->v + k->n, 0, (n - k->n) * sizeof *k->v);
+		k->n = n;
+	}
+	return &k->v[i];
+}
 
 
 /* Every source frame of a row's stack, inlined ones expanded, innermost first,

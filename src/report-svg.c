@@ -10,28 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* By stack, a frame's label follows from its place (its location and which
- * of its source frames, numbered densely: dframe.place): the label's id + 1
- * there, 0 until made. */
-struct known {
-	uint32_t *id;
-	size_t n;
-};
-
-static inline uint32_t *label_slot(struct known *k, const struct dframe *d)
-{
-	size_t i = d->place;
-	if (!i)
-		return NULL;
-	if (i >= k->n) {
-		size_t n = i + 1 > 2 * k->n ? i + 1 : 2 * k->n;
-		k->id = xrealloc(k->id, n * sizeof *k->id);
-		memset(k->id + k->n, 0, (n - k->n) * sizeof *k->id);
-		k->n = n;
-	}
-	return &k->id[i];
-}
-
 /* The rows as a flame graph (src/flame.c): a snapshot's live bytes, or a
  * diff's growth and shrinkage; frames labelled as in folded stacks. */
 void report_svg(FILE *f, struct report *r, bool inline_svg)
@@ -48,7 +26,7 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	/* by stack, a frame's label follows from its place: made and
 	 * interned once a place */
 	bool by_stack = r->o->by == REPORT_BY_STACK;
-	struct known known = { NULL, 0 };
+	struct by_place known = { NULL, 0 };   /* a place's label id + 1 */
 	uint32_t *ids = NULL;         /* a row's frames' known labels (UINT32_MAX: none) */
 	size_t aids = 0;
 
@@ -78,8 +56,8 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 				ids = xrealloc(ids, aids * sizeof *ids);
 			}
 			for (k = 0; k < nd; k++) {
-				uint32_t *kl = by_stack ? label_slot(&known, &d[k]) : NULL;
-				ids[k] = kl && *kl ? *kl - 1 : UINT32_MAX;
+				uint64_t *kl = by_stack ? place_slot(&known, &d[k]) : NULL;
+				ids[k] = kl && *kl ? (uint32_t)(*kl - 1) : UINT32_MAX;
 				if (ids[k] == UINT32_MAX) {
 					folded_name(m, r, &d[k]);
 					fputc('\0', m);
@@ -106,8 +84,8 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 					} else {
 						x->label = next;
 						next += strlen(next) + 1;
-						uint32_t *slot;
-						if (!j && by_stack && (slot = label_slot(&known, &d[k]))) {
+						uint64_t *slot;
+						if (!j && by_stack && (slot = place_slot(&known, &d[k]))) {
 							x->has_id = true;
 							x->label_id = flame_label(fl, x->label);
 							*slot = x->label_id + 1;
@@ -129,7 +107,7 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	}
 	fclose(m);
 	free(labels);
-	free(known.id);
+	free(known.v);
 	free(ids);
 	if (sample != REPORT_SAMPLE_LIVE) {
 		uint64_t t0 = sample_bytes(&r->in[0].total, sample);
