@@ -66,6 +66,10 @@ struct mw_tls {
 	uint8_t locked;    /* this thread holds (or is taking) the heap lock */
 	uint8_t unw;       /* enum mw_unw_slot: may it use libunwind's frame cache */
 	void *sc;          /* stack-cache.c's table of this thread (its key's value) */
+	uint32_t points;   /* sample points reached so far */
+	uint32_t owed;     /* the sample point is owed to the next allocation of this
+			    * size class (pyfree.c), the countdown held at 0 meanwhile */
+	uint32_t owed_tries;   /* allocations of other sizes left before it is not */
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec"))) MW_HIDDEN;
 
@@ -80,6 +84,21 @@ static inline __attribute__((always_inline)) bool mw_unsampled(size_t size, int 
 		return true;
 	}
 	return false;
+}
+
+/* In the slow path, with a sample point owed to a size class (mw_tls.owed): true
+ * for an allocation of another size, which is then passed on unsampled. After
+ * owed_tries of them the point falls where the countdown says. */
+static inline bool mw_owed_other(size_t size)
+{
+	struct mw_tls *t = &mw_tls;
+	if (likely(!t->owed) || size == t->owed)
+		return false;
+	if (--t->owed_tries == 0) {
+		t->owed = 0;
+		return false;
+	}
+	return true;
 }
 
 /* One turn of a wait for a lock or flag another thread holds for a moment:

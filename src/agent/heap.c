@@ -723,6 +723,18 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
  * thread's countdown: draw the next gap, and say whether this one is sampled. */
 static bool at_sample_point(struct mw_tls *t, int e, size_t size)
 {
+	if (t->owed && t->epoch == (uint32_t)e) {
+		if (mw_owed_other(size)) {
+			t->left = 0;
+			return false;
+		}
+		t->owed = 0;
+		t->points++;
+		t->left = mw_draw_gap(t);
+		return true;
+	}
+	t->owed = 0;
+	t->points++;
 	if (!t->rng)
 		mw_seed(t);
 	if (t->epoch != (uint32_t)e) {

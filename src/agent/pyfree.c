@@ -1,6 +1,6 @@
-/* pyfree.c: CPython's free lists kept empty while capture is on, so that
- * every object the interpreter recycles through one is freed and allocated
- * again through its allocator, where python.c samples it.
+/* pyfree.c: CPython's free lists, so that no object the interpreter recycles
+ * through one keeps the sample, and the stack, of the code that first had its
+ * memory.
  *
  * The interpreter keeps the objects of its commonest types when they die
  * (dicts, lists, tuples of each length up to 20, floats, the key tables of
@@ -9,17 +9,30 @@
  * would keep the sample, and the stack, of the code that first had it: the
  * code that keeps it would never be named, and the code that dropped it would
  * be blamed for it. Neither half can be seen from outside the interpreter
- * where it happens (both are inside the type's own functions), so the lists
- * are kept empty instead:
+ * where it happens (both are inside the type's own functions):
  *
  * - An object's own free list takes it only when it is exactly of the
  *   type (a check in every version's deallocator: Py_IS_TYPE(op,
  *   &PyDict_Type) and the like). The deallocators of those types are
  *   wrapped (the type's tp_dealloc slot, called through the type by every
- *   Py_DECREF): an object of exactly the type is given a copy of its type
- *   (the same slots, with the interpreter's own deallocator in tp_dealloc,
- *   which its trashcan compares against) for its last moments, so the
- *   deallocator gives it to tp_free, the allocator's free.
+ *   Py_DECREF). An object of exactly the type that must not be listed is
+ *   given a copy of its type (the same slots, with the interpreter's own
+ *   deallocator in tp_dealloc, which its trashcan compares against) for its
+ *   last moments, so the deallocator gives it to tp_free, the allocator's
+ *   free (die).
+ * - Dicts, tuples and (to 3.13) lists are left on their lists where that
+ *   costs no sample (light): one that may be a sample dies as above; any
+ *   other goes to the deallocator, whose tp_free (wrapped too) says whether
+ *   it was freed or listed. A listed one is counted against the thread's
+ *   countdown in place of the creation that will take it unseen; when that
+ *   count reaches a sample point the list is emptied through the
+ *   interpreter's own constructors, held empty, and the point owed to the
+ *   thread's next allocation of that size (agent.h, mw_owed_other), which
+ *   is then that creation, allocated and sampled where it is made.
+ *   Floats (freed by PyObject_Free itself, and listed without the
+ *   deallocator from 3.11), 3.14's lists (freed by PyObject_GC_Del itself)
+ *   and any type where the object domain is not pymalloc wrapped are kept
+ *   empty: every death of exactly the type dies as above.
  * - The key tables of small dicts are no object: after a dict's
  *   deallocation their list is emptied, from the interpreter's own state
  *   (3.10 to 3.13: fields of the interpreter state; 3.14 and 3.15: a linked
@@ -37,8 +50,8 @@
  * held), and pass through for any object of another type (a subclass's
  * deallocator calls its base's). The agent is never unloaded, so a type that
  * copied a wrapper from its base meanwhile (a static type readied while
- * capture was on) keeps a valid deallocator. A forked child inherits the
- * slots as they were, and the wrappers with them. */
+ * capture was on) keeps a valid deallocator and tp_free. A forked child
+ * inherits the slots as they were, and the wrappers with them. */
 #include "config.h"
 
 #define _GNU_SOURCE 1
@@ -55,7 +68,16 @@
 #include "python.h"
 
 #define TP_DEALLOC 48          /* offsetof(PyTypeObject, tp_dealloc), 3.8 to 3.15 */
+#define TP_BASICSIZE 32        /* offsetof(PyTypeObject, tp_basicsize) */
+#define TP_ITEMSIZE 40         /* offsetof(PyTypeObject, tp_itemsize) */
+#define TP_FREE 320            /* offsetof(PyTypeObject, tp_free) */
 #define OB_TYPE 8              /* offsetof(PyObject, ob_type) */
+#define OB_SIZE 16             /* offsetof(PyVarObject, ob_size) */
+#define GC_HEAD 16             /* sizeof(PyGC_Head): the block starts that far before */
+#define TUPLE_LISTS 20         /* tuples of 1 to 20 items have lists (to 19 before 3.12) */
+#define LIGHT_DEPTH 16         /* deaths nested deeper go to the allocator (see light) */
+#define OWED_TRIES 256         /* allocations of other sizes before an owed point falls */
+#define DRAIN_MAX 4096         /* more than any list holds (a tuple length's: 2 000) */
 #define TS_INTERP 16           /* offsetof(PyThreadState, interp) */
 #define DICT_KEYS 32           /* offsetof(PyDictObject, ma_keys) */
 #define TP_NAME 24             /* offsetof(PyTypeObject, tp_name) */
@@ -71,6 +93,11 @@ struct fl_type {
 	void *type;            /* its address */
 	destructor_fn *orig;   /* the interpreter's deallocator */
 	destructor_fn *wrap;
+	destructor_fn *orig_free;   /* its tp_free (PyObject_GC_Del), where light */
+	destructor_fn *note_free;   /* what takes its place while patched */
+	bool can_light;        /* its deallocator calls tp_free for what it does not list */
+	bool light;            /* listed and charged (see light), not kept out */
+	size_t charge[TUPLE_LISTS + 1];   /* what one counts for (a tuple: by length) */
 	_Alignas(64) unsigned char clone[TYPE_ROOM];
 };
 
@@ -78,13 +105,25 @@ static void w_dict(void *op);
 static void w_list(void *op);
 static void w_tuple(void *op);
 static void w_float(void *op);
+static void f_dict(void *op);
+static void f_list(void *op);
+static void f_tuple(void *op);
 
 static struct fl_type fl[FL_TYPES] = {
-	[FL_DICT] = { .sym = "PyDict_Type", .name = "dict", .wrap = w_dict },
-	[FL_LIST] = { .sym = "PyList_Type", .name = "list", .wrap = w_list },
-	[FL_TUPLE] = { .sym = "PyTuple_Type", .name = "tuple", .wrap = w_tuple },
+	[FL_DICT] = { .sym = "PyDict_Type", .name = "dict", .wrap = w_dict, .note_free = f_dict },
+	[FL_LIST] = { .sym = "PyList_Type", .name = "list", .wrap = w_list, .note_free = f_list },
+	[FL_TUPLE] = { .sym = "PyTuple_Type", .name = "tuple", .wrap = w_tuple, .note_free = f_tuple },
 	[FL_FLOAT] = { .sym = "PyFloat_Type", .name = "float", .wrap = w_float },
 };
+
+/* The constructors that take from each list, and the error state's keepers
+ * (a death may come while an exception is being raised). */
+static void *(*mk_dict)(void);
+static void *(*mk_list)(intptr_t);
+static void *(*mk_tuple)(intptr_t);
+static void (*py_decref)(void *);
+static void (*err_fetch)(void **, void **, void **);
+static void (*err_restore)(void *, void *, void *);
 
 static bool resolved;          /* looked up (once) */
 static bool usable;            /* the types found and copied */
@@ -101,6 +140,7 @@ static bool keys_checked;      /* the offsets were found right */
 static bool keys_uncovered;    /* the running version's key tables stay recycled */
 static void *(*unchecked_tstate)(void);
 static void (*keys_free)(void *);
+static destructor_fn *gc_del;      /* PyObject_GC_Del */
 static int (*clear_dict_3_8)(void);
 static int (*clear_3_8[3])(void);   /* 3.8's lists of tuples, lists, floats */
 
@@ -112,6 +152,11 @@ static inline void **ob_type(void *op)
 static inline destructor_fn **slot(void *type)
 {
 	return (destructor_fn **)((char *)type + TP_DEALLOC);
+}
+
+static inline destructor_fn **free_slot(void *type)
+{
+	return (destructor_fn **)((char *)type + TP_FREE);
 }
 
 /* The dying object of exactly this type goes to the allocator, not the list. */
@@ -166,20 +211,144 @@ static void drain_keys(void)
 	}
 }
 
+/* Lists held empty (every death of the types to the allocator) from a
+ * sample point's charge until the thread that charged it reaches that point
+ * (hold_owner's countdown runs out: its points move on). With the GIL held. */
+static bool hold;
+static const struct mw_tls *hold_owner;
+static uint32_t hold_at;
+static const void *freed;      /* the last object a noted tp_free freed */
+
+static inline bool holding(void)
+{
+	if (!hold)
+		return false;
+	if (hold_owner == &mw_tls && mw_tls.points != hold_at) {
+		hold = false;
+		return false;
+	}
+	return true;
+}
+
+static void f_dict(void *op)
+{
+	freed = op;
+	fl[FL_DICT].orig_free(op);
+}
+
+static void f_list(void *op)
+{
+	freed = op;
+	fl[FL_LIST].orig_free(op);
+}
+
+static void f_tuple(void *op)
+{
+	freed = op;
+	fl[FL_TUPLE].orig_free(op);
+}
+
+/* Empty the list that an object of t (of len items: a tuple's list is by
+ * length) would be taken from: objects are made until one comes from the
+ * allocator, and each given back to the allocator (hold is up). The guard
+ * keeps them out of the samples; a countdown of 0 sends each allocation to
+ * the wrappers' slow path, where it is counted. */
+static void drain(struct fl_type *t, intptr_t len)
+{
+	uint64_t left = mw_tls.left;
+	void *et, *ev, *etb, *o;
+	unsigned n, before;
+
+	mw_tls.guard++;
+	mw_tls.left = 0;
+	err_fetch(&et, &ev, &etb);
+	for (n = 0; n < DRAIN_MAX; n++) {
+		before = mw_py_guarded_allocs;
+		o = t == &fl[FL_DICT] ? mk_dict() : t == &fl[FL_LIST] ? mk_list(0) : mk_tuple(len);
+		if (!o)
+			break;
+		py_decref(o);
+		if (mw_py_guarded_allocs != before)
+			break;
+	}
+	err_restore(et, ev, etb);    /* (and drops an error of a failed one) */
+	mw_tls.left = left;
+	mw_tls.guard--;
+}
+
+/* A death of an object of exactly type t, where its list is left to the
+ * interpreter: an object that may be a sample goes to the allocator, where
+ * its record goes (die); any other is given to the interpreter's deallocator,
+ * and if that listed it (its tp_free, noted, was not called) its size is
+ * counted against the thread's countdown, for the creation that will take it
+ * from the list unseen. When that count reaches a sample point, the list is
+ * emptied and held empty until the point is reached, so that the next
+ * creation comes from the allocator and is the sample. Deaths nested more
+ * than LIGHT_DEPTH deep go to the allocator too: with the type's own
+ * deallocator in the slot the trashcan, which bounds the C stack in deep
+ * nests, skips this level. */
+/* The listed object's count reached a sample point: the list emptied and
+ * held so, the point owed to the next allocation of the object's size. */
+static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len, size_t size)
+{
+	hold = true;
+	hold_owner = &mw_tls;
+	hold_at = mw_tls.points;
+	drain(t, len);
+	mw_tls.owed = (uint32_t)size;
+	mw_tls.owed_tries = OWED_TRIES;
+	mw_tls.left = 0;
+}
+
+static void light(struct fl_type *t, void *op)
+{
+	static unsigned depth;
+	intptr_t len = 0;
+	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
+	size_t size;
+
+	if (t == &fl[FL_TUPLE]) {
+		len = *(intptr_t *)((char *)op + OB_SIZE);
+		size = (uintptr_t)len <= TUPLE_LISTS ? t->charge[len] : 0;
+	} else {
+		size = t->charge[0];
+	}
+	if (unlikely(!e || !size || depth >= LIGHT_DEPTH || holding() ||
+		     mw_maybe_sampled((char *)op - GC_HEAD))) {
+		die(t, op);
+		return;
+	}
+	freed = NULL;
+	depth++;
+	t->orig(op);
+	depth--;
+	if (freed == op || likely(mw_unsampled(size, e)))
+		return;
+	owe(t, len, size);
+}
+
+static inline void dealloc(struct fl_type *t, void *op)
+{
+	if (t->light && *ob_type(op) == t->type)
+		light(t, op);
+	else
+		die(t, op);
+}
+
 static void w_dict(void *op)
 {
-	die(&fl[FL_DICT], op);
+	dealloc(&fl[FL_DICT], op);
 	drain_keys();
 }
 
 static void w_list(void *op)
 {
-	die(&fl[FL_LIST], op);
+	dealloc(&fl[FL_LIST], op);
 }
 
 static void w_tuple(void *op)
 {
-	die(&fl[FL_TUPLE], op);
+	dealloc(&fl[FL_TUPLE], op);
 }
 
 static void w_float(void *op)
@@ -400,6 +569,13 @@ static void resolve(void)
 		clear_3_8[1] = (int (*)(void))dlsym(RTLD_DEFAULT, "PyList_ClearFreeList");
 		clear_3_8[2] = (int (*)(void))dlsym(RTLD_DEFAULT, "PyFloat_ClearFreeList");
 	}
+	gc_del = dlsym(RTLD_DEFAULT, "PyObject_GC_Del");
+	mk_dict = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyDict_New");
+	mk_list = (void *(*)(intptr_t))dlsym(RTLD_DEFAULT, "PyList_New");
+	mk_tuple = (void *(*)(intptr_t))dlsym(RTLD_DEFAULT, "PyTuple_New");
+	py_decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef");
+	err_fetch = (void (*)(void **, void **, void **))dlsym(RTLD_DEFAULT, "PyErr_Fetch");
+	err_restore = (void (*)(void *, void *, void *))dlsym(RTLD_DEFAULT, "PyErr_Restore");
 	mw_loader_leave();
 	for (i = 0; i < FL_TYPES; i++) {
 		uintptr_t w, tt, nm;
@@ -417,8 +593,40 @@ static void resolve(void)
 		if (!fl[i].orig)
 			return;
 		*slot(fl[i].clone) = fl[i].orig;
+		/* Listed and charged (light) where the deallocator hands what it
+		 * does not list to tp_free, through the type (dict and tuple in
+		 * every version read; list to 3.13: 3.14's calls
+		 * PyObject_GC_Del itself), and that slot holds PyObject_GC_Del
+		 * as expected. */
+		fl[i].can_light = fl[i].note_free && gc_del && mk_dict && mk_list && mk_tuple &&
+				  py_decref && err_fetch && err_restore &&
+				  (i != FL_LIST || version < 0x030e0000) &&
+				  *free_slot(fl[i].type) == gc_del;
+		if (fl[i].can_light)
+			fl[i].orig_free = *free_slot(fl[i].type);
 	}
 	usable = true;
+}
+
+/* What each object of t counts for in the countdown: as its allocation
+ * does (python.c: the object domain as now wrapped), from its type's sizes
+ * and the GC header before it. False when that domain is not counted. */
+static bool charges(struct fl_type *t)
+{
+	intptr_t basic = *(intptr_t *)((char *)t->type + TP_BASICSIZE);
+	intptr_t item = *(intptr_t *)((char *)t->type + TP_ITEMSIZE);
+	size_t n;
+	int len;
+
+	memset(t->charge, 0, sizeof t->charge);
+	if (t != &fl[FL_TUPLE])
+		return (t->charge[0] = mw_py_obj_taken(GC_HEAD + (size_t)basic)) != 0;
+	for (len = 1; len <= TUPLE_LISTS; len++) {
+		n = ((size_t)(basic + item * len) + 7) & ~(size_t)7;
+		if (!(t->charge[len] = mw_py_obj_taken(GC_HEAD + n)))
+			return false;
+	}
+	return true;
 }
 
 void mw_pyfree_swap(bool on)
@@ -441,8 +649,14 @@ void mw_pyfree_swap(bool on)
 			if (clear_3_8[i])
 				clear_3_8[i]();
 	}
+	hold = false;
 	for (i = 0; i < FL_TYPES; i++) {
-		destructor_fn **s = slot(fl[i].type);
+		destructor_fn **s = slot(fl[i].type), **f = free_slot(fl[i].type);
+		fl[i].light = on && fl[i].can_light && charges(&fl[i]);
+		if (fl[i].light && *f == fl[i].orig_free)
+			*f = fl[i].note_free;
+		else if (!fl[i].light && fl[i].can_light && *f == fl[i].note_free)
+			*f = fl[i].orig_free;
 		if (on && *s == fl[i].orig)
 			*s = fl[i].wrap;
 		else if (!on && *s == fl[i].wrap)

@@ -113,8 +113,16 @@ static inline int capturing(void)
 
 #define ON __attribute__((noinline))
 
+/* Allocations made while the agent runs on the thread (the guard up: pyfree.c
+ * emptying a free list), counted so that it sees which came from the allocator. */
+unsigned mw_py_guarded_allocs;
+
 static ON void *malloc_slow(struct wrap *w, size_t n)
 {
+	if (mw_tls.guard) {
+		mw_py_guarded_allocs++;
+		return w->prev.malloc(w->prev.ctx, n);
+	}
 	return mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), taken(w, n));
 }
 
@@ -148,7 +156,9 @@ static void *own_block(bool zero)
 
 static ON void *malloc_own_slow(size_t n)
 {
-	if (!capturing())
+	if (mw_tls.guard)
+		mw_py_guarded_allocs++;
+	if (!capturing() || mw_tls.guard || mw_owed_other(size_class(n)))
 		return pymalloc.malloc(pymalloc.ctx, n);
 	return mw_sampled_alloc(own_block(false), size_class(n));
 }
@@ -169,6 +179,12 @@ static void *w_malloc_own(void *ctx, size_t n)
 
 static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
 {
+	if (mw_tls.guard) {
+		mw_py_guarded_allocs++;
+		return w->prev.calloc(w->prev.ctx, a, b);
+	}
+	if (w->own && mw_owed_other(size_class(n)))
+		return w->prev.calloc(w->prev.ctx, a, b);
 	if (w->own)
 		return mw_sampled_alloc(own_block(true), size_class(n));
 	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), taken(w, n));
@@ -237,9 +253,21 @@ static void *w_realloc_own(void *ctx, void *p, size_t n)
 {
 	struct wrap *w = ctx;
 	int e = capturing();
-	if (likely(!e) || !counted(w, n) || likely(mw_unsampled(size_class(n), e)))
+	if (likely(!e) || !counted(w, n) || likely(mw_unsampled(size_class(n), e)) ||
+	    mw_owed_other(size_class(n)))
 		return w->prev.realloc(w->prev.ctx, p, n);
 	return realloc_own_slow(w, p, n);
+}
+
+/* What an object of n bytes (its GC header included) counts for when
+ * allocated through the object domain as it is wrapped now; 0 when that
+ * domain is not pymalloc underneath (malloc itself, or mimalloc). */
+size_t mw_py_obj_taken(size_t n)
+{
+	const struct wrap *w = &wraps[PYMEM_DOMAIN_OBJ];
+	if (!w->limit || w->limit == SIZE_MAX || !counted(w, n))
+		return 0;
+	return taken(w, n);
 }
 
 /* The record goes before the block (see hk_free). In a domain that is malloc

@@ -136,6 +136,11 @@ bool mw_pyfree_first_owner(const char *type) MW_HIDDEN;
 /* The type's name (n bytes of name, room len) followed by " recycled" where
  * mw_pyfree_first_owner(type) says so; its length. */
 size_t mw_pyfree_mark(const char *type, char *name, size_t n, size_t len) MW_HIDDEN;
+/* python.c, for pyfree.c: allocations through the wrappers while the guard
+ * is up (the allocator reached, nothing sampled), and what an object of n
+ * bytes counts for in the object domain (0: not counted there). */
+extern unsigned mw_py_guarded_allocs MW_HIDDEN;
+size_t mw_py_obj_taken(size_t n) MW_HIDDEN;
 
 /* fork: the child must not inherit the frame table's lock half-held. */
 void mw_pyframes_atfork_prepare(void) MW_HIDDEN;
