@@ -66,7 +66,6 @@ struct mw_tls {
 	uint8_t locked;    /* this thread holds (or is taking) the heap lock */
 	uint8_t unw;       /* enum mw_unw_slot: may it use libunwind's frame cache */
 	void *sc;          /* stack-cache.c's table of this thread (its key's value) */
-	uint32_t points;   /* sample points reached so far */
 	uint32_t owed;     /* the sample point is owed to the next allocation of this
 			    * size class (pyfree.c), the countdown held at 0 meanwhile */
 	uint32_t owed_tries;   /* allocations of other sizes left before it is not */

@@ -721,20 +721,29 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 
 /* The slow path's decision for an allocation of size bytes that crossed this
  * thread's countdown: draw the next gap, and say whether this one is sampled. */
-static bool at_sample_point(struct mw_tls *t, int e, size_t size)
+/* A point owed to a size class (pyfree.c, mw_tls.owed): 1 when this allocation
+ * takes it, 0 when it is of another size (passed on, the countdown still 0),
+ * -1 when the owed point is of an earlier capture (forgotten). */
+static __attribute__((noinline, cold)) int owed_point(struct mw_tls *t, int e, size_t size)
 {
-	if (t->owed && t->epoch == (uint32_t)e) {
-		if (mw_owed_other(size)) {
-			t->left = 0;
-			return false;
-		}
+	if (t->epoch != (uint32_t)e) {
 		t->owed = 0;
-		t->points++;
-		t->left = mw_draw_gap(t);
-		return true;
+		return -1;
+	}
+	if (mw_owed_other(size)) {
+		t->left = 0;
+		return 0;
 	}
 	t->owed = 0;
-	t->points++;
+	t->left = mw_draw_gap(t);
+	return 1;
+}
+
+static inline __attribute__((always_inline)) bool at_sample_point(struct mw_tls *t, int e, size_t size)
+{
+	int o;
+	if (unlikely(t->owed) && (o = owed_point(t, e, size)) >= 0)
+		return o;
 	if (!t->rng)
 		mw_seed(t);
 	if (t->epoch != (uint32_t)e) {

@@ -212,18 +212,17 @@ static void drain_keys(void)
 }
 
 /* Lists held empty (every death of the types to the allocator) from a
- * sample point's charge until the thread that charged it reaches that point
- * (hold_owner's countdown runs out: its points move on). With the GIL held. */
+ * sample point's charge until the thread that charged it has allocated what
+ * the point was owed to (hold_owner's owed is 0 again). With the GIL held. */
 static bool hold;
 static const struct mw_tls *hold_owner;
-static uint32_t hold_at;
 static const void *freed;      /* the last object a noted tp_free freed */
 
 static inline bool holding(void)
 {
 	if (!hold)
 		return false;
-	if (hold_owner == &mw_tls && mw_tls.points != hold_at) {
+	if (hold_owner == &mw_tls && !mw_tls.owed) {
 		hold = false;
 		return false;
 	}
@@ -293,10 +292,9 @@ static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len,
 {
 	hold = true;
 	hold_owner = &mw_tls;
-	hold_at = mw_tls.points;
-	drain(t, len);
-	mw_tls.owed = (uint32_t)size;
+	mw_tls.owed = (uint32_t)size;    /* (the drain's allocations, guarded, leave it) */
 	mw_tls.owed_tries = OWED_TRIES;
+	drain(t, len);
 	mw_tls.left = 0;
 }
 
