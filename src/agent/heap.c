@@ -719,8 +719,6 @@ static inline __attribute__((always_inline)) void record(void *p, size_t size, u
 	unlock_shard(sh);
 }
 
-/* The slow path's decision for an allocation of size bytes that crossed this
- * thread's countdown: draw the next gap, and say whether this one is sampled. */
 /* A point owed to a size class (pyfree.c, mw_tls.owed): 1 when this allocation
  * takes it, 0 when it is of another size (passed on, the countdown still 0),
  * -1 when the owed point is of an earlier capture (forgotten). */
@@ -739,6 +737,8 @@ static __attribute__((noinline, cold)) int owed_point(struct mw_tls *t, int e, s
 	return 1;
 }
 
+/* The slow path's decision for an allocation of size bytes that crossed this
+ * thread's countdown: draw the next gap, and say whether this one is sampled. */
 static inline __attribute__((always_inline)) bool at_sample_point(struct mw_tls *t, int e, size_t size)
 {
 	int o;
