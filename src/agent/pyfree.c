@@ -93,9 +93,8 @@ struct fl_type {
 	void *type;            /* its address */
 	destructor_fn *orig;   /* the interpreter's deallocator */
 	destructor_fn *wrap;
-	destructor_fn *orig_free;   /* its tp_free (PyObject_GC_Del), where light */
-	destructor_fn *note_free;   /* what takes its place while patched */
-	bool can_light;        /* its deallocator calls tp_free for what it does not list */
+	bool can_light;        /* its deallocator calls tp_free (PyObject_GC_Del) for
+			        * what it does not list */
 	bool light;            /* listed and charged (see light), not kept out */
 	size_t charge[TUPLE_LISTS + 1];   /* what one counts for (a tuple: by length) */
 	_Alignas(64) unsigned char clone[TYPE_ROOM];
@@ -105,14 +104,11 @@ static void w_dict(void *op);
 static void w_list(void *op);
 static void w_tuple(void *op);
 static void w_float(void *op);
-static void f_dict(void *op);
-static void f_list(void *op);
-static void f_tuple(void *op);
 
 static struct fl_type fl[FL_TYPES] = {
-	[FL_DICT] = { .sym = "PyDict_Type", .name = "dict", .wrap = w_dict, .note_free = f_dict },
-	[FL_LIST] = { .sym = "PyList_Type", .name = "list", .wrap = w_list, .note_free = f_list },
-	[FL_TUPLE] = { .sym = "PyTuple_Type", .name = "tuple", .wrap = w_tuple, .note_free = f_tuple },
+	[FL_DICT] = { .sym = "PyDict_Type", .name = "dict", .wrap = w_dict },
+	[FL_LIST] = { .sym = "PyList_Type", .name = "list", .wrap = w_list },
+	[FL_TUPLE] = { .sym = "PyTuple_Type", .name = "tuple", .wrap = w_tuple },
 	[FL_FLOAT] = { .sym = "PyFloat_Type", .name = "float", .wrap = w_float },
 };
 
@@ -229,37 +225,24 @@ static inline bool holding(void)
 	return true;
 }
 
-static void f_dict(void *op)
+/* The tp_free of the light types while patched: PyObject_GC_Del, noted. */
+static void noted_free(void *op)
 {
 	freed = op;
-	fl[FL_DICT].orig_free(op);
-}
-
-static void f_list(void *op)
-{
-	freed = op;
-	fl[FL_LIST].orig_free(op);
-}
-
-static void f_tuple(void *op)
-{
-	freed = op;
-	fl[FL_TUPLE].orig_free(op);
+	gc_del(op);
 }
 
 /* Empty the list that an object of t (of len items: a tuple's list is by
  * length) would be taken from: objects are made until one comes from the
  * allocator, and each given back to the allocator (hold is up). The guard
- * keeps them out of the samples; a countdown of 0 sends each allocation to
+ * keeps them out of the samples; the countdown at 0 sends each allocation to
  * the wrappers' slow path, where it is counted. */
 static void drain(struct fl_type *t, intptr_t len)
 {
-	uint64_t left = mw_tls.left;
 	void *et, *ev, *etb, *o;
 	unsigned n, before;
 
 	mw_tls.guard++;
-	mw_tls.left = 0;
 	err_fetch(&et, &ev, &etb);
 	for (n = 0; n < DRAIN_MAX; n++) {
 		before = mw_py_guarded_allocs;
@@ -271,8 +254,19 @@ static void drain(struct fl_type *t, intptr_t len)
 			break;
 	}
 	err_restore(et, ev, etb);    /* (and drops an error of a failed one) */
-	mw_tls.left = left;
 	mw_tls.guard--;
+}
+
+/* The listed object's count reached a sample point: the list emptied and
+ * held so, the point owed to the next allocation of the object's size. */
+static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len, size_t size)
+{
+	hold = true;
+	hold_owner = &mw_tls;
+	mw_tls.owed = (uint32_t)size;    /* (the drain's allocations, guarded, leave it) */
+	mw_tls.owed_tries = OWED_TRIES;
+	mw_tls.left = 0;
+	drain(t, len);
 }
 
 /* A death of an object of exactly type t, where its list is left to the
@@ -286,18 +280,6 @@ static void drain(struct fl_type *t, intptr_t len)
  * than LIGHT_DEPTH deep go to the allocator too: with the type's own
  * deallocator in the slot the trashcan, which bounds the C stack in deep
  * nests, skips this level. */
-/* The listed object's count reached a sample point: the list emptied and
- * held so, the point owed to the next allocation of the object's size. */
-static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len, size_t size)
-{
-	hold = true;
-	hold_owner = &mw_tls;
-	mw_tls.owed = (uint32_t)size;    /* (the drain's allocations, guarded, leave it) */
-	mw_tls.owed_tries = OWED_TRIES;
-	drain(t, len);
-	mw_tls.left = 0;
-}
-
 static void light(struct fl_type *t, void *op)
 {
 	static unsigned depth;
@@ -596,12 +578,10 @@ static void resolve(void)
 		 * every version read; list to 3.13: 3.14's calls
 		 * PyObject_GC_Del itself), and that slot holds PyObject_GC_Del
 		 * as expected. */
-		fl[i].can_light = fl[i].note_free && gc_del && mk_dict && mk_list && mk_tuple &&
+		fl[i].can_light = i != FL_FLOAT && gc_del && mk_dict && mk_list && mk_tuple &&
 				  py_decref && err_fetch && err_restore &&
 				  (i != FL_LIST || version < 0x030e0000) &&
 				  *free_slot(fl[i].type) == gc_del;
-		if (fl[i].can_light)
-			fl[i].orig_free = *free_slot(fl[i].type);
 	}
 	usable = true;
 }
@@ -651,10 +631,10 @@ void mw_pyfree_swap(bool on)
 	for (i = 0; i < FL_TYPES; i++) {
 		destructor_fn **s = slot(fl[i].type), **f = free_slot(fl[i].type);
 		fl[i].light = on && fl[i].can_light && charges(&fl[i]);
-		if (fl[i].light && *f == fl[i].orig_free)
-			*f = fl[i].note_free;
-		else if (!fl[i].light && fl[i].can_light && *f == fl[i].note_free)
-			*f = fl[i].orig_free;
+		if (fl[i].light && *f == gc_del)
+			*f = noted_free;
+		else if (!fl[i].light && *f == noted_free)
+			*f = gc_del;
 		if (on && *s == fl[i].orig)
 			*s = fl[i].wrap;
 		else if (!on && *s == fl[i].wrap)

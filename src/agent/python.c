@@ -156,9 +156,11 @@ static void *own_block(bool zero)
 
 static ON void *malloc_own_slow(size_t n)
 {
-	if (mw_tls.guard)
+	if (mw_tls.guard) {
 		mw_py_guarded_allocs++;
-	if (!capturing() || mw_tls.guard || mw_owed_other(size_class(n)))
+		return pymalloc.malloc(pymalloc.ctx, n);
+	}
+	if (!capturing() || mw_owed_other(size_class(n)))
 		return pymalloc.malloc(pymalloc.ctx, n);
 	return mw_sampled_alloc(own_block(false), size_class(n));
 }
@@ -183,10 +185,9 @@ static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
 		mw_py_guarded_allocs++;
 		return w->prev.calloc(w->prev.ctx, a, b);
 	}
-	if (w->own && mw_owed_other(size_class(n)))
-		return w->prev.calloc(w->prev.ctx, a, b);
 	if (w->own)
-		return mw_sampled_alloc(own_block(true), size_class(n));
+		return mw_owed_other(size_class(n)) ? w->prev.calloc(w->prev.ctx, a, b) :
+		       mw_sampled_alloc(own_block(true), size_class(n));
 	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), taken(w, n));
 }
 
@@ -237,8 +238,11 @@ static void *w_realloc(void *ctx, void *p, size_t n)
  * block is moved to malloc, so that its free reaches the hooks too. */
 static ON void *realloc_own_slow(struct wrap *w, void *p, size_t n)
 {
-	void *r = w->prev.realloc(w->prev.ctx, p, n), *q;
+	void *r, *q;
 
+	if (mw_owed_other(size_class(n)))
+		return w->prev.realloc(w->prev.ctx, p, n);
+	r = w->prev.realloc(w->prev.ctx, p, n);
 	if (!r)
 		return r;
 	q = own_block(false);
@@ -253,8 +257,7 @@ static void *w_realloc_own(void *ctx, void *p, size_t n)
 {
 	struct wrap *w = ctx;
 	int e = capturing();
-	if (likely(!e) || !counted(w, n) || likely(mw_unsampled(size_class(n), e)) ||
-	    mw_owed_other(size_class(n)))
+	if (likely(!e) || !counted(w, n) || likely(mw_unsampled(size_class(n), e)))
 		return w->prev.realloc(w->prev.ctx, p, n);
 	return realloc_own_slow(w, p, n);
 }
