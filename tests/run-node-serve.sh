@@ -65,7 +65,7 @@ run_mw 0 show --kind js busy.snap
 # alone (it does not expand inlined functions): seen on node 18 under a
 # loaded machine's 6000 requests
 L_handler=$(grep -n 'http.createServer((req, res) =>' "$JS_HOST" | cut -d: -f1)
-expect_grep "  (logRequest  .*js_grow\.js:[0-9]+|\(anonymous\)  js_grow\.js:$L_handler \[js\])\$" out
+expect_grep "  (logRequest  .*js_grow\.js:[0-9]+( \[js\])?|\(anonymous\)  js_grow\.js:$L_handler \[js\])\$" out
 
 # no port but the server's: no inspector
 listening "$s"
