@@ -280,12 +280,13 @@ static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len,
  * than LIGHT_DEPTH deep go to the allocator too: with the type's own
  * deallocator in the slot the trashcan, which bounds the C stack in deep
  * nests, skips this level. */
-static void light(struct fl_type *t, void *op)
+static unsigned depth;          /* light deaths under way (with the GIL held) */
+
+static inline __attribute__((always_inline)) void light(struct fl_type *t, void *op)
 {
-	static unsigned depth;
 	intptr_t len = 0;
-	int e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
 	size_t size;
+	int e;
 
 	if (t == &fl[FL_TUPLE]) {
 		len = *(intptr_t *)((char *)op + OB_SIZE);
@@ -293,8 +294,8 @@ static void light(struct fl_type *t, void *op)
 	} else {
 		size = t->charge[0];
 	}
-	if (unlikely(!e || !size || depth >= LIGHT_DEPTH || holding() ||
-		     mw_maybe_sampled((char *)op - GC_HEAD))) {
+	if (unlikely(!size || depth >= LIGHT_DEPTH || !__atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED) ||
+		     holding() || mw_maybe_sampled((char *)op - GC_HEAD))) {
 		die(t, op);
 		return;
 	}
@@ -302,12 +303,17 @@ static void light(struct fl_type *t, void *op)
 	depth++;
 	t->orig(op);
 	depth--;
-	if (freed == op || likely(mw_unsampled(size, e)))
+	if (freed == op)
+		return;
+	/* (read after the call: the capture may have stopped during it, and then
+	 * nothing is counted) */
+	e = __atomic_load_n(&mw_hot.capturing, __ATOMIC_RELAXED);
+	if (likely(!e || mw_unsampled(size, e)))
 		return;
 	owe(t, len, size);
 }
 
-static inline void dealloc(struct fl_type *t, void *op)
+static inline __attribute__((always_inline)) void dealloc(struct fl_type *t, void *op)
 {
 	if (t->light && *ob_type(op) == t->type)
 		light(t, op);
