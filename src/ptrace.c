@@ -7,6 +7,7 @@
 #include "inject-internal.h"
 #include "util.h"
 
+#include <cpuid.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -560,6 +561,33 @@ static int end_signal(const struct seized *s, const struct sigmasks *sm)
 	return 0;
 }
 
+/* The length of the extended state s holds that a signal frame takes: to the
+ * end of the last component in use (XSTATE_BV of its header), at its offset
+ * in the standard layout (CPUID leaf 0xD). PTRACE_GETREGSET gives the
+ * processor's largest layout, AMX's tile data (8 KiB) included, but a
+ * process that never asked for that (arch_prctl ARCH_REQ_XCOMP_PERM) has a
+ * smaller one in its signal frames, and rt_sigreturn takes a frame's state
+ * larger than that for a broken one: it restores the legacy area alone, the
+ * upper halves of the vector registers lost. A component not in use is in
+ * its initial state, which XRSTOR gives it from the header alone. */
+static size_t xstate_in_use(const unsigned char *x, size_t len)
+{
+	size_t end = XSTATE_HEADER_OFF + 64;
+	uint64_t bv;
+
+	memcpy(&bv, x + XSTATE_HEADER_OFF, 8);
+	for (unsigned i = 2; i < 64; i++) {
+		unsigned size, off, flags, d;
+		if (!(bv >> i & 1))
+			continue;
+		if (!__get_cpuid_count(0xd, i, &size, &off, &flags, &d) || !size || off < FXSAVE_SIZE)
+			return len;     /* not a user component of the standard layout */
+		if ((size_t)off + size > end)
+			end = (size_t)off + size;
+	}
+	return end < len ? end : len;
+}
+
 /* Write, below the stopped thread's red zone, the strings of our calls and a
  * complete signal frame holding the thread's state as it would resume
  * (registers, blocked signals, extended state): every call returns into
@@ -588,8 +616,12 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 		slen += strlen(strs[i]) + 1;
 	p = (top - slen) & ~(uint64_t)63;
 	uint64_t str_at = p;
-	if (s->xstate)
-		xlen = s->xstate_len + 4;       /* + FP_XSTATE_MAGIC2 */
+	size_t xsize = 0;
+	if (s->xstate) {
+		xsize = s->xstate_is_fp || s->xstate_len < XSTATE_HEADER_OFF + 64 ? s->xstate_len :
+			xstate_in_use(s->xstate, s->xstate_len);
+		xlen = xsize + 4;               /* + FP_XSTATE_MAGIC2 */
+	}
 	uint64_t xaddr = (p - xlen) & ~(uint64_t)63;
 	/* the call's entry rsp (= &pretcode) must be 8 mod 16, as after a call */
 	uint64_t fsp = ((xaddr - sizeof fr) & ~(uint64_t)15) - 8;
@@ -606,10 +638,10 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 	/* the extended state, in the layout the kernel's signal frames use */
 	if (s->xstate) {
 		unsigned char *x = block + (xaddr - fsp);
-		memcpy(x, s->xstate, s->xstate_len);
+		memcpy(x, s->xstate, xsize);
 		if (!s->xstate_is_fp && s->xstate_len >= XSTATE_HEADER_OFF + 64) {
 			uint32_t magic1 = FP_XSTATE_MAGIC1, magic2 = FP_XSTATE_MAGIC2;
-			uint32_t ext = (uint32_t)s->xstate_len + 4, size = (uint32_t)s->xstate_len;
+			uint32_t ext = (uint32_t)xsize + 4, size = (uint32_t)xsize;
 			uint64_t features;
 			memcpy(&features, x + XSTATE_HEADER_OFF, 8);
 			features |= 3;                  /* x87 and SSE always */
@@ -618,7 +650,7 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 			memcpy(x + SW_RESERVED_OFF + 4, &ext, 4);
 			memcpy(x + SW_RESERVED_OFF + 8, &features, 8);
 			memcpy(x + SW_RESERVED_OFF + 16, &size, 4);
-			memcpy(x + s->xstate_len, &magic2, 4);
+			memcpy(x + xsize, &magic2, 4);
 		} else {
 			/* only the legacy area: the kernel restores it alone */
 			memset(x + SW_RESERVED_OFF, 0, FXSAVE_SIZE - SW_RESERVED_OFF);
