@@ -455,6 +455,11 @@ size_t stack_key_ids(struct report *r, const struct snap_frame *sf, const uint32
 		     size_t nm, uint32_t n, uint32_t **ids, size_t *cap, struct gap *via)
 {
 	struct keywalk w = { false, true, true, SYM_NO_MODULE, 0, 0 };
+	/* kept in locals through the loop, which the stores to the numbers
+	 * would otherwise make reload at every frame */
+	struct rfront *front = r->rfront;
+	uint32_t *buf = *ids;
+	size_t room = *cap;
 
 	memset(via, 0, sizeof *via);
 	for (uint32_t i = 0; i < n; i++) {
@@ -466,28 +471,30 @@ size_t stack_key_ids(struct report *r, const struct snap_frame *sf, const uint32
 
 		g.gmod = sf[i].module < nm ? map[sf[i].module] : SYM_NO_MODULE;
 		g.offset = sf[i].offset;
-		if (r->rfront) {
-			f = &r->rfront[(g.offset * UINT64_C(0x9e3779b97f4a7c15) ^ g.gmod) >>
-				       (64 - RFRONT_BITS)];
+		if (front) {
+			f = &front[(g.offset * UINT64_C(0x9e3779b97f4a7c15) ^ g.gmod) >> (64 - RFRONT_BITS)];
 			if (f->fid && f->index && f->offset == g.offset && f->gmod == g.gmod) {
-				key_step(&w, ids, cap, f->fl, f->fid, g.gmod);
+				key_step(&w, &buf, &room, f->fl, f->fid, g.gmod);
 				continue;
 			}
 		}
 		loc = frame_loc_at(r, g, &index);
+		front = r->rfront;    /* (made by the first lookup) */
 		for (uint32_t j = 0; j < loc->nframes; j++) {
 			uint32_t id = loc_key_id(r, loc, index, j, g);
 			x = loc_facts(r, loc, index, g.gmod);
-			key_step(&w, ids, cap, x[j].fl, id, g.gmod);
+			key_step(&w, &buf, &room, x[j].fl, id, g.gmod);
 			if (loc->nframes == 1) {
 				/* frame_loc_at left the location in the front cache */
-				f = &r->rfront[(g.offset * UINT64_C(0x9e3779b97f4a7c15) ^ g.gmod) >>
-					       (64 - RFRONT_BITS)];
+				f = &front[(g.offset * UINT64_C(0x9e3779b97f4a7c15) ^ g.gmod) >>
+					   (64 - RFRONT_BITS)];
 				f->fl = x[j].fl;
 				f->fid = id;
 			}
 		}
 	}
+	*ids = buf;
+	*cap = room;
 	if (w.head && w.above) {
 		via->lo = via->hi = (uint32_t)w.above;
 		via->what = w.all_std ? GAP_STD : w.one_module ? GAP_MODULE : GAP_LIBRARY;
