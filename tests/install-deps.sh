@@ -30,7 +30,7 @@ set -e
 # own (Debian's libunwind.a cannot be linked into a shared object).
 build="build-essential autoconf automake libtool pkg-config
 	libproc2-dev libunwind-dev libdw-dev libelf-dev libdebuginfod-dev zlib1g-dev
-	libiberty-dev
+	libiberty-dev libisal-dev
 	libprotobuf-c-dev protobuf-c-compiler libncurses-dev libcmocka-dev libunwind-14
 	gnuplot-nox"
 
