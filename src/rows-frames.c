@@ -273,37 +273,45 @@ static const struct sym_loc *frame_loc_new(struct report *r, struct gframe g, ui
 	return &f->loc;
 }
 
+/* Source frame j of location loc (number index, facts x) of frame g, as a
+ * dframe, into o. */
+static inline void dframe_fill(struct dframe *o, const struct report *r, const struct sym_loc *loc,
+			       uint32_t index, uint32_t j, struct gframe g, const struct fx *x)
+{
+	const struct sym_frame *s = &loc->frames[j];
+	memset(o, 0, sizeof *o);
+	o->function = s->function;
+	o->file = s->file;
+	o->line = s->line;
+	o->inlined = s->inlined;
+	o->gmod = g.gmod;
+	o->offset = g.offset;
+	o->sub = j;
+	o->loc = index + 1;
+	o->fl = x[j].fl;
+	o->place = (uint32_t)(x - r->fx) + j + 1;
+}
+
 struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t index,
 			   uint32_t j, struct gframe g)
 {
-	const struct sym_frame *sf = &loc->frames[j];
 	struct dframe d;
-
-	memset(&d, 0, sizeof d);
-	d.function = sf->function;
-	d.file = sf->file;
-	d.line = sf->line;
-	d.inlined = sf->inlined;
-	d.gmod = g.gmod;
-	d.offset = g.offset;
-	d.sub = j;
-	d.loc = index + 1;
-	const struct fx *x = loc_facts(r, loc, index, g.gmod);
-	d.fl = x[j].fl;
-	d.place = (uint32_t)(x - r->fx) + j + 1;
+	dframe_fill(&d, r, loc, index, j, g, loc_facts(r, loc, index, g.gmod));
 	return d;
 }
 
 size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32_t *map,
 		     size_t nm, uint32_t n, struct dframe **d, size_t *cap)
 {
-	size_t k = 0;
+	/* in locals through the loop (see stack_key_ids) */
+	struct dframe *out = *d;
+	size_t room = *cap, k = 0;
 
 	/* a frame is one source frame or more: room for one each at once, not
 	 * doubled up to it (three reallocs a row, a tenth of a flame graph) */
-	if (*cap < n) {
-		*cap = n + n / 4;
-		*d = xrealloc(*d, *cap * sizeof **d);
+	if (room < n) {
+		room = n + n / 4;
+		out = xrealloc(out, room * sizeof *out);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct gframe g;
@@ -315,28 +323,17 @@ size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32
 		g.offset = sf[i].offset;
 		loc = frame_loc_at(r, g, &index);
 		x = loc_facts(r, loc, index, g.gmod);
-		if (k + loc->nframes > *cap) {
-			*cap = *cap ? *cap * 2 : 16;
-			if (*cap < k + loc->nframes)
-				*cap = k + loc->nframes;
-			*d = xrealloc(*d, *cap * sizeof **d);
+		if (k + loc->nframes > room) {
+			room = room ? room * 2 : 16;
+			if (room < k + loc->nframes)
+				room = k + loc->nframes;
+			out = xrealloc(out, room * sizeof *out);
 		}
-		for (uint32_t j = 0; j < loc->nframes; j++) {
-			const struct sym_frame *s = &loc->frames[j];
-			struct dframe *o = &(*d)[k++];
-			memset(o, 0, sizeof *o);
-			o->function = s->function;
-			o->file = s->file;
-			o->line = s->line;
-			o->inlined = s->inlined;
-			o->gmod = g.gmod;
-			o->offset = g.offset;
-			o->sub = j;
-			o->loc = index + 1;
-			o->fl = x[j].fl;
-			o->place = (uint32_t)(x - r->fx) + j + 1;
-		}
+		for (uint32_t j = 0; j < loc->nframes; j++)
+			dframe_fill(&out[k++], r, loc, index, j, g, x);
 	}
+	*d = out;
+	*cap = room;
 	return k;
 }
 
