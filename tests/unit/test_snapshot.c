@@ -18,7 +18,6 @@
 #include <cmocka.h>
 
 #include "snapshot.h"
-#include "snapshot-internal.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------------- */
@@ -967,29 +966,6 @@ static void test_stack_kinds(void **state)
 	assert_string_equal(snap_kind_name(9), "?");
 }
 
-/* The CLI's CRC (ISA-L's, MW_ISAL_CRC) is zlib's, which the agent writes with:
- * every length to 600 at every alignment, then 5 MiB at once. */
-static void test_crc(void **state)
-{
-	(void)state;
-#ifndef MW_ISAL_CRC
-	fail_msg("built without MW_ISAL_CRC: this test checks the CLI's CRC");
-#endif
-	size_t big = (size_t)5 << 20;
-	unsigned char *b = malloc(big);
-	assert_non_null(b);
-	uint64_t x = 0x9e3779b97f4a7c15u;
-	for (size_t i = 0; i < big; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		b[i] = (unsigned char)x;
-	}
-	for (size_t off = 0; off < 8; off++)
-		for (size_t len = 0; len <= 600; len++)
-			assert_int_equal(snap_crc(b + off, len), (uint32_t)crc32(0, b + off, (uInt)len));
-	assert_int_equal(snap_crc(b, big), (uint32_t)crc32(0, b, (uInt)big));
-	free(b);
-}
-
 static void test_file_io(void **state)
 {
 	(void)state;
@@ -1082,7 +1058,6 @@ int main(void)
 		cmocka_unit_test(test_structure),
 		cmocka_unit_test(test_stack_kinds),
 		cmocka_unit_test(test_file_io),
-		cmocka_unit_test(test_crc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
