@@ -616,10 +616,11 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 		slen += strlen(strs[i]) + 1;
 	p = (top - slen) & ~(uint64_t)63;
 	uint64_t str_at = p;
+	/* an xsave area with its header, or the legacy area alone */
+	bool xsave = s->xstate && !s->xstate_is_fp && s->xstate_len >= XSTATE_HEADER_OFF + 64;
 	size_t xsize = 0;
 	if (s->xstate) {
-		xsize = s->xstate_is_fp || s->xstate_len < XSTATE_HEADER_OFF + 64 ? s->xstate_len :
-			xstate_in_use(s->xstate, s->xstate_len);
+		xsize = xsave ? xstate_in_use(s->xstate, s->xstate_len) : s->xstate_len;
 		xlen = xsize + 4;               /* + FP_XSTATE_MAGIC2 */
 	}
 	uint64_t xaddr = (p - xlen) & ~(uint64_t)63;
@@ -639,7 +640,7 @@ int frame_build(int pid, struct seized *s, uint64_t rt_sigreturn_addr, const cha
 	if (s->xstate) {
 		unsigned char *x = block + (xaddr - fsp);
 		memcpy(x, s->xstate, xsize);
-		if (!s->xstate_is_fp && s->xstate_len >= XSTATE_HEADER_OFF + 64) {
+		if (xsave) {
 			uint32_t magic1 = FP_XSTATE_MAGIC1, magic2 = FP_XSTATE_MAGIC2;
 			uint32_t ext = (uint32_t)xsize + 4, size = (uint32_t)xsize;
 			uint64_t features;

@@ -269,6 +269,8 @@ static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len,
 	drain(t, len);
 }
 
+static unsigned depth;          /* light deaths under way (with the GIL held) */
+
 /* A death of an object of exactly type t, where its list is left to the
  * interpreter: an object that may be a sample goes to the allocator, where
  * its record goes (die); any other is given to the interpreter's deallocator,
@@ -280,8 +282,6 @@ static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len,
  * than LIGHT_DEPTH deep go to the allocator too: with the type's own
  * deallocator in the slot the trashcan, which bounds the C stack in deep
  * nests, skips this level. */
-static unsigned depth;          /* light deaths under way (with the GIL held) */
-
 static inline __attribute__((always_inline)) void light(struct fl_type *t, void *op)
 {
 	intptr_t len = 0;
