@@ -156,13 +156,17 @@ static void *own_block(bool zero)
 
 static ON void *malloc_own_slow(size_t n)
 {
+	void *q;
+
 	if (mw_tls.guard) {
 		mw_py_guarded_allocs++;
 		return pymalloc.malloc(pymalloc.ctx, n);
 	}
 	if (!capturing() || mw_owed_other(size_class(n)))
 		return pymalloc.malloc(pymalloc.ctx, n);
-	return mw_sampled_alloc(own_block(false), size_class(n));
+	q = mw_sampled_alloc(own_block(false), size_class(n));
+	mw_pycache_point();
+	return q;
 }
 
 /* The same as w_malloc where free is pymalloc's own (see swap_locked_gil): the
@@ -185,9 +189,14 @@ static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
 		mw_py_guarded_allocs++;
 		return w->prev.calloc(w->prev.ctx, a, b);
 	}
-	if (w->own)
-		return mw_owed_other(size_class(n)) ? w->prev.calloc(w->prev.ctx, a, b) :
-		       mw_sampled_alloc(own_block(true), size_class(n));
+	if (w->own) {
+		void *q;
+		if (mw_owed_other(size_class(n)))
+			return w->prev.calloc(w->prev.ctx, a, b);
+		q = mw_sampled_alloc(own_block(true), size_class(n));
+		mw_pycache_point();
+		return q;
+	}
 	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), taken(w, n));
 }
 
@@ -250,7 +259,9 @@ static ON void *realloc_own_slow(struct wrap *w, void *p, size_t n)
 		return r;     /* not counted, and still the program's block */
 	memcpy(q, r, n);
 	w->prev.free(w->prev.ctx, r);
-	return mw_sampled_alloc(q, size_class(n));
+	q = mw_sampled_alloc(q, size_class(n));
+	mw_pycache_point();
+	return q;
 }
 
 static void *w_realloc_own(void *ctx, void *p, size_t n)
@@ -474,8 +485,10 @@ static void swap_locked_gil(bool on)
 			mw_py.set_allocator(d, &mine);
 		}
 		mw_pyfree_swap(true);     /* recycled objects go through them too */
+		mw_pycache_swap(own);     /* sampled names at addresses of their own */
 		return;
 	}
+	mw_pycache_swap(false);
 	mw_pyfree_swap(false);
 	for (d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
 		mw_py.get_allocator(d, &cur);

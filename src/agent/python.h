@@ -136,6 +136,11 @@ bool mw_pyfree_first_owner(const char *type) MW_HIDDEN;
 /* The type's name (n bytes of name, room len) followed by " recycled" where
  * mw_pyfree_first_owner(type) says so; its length. */
 size_t mw_pyfree_mark(const char *type, char *name, size_t n, size_t len) MW_HIDDEN;
+/* pycache.c: with the GIL held, the type attribute cache swept of sampled
+ * names that only it holds, every few sample points of the own wrappers
+ * (on: the wrappers going in with sampled blocks taken from malloc). */
+void mw_pycache_swap(bool on) MW_HIDDEN;
+void mw_pycache_point(void) MW_HIDDEN;
 /* python.c, for pyfree.c: allocations through the wrappers while the guard
  * is up (the allocator reached, nothing sampled), and what an object of n
  * bytes counts for in the object domain (0: not counted there). */
