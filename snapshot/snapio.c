@@ -64,30 +64,53 @@ struct snapshot *snapshot_read(const char *path, char **cause)
 	return snapshot_read_like(path, NULL, cause);
 }
 
+/* A regular file's bytes mapped (its pages already in the page cache are
+ * mapped in one go): *len bytes, or MAP_FAILED (not a regular file, empty,
+ * or not mappable: then it is read). Unlike a copy, nothing is zeroed and
+ * copied, which on a report of two 13 MB snapshots was a tenth of its time. */
+static void *map_file(int fd, size_t *len)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
+	    (uint64_t)sb.st_size >= SIZE_MAX / 2)
+		return MAP_FAILED;
+	*len = (size_t)sb.st_size;
+	return mmap(NULL, *len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+}
+
 static struct snapshot *read_like(const char *path, const struct snapshot *like, bool keep,
 				  char **cause)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
 	char *why = NULL;
-	int fd, err;
+	void *map;
+	int fd, err = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		*cause = xasprintf("cannot read '%s': %s", path, strerror(errno));
 		return NULL;
 	}
-	err = slurp(fd, &buf, &len);
+	map = map_file(fd, &len);
+	if (map != MAP_FAILED)
+		buf = map;
+	else
+		err = slurp(fd, &buf, &len);
 	close(fd);
 	if (err < 0) {
 		*cause = xasprintf("cannot read '%s': %s", path, strerror(-err));
 		return NULL;
 	}
 	struct snapshot *s = snapshot_decode_raw(buf, len, like, keep, &why);
-	if (s && keep)
+	if (s && keep) {
 		s->raw = buf;
-	else
+		s->raw_mapped = map != MAP_FAILED ? len : 0;
+	} else if (map != MAP_FAILED) {
+		munmap(map, len);
+	} else {
 		free(buf);
+	}
 	if (!s) {
 		*cause = xasprintf("'%s': %s", path, why ? why : "out of memory");
 		free(why);

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <zlib.h>
 #ifdef MW_ISAL_CRC
 #include <isa-l/crc.h>
@@ -412,7 +413,11 @@ int snapshot_encode(const struct snapshot *s, unsigned char **buf, size_t *len)
 
 void snapshot_drop_raw(struct snapshot *s)
 {
-	free(s->raw);
+	if (s->raw_mapped)
+		munmap(s->raw, s->raw_mapped);
+	else
+		free(s->raw);
+	s->raw_mapped = 0;
 	free(s->raw_at);
 	free(s->raw_len);
 	s->raw = NULL;

@@ -248,6 +248,7 @@ struct snapshot {
 	 * so that a snapshot read like this one finds the frames it shares
 	 * without decoding them */
 	unsigned char *raw;
+	size_t raw_mapped;           /* raw is the file mapped, this long (else malloc'd) */
 	size_t *raw_at, *raw_len;
 	size_t nsymbols;             /* 0 unless symbols were embedded */
 	struct snap_symbol *symbols;
