@@ -321,11 +321,13 @@ size_t stack_key_ids(struct report *r, const struct snap_frame *sf, const uint32
 		     size_t nm, uint32_t n, uint32_t **ids, size_t *cap, struct gap *via);
 /* Free what rows-frames.c kept in r. */
 void frames_release(struct report *r);
-/* Look up every frame of the inputs, before any row is made, then let the
- * debug information read for them go (symbolizer_drop_debug): libdw holds a
- * module's debug sections decompressed whole (10 MB for libc's), which would
- * otherwise sit beside the rows at a report's peak. */
-void frames_resolve_all(struct report *r);
+/* Look up every frame of input i (those it shares with input i - 1 at
+ * their index were, with it), before any row is made. */
+void frames_resolve(struct report *r, int i);
+/* Then let the debug information read for them go (symbolizer_drop_debug):
+ * libdw holds a module's debug sections decompressed whole (10 MB for
+ * libc's), which would otherwise sit beside the rows at a report's peak. */
+void frames_resolved(struct report *r);
 
 /* The source frames a row shows, into *out (caller frees): see rows.c. */
 size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,

@@ -224,33 +224,35 @@ const struct sym_loc *frame_loc(struct report *r, struct gframe g, uint32_t *ind
 	return frame_loc_at(r, g, index);
 }
 
-void frames_resolve_all(struct report *r)
+void frames_resolve(struct report *r, int i)
 {
-	for (int i = 0; i < r->nin; i++) {
-		const struct snapshot *s = r->in[i].s, *prev = i ? r->in[i - 1].s : NULL;
-		const uint32_t *map = r->in[i].map;
-		const struct snap_stack *last = NULL;
-		for (size_t k = 0; k < s->nstacks; k++) {
-			const struct snap_stack *st = &s->stacks[k];
-			/* the frames the second shares with the first: done */
-			if (prev && k < prev->nstacks && st->frames == prev->stacks[k].frames)
+	const struct snapshot *s = r->in[i].s, *prev = i ? r->in[i - 1].s : NULL;
+	const uint32_t *map = r->in[i].map;
+	const struct snap_stack *last = NULL;
+	for (size_t k = 0; k < s->nstacks; k++) {
+		const struct snap_stack *st = &s->stacks[k];
+		/* the frames the second shares with the first: done */
+		if (prev && k < prev->nstacks && st->frames == prev->stacks[k].frames)
+			continue;
+		/* from the outermost in: a frame where the last stack has the
+		 * same one (its callers, mostly) is done */
+		for (uint32_t f = st->nframes, j = last ? last->nframes : 0; f-- > 0;) {
+			const struct snap_frame *fr = &st->frames[f];
+			struct gframe g;
+			uint32_t index;
+			if (j > 0 && (j--, last->frames[j].offset == fr->offset &&
+					   last->frames[j].module == fr->module))
 				continue;
-			/* from the outermost in: a frame where the last stack has
-			 * the same one (its callers, mostly) is done */
-			for (uint32_t f = st->nframes, j = last ? last->nframes : 0; f-- > 0;) {
-				const struct snap_frame *fr = &st->frames[f];
-				struct gframe g;
-				uint32_t index;
-				if (j > 0 && (j--, last->frames[j].offset == fr->offset &&
-						   last->frames[j].module == fr->module))
-					continue;
-				g.gmod = fr->module < s->nmodules ? map[fr->module] : SYM_NO_MODULE;
-				g.offset = fr->offset;
-				frame_loc_at(r, g, &index);
-			}
-			last = st;
+			g.gmod = fr->module < s->nmodules ? map[fr->module] : SYM_NO_MODULE;
+			g.offset = fr->offset;
+			frame_loc_at(r, g, &index);
 		}
+		last = st;
 	}
+}
+
+void frames_resolved(struct report *r)
+{
 	symbolizer_drop_debug(r->z);
 }
 
