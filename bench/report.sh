@@ -18,8 +18,8 @@
 # Every command runs once to warm the caches (files, debug info: the warm run
 # of the first writes the decompressed copies of the debug files into a cache
 # of the bench's own, see debugcache.c; show and diff also run without it), then
-# measured REPS times (environment, default 1; the median wall time and peak
-# RSS from /usr/bin/time). heaptrack symbolizes while it records
+# measured REPS times (environment, default 1; the median wall time, to the
+# millisecond, and peak RSS from /usr/bin/time). heaptrack symbolizes while it records
 # (heaptrack_interpret), so its print step is the counterpart of memwatch's
 # report: it runs first, and each memwatch row ends with its time and peak
 # RSS as multiples of heaptrack_print's; heaptrack's recording time is shown
@@ -69,19 +69,21 @@ measure() {
 	: > runs.txt
 	i=0
 	while [ $i -lt "$reps" ]; do
-		/usr/bin/time -f "%e %M" -o t.txt "$@" >/dev/null 2>err.txt || {
+		t0=$(date +%s%N)
+		/usr/bin/time -f "%M" -o t.txt "$@" >/dev/null 2>err.txt || {
 			echo "bench/report.sh: $label failed: $(head -n 3 err.txt)" >&2
 			secs=nan
 			return
 		}
-		cat t.txt >> runs.txt
+		t1=$(date +%s%N)
+		echo "$(((t1 - t0) / 1000)) $(cat t.txt)" >> runs.txt
 		i=$((i + 1))
 	done
-	secs=$(cut -d' ' -f1 runs.txt | median)
+	secs=$(echo "$(cut -d' ' -f1 runs.txt | median) / 1000000" | bc -l)
 	kib=$(cut -d' ' -f2 runs.txt | median)
-	printf "%8s  %-44s %8s s %9.1f MiB" "$n" "$label" "$secs" "$(echo "$kib / 1024" | bc -l)"
+	printf "%8s  %-44s %8.3f s %9.1f MiB" "$n" "$label" "$secs" "$(echo "$kib / 1024" | bc -l)"
 	if [ -n "$ht_secs" ] && [ "$ht_secs" != nan ]; then
-		printf "  %5.2fx %5.2fx" "$(echo "$secs / ($ht_secs + 0.001)" | bc -l)" \
+		printf "  %5.2fx %5.2fx" "$(echo "$secs / $ht_secs" | bc -l)" \
 			"$(echo "$kib / $ht_kib" | bc -l)"
 	fi
 	printf "\n"
@@ -98,15 +100,16 @@ snap_workload() {
 		i=$((i + 1))
 	done
 	shift
-	"$mw" snap -p "$wpid" -o "$1" -f >snap.out
+	# (each says that it shares the preloaded agent's capture at its rate)
+	"$mw" snap -p "$wpid" -o "$1" -f >snap.out 2>snap.err
 	shift
 	for o in "$@"; do
-		"$mw" snap -p "$wpid" -o "$o" -f >/dev/null
+		"$mw" snap -p "$wpid" -o "$o" -f >/dev/null 2>>snap.err
 	done
 	# two more with their symbols resolved and embedded as they are taken,
 	# as heaptrack resolves them while it records
-	"$mw" snap -E -p "$wpid" -o ae.snap -f >/dev/null
-	"$mw" snap -E -p "$wpid" -o be.snap -f >/dev/null
+	"$mw" snap -E -p "$wpid" -o ae.snap -f >/dev/null 2>>snap.err
+	"$mw" snap -E -p "$wpid" -o be.snap -f >/dev/null 2>>snap.err
 	# the agent's own count, to see that the snapshot holds what was asked
 	sed -n 's/.* in \([0-9]*\) stacks.*/\1/p' snap.out > stacks.txt
 	kill "$wpid" 2>/dev/null
