@@ -397,6 +397,11 @@ static int find_dlopen(struct injector *ij, char **cause, char **hint)
 		/* (it may end at any point of an attach: said as anywhere else) */
 		if (errno == ESRCH)
 			return inject_fail(INJECT_ENOPROC, cause, hint, NULL, "the process exited");
+		/* a program executed meanwhile (a shell's child becoming the
+		 * program it starts): its libc is elsewhere, or not mapped yet */
+		if (errno == EFAULT && libc_starting(ij))
+			return inject_fail(INJECT_ESTARTING, cause, hint, NULL,
+				    "the process is still starting (its C library is being loaded)");
 		return inject_fail(INJECT_EINTERNAL, cause, hint, NULL,
 			    "cannot read the process's C library: %s", strerror(errno));
 	}

@@ -64,6 +64,7 @@ static void (*incref)(void *);
 static void (*decref)(void *);
 static void *(*lookup)(void *, void *);
 static void *(*new_str)(const char *);
+static int (*gil_held)(void);
 static void *none, *str_type, *object_type;
 
 static inline struct tc_entry *table(void)
@@ -147,12 +148,13 @@ static void resolve(void)
 	decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef");
 	lookup = (void *(*)(void *, void *))dlsym(RTLD_DEFAULT, "_PyType_Lookup");
 	new_str = (void *(*)(const char *))dlsym(RTLD_DEFAULT, "PyUnicode_FromString");
+	gil_held = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
 	none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
 	object_type = dlsym(RTLD_DEFAULT, "PyBaseObject_Type");
 	mw_loader_leave();
 	str_type = (void *)mw_py.unicode_type;
-	if (!tstate_get || !incref || !decref || !lookup || !new_str || !none || !object_type ||
-	    !str_type)
+	if (!tstate_get || !incref || !decref || !lookup || !new_str || !gil_held || !none ||
+	    !object_type || !str_type)
 		return;
 	mw_tls.guard++;     /* the check's name is no sample */
 	usable = find();
@@ -173,7 +175,9 @@ static __attribute__((noinline)) void sweep(void)
 	size_t i;
 
 	points = 0;
-	if (!(e = table()) || mw_py.is_finalizing())
+	/* (an extension that allocates from the object domain without the
+	 * GIL is wrong already; the cache is not touched then) */
+	if (!gil_held() || !(e = table()) || mw_py.is_finalizing())
 		return;
 	for (i = 0; i < TC_SIZE; i++) {
 		char *name = e[i].name;
