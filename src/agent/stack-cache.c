@@ -24,8 +24,11 @@
  * never reads memory that may have been unmapped since.
  *
  * Cost: an entry is made by the cursor's walk (under unwind.c's walk lock,
- * slower than unw_backtrace); a thread whose samples seldom hit (most stacks
- * new) makes one in 64 of its misses only. Memory: a table of about 40 KiB per
+ * slower than unw_backtrace: some 40 000 instructions for CPython's 50
+ * frames); a thread whose samples seldom hit (most stacks new) makes one in
+ * 64 of its misses only, and so does a key whose last walk made no entry (a
+ * stack deeper than an entry holds: most of CPython's misses at a rate of 1
+ * were such walks, each followed by unw_backtrace all the same). Memory: a table of about 40 KiB per
  * thread that holds a place in unw_backtrace's cache (unwind.c), mapped at its
  * first miss, unmapped at its exit. */
 #include "config.h"
@@ -42,12 +45,22 @@
 #define STEP_MAX ((uintptr_t)64 << 10)    /* one frame's size, at most */
 #define BASE_MAX ((uintptr_t)1 << 20)     /* outermost frame to the thread's end */
 #define WALK (SC_SLOTS + 16)              /* the walk's frames: ours below the key too */
+#define SC_BARREN 16                      /* keys whose walk made no entry */
+#define BARREN_USES 64                    /* misses at such a key before a walk again */
 
 struct sc_table {
 	uint32_t hits, misses;
 	bool main;                 /* the main thread: its stack ends at __libc_stack_end */
 	uint8_t next[SC_SETS];     /* the way a new entry of the set takes */
+	uint8_t barren_next;
 	struct mw_sc_entry e[SC_SETS][SC_WAYS];
+	/* keys whose last walk made no entry (a stack deeper than an entry
+	 * holds, mostly): their misses unwind the quick way, and walk again
+	 * once in BARREN_USES */
+	struct {
+		uintptr_t ra, cfa;
+		uint32_t left;
+	} barren[SC_BARREN];
 };
 
 uint32_t mw_sc_gen = 1;
@@ -200,6 +213,26 @@ static struct mw_sc_entry *make_entry(struct sc_table *t, const uintptr_t *wips,
 	return e;
 }
 
+/* Is (ra, cfa) a key whose walk made no entry lately? Counts the use. */
+static bool barren(struct sc_table *t, uintptr_t ra, uintptr_t cfa)
+{
+	unsigned i;
+	for (i = 0; i < SC_BARREN; i++)
+		if (t->barren[i].ra == ra && t->barren[i].cfa == cfa && t->barren[i].left) {
+			t->barren[i].left--;
+			return true;
+		}
+	return false;
+}
+
+static void barren_add(struct sc_table *t, uintptr_t ra, uintptr_t cfa)
+{
+	unsigned i = t->barren_next++ % SC_BARREN;
+	t->barren[i].ra = ra;
+	t->barren[i].cfa = cfa;
+	t->barren[i].left = BARREN_USES;
+}
+
 int mw_sc_unwind(uintptr_t *ips, int cap, uintptr_t ra, uintptr_t cfa, struct mw_sc_entry **e)
 {
 	struct sc_table *t = table();
@@ -208,13 +241,19 @@ int mw_sc_unwind(uintptr_t *ips, int cap, uintptr_t ra, uintptr_t cfa, struct mw
 	int n, i;
 
 	*e = NULL;
-	/* a thread whose samples seldom hit walks for one miss in 64 */
-	if (!t || (t->misses >= 64 && t->hits < t->misses / 4 && (t->misses & 63)))
+	/* a thread whose samples seldom hit walks for one miss in 64; a key
+	 * whose walk made no entry (CPython's deep C stacks: more than
+	 * SC_SLOTS frames) as often */
+	if (!t || (t->misses >= 64 && t->hits < t->misses / 4 && (t->misses & 63)) ||
+	    barren(t, ra, cfa))
 		return mw_unwind(ips, cap);
 	n = mw_unwind_walk_sp(wips, wsps, WALK, &clean);
-	if (!clean)
+	if (!clean) {
+		barren_add(t, ra, cfa);
 		return mw_unwind(ips, cap);
-	*e = make_entry(t, wips, wsps, n, ra, cfa);
+	}
+	if (!(*e = make_entry(t, wips, wsps, n, ra, cfa)))
+		barren_add(t, ra, cfa);
 	if (n > cap)
 		n = cap;
 	for (i = 0; i < n; i++)
