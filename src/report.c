@@ -419,11 +419,17 @@ static int write_report(const struct report_writer *w, FILE *f, struct report *r
 	return r->nin == 2 ? w->diff(f, r) : w->show(f, r);
 }
 
+/* May debuginfod be asked for debug files? */
+static bool debuginfod_on(void)
+{
+	const char *u = getenv("DEBUGINFOD_URLS");
+	return u && *u;
+}
+
 /* Can debuginfod show a progress line (see symbolize.c)? */
 static bool progress_possible(void)
 {
-	const char *u = getenv("DEBUGINFOD_URLS");
-	return u && *u && !getenv("DEBUGINFOD_PROGRESS") && isatty(STDERR_FILENO);
+	return debuginfod_on() && !getenv("DEBUGINFOD_PROGRESS") && isatty(STDERR_FILENO);
 }
 
 /* The second snapshot of a diff, read like the first (see report_load). */
@@ -439,6 +445,15 @@ static void *read_second(void *arg)
 	struct second_read *j = arg;
 	j->s = snapshot_read_like(j->path, j->like, &j->cause);
 	return NULL;
+}
+
+/* It could not be read: said, r freed; the exit status. */
+static int second_unread(struct report *r, struct second_read *j)
+{
+	mw_error("%s", j->cause);
+	free(j->cause);
+	report_free(r);
+	return MW_EXIT_BADFILE;
 }
 
 /* Read the inputs into r (r->o set) and build the rows. 0, or an exit status
@@ -472,22 +487,24 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 		return MW_EXIT_FAILURE;
 	}
 	job.like = r->in[0].s;
-	if (npaths == 2)
-		ahead = pthread_create(&th, NULL, read_second, &job) == 0;
+	/* (not where debuginfod may download for the first: a second that
+	 * cannot be read is said at once there) */
+	if (npaths == 2) {
+		if (debuginfod_on() || pthread_create(&th, NULL, read_second, &job) != 0)
+			read_second(&job);
+		else
+			ahead = true;
+		if (!ahead && !job.s)
+			return second_unread(r, &job);
+	}
 	r->z = symbolizer_new(o->dirs, o->ndirs);
 	r->in[0].map = symbolizer_add(r->z, r->in[0].s);
 	frames_resolve(r, 0);
 	if (npaths == 2) {
 		if (ahead)
 			pthread_join(th, NULL);
-		else
-			read_second(&job);
-		if (!job.s) {
-			mw_error("%s", job.cause);
-			free(job.cause);
-			report_free(r);
-			return MW_EXIT_BADFILE;
-		}
+		if (!job.s)
+			return second_unread(r, &job);
 		r->in[1].path = paths[1];
 		r->in[1].s = job.s;
 		r->nin = 2;
