@@ -51,6 +51,8 @@ struct type_entry {
 	uintptr_t type;      /* 0: empty */
 	int32_t name;        /* index into the snapshot's types, -1: not a type */
 	uint32_t presize;    /* where its objects start in their blocks */
+	uint32_t basic;      /* its objects' fixed part (tp_basicsize), 0 unread */
+	bool plain;          /* its metatype is type itself */
 };
 
 static size_t type_presize(unsigned long flags)
@@ -344,7 +346,7 @@ static int name_index(struct snapshot *s, const char *name, size_t n)
  * once, is soon overwritten; the few types stay) or read now. */
 static struct type_entry *type_lookup(struct type_entry *cache, struct snapshot *s, uintptr_t t)
 {
-	static struct type_entry none = { 0, -1, 0 };
+	static struct type_entry none = { 0, -1, 0, 0, false };
 	size_t j = (size_t)((t >> 3) * 0x9E3779B97F4A7C15ull >> 40) & (TYPE_CACHE - 1);
 	unsigned long flags;
 	char name[2 * NAME_MAX_LEN + 1];
@@ -357,33 +359,56 @@ static struct type_entry *type_lookup(struct type_entry *cache, struct snapshot 
 	cache[j].type = t;
 	cache[j].name = -1;
 	cache[j].presize = 0;
+	cache[j].basic = 0;
+	cache[j].plain = false;
 	if (is_type(t, &flags) && (n = type_name(t, flags, name, sizeof name)) > 0) {
+		const void *meta;
+		const void *basic;
 		name[n < sizeof name ? n : sizeof name - 1] = '\0';
 		n = mw_pyfree_mark(name, name, n, sizeof name);   /* still recycled? */
 		cache[j].name = name_index(s, name, n);
 		cache[j].presize = (uint32_t)type_presize(flags);
+		if (pyf_safe_word((const char *)t + TP_BASICSIZE, &basic) &&
+		    (uintptr_t)basic < ((uintptr_t)1 << 20))
+			cache[j].basic = (uint32_t)(uintptr_t)basic;
+		cache[j].plain = pyf_safe_word((const char *)t + PY_OB_TYPE, &meta) && meta == mw_py.type_type;
 	}
 	return &cache[j];
 }
 
-/* The type of the object in the block at a: its name index, -1 none (not an
- * object), -2 unreadable, -3 out of memory. The object's address into *obj. */
-static int block_type(struct type_entry *cache, struct snapshot *s, uintptr_t a, uintptr_t *obj)
+/* The type of the object in the block at a, of size bytes: its name index,
+ * -1 none (not an object), -2 unreadable, -3 out of memory. The object's
+ * address into *obj. An object must lie within the block: past its end (a
+ * sampled block of CPython's is taken from malloc, 513 bytes for a list's
+ * 16-byte item array) lie words of its memory's earlier use, which named
+ * such blocks "int" or a type read from freed memory. */
+static int block_type(struct type_entry *cache, struct snapshot *s, uintptr_t a, size_t size,
+		      uintptr_t *obj)
 {
 	uintptr_t w[6];
 	size_t got = pyf_safe_read((const char *)a, w, sizeof w), o;
+	int pass;
 
 	if (got < 2 * sizeof(void *))
 		return -2;
-	for (o = 0; o <= 32 && o + 2 * sizeof(void *) <= got; o += GC_HEAD) {
-		struct type_entry *e = type_lookup(cache, s, w[o / 8 + 1]);
-		if (e->name == -2)
-			return -3;
-		if (e->name >= 0 && e->presize == o) {
-			*obj = a + o;
-			return e->name;
+	/* first the places whose word names a type of metatype type (nearly
+	 * every type), then those of a metaclass: a GC object's header, read
+	 * as an object, has a pointer to another header where its type would
+	 * be, which the looser test of a metaclass passes now and then (a
+	 * list's predecessor, whose type's reference count read as its name,
+	 * was a type "(") */
+	for (pass = 0; pass < 2; pass++)
+		for (o = 0; o <= 32 && o + 2 * sizeof(void *) <= got && o + 2 * sizeof(void *) <= size;
+		     o += GC_HEAD) {
+			struct type_entry *e = type_lookup(cache, s, w[o / 8 + 1]);
+			if (e->name == -2)
+				return -3;
+			if (e->name >= 0 && e->presize == o && o + e->basic <= size &&
+			    e->plain == (pass == 0)) {
+				*obj = a + o;
+				return e->name;
+			}
 		}
-	}
 	return -1;
 }
 
@@ -424,7 +449,11 @@ int mw_python_types(struct snapshot *s)
 		if (l->stack >= s->nstacks || snap_stack_kind(s->stacks[l->stack].flags) != SNAP_KIND_MALLOC)
 			continue;
 		uintptr_t obj = 0;
-		t = block_type(cache, s, l->addr, &obj);
+		/* the block's size, from its weights (bytes and blocks, each
+		 * that size times the same factor), with room for their rounding */
+		size_t size = l->blocks_fx ? (size_t)((double)l->bytes * FX / (double)l->blocks_fx) + 8
+					   : SIZE_MAX;
+		t = block_type(cache, s, l->addr, size, &obj);
 		if (t == -3)
 			goto out;
 		if (t == -1) {

@@ -1,0 +1,59 @@
+#!/bin/sh
+# run-python-blocktypes.sh: the type of each sampled block is read from the
+# block itself, never from memory past its end or from a GC object's header.
+# py_listkeep.py keeps lists of two ints and drops tuples of two ints; every
+# block it keeps is a list, an int or a list's array of items (no object).
+# On every CPython the agent reads here, attached by memwatch snap at the
+# default rate for 3 s: by type, the snapshot names no other type (before,
+# a sampled array of items, in a block from malloc whose earlier tuple left
+# its type's address past the array's 16 bytes, was named after it; and a
+# list, whose header's pointer to the previous object passed for a type,
+# was named after that object's type's reference count: "(" or "+"), and
+# lists and ints hold at least a tenth of the bytes each.
+# Some 60 s on a 2-core machine.
+# limit: 400
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/py-lib.sh"
+need_ptrace
+
+target=$top_srcdir/tests/targets/py_listkeep.py
+readable_cpythons
+[ -n "$cpythons" ] || skip "no CPython the agent reads is installed (sh tests/install-deps.sh --tests)"
+
+for c in $cpythons; do
+	label=${c%%=*}
+	py=${c#*=}
+	name=bt-$label
+	rm -f stop
+	"$py" "$target" stop >"$name.out" 2>"$name.err" &
+	t=$!
+	started_pids="$started_pids $t"
+	if ! wait_until "grep -q ready $name.out 2>/dev/null" 30; then
+		fail "$label: the script never said ready"
+		sed 's/^/  | /' "$name.err" >&2
+		continue
+	fi
+	run_mw 0 snap -p "$t" -w 3s -o "$name.snap"
+	touch stop
+	wait_exit "$t" 30
+	[ "$status" -eq 0 ] || fail "$label: the script exited with status $status"
+	expect_grep '^ok [0-9]+$' "$name.out"
+	run_mw 0 show --by type -n 20 "$name.snap"
+	cp out "$name.types"
+	# the type rows: "RANK BYTES ... SHARE BLOCKS SAMPLES TYPE" (a type
+	# recycled still is said so after its name)
+	awk '/^ +[0-9]+ +[0-9.]+ [KMG]?i?B / { sub(/^ +[0-9]+ +/, ""); sub(/.*%  +[0-9]+ +[0-9]+\?? +/, ""); print }' \
+		"$name.types" >"$name.names"
+	echo "$label: $(tr '\n' ',' <"$name.names")"
+	if grep -Evq '^(list|int|<not an object>)( recycled)?$' "$name.names"; then
+		fail "$label: a type that py_listkeep.py does not keep: $(grep -Ev '^(list|int|<not an object>)( recycled)?$' "$name.names" | tr '\n' ' ')"
+		sed 's/^/  | /' "$name.types" >&2
+	fi
+	for k in list int; do
+		share=$(awk -v k="$k" '/^ +[0-9]+ +[0-9.]+ [KMG]?i?B / { s = $0; sub(/.*%  +[0-9]+ +[0-9]+\?? +/, "", s)
+			if (s == k || s == k " recycled") { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { sub(/%/, "", $i); print int($i) } } }' \
+			"$name.types" | head -n 1)
+		[ "${share:-0}" -ge 10 ] || fail "$label: $k holds ${share:-0} % of the bytes, expected >= 10 %"
+	done
+done
+finish
