@@ -68,6 +68,31 @@ start_script() {
 	wait_until "[ -f $1.out ] && grep -q '^ready' $1.out" 30
 }
 
+# snap_stopfile NAME PYTHON SCRIPT: SCRIPT run by PYTHON with the argument
+# "stop" (a file whose existence ends it; it prints "ready", then "ok N" at
+# its end), attached by memwatch snap at the default rate for 3 s into
+# NAME.snap, then stopped: it must end with status 0 and ok, with no Python
+# error. Returns 1 after failing if it never said ready.
+snap_stopfile() {
+	local name=$1 py=$2 script=$3 t
+	rm -f stop
+	"$py" "$script" stop >"$name.out" 2>"$name.err" &
+	t=$!
+	started_pids="$started_pids $t"
+	if ! wait_until "grep -q ready $name.out 2>/dev/null" 30; then
+		fail "$name: the script never said ready"
+		sed 's/^/  | /' "$name.err" >&2
+		return 1
+	fi
+	run_mw 0 snap -p "$t" -w 3s -o "$name.snap"
+	touch stop
+	wait_exit "$t" 30
+	[ "$status" -eq 0 ] || fail "$name: the script exited with status $status"
+	expect_grep '^ok [0-9]+$' "$name.out"
+	expect_no_grep 'Fatal Python error|Segmentation|Traceback' "$name.err"
+	return 0
+}
+
 # finished NAME PID: the script exits 0 having printed ok, with no Python
 # error and no crash on its stderr.
 finished() {

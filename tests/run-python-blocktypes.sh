@@ -24,20 +24,7 @@ for c in $cpythons; do
 	label=${c%%=*}
 	py=${c#*=}
 	name=bt-$label
-	rm -f stop
-	"$py" "$target" stop >"$name.out" 2>"$name.err" &
-	t=$!
-	started_pids="$started_pids $t"
-	if ! wait_until "grep -q ready $name.out 2>/dev/null" 30; then
-		fail "$label: the script never said ready"
-		sed 's/^/  | /' "$name.err" >&2
-		continue
-	fi
-	run_mw 0 snap -p "$t" -w 3s -o "$name.snap"
-	touch stop
-	wait_exit "$t" 30
-	[ "$status" -eq 0 ] || fail "$label: the script exited with status $status"
-	expect_grep '^ok [0-9]+$' "$name.out"
+	snap_stopfile "$name" "$py" "$target" || continue
 	run_mw 0 show --by type -n 20 "$name.snap"
 	cp out "$name.types"
 	# the type rows: "RANK BYTES ... SHARE BLOCKS SAMPLES TYPE" (a type

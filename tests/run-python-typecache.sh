@@ -24,23 +24,9 @@ for c in $cpythons; do
 	label=${c%%=*}
 	py=${c#*=}
 	name=tc-$label
-	rm -f stop
-	"$py" "$target" stop >"$name.out" 2>"$name.err" &
-	t=$!
-	started_pids="$started_pids $t"
-	if ! wait_until "grep -q ready $name.out 2>/dev/null" 30; then
-		fail "$label: the script never said ready"
-		sed 's/^/  | /' "$name.err" >&2
-		continue
-	fi
-	run_mw 0 snap -p "$t" -w 3s -o "$name.snap"
+	snap_stopfile "$name" "$py" "$target" || continue
 	run_mw 0 show "$name.snap"
 	cp out "$name.show"
-	touch stop
-	wait_exit "$t" 30
-	[ "$status" -eq 0 ] || fail "$label: the script exited with status $status"
-	expect_grep '^ok [0-9]+$' "$name.out"
-	expect_no_grep 'Fatal Python error|Segmentation|Traceback|wrong' "$name.err"
 	samples=$(sed -n 's/^memory   live heap .* (\([0-9]*\) samples in .*/\1/p' "$name.show")
 	echo "$label: $(sed -n 's/^memory   //p' "$name.show"); $(tail -n 1 "$name.out") calls"
 	if [ -z "$samples" ]; then
