@@ -76,7 +76,6 @@
 #define GC_HEAD 16             /* sizeof(PyGC_Head): the block starts that far before */
 #define TUPLE_LISTS 20         /* tuples of 1 to 20 items have lists (to 19 before 3.12) */
 #define LIGHT_DEPTH 16         /* deaths nested deeper go to the allocator (see light) */
-#define OWED_TRIES 256         /* allocations of other sizes before an owed point falls */
 #define DRAIN_MAX 4096         /* more than any list holds (a tuple length's: 2 000) */
 #define TS_INTERP 16           /* offsetof(PyThreadState, interp) */
 #define DICT_KEYS 32           /* offsetof(PyDictObject, ma_keys) */
@@ -259,12 +258,17 @@ static void drain(struct fl_type *t, intptr_t len)
 
 /* The listed object's count reached a sample point: the list emptied and
  * held so, the point owed to the next allocation of the object's size. */
+const void *mw_pyfree_owed_type;
+unsigned mw_pyfree_owed_gen;
+
 static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len, size_t size)
 {
 	hold = true;
 	hold_owner = &mw_tls;
+	mw_pyfree_owed_type = t->type;
+	mw_pyfree_owed_gen++;
 	mw_tls.owed = (uint32_t)size;    /* (the drain's allocations, guarded, leave it) */
-	mw_tls.owed_tries = OWED_TRIES;
+	mw_tls.owed_tries = MW_OWED_TRIES;
 	mw_tls.left = 0;
 	drain(t, len);
 }

@@ -113,17 +113,112 @@ static inline int capturing(void)
 
 #define ON __attribute__((noinline))
 
+/* ------------------------------------------------------------------------- */
+/* A point owed to the next creation of a type (pyfree.c: the type's free list
+ * is held empty, so that creation allocates) falls on the thread's next
+ * allocation of that size, which may be another type's object: a list of
+ * two items where a dropped tuple of two was owed, which inflated the kept
+ * lists by the dropped tuples' bytes. So the block that took it is checked
+ * at the thread's next allocation through these wrappers (the object is
+ * made by then; meanwhile the thread's countdown is held at 0, and owed to
+ * no size, so that its allocations pass unsampled to the check), and one of
+ * another type gives its record back and the point is owed again, at most
+ * OWED_AGAIN times. All of it with the GIL held. Not below OWN_MIN_RATE:
+ * there the block that took the point was likely a sample point itself (at
+ * a rate of 1, surely), and one sample more or less weighs little. */
+#define OWED_CHECK UINT32_MAX        /* mw_tls.owed while the check is due */
+#define OWED_AGAIN 16
+#define GC_HEAD 16                   /* the object follows its GC header */
+#define OB_TYPE 8
+
+static struct {
+	const struct mw_tls *owner;  /* NULL: no check due */
+	void *block;
+	const void *type;            /* what the point was owed to */
+	uint32_t size;
+	unsigned gen;                /* the owed point's (mw_pyfree_owed_gen) */
+	unsigned again;              /* times it was owed again */
+	uint64_t gap;                /* the countdown drawn when it was taken */
+} owed_check;
+
+/* A sampled block q of size: if it took the point owed (owed, the thread's
+ * mw_tls.owed before), its check is made due. */
+static inline void owed_taken(uint32_t owed, void *q, size_t size)
+{
+	if (likely(!owed) || owed == OWED_CHECK || mw_tls.owed || !q || !mw_pyfree_owed_type ||
+	    __atomic_load_n(&mw_rate, __ATOMIC_RELAXED) < OWN_MIN_RATE)
+		return;
+	if (owed_check.gen != mw_pyfree_owed_gen) {
+		owed_check.gen = mw_pyfree_owed_gen;
+		owed_check.again = 0;
+	}
+	owed_check.owner = &mw_tls;
+	owed_check.block = q;
+	owed_check.type = mw_pyfree_owed_type;
+	owed_check.size = (uint32_t)size;
+	owed_check.gap = mw_tls.left;
+	mw_tls.owed = OWED_CHECK;
+	mw_tls.owed_tries = UINT32_MAX;
+	mw_tls.left = 0;
+}
+
+/* The check, on the thread that took the point: true when the countdown is
+ * back as it was drawn (the caller's allocation is then decided by it). */
+static ON bool owed_check_now(void)
+{
+	struct mw_taken tk;
+	uintptr_t type;
+	void *b = owed_check.block;
+
+	if (owed_check.owner != &mw_tls)
+		return false;
+	owed_check.owner = NULL;
+	if (mw_tls.owed != OWED_CHECK)
+		return false;      /* forgotten meanwhile (a new capture) */
+	mw_tls.owed = 0;
+	mw_tls.left = owed_check.gap;
+	if (mw_py_safe_word((char *)b + GC_HEAD + OB_TYPE, &type) && (const void *)type == owed_check.type)
+		return true;
+	/* (a block freed already, its record with it, was an object that died
+	 * at once: a temporary of the type, mostly, which counts for nothing
+	 * either way) */
+	if (!mw_take_record(b, &tk))
+		return true;
+	if (++owed_check.again > OWED_AGAIN)
+		return true;       /* the point is lost: no creation of the type came */
+	mw_tls.owed = owed_check.size;
+	mw_tls.owed_tries = MW_OWED_TRIES;
+	mw_tls.left = 0;
+	return false;
+}
+
+/* At the start of each slow path (reached with the countdown held at 0 while
+ * a check is due): true when the caller's allocation must be decided again
+ * by the countdown, now restored. */
+static inline bool owed_check_due(void)
+{
+	return unlikely(owed_check.owner != NULL) && owed_check_now();
+}
+
 /* Allocations made while the agent runs on the thread (the guard up: pyfree.c
  * emptying a free list), counted so that it sees which came from the allocator. */
 unsigned mw_py_guarded_allocs;
 
 static ON void *malloc_slow(struct wrap *w, size_t n)
 {
+	uint32_t owed;
+	void *q;
+
 	if (mw_tls.guard) {
 		mw_py_guarded_allocs++;
 		return w->prev.malloc(w->prev.ctx, n);
 	}
-	return mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), taken(w, n));
+	if (owed_check_due() && mw_unsampled(taken(w, n), capturing()))
+		return w->prev.malloc(w->prev.ctx, n);
+	owed = mw_tls.owed;
+	q = mw_sampled_alloc(w->prev.malloc(w->prev.ctx, n), taken(w, n));
+	owed_taken(owed, q, taken(w, n));
+	return q;
 }
 
 static void *w_malloc(void *ctx, size_t n)
@@ -156,15 +251,20 @@ static void *own_block(bool zero)
 
 static ON void *malloc_own_slow(size_t n)
 {
+	uint32_t owed;
 	void *q;
 
 	if (mw_tls.guard) {
 		mw_py_guarded_allocs++;
 		return pymalloc.malloc(pymalloc.ctx, n);
 	}
+	if (owed_check_due() && mw_unsampled(size_class(n), capturing()))
+		return pymalloc.malloc(pymalloc.ctx, n);
 	if (!capturing() || mw_owed_other(size_class(n)))
 		return pymalloc.malloc(pymalloc.ctx, n);
+	owed = mw_tls.owed;
 	q = mw_sampled_alloc(own_block(false), size_class(n));
+	owed_taken(owed, q, size_class(n));
 	mw_pycache_point();
 	return q;
 }
@@ -185,19 +285,28 @@ static void *w_malloc_own(void *ctx, size_t n)
 
 static ON void *calloc_slow(struct wrap *w, size_t a, size_t b, size_t n)
 {
+	uint32_t owed;
+	void *q;
+
 	if (mw_tls.guard) {
 		mw_py_guarded_allocs++;
 		return w->prev.calloc(w->prev.ctx, a, b);
 	}
+	if (owed_check_due() && mw_unsampled(taken(w, n), capturing()))
+		return w->prev.calloc(w->prev.ctx, a, b);
 	if (w->own) {
-		void *q;
 		if (mw_owed_other(size_class(n)))
 			return w->prev.calloc(w->prev.ctx, a, b);
+		owed = mw_tls.owed;
 		q = mw_sampled_alloc(own_block(true), size_class(n));
+		owed_taken(owed, q, size_class(n));
 		mw_pycache_point();
 		return q;
 	}
-	return mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), taken(w, n));
+	owed = mw_tls.owed;
+	q = mw_sampled_alloc(w->prev.calloc(w->prev.ctx, a, b), taken(w, n));
+	owed_taken(owed, q, taken(w, n));
+	return q;
 }
 
 static void *w_calloc(void *ctx, size_t a, size_t b)
@@ -219,6 +328,8 @@ static ON void *realloc_on(struct wrap *w, void *p, size_t n, int e)
 	bool had = false;
 	void *q;
 
+	if (!mw_tls.guard)
+		(void)owed_check_due();     /* (decided below in any case) */
 	if (p && mw_maybe_sampled(p))
 		had = mw_take_record(p, &t);
 	q = w->prev.realloc(w->prev.ctx, p, n);
@@ -249,6 +360,8 @@ static ON void *realloc_own_slow(struct wrap *w, void *p, size_t n)
 {
 	void *r, *q;
 
+	if (!mw_tls.guard && owed_check_due() && mw_unsampled(size_class(n), capturing()))
+		return w->prev.realloc(w->prev.ctx, p, n);
 	if (mw_owed_other(size_class(n)))
 		return w->prev.realloc(w->prev.ctx, p, n);
 	r = w->prev.realloc(w->prev.ctx, p, n);

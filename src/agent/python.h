@@ -136,6 +136,13 @@ bool mw_pyfree_first_owner(const char *type) MW_HIDDEN;
 /* The type's name (n bytes of name, room len) followed by " recycled" where
  * mw_pyfree_first_owner(type) says so; its length. */
 size_t mw_pyfree_mark(const char *type, char *name, size_t n, size_t len) MW_HIDDEN;
+/* pyfree.c: the type of the object whose next creation a sample point is
+ * owed to (mw_tls.owed), set with it (the GIL held); and how many
+ * allocations of other sizes may come first, after which the point falls
+ * where the countdown says. */
+#define MW_OWED_TRIES 256
+extern const void *mw_pyfree_owed_type MW_HIDDEN;
+extern unsigned mw_pyfree_owed_gen MW_HIDDEN;     /* counts the points owed */
 /* pycache.c: with the GIL held, the type attribute cache swept of sampled
  * names that only it holds, every few sample points of the own wrappers
  * (on: the wrappers going in with sampled blocks taken from malloc). */
