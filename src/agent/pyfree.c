@@ -256,11 +256,11 @@ static void drain(struct fl_type *t, intptr_t len)
 	mw_tls.guard--;
 }
 
-/* The listed object's count reached a sample point: the list emptied and
- * held so, the point owed to the next allocation of the object's size. */
 const void *mw_pyfree_owed_type;
 unsigned mw_pyfree_owed_gen;
 
+/* The listed object's count reached a sample point: the list emptied and
+ * held so, the point owed to the next allocation of the object's size. */
 static __attribute__((noinline, cold)) void owe(struct fl_type *t, intptr_t len, size_t size)
 {
 	hold = true;

@@ -28,9 +28,9 @@
  * frames); a thread whose samples seldom hit (most stacks new) makes one in
  * 64 of its misses only, and so does a key whose last walk made no entry (a
  * stack deeper than an entry holds: most of CPython's misses at a rate of 1
- * were such walks, each followed by unw_backtrace all the same). Memory: a table of about 40 KiB per
- * thread that holds a place in unw_backtrace's cache (unwind.c), mapped at its
- * first miss, unmapped at its exit. */
+ * were such walks, each followed by unw_backtrace all the same). Memory: a
+ * table of about 40 KiB per thread that holds a place in unw_backtrace's
+ * cache (unwind.c), mapped at its first miss, unmapped at its exit. */
 #include "config.h"
 
 #include <pthread.h>
