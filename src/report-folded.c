@@ -142,6 +142,8 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 		__fsetlocking(c.m, FSETLOCKING_BYCALLER);
 	}
 	for (i = 0; i < n; i++) {
+		if (i + 1 < n)
+			row_prefetch(v[i + 1]);
 		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, NULL, 0);
 		if (nd == 0) {
 			free(d);

@@ -87,6 +87,18 @@ struct row {
 	const struct snap_forward *forward;
 };
 
+/* Start fetching row w's frames into the cache. Rows in order of size have
+ * their stacks all over the snapshot: a writer walking every frame of every
+ * row (pprof, folded stacks, flame graphs) waited on each row's first reads
+ * for a fifth of its time, unless it asked for the next row's ahead. */
+static inline void row_prefetch(const struct row *w)
+{
+	uintptr_t p = (uintptr_t)w->sf & ~(uintptr_t)63;
+	uintptr_t e = (uintptr_t)(w->sf + w->nframes);
+	for (; p < e; p += 64)
+		__builtin_prefetch((const void *)p);
+}
+
 
 /* A stack's two hashes for rows-seen.c, made before its rows are (a trend
  * makes them in the thread that reads its snapshots). */

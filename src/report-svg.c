@@ -46,6 +46,8 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	for (int s = 0; s < 2; s++) {
 		for (i = 0; i < n[s]; i++) {
 			const struct row *w = v[s][i];
+			if (i + 1 < n[s])
+				row_prefetch(v[s][i + 1]);
 			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, NULL, 0);
 			/* each row's labels over the last one's; where the stacks
 			 * of a merged row differ, a box says frames are left out */
