@@ -96,17 +96,23 @@ static void line_flush(FILE *f, struct line *l)
 	l->n = 0;
 }
 
-static void put_name(FILE *f, struct report *r, struct names *c, struct line *l,
+/* The name of the frame at place (d: that frame, or NULL to make it from the
+ * place) onto the line. */
+static void put_name(FILE *f, struct report *r, struct names *c, struct line *l, uint32_t place,
 		     const struct dframe *d)
 {
-	uint64_t *slot = c->m ? place_slot(&c->at, d) : NULL, a;
+	uint64_t *slot = c->m ? place_slot(&c->at, place) : NULL, a = slot ? *slot : 0;
+	struct dframe pd;
 
+	if (!a && !d) {
+		pd = place_dframe(r, place);
+		d = &pd;
+	}
 	if (!slot) {
 		line_flush(f, l);
 		folded_name(f, r, d);
 		return;
 	}
-	a = *slot;
 	if (!a) {
 		size_t off = c->len;
 		folded_name(c->m, r, d);
@@ -130,7 +136,8 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 {
 	struct names c = { NULL, NULL, 0, { NULL, 0 } };
 	struct line l = { NULL, 0, 0 };
-	size_t i, k, nd;
+	size_t i, k, nd, plcap = 0, max = r->o->depth_set ? r->o->depth : 0;
+	uint32_t *pl = NULL;
 	struct dframe *d;
 	char num[24], *p;
 	uint64_t val;
@@ -144,17 +151,20 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 	for (i = 0; i < n; i++) {
 		if (i + 1 < n)
 			row_prefetch(v[i + 1]);
-		nd = row_frames(r, v[i], r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, NULL, 0);
+		/* most rows by place alone, their names made once a place */
+		d = NULL;
+		if (!c.m || !row_places(r, v[i], max, &pl, &plcap, &nd))
+			nd = row_frames(r, v[i], max, true, &d, NULL, NULL, NULL, 0);
 		if (nd == 0) {
 			free(d);
 			continue;
 		}
 		for (k = nd; k-- > 0;) {
-			put_name(f, r, &c, &l, &d[k]);
+			put_name(f, r, &c, &l, d ? d[k].place : pl[k], d ? &d[k] : NULL);
 			if (!k)
 				break;
 			line_putc(&l, ';');
-			if (d[k - 1].after.lo) {
+			if (d && d[k - 1].after.lo) {
 				/* every stack of the row has frames here, not
 				 * the same: never a call that cannot be */
 				line_flush(f, &l);
@@ -178,6 +188,7 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 		fclose(c.m);
 	free(c.buf);
 	free(l.p);
+	free(pl);
 	free(c.at.v);
 }
 

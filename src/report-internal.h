@@ -187,10 +187,11 @@ struct by_place {
 	size_t n;
 };
 
-/* The slot of d's place, grown (zeroed) as needed; NULL when d has none. */
-static inline uint64_t *place_slot(struct by_place *k, const struct dframe *d)
+/* The slot of a place (dframe.place), grown (zeroed) as needed; NULL for
+ * none (0). */
+static inline uint64_t *place_slot(struct by_place *k, uint32_t place)
 {
-	size_t i = d->place;
+	size_t i = place;
 	if (!i)
 		return NULL;
 	if (i >= k->n) {
@@ -306,9 +307,9 @@ enum { FX_USER = 1 << 4, FX_HIDDEN = 1 << 5, FX_SET = 1 << 6 };
 /* What a module is: a system library's, a CPython interpreter's, the agent's. */
 enum { MOD_SYSTEM = 1 << 0, MOD_INTERP = 1 << 1, MOD_KNOWN = 1 << 2, MOD_AGENT = 1 << 3 };
 uint8_t mod_flags(struct report *r, uint32_t gmod);
-/* The FN_ and FX_ flags of source frame j of location loc (number index) in
- * module gmod. */
-uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, uint32_t gmod,
+/* The FN_ and FX_ flags of source frame j of location loc (number index) of
+ * frame g. */
+uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, struct gframe g,
 		    uint32_t j);
 /* Is fn an allocator entry point (malloc, operator new...)? */
 bool allocator_function(const char *fn);
@@ -323,6 +324,14 @@ struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t
  * expanded, into *d (*cap entries, grown as needed). Returns how many. */
 size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32_t *map,
 		     size_t nm, uint32_t n, struct dframe **d, size_t *cap);
+/* The same frames by place (dframe.place) alone, at most max (0: all): a
+ * writer that keeps what it makes of each place (folded stacks, flame
+ * graphs) needs nothing more of most frames. */
+size_t expand_places(struct report *r, const struct snap_frame *sf, const uint32_t *map,
+		     size_t nm, uint32_t n, size_t max, uint32_t **pl, size_t *cap);
+/* The source frame at a place, as expand_frames gives it (with the address
+ * of the first frame seen there). */
+struct dframe place_dframe(struct report *r, uint32_t place);
 /* What a row by stack (without --all-frames) is keyed by, found without
  * expanding the stack: the numbers of the frames
  * visible_frames (rows.c) gives, from the head head_of gives, into *ids (*cap
@@ -344,6 +353,11 @@ void frames_resolved(struct report *r);
 /* The source frames a row shows, into *out (caller frees): see rows.c. */
 size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
 		  struct dframe **out, size_t *total, size_t *head, char *via, size_t vialen);
+/* By stack, of a row whose stacks are all alike: row_frames(r, w, max, true,
+ * ...) by place (expand_places), their number into *n. false for any other
+ * row, whose frames only row_frames gives. */
+bool row_places(struct report *r, const struct row *w, size_t max, uint32_t **pl, size_t *cap,
+		size_t *n);
 /* A gap in words: "5 frames in libc.so.6", "4-9 std:: frames" ("" for none). */
 void describe_gap(const struct report *r, const struct gap *g, char *buf, size_t len);
 

@@ -10,6 +10,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* By stack, what a frame at a place becomes in the flame graph follows from
+ * the place: made once a place, its label interned. */
+struct place_frames {
+	struct by_place at;           /* a place's index in v + 1 */
+	struct flame_frame *v;
+	size_t n, cap;
+};
+
+/* The flame graph's frame for the frame d, made and kept at its place when
+ * d has one (the label in m, written over). NULL when it has no place. */
+static const struct flame_frame *place_frame(struct flame *fl, struct report *r, FILE *m,
+					     char **labels, struct place_frames *pf,
+					     uint32_t place, const struct dframe *d)
+{
+	uint64_t *slot = place_slot(&pf->at, place);
+	struct flame_frame *x;
+	struct dframe pd;
+
+	if (!slot)
+		return NULL;
+	if (*slot)
+		return &pf->v[*slot - 1];
+	if (!d) {
+		pd = place_dframe(r, place);
+		d = &pd;
+	}
+	fseek(m, 0, SEEK_SET);
+	folded_name(m, r, d);
+	fputc('\0', m);
+	fflush(m);
+	if (pf->n == pf->cap) {
+		pf->cap = pf->cap ? pf->cap * 2 : 256;
+		pf->v = xrealloc(pf->v, pf->cap * sizeof *pf->v);
+	}
+	x = &pf->v[pf->n++];
+	x->label = NULL;
+	x->has_id = true;
+	x->label_id = flame_label(fl, *labels);
+	x->file = d->file;
+	x->line = d->line;
+	x->module = d->gmod == SYM_NO_MODULE ? NULL : symbolizer_module_name(r->z, d->gmod);
+	x->inlined = d->inlined;
+	*slot = pf->n;
+	return x;
+}
+
 /* The rows as a flame graph (src/flame.c): a snapshot's live bytes, or a
  * diff's growth and shrinkage; frames labelled as in folded stacks. */
 void report_svg(FILE *f, struct report *r, bool inline_svg)
@@ -18,17 +64,15 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	enum report_sample sample = r->o->sample;
 	struct flame *fl = flame_new(diff);
 	struct row **v[2];
-	size_t n[2] = { 0, 0 }, i, k, nd, ne, e, len;
+	size_t n[2] = { 0, 0 }, i, k, nd, ne, e, len, plcap = 0;
+	size_t max = r->o->depth_set ? r->o->depth : 0;
 	struct flame_frame *fr = NULL;
 	struct dframe *d;
 	char *labels = NULL, *next, *title, *sub, b[32];
 	FILE *m;
-	/* by stack, a frame's label follows from its place: made and
-	 * interned once a place */
 	bool by_stack = r->o->by == REPORT_BY_STACK;
-	struct by_place known = { NULL, 0 };   /* a place's label id + 1 */
-	uint32_t *ids = NULL;         /* a row's frames' known labels (UINT32_MAX: none) */
-	size_t aids = 0;
+	struct place_frames pf = { { NULL, 0 }, NULL, 0, 0 };
+	uint32_t *pl = NULL;
 
 	if (diff) {
 		v[0] = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &n[0]);
@@ -37,7 +81,7 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 		v[0] = select_rows(r, pred_live, cmp_live, r->o->top, &n[0]);
 		v[1] = NULL;
 	}
-	/* the labels of a row, NUL-separated, made by the folded format's code */
+	/* labels made by the folded format's code, NUL-separated */
 	m = open_memstream(&labels, &len);
 	if (!m)
 		abort();
@@ -48,19 +92,34 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 			const struct row *w = v[s][i];
 			if (i + 1 < n[s])
 				row_prefetch(v[s][i + 1]);
-			nd = row_frames(r, w, r->o->depth_set ? r->o->depth : 0, true, &d, NULL, NULL, NULL, 0);
-			/* each row's labels over the last one's; where the stacks
-			 * of a merged row differ, a box says frames are left out */
+			if (by_stack && row_places(r, w, max, &pl, &plcap, &nd)) {
+				/* most rows: every frame known by its place */
+				fr = xrealloc(fr, (nd ? nd : 1) * sizeof *fr);
+				for (k = 0; k < nd; k++)
+					fr[nd - 1 - k] = *place_frame(fl, r, m, &labels, &pf, pl[k], NULL);
+				ne = nd;
+				goto add;
+			}
+			nd = row_frames(r, w, max, true, &d, NULL, NULL, NULL, 0);
+			/* frames of places first (each writes over the labels),
+			 * then the rest's labels, each row's over the last one's;
+			 * where the stacks of a merged row differ, a box says
+			 * frames are left out */
+			/* fr: the row's frames (a gap box after each but the
+			 * last at most); own: those of places, past them */
+			fr = xrealloc(fr, (3 * nd + 1) * sizeof *fr);
+			struct flame_frame *own = fr + 2 * nd;
+			for (k = 0; k < nd; k++) {
+				const struct flame_frame *x =
+					by_stack ? place_frame(fl, r, m, &labels, &pf, d[k].place, &d[k]) : NULL;
+				own[k].has_id = x != NULL;
+				if (x)
+					own[k] = *x;
+			}
 			fseek(m, 0, SEEK_SET);
 			ne = 0;
-			if (nd > aids) {
-				aids = nd;
-				ids = xrealloc(ids, aids * sizeof *ids);
-			}
 			for (k = 0; k < nd; k++) {
-				uint64_t *kl = by_stack ? place_slot(&known, &d[k]) : NULL;
-				ids[k] = kl && *kl ? (uint32_t)(*kl - 1) : UINT32_MAX;
-				if (ids[k] == UINT32_MAX) {
+				if (!own[k].has_id) {
 					folded_name(m, r, &d[k]);
 					fputc('\0', m);
 				}
@@ -72,27 +131,19 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 				}
 			}
 			fflush(m);
-			fr = xrealloc(fr, (ne ? ne : 1) * sizeof *fr);
+			/* outermost first */
 			next = labels;
 			for (k = 0, e = 0; k < nd; k++) {
 				bool gap = d[k].after.lo && k + 1 < nd;
 				for (int j = 0; j < 1 + gap; j++, e++) {
 					struct flame_frame *x = &fr[ne - 1 - e];
-					x->has_id = false;
-					if (!j && ids[k] != UINT32_MAX) {
-						x->has_id = true;
-						x->label_id = ids[k];
-						x->label = NULL;
-					} else {
-						x->label = next;
-						next += strlen(next) + 1;
-						uint64_t *slot;
-						if (!j && by_stack && (slot = place_slot(&known, &d[k]))) {
-							x->has_id = true;
-							x->label_id = flame_label(fl, x->label);
-							*slot = x->label_id + 1;
-						}
+					if (!j && own[k].has_id) {
+						*x = own[k];
+						continue;
 					}
+					x->has_id = false;
+					x->label = next;
+					next += strlen(next) + 1;
 					x->file = j ? NULL : d[k].file;
 					x->line = j ? 0 : d[k].line;
 					x->module = j || d[k].gmod == SYM_NO_MODULE
@@ -101,16 +152,18 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 					x->inlined = !j && d[k].inlined;
 				}
 			}
+			free(d);
+add:
 			flame_add(fl, fr, ne, diff ? w->val[0] : 0, diff ? w->val[1] : w->val[0],
 				  diff ? sample_blocks(&w->f[0], sample) : 0,
 				  sample_blocks(&w->f[diff ? 1 : 0], sample));
-			free(d);
 		}
 	}
 	fclose(m);
 	free(labels);
-	free(known.v);
-	free(ids);
+	free(pf.at.v);
+	free(pf.v);
+	free(pl);
 	if (sample != REPORT_SAMPLE_LIVE) {
 		uint64_t t0 = sample_bytes(&r->in[0].total, sample);
 		uint64_t t1 = diff ? sample_bytes(&r->in[1].total, sample) : t0;

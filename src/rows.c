@@ -164,7 +164,7 @@ static bool trimmed_frame(struct report *r, const struct gframe *g)
 	if (mod_flags(r, g->gmod) & MOD_AGENT)
 		return true;
 	loc = frame_loc(r, *g, &index);
-	return frame_flags(r, loc, index, g->gmod, loc->nframes - 1) & FN_ALLOC;
+	return frame_flags(r, loc, index, *g, loc->nframes - 1) & FN_ALLOC;
 }
 
 /* Is d a frame of the user's own code? Not: a frame --hide names, a frame of
@@ -542,6 +542,15 @@ size_t row_frames(struct report *r, const struct row *w, size_t max, bool whole,
 		n = max;
 	*out = e.d;
 	return n;
+}
+
+bool row_places(struct report *r, const struct row *w, size_t max, uint32_t **pl, size_t *cap,
+		size_t *n)
+{
+	if (r->o->by != REPORT_BY_STACK || w->segs)
+		return false;
+	*n = expand_places(r, w->sf, w->map, w->nmodules, w->nframes, max, pl, cap);
+	return true;
 }
 
 /* --focus: does some frame of the stack (its function or file) match? Rows
