@@ -149,8 +149,7 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 		__fsetlocking(c.m, FSETLOCKING_BYCALLER);
 	}
 	for (i = 0; i < n; i++) {
-		if (i + 1 < n)
-			row_prefetch(v[i + 1]);
+		rows_prefetch(v, i, n);
 		/* most rows by place alone, their names made once a place */
 		d = NULL;
 		if (!c.m || !row_places(r, v[i], max, &pl, &plcap, &nd))

@@ -87,16 +87,25 @@ struct row {
 	const struct snap_forward *forward;
 };
 
-/* Start fetching row w's frames into the cache. Rows in order of size have
- * their stacks all over the snapshot: a writer walking every frame of every
- * row (pprof, folded stacks, flame graphs) waited on each row's first reads
- * for a fifth of its time, unless it asked for the next row's ahead. */
-static inline void row_prefetch(const struct row *w)
+/* Start fetching what a writer walking every frame of rows v[0..n) in order
+ * (pprof, folded stacks, flame graphs) needs after row i: a row 8 rows
+ * ahead, and the frames of the one 2 ahead. Rows in order of size lie all
+ * over the rows and their stacks all over the snapshot: waiting for them
+ * was a third of such a writer's time. */
+static inline void rows_prefetch(struct row *const *v, size_t i, size_t n)
 {
-	uintptr_t p = (uintptr_t)w->sf & ~(uintptr_t)63;
-	uintptr_t e = (uintptr_t)(w->sf + w->nframes);
-	for (; p < e; p += 64)
-		__builtin_prefetch((const void *)p);
+	if (i + 8 < n) {
+		const char *p = (const char *)v[i + 8];
+		for (size_t k = 0; k < sizeof(struct row); k += 64)
+			__builtin_prefetch(p + k);
+	}
+	if (i + 2 < n) {
+		const struct row *w = v[i + 2];
+		uintptr_t p = (uintptr_t)w->sf & ~(uintptr_t)63;
+		uintptr_t e = (uintptr_t)(w->sf + w->nframes);
+		for (; p < e; p += 64)
+			__builtin_prefetch((const void *)p);
+	}
 }
 
 

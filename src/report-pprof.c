@@ -103,8 +103,7 @@ static bool next_sample(void *arg, struct pprof_sample *out)
 
 	const struct row *w = m->v[m->i++];
 	const struct figures *a = &w->f[0], *b = &w->f[diff ? 1 : 0];
-	if (m->i < m->n)
-		row_prefetch(m->v[m->i]);
+	rows_prefetch(m->v, m->i - 1, m->n);
 	memset(q, 0, sizeof *q);
 	if (r->o->by == REPORT_BY_STACK && !w->segs && !r->o->depth_set) {
 		/* all the frames of the row's first stack, every source frame of

@@ -90,8 +90,7 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	for (int s = 0; s < 2; s++) {
 		for (i = 0; i < n[s]; i++) {
 			const struct row *w = v[s][i];
-			if (i + 1 < n[s])
-				row_prefetch(v[s][i + 1]);
+			rows_prefetch(v[s], i, n[s]);
 			if (by_stack && row_places(r, w, max, &pl, &plcap, &nd)) {
 				/* most rows: every frame known by its place */
 				fr = xrealloc(fr, (nd ? nd : 1) * sizeof *fr);
