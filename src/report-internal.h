@@ -382,6 +382,13 @@ bool pred_shrunk(const struct report *r, const struct row *w);
 /* Rows passing pred, sorted by cmp, at most limit (0: all). Caller frees. */
 struct row **select_rows(struct report *r, bool (*pred)(const struct report *, const struct row *),
 			 int (*cmp)(const void *, const void *), size_t limit, size_t *n);
+/* The same rows (the first limit by cmp), in the order they lie in memory,
+ * which is that of their stacks in the snapshot: for writers whose output
+ * does not depend on the order (pprof, flame graphs), reading rows and
+ * frames in order rather than all over 70 MB for 100 000 stacks. */
+struct row **select_rows_in_place(struct report *r, bool (*pred)(const struct report *,
+								  const struct row *),
+				  int (*cmp)(const void *, const void *), size_t limit, size_t *n);
 size_t held_rows(const struct report *r);
 const char *status_of(const struct row *w);
 

@@ -142,7 +142,7 @@ static int pprof_out(FILE *f, struct report *r)
 	char *cause = NULL;
 	int rc, k;
 
-	m.v = select_rows(r, pred_pprof, r->nin == 2 ? cmp_change : cmp_live, r->o->top, &m.n);
+	m.v = select_rows_in_place(r, pred_pprof, r->nin == 2 ? cmp_change : cmp_live, r->o->top, &m.n);
 	for (k = 0; k < r->nin; k++) {
 		src.path[k] = r->in[k].path;
 		src.s[k] = r->in[k].s;

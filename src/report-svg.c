@@ -75,10 +75,10 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 	uint32_t *pl = NULL;
 
 	if (diff) {
-		v[0] = select_rows(r, pred_grown, cmp_growth_desc, r->o->top, &n[0]);
-		v[1] = select_rows(r, pred_shrunk, cmp_growth_asc, r->o->top, &n[1]);
+		v[0] = select_rows_in_place(r, pred_grown, cmp_growth_desc, r->o->top, &n[0]);
+		v[1] = select_rows_in_place(r, pred_shrunk, cmp_growth_asc, r->o->top, &n[1]);
 	} else {
-		v[0] = select_rows(r, pred_live, cmp_live, r->o->top, &n[0]);
+		v[0] = select_rows_in_place(r, pred_live, cmp_live, r->o->top, &n[0]);
 		v[1] = NULL;
 	}
 	/* labels made by the folded format's code, NUL-separated */

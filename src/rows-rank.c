@@ -178,6 +178,32 @@ struct row **select_rows(struct report *r, bool (*pred)(const struct report *,
 	return v;
 }
 
+static int cmp_address(const void *pa, const void *pb)
+{
+	const struct row *a = *(const struct row *const *)pa, *b = *(const struct row *const *)pb;
+	return a < b ? -1 : a > b;
+}
+
+struct row **select_rows_in_place(struct report *r, bool (*pred)(const struct report *,
+								  const struct row *),
+				  int (*cmp)(const void *, const void *), size_t limit, size_t *n)
+{
+	struct row **v;
+	size_t k = 0;
+
+	if (limit && limit < r->nrows) {
+		v = select_rows(r, pred, cmp, limit, n);
+		qsort(v, *n, sizeof *v, cmp_address);
+		return v;
+	}
+	v = xmalloc((r->nrows ? r->nrows : 1) * sizeof *v);
+	for (size_t i = 0; i < r->nrows; i++)
+		if (pred(r, &r->rows[i]))
+			v[k++] = &r->rows[i];
+	*n = k;
+	return v;
+}
+
 bool pred_live(const struct report *r, const struct row *w)
 {
 	return w->val[0] > 0 && w->val[0] >= r->o->min_bytes;
