@@ -29,6 +29,7 @@ struct node {
 	const char *file, *module;      /* the caller's strings; NULL: unknown */
 	uint32_t line;                  /* 0: unknown or several */
 	bool inlined, lines_differ;
+	bool modules_differ;            /* its frames are in more than one module */
 	uint32_t parent, child, next;   /* first child, next sibling */
 	uint32_t nkids;
 	bool indexed;                   /* its children are in the hash table */
@@ -167,6 +168,12 @@ static void node_count(struct node *n, uint64_t before, uint64_t after, uint64_t
 		n->shrank += before - after;
 }
 
+/* Are a and b (either may be NULL) the same string? */
+static bool same_string(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 void flame_add(struct flame *fl, const struct flame_frame *frames, size_t n, uint64_t before,
 	       uint64_t after, uint64_t blocks_before, uint64_t blocks_after)
 {
@@ -186,12 +193,14 @@ void flame_add(struct flame *fl, const struct flame_frame *frames, size_t n, uin
 			nd->line = fr->line;
 			nd->module = fr->module;
 			nd->inlined = fr->inlined;
-		} else if (!nd->lines_differ && nd->line != fr->line) {
-			nd->lines_differ = true;
-		} else if (!nd->lines_differ &&
-			   (nd->file != fr->file &&
-			    (!nd->file || !fr->file || strcmp(nd->file, fr->file) != 0))) {
-			nd->lines_differ = true;
+		} else {
+			if (!nd->lines_differ &&
+			    (nd->line != fr->line || !same_string(nd->file, fr->file)))
+				nd->lines_differ = true;
+			/* (the first frame's module would depend on the
+			 * order of the stacks) */
+			if (!nd->modules_differ && !same_string(nd->module, fr->module))
+				nd->modules_differ = true;
 		}
 		node_count(nd, before, after, blocks_before, blocks_after);
 		cur = k;
@@ -307,7 +316,9 @@ static void node_title(FILE *f, const struct flame *fl, const struct node *n, ui
 		} else {
 			fputs("no source line", f);
 		}
-		if (mod) {
+		if (n->modules_differ) {
+			fputs(" in several modules", f);
+		} else if (mod) {
 			fputs(" in ", f);
 			flame_escape(f, mod);
 		}
