@@ -23,9 +23,11 @@
 # (heaptrack_interpret), so its print step is the counterpart of memwatch's
 # report: it runs first, and each memwatch row ends with its time and peak
 # RSS as multiples of heaptrack_print's; heaptrack's recording time is shown
-# apart. BASELINE (environment: another built tree, e.g. of the main branch)
-# adds its diff of two and trend of ten on the same snapshots, beside this
-# build's, to compare two builds in one run.
+# apart. heaptrack_print -F (its folded stacks, for flamegraph.pl) is
+# measured beside memwatch's folded stacks. BASELINE (environment: another
+# built tree, e.g. of the main branch) adds its show (table, pprof, SVG), diff
+# of two and trend of ten on the same snapshots, beside this build's, to
+# compare two builds in one run.
 set -u
 build=$(cd "${1:-.}" && pwd)
 shift 2>/dev/null
@@ -146,6 +148,18 @@ for n in $sizes; do
 		env MEMWATCH_DEBUG_CACHE= "$mw" show a.snap
 	measure "memwatch show (agent snapshot, symbols embedded)" "$mw" show ae.snap
 	measure "memwatch show -F folded (agent snapshot)" "$mw" show -F folded a.snap
+	t_folded=$secs
+	if [ -n "$ht_secs" ] && [ "$ht_secs" != nan ]; then
+		# heaptrack's own folded stacks (for flamegraph.pl), beside ours
+		ht_table=$ht_secs
+		ht_secs=
+		measure "heaptrack_print -F (folded stacks too)" heaptrack_print -F ht.folded "$ht"
+		if [ "$secs" != nan ] && [ "$t_folded" != nan ]; then
+			printf "%8s  %-44s %8.2f\n" "$n" "ratio memwatch folded / heaptrack_print -F" \
+				"$(echo "$t_folded / $secs" | bc -l)"
+		fi
+		ht_secs=$ht_table
+	fi
 	measure "memwatch show -F pprof (agent snapshot)" "$mw" show -F pprof -o p.pb.gz a.snap
 	measure "memwatch diff (two agent snapshots)" "$mw" diff a.snap b.snap
 	t_diff=$secs
@@ -159,6 +173,9 @@ for n in $sizes; do
 			"$(echo "$secs / ($t_diff + 0.001)" | bc -l)"
 	fi
 	if [ -n "${BASELINE:-}" ]; then
+		measure "baseline: memwatch show (agent snapshot)" "$base_mw" show a.snap
+		measure "baseline: memwatch show -F pprof" "$base_mw" show -F pprof -o p.pb.gz a.snap
+		measure "baseline: memwatch show -F svg" "$base_mw" show -F svg a.snap
 		measure "baseline: memwatch diff (two agent snapshots)" "$base_mw" diff a.snap b.snap
 		t_diff=$secs
 		measure "baseline: memwatch diff (trend of ten)" "$base_mw" diff a.snap b.snap t3.snap \

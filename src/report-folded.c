@@ -96,18 +96,13 @@ static void line_flush(FILE *f, struct line *l)
 	l->n = 0;
 }
 
-/* The name of the frame at place (d: that frame, or NULL to make it from the
- * place) onto the line. */
+/* The name of the frame at place onto the line: d is that frame, NULL when
+ * its place's name was made before. */
 static void put_name(FILE *f, struct report *r, struct names *c, struct line *l, uint32_t place,
 		     const struct dframe *d)
 {
 	uint64_t *slot = c->m ? place_slot(&c->at, place) : NULL, a = slot ? *slot : 0;
-	struct dframe pd;
 
-	if (!a && !d) {
-		pd = place_dframe(r, place);
-		d = &pd;
-	}
 	if (!slot) {
 		line_flush(f, l);
 		folded_name(f, r, d);
@@ -150,9 +145,9 @@ static void folded(FILE *f, struct report *r, struct row **v, size_t n, bool dif
 	}
 	for (i = 0; i < n; i++) {
 		rows_prefetch(v, i, n);
-		/* most rows by place alone, their names made once a place */
+		/* most rows by place alone: those of places named before */
 		d = NULL;
-		if (!c.m || !row_places(r, v[i], max, &pl, &plcap, &nd))
+		if (!c.m || !row_places(r, v[i], max, &pl, &plcap, &nd) || !places_known(&c.at, pl, nd))
 			nd = row_frames(r, v[i], max, true, &d, NULL, NULL, NULL, 0);
 		if (nd == 0) {
 			free(d);

@@ -196,6 +196,15 @@ struct by_place {
 	size_t n;
 };
 
+/* Has each of the n places pl a value in k? */
+static inline bool places_known(const struct by_place *k, const uint32_t *pl, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pl[i] >= k->n || !k->v[pl[i]])
+			return false;
+	return true;
+}
+
 /* The slot of a place (dframe.place), grown (zeroed) as needed; NULL for
  * none (0). */
 static inline uint64_t *place_slot(struct by_place *k, uint32_t place)
@@ -316,9 +325,9 @@ enum { FX_USER = 1 << 4, FX_HIDDEN = 1 << 5, FX_SET = 1 << 6 };
 /* What a module is: a system library's, a CPython interpreter's, the agent's. */
 enum { MOD_SYSTEM = 1 << 0, MOD_INTERP = 1 << 1, MOD_KNOWN = 1 << 2, MOD_AGENT = 1 << 3 };
 uint8_t mod_flags(struct report *r, uint32_t gmod);
-/* The FN_ and FX_ flags of source frame j of location loc (number index) of
- * frame g. */
-uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, struct gframe g,
+/* The FN_ and FX_ flags of source frame j of location loc (number index) in
+ * module gmod. */
+uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, uint32_t gmod,
 		    uint32_t j);
 /* Is fn an allocator entry point (malloc, operator new...)? */
 bool allocator_function(const char *fn);
@@ -334,13 +343,10 @@ struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t
 size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32_t *map,
 		     size_t nm, uint32_t n, struct dframe **d, size_t *cap);
 /* The same frames by place (dframe.place) alone, at most max (0: all): a
- * writer that keeps what it makes of each place (folded stacks, flame
- * graphs) needs nothing more of most frames. */
+ * writer that keeps what it made of each place it saw (folded stacks, flame
+ * graphs) needs nothing more of a row whose places it all saw. */
 size_t expand_places(struct report *r, const struct snap_frame *sf, const uint32_t *map,
 		     size_t nm, uint32_t n, size_t max, uint32_t **pl, size_t *cap);
-/* The source frame at a place, as expand_frames gives it (with the address
- * of the first frame seen there). */
-struct dframe place_dframe(struct report *r, uint32_t place);
 /* What a row by stack (without --all-frames) is keyed by, found without
  * expanding the stack: the numbers of the frames
  * visible_frames (rows.c) gives, from the head head_of gives, into *ids (*cap

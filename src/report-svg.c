@@ -22,20 +22,15 @@ struct place_frames {
  * d has one (the label in m, written over). NULL when it has no place. */
 static const struct flame_frame *place_frame(struct flame *fl, struct report *r, FILE *m,
 					     char **labels, struct place_frames *pf,
-					     uint32_t place, const struct dframe *d)
+					     const struct dframe *d)
 {
-	uint64_t *slot = place_slot(&pf->at, place);
+	uint64_t *slot = place_slot(&pf->at, d->place);
 	struct flame_frame *x;
-	struct dframe pd;
 
 	if (!slot)
 		return NULL;
 	if (*slot)
 		return &pf->v[*slot - 1];
-	if (!d) {
-		pd = place_dframe(r, place);
-		d = &pd;
-	}
 	fseek(m, 0, SEEK_SET);
 	folded_name(m, r, d);
 	fputc('\0', m);
@@ -91,11 +86,12 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 		for (i = 0; i < n[s]; i++) {
 			const struct row *w = v[s][i];
 			rows_prefetch(v[s], i, n[s]);
-			if (by_stack && row_places(r, w, max, &pl, &plcap, &nd)) {
-				/* most rows: every frame known by its place */
+			if (by_stack && row_places(r, w, max, &pl, &plcap, &nd) &&
+			    places_known(&pf.at, pl, nd)) {
+				/* most rows: every frame's place seen before */
 				fr = xrealloc(fr, (nd ? nd : 1) * sizeof *fr);
 				for (k = 0; k < nd; k++)
-					fr[nd - 1 - k] = *place_frame(fl, r, m, &labels, &pf, pl[k], NULL);
+					fr[nd - 1 - k] = pf.v[pf.at.v[pl[k]] - 1];
 				ne = nd;
 				goto add;
 			}
@@ -110,7 +106,7 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 			struct flame_frame *own = fr + 2 * nd;
 			for (k = 0; k < nd; k++) {
 				const struct flame_frame *x =
-					by_stack ? place_frame(fl, r, m, &labels, &pf, d[k].place, &d[k]) : NULL;
+					by_stack ? place_frame(fl, r, m, &labels, &pf, &d[k]) : NULL;
 				own[k].has_id = x != NULL;
 				if (x)
 					own[k] = *x;

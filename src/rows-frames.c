@@ -130,26 +130,24 @@ uint8_t mod_flags(struct report *r, uint32_t gmod)
 struct fx {
 	uint32_t fid;                 /* its key number; 0: not yet known */
 	uint8_t fl;                   /* its name's FN_ flags, FN_KNOWN set */
-	uint32_t sub;                 /* its index among the location's frames */
-	struct gframe g;              /* the first frame seen at the location */
 };
 
-/* The facts of location loc (index i) of frame g: r->fx from r->fxbase[i] - 1,
- * made at its first use. */
+/* The facts of location loc (index i, in module gmod): r->fx from r->fxbase[i] - 1, made at
+ * its first use. */
 static struct fx *loc_facts_new(struct report *r, const struct sym_loc *loc, uint32_t i,
-				struct gframe g);
+				uint32_t gmod);
 
 static inline struct fx *loc_facts(struct report *r, const struct sym_loc *loc, uint32_t i,
-				   struct gframe g)
+				   uint32_t gmod)
 {
 	if (i < r->nfxbase && r->fxbase[i])
 		return &r->fx[r->fxbase[i] - 1];
-	return loc_facts_new(r, loc, i, g);
+	return loc_facts_new(r, loc, i, gmod);
 }
 
 /* loc_facts the first time. */
 static struct fx *loc_facts_new(struct report *r, const struct sym_loc *loc, uint32_t i,
-				struct gframe g)
+				uint32_t gmod)
 {
 	struct fx *x;
 	uint8_t m;
@@ -172,24 +170,22 @@ static struct fx *loc_facts_new(struct report *r, const struct sym_loc *loc, uin
 	r->nfx += loc->nframes;
 	/* the location is in one module: what user_frame and hidden_below
 	 * (rows.c) say of its frames follows from their names and it */
-	m = mod_flags(r, g.gmod);
+	m = mod_flags(r, gmod);
 	for (uint32_t j = 0; j < loc->nframes; j++) {
 		uint8_t f = name_flags(r, loc->frames[j].function);
 		bool user = !(f & (FN_HIDE | FN_STD | FN_ALLOC)) && !(m & (MOD_SYSTEM | MOD_INTERP));
 		bool hidden = (f & FN_HIDE) ||
 			      (!r->o->all_frames && ((f & FN_STD) || (m & MOD_INTERP)));
 		x[j].fid = 0;
-		x[j].sub = j;
-		x[j].g = g;
 		x[j].fl = (uint8_t)(f | FN_KNOWN | FX_SET | (user ? FX_USER : 0) | (hidden ? FX_HIDDEN : 0));
 	}
 	return x;
 }
 
-uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, struct gframe g,
+uint8_t frame_flags(struct report *r, const struct sym_loc *loc, uint32_t index, uint32_t gmod,
 		    uint32_t j)
 {
-	return loc_facts(r, loc, index, g)[j].fl;
+	return loc_facts(r, loc, index, gmod)[j].fl;
 }
 
 /* The last locations looked up, direct-mapped: a hit is a few compares here
@@ -302,7 +298,7 @@ struct dframe frame_dframe(struct report *r, const struct sym_loc *loc, uint32_t
 			   uint32_t j, struct gframe g)
 {
 	struct dframe d;
-	dframe_fill(&d, r, loc, index, j, g, loc_facts(r, loc, index, g));
+	dframe_fill(&d, r, loc, index, j, g, loc_facts(r, loc, index, g.gmod));
 	return d;
 }
 
@@ -328,7 +324,7 @@ size_t expand_frames(struct report *r, const struct snap_frame *sf, const uint32
 		g.gmod = sf[i].module < nm ? map[sf[i].module] : SYM_NO_MODULE;
 		g.offset = sf[i].offset;
 		loc = frame_loc_at(r, g, &index);
-		x = loc_facts(r, loc, index, g);
+		x = loc_facts(r, loc, index, g.gmod);
 		if (k + loc->nframes > room) {
 			room = room ? room * 2 : 16;
 			if (room < k + loc->nframes)
@@ -361,7 +357,7 @@ size_t expand_places(struct report *r, const struct snap_frame *sf, const uint32
 		g.gmod = sf[i].module < nm ? map[sf[i].module] : SYM_NO_MODULE;
 		g.offset = sf[i].offset;
 		loc = frame_loc_at(r, g, &index);
-		place = (uint32_t)(loc_facts(r, loc, index, g) - r->fx) + 1;
+		place = (uint32_t)(loc_facts(r, loc, index, g.gmod) - r->fx) + 1;
 		if (k + loc->nframes > room) {
 			room = room * 2 > k + loc->nframes ? room * 2 : k + loc->nframes;
 			out = xrealloc(out, room * sizeof *out);
@@ -372,16 +368,6 @@ size_t expand_places(struct report *r, const struct snap_frame *sf, const uint32
 	*pl = out;
 	*cap = room;
 	return k;
-}
-
-struct dframe place_dframe(struct report *r, uint32_t place)
-{
-	const struct fx *x = &r->fx[place - 1];
-	struct gframe g = x->g;
-	uint32_t index, sub = x->sub;
-	const struct sym_loc *loc = frame_loc_at(r, g, &index);
-
-	return frame_dframe(r, loc, index, sub, g);
 }
 
 /* A frame as dframe_same knows it, numbered: rows by stack are keyed by the
@@ -442,7 +428,7 @@ static uint32_t fid_of(struct report *r, const struct dframe *d)
 static inline uint32_t loc_key_id(struct report *r, const struct sym_loc *loc, uint32_t index,
 				  uint32_t j, struct gframe g)
 {
-	struct fx *x = &loc_facts(r, loc, index, g)[j];
+	struct fx *x = &loc_facts(r, loc, index, g.gmod)[j];
 	struct dframe d;
 
 	if (!x->fid) {
@@ -526,7 +512,7 @@ size_t stack_key_ids(struct report *r, const struct snap_frame *sf, const uint32
 		front = r->rfront;    /* (made by the first lookup) */
 		for (uint32_t j = 0; j < loc->nframes; j++) {
 			uint32_t id = loc_key_id(r, loc, index, j, g);
-			x = loc_facts(r, loc, index, g);
+			x = loc_facts(r, loc, index, g.gmod);
 			key_step(&w, &buf, &room, x[j].fl, id, g.gmod);
 			if (loc->nframes == 1) {
 				/* frame_loc_at left the location in the front cache */

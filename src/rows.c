@@ -164,7 +164,7 @@ static bool trimmed_frame(struct report *r, const struct gframe *g)
 	if (mod_flags(r, g->gmod) & MOD_AGENT)
 		return true;
 	loc = frame_loc(r, *g, &index);
-	return frame_flags(r, loc, index, *g, loc->nframes - 1) & FN_ALLOC;
+	return frame_flags(r, loc, index, g->gmod, loc->nframes - 1) & FN_ALLOC;
 }
 
 /* Is d a frame of the user's own code? Not: a frame --hide names, a frame of
