@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigmem.h"
 #include "snapshot.h"
 #include "snapshot-internal.h"
 #include "snapframe.h"
@@ -395,7 +394,7 @@ static struct snap_frame *frames_room(struct snapshot *s, size_t nf, size_t uppe
 	cap = FRAME_CHUNK_BYTES / sizeof(struct snap_frame);
 	cap = cap < upper ? cap : upper;
 	cap = cap > nf ? cap : nf;
-	c = bigmem_alloc(sizeof *c + cap * sizeof(struct snap_frame));
+	c = malloc(sizeof *c + cap * sizeof(struct snap_frame));
 	if (!c)
 		return NULL;
 	c->next = s->frame_block;
