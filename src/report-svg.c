@@ -96,12 +96,11 @@ void report_svg(FILE *f, struct report *r, bool inline_svg)
 				goto add;
 			}
 			nd = row_frames(r, w, max, true, &d, NULL, NULL, NULL, 0);
-			/* frames of places first (each writes over the labels),
-			 * then the rest's labels, each row's over the last one's;
-			 * where the stacks of a merged row differ, a box says
-			 * frames are left out */
-			/* fr: the row's frames (a gap box after each but the
-			 * last at most); own: those of places, past them */
+			/* the frames of places first (own, past the row's frames
+			 * in fr: at most a gap box after each but the last), each
+			 * made over the labels; then the other labels, each row's
+			 * over the last one's; where the stacks of a merged row
+			 * differ, a box says frames are left out */
 			fr = xrealloc(fr, (3 * nd + 1) * sizeof *fr);
 			struct flame_frame *own = fr + 2 * nd;
 			for (k = 0; k < nd; k++) {
