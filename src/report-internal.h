@@ -89,9 +89,10 @@ struct row {
 
 /* Start fetching what a writer walking every frame of rows v[0..n) in order
  * (pprof, folded stacks, flame graphs) needs after row i: a row 8 rows
- * ahead, and the frames of the one 2 ahead. Rows in order of size lie all
- * over the rows and their stacks all over the snapshot: waiting for them
- * was a third of such a writer's time. */
+ * ahead, and the frames of the one 2 ahead. Rows in order of size (folded
+ * stacks) lie all over the rows and their stacks all over the snapshot:
+ * waiting for them was a third of such a writer's time. In the order they lie
+ * (select_rows_in_place) it still saves a few per cent. */
 static inline void rows_prefetch(struct row *const *v, size_t i, size_t n)
 {
 	if (i + 8 < n) {
@@ -107,7 +108,6 @@ static inline void rows_prefetch(struct row *const *v, size_t i, size_t n)
 			__builtin_prefetch((const void *)p);
 	}
 }
-
 
 /* A stack's two hashes for rows-seen.c, made before its rows are (a trend
  * makes them in the thread that reads its snapshots). */
