@@ -447,11 +447,12 @@ static void *read_second(void *arg)
 	return NULL;
 }
 
-/* It could not be read: said, r freed; the exit status. */
-static int second_unread(struct report *r, struct second_read *j)
+/* An input could not be read (cause, freed here): said, r freed; the exit
+ * status. */
+static int unread(struct report *r, char *cause)
 {
-	mw_error("%s", j->cause);
-	free(j->cause);
+	mw_error("%s", cause);
+	free(cause);
 	report_free(r);
 	return MW_EXIT_BADFILE;
 }
@@ -475,11 +476,8 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 	r->in[0].s = npaths == 2 ? snapshot_read_keep(paths[0], NULL, &cause)
 				 : snapshot_read(paths[0], &cause);
 	if (!r->in[0].s) {
-		mw_error("%s", cause);
-		free(cause);
 		r->nin = 0;
-		report_free(r);
-		return MW_EXIT_BADFILE;
+		return unread(r, cause);
 	}
 	r->nin = 1;
 	if (o->embed && embed_copy(o, r->in[0].s) < 0) {
@@ -495,7 +493,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 		else
 			ahead = true;
 		if (!ahead && !job.s)
-			return second_unread(r, &job);
+			return unread(r, job.cause);
 	}
 	r->z = symbolizer_new(o->dirs, o->ndirs);
 	r->in[0].map = symbolizer_add(r->z, r->in[0].s);
@@ -504,7 +502,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 		if (ahead)
 			pthread_join(th, NULL);
 		if (!job.s)
-			return second_unread(r, &job);
+			return unread(r, job.cause);
 		r->in[1].path = paths[1];
 		r->in[1].s = job.s;
 		r->nin = 2;
