@@ -66,13 +66,15 @@ per_op() { awk -v a="$1" -v p="${plain:-}" -v n=$ops 'BEGIN { if (a != "" && p !
 # +51 per pair when set: the hooks' countdown, and one sample in 512 KiB
 # (margin 25)
 within "instructions per malloc+free over plain, default rate" "$(per_op "${ir_default:-}")" 76
-# +846 per pair when set (+1623 before stack-cache.c found a thread's stacks
+# +786 per pair when set (+846 while the live table gave each 256 bytes of
+# address space 16 slots, in a table of 128 slots at least, now 1024;
+# +1623 before stack-cache.c found a thread's stacks
 # again without libunwind, the stack's hash and its lookup; +840 before the
 # filter was left full at rate 1; +804 before the live records shrank from 24
 # bytes to 16, whose address shares a word with its tick and whose weights
 # are coded: a third less of the table's memory for 39 instructions more)
 # (margin 10 %)
-within "instructions per malloc+free over plain, rate 1" "$(per_op "${ir_rate1:-}")" 931
+within "instructions per malloc+free over plain, rate 1" "$(per_op "${ir_rate1:-}")" 865
 
 # 2. CPython at rate 1
 py=/usr/bin/python3
@@ -115,19 +117,19 @@ if [ -x "$py" ] && "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11
 	pyrun r2 2 capture=now,rate=1 && r2=$ir
 	x=$(awk -v a="${p0:-}" -v b="${p2:-}" -v c="${r0:-}" -v d="${r2:-}" \
 		'BEGIN { if (a != "" && b != "" && c != "" && d != "" && b > a) printf "%.2f\n", (d - c) / (b - a) }')
-	# 5.21 to 5.30 in four runs when set (the capture's start, and so which
+	# 4.28 to 4.33 in three runs when set (the capture's start, and so which
 	# allocations the rounds sample first, varies), the budget 10 % above
 	# the highest. Before: 3.80 to 4.11 while the live table gave each 256
-	# bytes of address space its own place (heap.c, live_slot): each 4 KiB
-	# now has one, which takes more probes but reads them in order, and the
-	# rounds take a fifth less time at a rate of 1 for a quarter more
-	# instructions; 4.07 while a stack too deep for the stack cache was
-	# walked at every miss; 4.21 and 4.40 ahead of 3.11's and 3.12's frame walk with their
+	# bytes of address space 16 slots (heap.c, live_slot): each 4 KiB now
+	# has 512, which take more probes but read them in order, and the rounds
+	# take a tenth less time for a twentieth more instructions; 4.07 while a
+	# stack too deep for the stack cache was walked at every miss; 4.21 and
+	# 4.40 ahead of 3.11's and 3.12's frame walk with their
 	# offsets as constants; 8.04 before stack-cache.c; 6.05 with the filter
 	# left full at rate 1, whose frees of blocks older than the capture now
 	# look for a record; 5.94 before a native stack's last merges of Python
 	# frames were reused while their signature is unchanged.
-	within "CPython rate 1, instructions of the rounds as a multiple of plain" "$x" 5.83
+	within "CPython rate 1, instructions of the rounds as a multiple of plain" "$x" 4.76
 else
 	echo "CPython 3.11 is not at $py: its budget is not checked"
 fi

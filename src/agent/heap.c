@@ -384,33 +384,40 @@ static uint64_t *account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64
 
 /* The home slot of address p in a table of cap (a power of 2, at least
  * LIVE_MIN_CAP) slots. Each 4 KiB of address space (GROUP_BITS) has a group of
- * 256 slots, one per 16-byte step, so that blocks allocated or freed one after
- * another in one region (pymalloc's pools, malloc's bins) find their records
- * in the same stretch of the table, read in order; the group is drawn by
- * Fibonacci hashing (the top bits of a product), which spreads the regular
- * strides of allocators' addresses over the table. Within the group, the
- * step is changed by the low bits of the page: pools of one size class put
- * their blocks at the same offsets, and two of them in one group no longer
- * want the very same slots (the change stays within a cache line's 4 slots).
+ * 512 slots, two for each 16-byte step, so that blocks allocated or freed one
+ * after another in one region (pymalloc's pools, malloc's bins) find their
+ * records in the same stretch of the table, read in order; the group is drawn
+ * by Fibonacci hashing (the top bits of a product), which spreads the regular
+ * strides of allocators' addresses over the table. A step's second slot takes
+ * the record that another region of the group wants at the same place, and
+ * the low bits of the page choose which of the two, and which of two
+ * neighbouring steps, a region starts with: pools of one size class put their
+ * blocks at the same offsets, and would otherwise all want the same slots.
  *
- * At a rate of 1 (bench/py_workload.py, 5 runs interleaved, CPU; plain 1.18 s
- * on Debian's 3.11, 1.47 s on pyenv's 3.12, whose pools are 16 KiB): groups
- * of 256 bytes of address space took 4.2-4.7 s on 3.11 and 5.25 s on 3.12;
- * of 1 KiB, 3.95-4.1 s on 3.11; of 4 KiB, 3.7-3.8 s and 4.3-4.8 s; with the
- * page's bits, 3.4-3.8 s and 3.9 s. A group of 256 bytes sent nearly every
- * allocation in a fresh pool to another part of the table: a miss that
- * prefetching did not hide. The price is more probes, in order: 6.5 per free
- * on that workload, where there were 2 to 3, and long runs where two dense
- * regions meet (the 16-byte blocks of two pools overflow into the next
- * group). Native churn (bench/overhead.sh) takes the same time either way. */
+ * At a rate of 1, CPU, medians of runs interleaved (the plain runs: 1.1 s on
+ * bench/py_workload.py with Debian's 3.11, 1.45 s with pyenv's 3.12, whose
+ * pools are 16 KiB; 0.34 s for a program of nothing but bytearray(1), whose
+ * buffers are pymalloc's 16-byte blocks):
+ *
+ *   groups of                      3.11     3.12     bytearray(1)
+ *   256 bytes, 16 slots (before)   3.81 s   4.33 s   3.22 s
+ *   4 KiB, 256 slots               3.60 s   3.66 s   4.62 s
+ *   4 KiB, 512 slots (this)        3.36 s   3.80 s   3.06 s
+ *
+ * Groups of 256 bytes sent nearly every allocation in a fresh pool to another
+ * part of the table: a miss that prefetching did not hide. With one slot for
+ * each step, the 16-byte blocks of two dense pools filled their group and
+ * overflowed into the next, in long runs. */
 #define GROUP_BITS 12
-#define LIVE_MIN_CAP ((size_t)1 << (GROUP_BITS - 3))   /* two groups: 8 KiB */
+#define GROUP_SLOTS_BITS (GROUP_BITS - 3)                  /* 512 slots */
+#define LIVE_MIN_CAP ((size_t)1 << (GROUP_SLOTS_BITS + 1)) /* two groups: 16 KiB */
 static size_t live_slot(uintptr_t p, size_t cap)
 {
 	unsigned b = (unsigned)__builtin_ctzll(cap);
-	return (size_t)(((p >> GROUP_BITS) * 0x9E3779B97F4A7C15ull) >> (64 - b + GROUP_BITS - 4))
-		       << (GROUP_BITS - 4) |
-	       (((p >> 4) ^ ((p >> GROUP_BITS) & 3)) & (((size_t)1 << (GROUP_BITS - 4)) - 1));
+	size_t step = (size_t)(p >> 4) & (((size_t)1 << (GROUP_BITS - 4)) - 1);
+	return (size_t)(((p >> GROUP_BITS) * 0x9E3779B97F4A7C15ull) >> (64 - b + GROUP_SLOTS_BITS))
+		       << GROUP_SLOTS_BITS |
+	       ((step << 1) ^ ((p >> GROUP_BITS) & 3));
 }
 
 /* The old table's pages are given back while its records are moved, by
