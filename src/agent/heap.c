@@ -338,8 +338,6 @@ static __attribute__((noinline, cold)) void peak_mark(uint64_t total)
 	__atomic_fetch_add(&mw_peak.count, 1, __ATOMIC_RELEASE);
 }
 
-/* Add (sign 1) or take away (sign -1) a block's live weight on its stack.
- * Under the lock of the block's shard. */
 /* Add what shard sh held back to the running total. Under its lock. */
 static void peak_pass(struct shard *sh)
 {
@@ -351,8 +349,9 @@ static void peak_pass(struct shard *sh)
 		peak_mark(total);
 }
 
-/* Returns the shard's pending changes of the stack (NULL for none: a dropped
- * stack), for the caller's other figures of the same sample or free. */
+/* Add (sign 1) or take away (sign -1) a block's live weight on its stack, under
+ * its shard's lock. Returns the shard's pending changes of the stack (NULL: a
+ * dropped stack), for the caller's other figures of the same sample or free. */
 static uint64_t *account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64_t wn, int sign)
 {
 	uint64_t *d;
@@ -383,31 +382,15 @@ static uint64_t *account_live(struct shard *sh, uint32_t id, uint64_t wb, uint64
  * backward shift. Under the shard's lock. */
 
 /* The home slot of address p in a table of cap (a power of 2, at least
- * LIVE_MIN_CAP) slots. Each 4 KiB of address space (GROUP_BITS) has a group of
- * 512 slots, two for each 16-byte step, so that blocks allocated or freed one
- * after another in one region (pymalloc's pools, malloc's bins) find their
- * records in the same stretch of the table, read in order; the group is drawn
- * by Fibonacci hashing (the top bits of a product), which spreads the regular
- * strides of allocators' addresses over the table. A step's second slot takes
- * the record that another region of the group wants at the same place, and
- * the low bits of the page choose which of the two, and which of two
- * neighbouring steps, a region starts with: pools of one size class put their
- * blocks at the same offsets, and would otherwise all want the same slots.
- *
- * At a rate of 1, CPU, medians of runs interleaved (the plain runs: 1.1 s on
- * bench/py_workload.py with Debian's 3.11, 1.45 s with pyenv's 3.12, whose
- * pools are 16 KiB; 0.34 s for a program of nothing but bytearray(1), whose
- * buffers are pymalloc's 16-byte blocks):
- *
- *   groups of                      3.11     3.12     bytearray(1)
- *   256 bytes, 16 slots (before)   3.81 s   4.33 s   3.22 s
- *   4 KiB, 256 slots               3.60 s   3.66 s   4.62 s
- *   4 KiB, 512 slots (this)        3.36 s   3.80 s   3.06 s
- *
- * Groups of 256 bytes sent nearly every allocation in a fresh pool to another
- * part of the table: a miss that prefetching did not hide. With one slot for
- * each step, the 16-byte blocks of two dense pools filled their group and
- * overflowed into the next, in long runs. */
+ * LIVE_MIN_CAP) slots. Each 4 KiB of address space has a group of 512 slots,
+ * two for each 16-byte step, drawn by Fibonacci hashing (the top bits of a
+ * product, which spreads allocators' regular strides over the table): the
+ * records of blocks allocated or freed one after another in one region
+ * (pymalloc's pools, malloc's bins) are read in order. A step's second slot
+ * takes the record another region of the group wants there, and the page's
+ * low bits choose where a region starts, since pools of one size class put
+ * their blocks at the same offsets. Measured against other layouts in
+ * HACKING.md ("The live table's layout"). */
 #define GROUP_BITS 12
 #define GROUP_SLOTS_BITS (GROUP_BITS - 3)                  /* 512 slots */
 #define LIVE_MIN_CAP ((size_t)1 << (GROUP_SLOTS_BITS + 1)) /* two groups: 16 KiB */
