@@ -29,12 +29,17 @@ pt=$target_pid
 wait_ready t 1
 "$CTL" "$pt" status >st0 2>&1 || fail "agentctl status: $(cat st0)"
 expect_grep '^status: capturing=0 hooks=[1-9][0-9]* ' st0
+# (each capture lasts 1 s before its status: one of 300 ms once counted no
+# sample at rate 1 with the machine doubly loaded, where an idle one counts
+# 750 000; ctl.N is the Nth cycle's)
+i=0
 for r in 1 4096 524288 1 65536; do
-	"$CTL" "$pt" start=$r sleep=300 status snapshot=t$r.snap stop status >ctl.$r 2>&1 ||
-		fail "agentctl cycle at rate $r: $(cat ctl.$r)"
-	expect_grep "^status: capturing=1 hooks=[1-9][0-9]* rate=$r samples=[1-9]" ctl.$r
-	expect_grep '^snapshot: ok stacks=[1-9]' ctl.$r
-	expect_grep '^status: capturing=0 hooks=0 ' ctl.$r
+	i=$((i + 1))
+	"$CTL" "$pt" start=$r sleep=1000 status snapshot=t$i.snap stop status >ctl.$i 2>&1 ||
+		fail "agentctl cycle $i at rate $r: $(cat ctl.$i)"
+	expect_grep "^status: capturing=1 hooks=[1-9][0-9]* rate=$r samples=[1-9]" ctl.$i
+	expect_grep '^snapshot: ok stacks=[1-9]' ctl.$i
+	expect_grep '^status: capturing=0 hooks=0 ' ctl.$i
 done
 # the owner hangs up without stop: capture ends and the hooks go
 "$CTL" "$pt" start=4096 sleep=300 status >own1 2>&1 || fail "agentctl: $(cat own1)"
