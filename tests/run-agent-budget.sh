@@ -121,8 +121,8 @@ if [ -x "$py" ] && "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11
 	# allocations the rounds sample first, varies), the budget 10 % above
 	# the highest. Before: 3.80 to 4.11 while the live table gave each 256
 	# bytes of address space 16 slots (heap.c, live_slot): each 4 KiB now
-	# has 512, which take more probes but read them in order, and the rounds
-	# take a tenth less time for a twentieth more instructions; 4.07 while a
+	# has 512, read in order, as many probes a free, and the rounds take a
+	# tenth less time for up to a tenth more instructions; 4.07 while a
 	# stack too deep for the stack cache was walked at every miss; 4.21 and
 	# 4.40 ahead of 3.11's and 3.12's frame walk with their
 	# offsets as constants; 8.04 before stack-cache.c; 6.05 with the filter
