@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "snapshot.h"
 #include "snapshot-internal.h"
 #include "snapframe.h"
@@ -61,6 +62,7 @@ struct reader {
 	size_t index;        /* its index */
 	char **cause;
 	bool failed;
+	bool huge;           /* SNAP_DECODE_HUGE */
 };
 
 /* Record that the current item runs past its section's end. */
@@ -375,12 +377,15 @@ static void decode_modules(struct reader *r, struct snapshot *s)
 /* The frames of a snapshot's stacks are kept in chunks of this many bytes
  * or so (one stack's frames are never split): 100 000 stacks are a few
  * allocations, not 100 000, and each is small enough for malloc to reuse
- * the memory a snapshot freed before rather than map it anew. */
+ * the memory a snapshot freed before rather than map it anew. Those asked
+ * for in 2 MiB pages are larger, as only the whole pages inside a chunk
+ * can be: seven in eight of them, not one in two. */
 #define FRAME_CHUNK_BYTES (4u << 20)
+#define HUGE_FRAME_CHUNK_BYTES (16u << 20)
 
 /* Room for nf frames in s's current chunk, a new chunk when it has not; the
  * frames there are the caller's to fill. NULL when out of memory. */
-static struct snap_frame *frames_room(struct snapshot *s, size_t nf, size_t upper)
+static struct snap_frame *frames_room(struct snapshot *s, size_t nf, size_t upper, bool huge)
 {
 	struct snap_frame_chunk *c = s->frame_block;
 	size_t cap;
@@ -391,12 +396,14 @@ static struct snap_frame *frames_room(struct snapshot *s, size_t nf, size_t uppe
 	}
 	/* no more than the bytes left could hold: a small snapshot's one chunk
 	 * is its size */
-	cap = FRAME_CHUNK_BYTES / sizeof(struct snap_frame);
+	cap = (huge ? HUGE_FRAME_CHUNK_BYTES : FRAME_CHUNK_BYTES) / sizeof(struct snap_frame);
 	cap = cap < upper ? cap : upper;
 	cap = cap > nf ? cap : nf;
 	c = malloc(sizeof *c + cap * sizeof(struct snap_frame));
 	if (!c)
 		return NULL;
+	if (huge)
+		bigmem_advise(c, sizeof *c + cap * sizeof(struct snap_frame));
 	c->next = s->frame_block;
 	c->cap = cap;
 	c->used = nf;
@@ -452,7 +459,7 @@ static void decode_stacks(struct reader *r, struct snapshot *s, const struct sna
 			s->frames_borrowed = true;
 			r->pos += like->raw_len[i];
 		} else if (nf) {
-			fr = frames_room(s, nf, (r->end - r->pos) / MIN_FRAME_LEN);
+			fr = frames_room(s, nf, (r->end - r->pos) / MIN_FRAME_LEN, r->huge);
 			if (!fr) {
 				r->failed = true;
 				set_cause(r->cause, "out of memory");
@@ -815,11 +822,11 @@ static int decode_frame(const unsigned char *buf, size_t len, struct snapshot *s
 /* Decode buf: every section (whole), or the head that snapshot_decode_head
  * says, without the checksum. */
 static struct snapshot *decode(const unsigned char *buf, size_t len, char **cause, bool whole,
-			       const struct snapshot *like, bool keep)
+			       const struct snapshot *like, unsigned flags)
 {
 	struct section_loc locs[SEC_KNOWN_MAX + 1];
 	struct snapshot *s;
-	struct reader r = { .buf = buf, .cause = cause };
+	struct reader r = { .buf = buf, .cause = cause, .huge = flags & SNAP_DECODE_HUGE };
 
 	if (cause)
 		*cause = NULL;
@@ -848,7 +855,7 @@ static struct snapshot *decode(const unsigned char *buf, size_t len, char **caus
 	}
 	if (!r.failed && whole) {
 		enter_section(&r, &locs[SEC_STACKS], SEC_STACKS);
-		decode_stacks(&r, s, like, keep);
+		decode_stacks(&r, s, like, flags & SNAP_DECODE_KEEP);
 	}
 	if (!r.failed && locs[SEC_SYMBOLS].seen) {
 		enter_section(&r, &locs[SEC_SYMBOLS], SEC_SYMBOLS);
@@ -879,24 +886,24 @@ static struct snapshot *decode(const unsigned char *buf, size_t len, char **caus
 
 struct snapshot *snapshot_decode(const unsigned char *buf, size_t len, char **cause)
 {
-	return decode(buf, len, cause, true, NULL, false);
+	return decode(buf, len, cause, true, NULL, 0);
 }
 
 struct snapshot *snapshot_decode_like(const unsigned char *buf, size_t len,
 				      const struct snapshot *like, char **cause)
 {
-	return decode(buf, len, cause, true, like, false);
+	return decode(buf, len, cause, true, like, 0);
 }
 
 struct snapshot *snapshot_decode_raw(const unsigned char *buf, size_t len,
-				     const struct snapshot *like, bool keep, char **cause)
+				     const struct snapshot *like, unsigned flags, char **cause)
 {
-	return decode(buf, len, cause, true, like, keep);
+	return decode(buf, len, cause, true, like, flags);
 }
 
 struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char **cause)
 {
-	return decode(buf, len, cause, false, NULL, false);
+	return decode(buf, len, cause, false, NULL, 0);
 }
 
 /* Move past count varints, a word at a time: their last bytes are the bytes

@@ -59,10 +59,6 @@ static int slurp(int fd, unsigned char **buf, size_t *len)
 	return 0;
 }
 
-struct snapshot *snapshot_read(const char *path, char **cause)
-{
-	return snapshot_read_like(path, NULL, cause);
-}
 
 /* A regular file's bytes mapped (its pages already in the page cache are
  * mapped in one go): *len bytes, or MAP_FAILED (not a regular file, empty,
@@ -78,7 +74,7 @@ static void *map_file(int fd, size_t *len)
 	return mmap(NULL, *len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 }
 
-static struct snapshot *read_like(const char *path, const struct snapshot *like, bool keep,
+static struct snapshot *read_like(const char *path, const struct snapshot *like, unsigned flags,
 				  char **cause)
 {
 	unsigned char *buf = NULL;
@@ -102,8 +98,8 @@ static struct snapshot *read_like(const char *path, const struct snapshot *like,
 		*cause = xasprintf("cannot read '%s': %s", path, strerror(-err));
 		return NULL;
 	}
-	struct snapshot *s = snapshot_decode_raw(buf, len, like, keep, &why);
-	if (s && keep) {
+	struct snapshot *s = snapshot_decode_raw(buf, len, like, flags, &why);
+	if (s && (flags & SNAP_DECODE_KEEP)) {
 		s->raw = buf;
 		s->raw_mapped = map != MAP_FAILED ? len : 0;
 	} else if (map != MAP_FAILED) {
@@ -119,14 +115,19 @@ static struct snapshot *read_like(const char *path, const struct snapshot *like,
 	return s;
 }
 
+struct snapshot *snapshot_read(const char *path, char **cause)
+{
+	return read_like(path, NULL, 0, cause);
+}
+
 struct snapshot *snapshot_read_like(const char *path, const struct snapshot *like, char **cause)
 {
-	return read_like(path, like, false, cause);
+	return read_like(path, like, SNAP_DECODE_HUGE, cause);
 }
 
 struct snapshot *snapshot_read_keep(const char *path, const struct snapshot *like, char **cause)
 {
-	return read_like(path, like, true, cause);
+	return read_like(path, like, SNAP_DECODE_KEEP | SNAP_DECODE_HUGE, cause);
 }
 
 int snapshot_read_bytes(const char *path, unsigned char **buf, size_t *len, char **cause)

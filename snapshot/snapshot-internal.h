@@ -43,12 +43,21 @@ static inline bool snap_module_ref_ok(uint32_t module, size_t n)
 	return module == SNAP_NO_MODULE || module < n;
 }
 
-/* snapshot_decode_like; with keep, where each stack's encoded frames are in
- * buf is recorded (raw_at, raw_len) for the caller, which keeps buf as the
- * snapshot's raw (snapio.c). Frames encoded as those of like's stack of
- * their index, in like's raw, are shared without being decoded. */
+/* How snapshot_decode_raw decodes. */
+enum snap_decode_flags {
+	/* where each stack's encoded frames are in buf is recorded (raw_at,
+	 * raw_len) for the caller, which keeps buf as the snapshot's raw
+	 * (snapio.c) */
+	SNAP_DECODE_KEEP = 1 << 0,
+	/* the frames asked for in pages of 2 MiB (bigmem.h): for a report
+	 * that holds one or two snapshots to its end */
+	SNAP_DECODE_HUGE = 1 << 1,
+};
+
+/* snapshot_decode_like, as flags say. Frames encoded as those of like's
+ * stack of their index, in like's raw, are shared without being decoded. */
 struct snapshot *snapshot_decode_raw(const unsigned char *buf, size_t len,
-				     const struct snapshot *like, bool keep, char **cause);
+				     const struct snapshot *like, unsigned flags, char **cause);
 
 /* CRC-32 of len bytes (the trailer of a file), defined in snapshot.c. */
 uint32_t snap_crc(const unsigned char *p, size_t len);

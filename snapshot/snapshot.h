@@ -317,7 +317,12 @@ struct snapshot *snapshot_decode_head(const unsigned char *buf, size_t len, char
 
 /* Read and decode a file. NULL with *cause naming the file on failure. */
 struct snapshot *snapshot_read(const char *path, char **cause);
-/* The same with snapshot_decode_like (like may be NULL). */
+/* The same with snapshot_decode_like (like may be NULL), for a report that
+ * holds one or two snapshots to its end (show, diff): their frames are asked
+ * for in pages of 2 MiB, which saves show of 100 000 stacks a tenth of its
+ * time in page faults. Not for a reader of many: a trend of ten of them
+ * peaked 25 MB higher so, its frames no longer in memory that malloc had
+ * already been given back. */
 struct snapshot *snapshot_read_like(const char *path, const struct snapshot *like, char **cause);
 /* snapshot_read_like, keeping the file's bytes in the snapshot returned for
  * one read like it next: a stack whose encoded frames are those of this

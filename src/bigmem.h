@@ -1,5 +1,6 @@
 /* bigmem.h: memory of many megabytes, filled as soon as it is had (a
- * report's rows), asked for in pages of 2 MiB.
+ * report's rows, the frames of the snapshots of show and diff), asked for
+ * in pages of 2 MiB.
  *
  * A report of 100 000 stacks touched 24 000 pages of 4 KiB: a fault each, and
  * a fifth of its time in the kernel; the rows were 7 500 of them.
@@ -7,10 +8,10 @@
  * default mode ("madvise"); where they are off, or none is free, the advice
  * does nothing.
  *
- * Not the snapshots' frames (11 000 of the faults): allocated at a 2 MiB
- * boundary, they made a trend of ten snapshots peak 25 MB higher, allocated
- * or mapped either way, advised or not, while malloc's chunks reuse what the
- * report freed before. */
+ * The frames (11 000 of the faults) are advised where malloc put them, and
+ * only for show and diff: a trend of ten snapshots peaked 25 MB higher with
+ * its frames in 2 MiB pages, aligned or not, as malloc's chunks no longer
+ * reused what the report had freed before. */
 #ifndef MEMWATCH_BIGMEM_H
 #define MEMWATCH_BIGMEM_H
 

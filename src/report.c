@@ -474,7 +474,7 @@ static int report_load(struct report *r, char *const *paths, int npaths)
 
 	r->in[0].path = paths[0];
 	r->in[0].s = npaths == 2 ? snapshot_read_keep(paths[0], NULL, &cause)
-				 : snapshot_read(paths[0], &cause);
+				 : snapshot_read_like(paths[0], NULL, &cause);
 	if (!r->in[0].s) {
 		r->nin = 0;
 		return unread(r, cause);

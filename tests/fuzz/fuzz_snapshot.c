@@ -48,7 +48,7 @@ static void check(const unsigned char *buf, size_t len)
 		abort(); /* decode and encode are each other's inverse */
 	/* read again beside itself, by its bytes kept (as a diff reads its
 	 * second snapshot): every stack's frames shared, the same snapshot */
-	struct snapshot *k = snapshot_decode_raw(buf, len, NULL, true, &cause);
+	struct snapshot *k = snapshot_decode_raw(buf, len, NULL, SNAP_DECODE_KEEP, &cause);
 	if (!k)
 		abort();
 	k->raw = malloc(len ? len : 1);

@@ -73,7 +73,7 @@ static void shared_where_alike(bool raw)
 	size_t alen, blen;
 	unsigned char *abuf = encode(a, &alen), *bbuf = encode(b, &blen);
 	char *cause = NULL;
-	struct snapshot *da = raw ? snapshot_decode_raw(abuf, alen, NULL, true, &cause)
+	struct snapshot *da = raw ? snapshot_decode_raw(abuf, alen, NULL, SNAP_DECODE_KEEP, &cause)
 				  : snapshot_decode(abuf, alen, &cause);
 	assert_non_null(da);
 	if (raw) {
