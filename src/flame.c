@@ -33,6 +33,8 @@ struct node {
 	uint32_t parent, child, next;   /* first child, next sibling */
 	uint32_t nkids;
 	bool indexed;                   /* its children are in the hash table */
+	/* of the stacks through it; until flame_write sums them up the tree,
+	 * only of those that end at it */
 	uint64_t before, after, bblocks, ablocks;
 	uint64_t grew, shrank;          /* diff: the growth of its stacks, split by sign */
 };
@@ -43,6 +45,12 @@ struct flame {
 	size_t nnodes, anodes;
 	struct hashmap children;        /* struct child: the children of indexed nodes */
 	struct strtab strs;             /* labels */
+	bool summed;                    /* the counts are summed up the tree */
+	/* the stack added last: its frames' labels and nodes. The next most
+	 * often starts with the same frames, whose nodes are then had without
+	 * a walk down the tree (a dependent load a level) */
+	uint32_t *last_label, *last_node;
+	size_t nlast, alast;
 };
 
 /* An entry of the index of children: the child labelled label of parent. */
@@ -174,37 +182,77 @@ static bool same_string(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* Frame fr is one more of node nd's: where one label stands for several
+ * places, the tooltip says so. (The first frame's module would depend on
+ * the order of the stacks.) */
+static inline void node_place(struct node *nd, const struct flame_frame *fr)
+{
+	if (nd->lines_differ && nd->modules_differ)
+		return;
+	if (!nd->lines_differ && (nd->line != fr->line || !same_string(nd->file, fr->file)))
+		nd->lines_differ = true;
+	if (!nd->modules_differ && !same_string(nd->module, fr->module))
+		nd->modules_differ = true;
+}
+
 void flame_add(struct flame *fl, const struct flame_frame *frames, size_t n, uint64_t before,
 	       uint64_t after, uint64_t blocks_before, uint64_t blocks_after)
 {
 	uint32_t cur = 0;
+	size_t i;
 
-	node_count(&fl->nodes[0], before, after, blocks_before, blocks_after);
-	for (size_t i = 0; i < n; i++) {
+	if (n > fl->alast) {
+		fl->alast = n * 2;
+		fl->last_label = xrealloc(fl->last_label, fl->alast * sizeof *fl->last_label);
+		fl->last_node = xrealloc(fl->last_node, fl->alast * sizeof *fl->last_node);
+	}
+	for (i = 0; i < n; i++) {
 		const struct flame_frame *fr = &frames[i];
-		size_t old = fl->nnodes;
-		uint32_t k = child_get(fl, cur, fr->has_id ? fr->label_id : flame_label(fl, fr->label));
-		struct node *nd = &fl->nodes[k];
+		uint32_t label = fr->has_id ? fr->label_id : flame_label(fl, fr->label);
+		struct node *nd;
 
-		/* the place of a new node; where one label stands for several
-		 * places, the tooltip says so */
+		if (i < fl->nlast && fl->last_label[i] == label) {
+			cur = fl->last_node[i];
+			node_place(&fl->nodes[cur], fr);
+			continue;
+		}
+		size_t old = fl->nnodes;
+		cur = child_get(fl, cur, label);
+		nd = &fl->nodes[cur];
 		if (fl->nnodes > old) {
 			nd->file = fr->file;
 			nd->line = fr->line;
 			nd->module = fr->module;
 			nd->inlined = fr->inlined;
 		} else {
-			if (!nd->lines_differ &&
-			    (nd->line != fr->line || !same_string(nd->file, fr->file)))
-				nd->lines_differ = true;
-			/* (the first frame's module would depend on the
-			 * order of the stacks) */
-			if (!nd->modules_differ && !same_string(nd->module, fr->module))
-				nd->modules_differ = true;
+			node_place(nd, fr);
 		}
-		node_count(nd, before, after, blocks_before, blocks_after);
-		cur = k;
+		fl->last_label[i] = label;
+		fl->last_node[i] = cur;
+		/* the frames past one not shared are not either */
+		fl->nlast = i + 1;
 	}
+	fl->nlast = n;
+	node_count(&fl->nodes[cur], before, after, blocks_before, blocks_after);
+}
+
+/* The counts of the stacks that end at each node made those of all through
+ * it: a node's children were made after it. */
+static void sum_up(struct flame *fl)
+{
+	if (fl->summed)
+		return;
+	for (size_t k = fl->nnodes; k-- > 1;) {
+		const struct node *c = &fl->nodes[k];
+		struct node *p = &fl->nodes[c->parent];
+		p->before += c->before;
+		p->after += c->after;
+		p->bblocks += c->bblocks;
+		p->ablocks += c->ablocks;
+		p->grew += c->grew;
+		p->shrank += c->shrank;
+	}
+	fl->summed = true;
 }
 
 void flame_free(struct flame *fl)
@@ -213,6 +261,8 @@ void flame_free(struct flame *fl)
 		return;
 	strtab_release(&fl->strs);
 	hashmap_release(&fl->children);
+	free(fl->last_label);
+	free(fl->last_node);
 	free(fl->nodes);
 	free(fl);
 }
@@ -506,7 +556,10 @@ static const char script[] =
 void flame_write(struct flame *fl, FILE *f, const char *title, const char *subtitle, bool inline_svg)
 {
 	const struct node *root = &fl->nodes[0];
-	uint64_t total = node_value(fl, root);
+	uint64_t total;
+
+	sum_up(fl);
+	total = node_value(fl, root);
 	double scale = total ? (WIDTH - 2 * PAD) / (double)total : 0;
 	int depth = total ? depth_of(fl, 0, scale) : 0;
 	double height = TOP + (depth + 1) * FRAME_H + BOTTOM, base_y = height - BOTTOM;
