@@ -41,10 +41,12 @@ expect_err_line "cannot run './no-such-program': No such file or directory"
 run_mw 2 run -q
 expect_err_line "run: no command given"
 # --children: every process's last snapshot and capture-stop at the end of the
-# watch are written in time order, however long the earlier ones took
+# watch are written in time order, however long the earlier ones took. (The
+# sleeps outlive the watch: each says its pid, to be stopped at the test's
+# end, whether or not its capture started in time on a loaded machine.)
 run_mw 0 run -q -c --capture now -d 1500ms -o order.log -- \
-	sh -c "sleep 30 & sleep 30 & sleep 30 & wait"
-for p in $(sed -n 's/^# event [0-9.]* \([0-9]*\) capture-start .*/\1/p' order.log); do
+	sh -c 'for i in 1 2 3; do sleep 30 & echo $! >> kids; done; wait'
+for p in $(cat kids) $(sed -n 's/^# event [0-9.]* \([0-9]*\) capture-start .*/\1/p' order.log); do
 	started_pids="$started_pids $p"
 done
 n=$(grep -c '^# event [0-9.]* [0-9]* capture-stop ' order.log)
