@@ -59,7 +59,6 @@ static int slurp(int fd, unsigned char **buf, size_t *len)
 	return 0;
 }
 
-
 /* A regular file's bytes mapped (its pages already in the page cache are
  * mapped in one go): *len bytes, or MAP_FAILED (not a regular file, empty,
  * or not mappable: then it is read). Unlike a copy, nothing is zeroed and

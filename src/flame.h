@@ -35,7 +35,8 @@ uint32_t flame_label(struct flame *fl, const char *label);
 void flame_add(struct flame *fl, const struct flame_frame *frames, size_t n, uint64_t before,
 	       uint64_t after, uint64_t blocks_before, uint64_t blocks_after);
 /* Write the graph as an SVG document (inline: as an <svg> element to be put in
- * an HTML page, without the XML prolog). title and subtitle are plain text. */
+ * an HTML page, without the XML prolog). title and subtitle are plain text.
+ * No stack is added after it. */
 void flame_write(struct flame *fl, FILE *f, const char *title, const char *subtitle, bool inline_svg);
 void flame_free(struct flame *fl);
 
